@@ -1,0 +1,157 @@
+// Package cli implements the monty command. Run is the whole program, so
+// tests call it directly.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/monty-go/monty/runtime"
+)
+
+// Exit codes.
+const (
+	ExitOK        = 0
+	ExitException = 1
+	ExitUsage     = 2
+)
+
+const usage = `usage: monty [flags] -c CODE
+       monty [flags] FILE.py
+
+Runs Python code in Monty's sandbox. print() output goes to stdout as it is
+produced; an uncaught exception prints a traceback to stderr and exits 1.
+
+flags:
+`
+
+// Run executes the command line args and returns the exit code.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("monty", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	code := fs.String("c", "", "run `CODE` (a program passed as a string)")
+	maxDuration := fs.Duration("max-duration", 0, "stop the code after this much run time, e.g. 5s (0: no limit)")
+	maxMemory := fs.String("max-memory", "", "limit the interpreter heap, e.g. 64MB or 1GiB (empty: no limit)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	src, name, err := source(fs, *code)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
+		fs.Usage()
+		return ExitUsage
+	}
+	mem, err := parseBytes(*maxMemory)
+	if err != nil {
+		fmt.Fprintf(stderr, "monty: --max-memory: %v\n", err)
+		return ExitUsage
+	}
+	if *maxDuration < 0 {
+		fmt.Fprintln(stderr, "monty: --max-duration must not be negative")
+		return ExitUsage
+	}
+	limits := runtime.Limits{MaxDuration: *maxDuration, MaxMemory: mem}
+	return execute(ctx, src, name, limits, stdout, stderr)
+}
+
+// source returns the program text and its script name from -c or a file.
+func source(fs *flag.FlagSet, code string) (string, string, error) {
+	switch {
+	case code != "" && fs.NArg() > 0:
+		return "", "", errors.New("give either -c CODE or FILE, not both")
+	case code != "":
+		return code, "<string>", nil
+	case fs.NArg() == 1:
+		b, err := os.ReadFile(fs.Arg(0))
+		if err != nil {
+			return "", "", err
+		}
+		return string(b), filepath.Base(fs.Arg(0)), nil
+	case fs.NArg() > 1:
+		return "", "", errors.New("only one FILE can be run")
+	}
+	return "", "", errors.New("nothing to run")
+}
+
+func execute(ctx context.Context, src, name string, limits runtime.Limits, stdout, stderr io.Writer) int {
+	engine, err := runtime.Default(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
+		return ExitException
+	}
+	it, err := engine.NewInterpreter(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
+		return ExitException
+	}
+	defer it.Close(ctx)
+	it.SetLimits(limits)
+	it.SetOutput(stdout, stderr)
+	prog, err := it.Compile(ctx, src, runtime.WithScriptName(name))
+	if err == nil {
+		var host runtime.Host
+		_, err = host.Run(ctx, prog)
+	}
+	return report(err, stderr)
+}
+
+// report prints err like Python would and returns the exit code.
+func report(err error, stderr io.Writer) int {
+	if err == nil {
+		return ExitOK
+	}
+	var pyErr *runtime.Error
+	if errors.As(err, &pyErr) {
+		text := pyErr.Text
+		if text == "" {
+			text = pyErr.Error()
+		}
+		fmt.Fprintln(stderr, strings.TrimRight(text, "\n"))
+		return ExitException
+	}
+	if errors.Is(err, runtime.ErrCancelled) {
+		fmt.Fprintln(stderr, "KeyboardInterrupt")
+		return 130
+	}
+	fmt.Fprintln(stderr, "monty:", err)
+	return ExitException
+}
+
+// parseBytes reads sizes like "64MB", "1GiB", "1048576".
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(strings.ToUpper(s), strings.ToUpper(u.suffix)) {
+			s, mult = strings.TrimSpace(s[:len(s)-len(u.suffix)]), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a positive size (examples: 64MB, 1GiB)", s)
+	}
+	return int64(n * float64(mult)), nil
+}
+

@@ -1,0 +1,127 @@
+package runtime
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/monty-go/monty/runtime/internal/wire"
+)
+
+// What a dump holds.
+const (
+	kindProgram = 0
+	kindRun     = 1
+	kindREPL    = 2
+)
+
+var kindNames = [...]string{"a compiled program", "a paused run", "a REPL"}
+
+// dumpMagic starts every dump; the byte after it is the envelope version.
+const (
+	dumpMagic   = "MGOD"
+	dumpVersion = 1
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// The envelope: magic(4) version(1) kind(1) len(montyVersion)(1)
+// montyVersion crc32c(payload)(4) len(payload)(4) payload. The checksum
+// keeps truncated or corrupted bytes away from Monty's deserialiser, which
+// trusts its input; sessions add an HMAC on top for untrusted storage.
+func (it *Interpreter) dump(ctx context.Context, handle uint32, kind byte) ([]byte, error) {
+	it.req.Reset()
+	r, err := it.call(ctx, opDump, handle)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.ArrayOf(2); err != nil {
+		return nil, err
+	}
+	got, err := r.Uint()
+	if err != nil {
+		return nil, err
+	}
+	if got != uint64(kind) {
+		return nil, fmt.Errorf("%w: handle holds %s", ErrBadState, kindNames[min(got, 2)])
+	}
+	payload, err := r.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	v := it.engine.version
+	out := make([]byte, 0, 4+1+1+1+len(v)+4+4+len(payload))
+	out = append(out, dumpMagic...)
+	out = append(out, dumpVersion, kind, byte(len(v)))
+	out = append(out, v...)
+	out = binary.BigEndian.AppendUint32(out, crc32.Checksum(payload, castagnoli))
+	out = binary.BigEndian.AppendUint32(out, uint32(len(payload)))
+	return append(out, payload...), nil
+}
+
+// checkDump validates the envelope and returns the payload.
+func (it *Interpreter) checkDump(b []byte, kind byte) ([]byte, error) {
+	bad := func(format string, args ...any) ([]byte, error) {
+		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidDump}, args...)...)
+	}
+	if len(b) < 7 || string(b[:4]) != dumpMagic {
+		return bad("not a monty-go dump (bad magic)")
+	}
+	if b[4] != dumpVersion {
+		return bad("dump envelope version %d, this package reads %d", b[4], dumpVersion)
+	}
+	if b[5] != kind {
+		if int(b[5]) < len(kindNames) {
+			return bad("dump holds %s, not %s", kindNames[b[5]], kindNames[kind])
+		}
+		return bad("unknown dump kind %d", b[5])
+	}
+	vlen := int(b[6])
+	rest := b[7:]
+	if len(rest) < vlen+8 {
+		return bad("truncated header")
+	}
+	if v := string(rest[:vlen]); v != it.engine.version {
+		return bad("made by monty %s, this module runs monty %s", v, it.engine.version)
+	}
+	rest = rest[vlen:]
+	sum, n := binary.BigEndian.Uint32(rest), binary.BigEndian.Uint32(rest[4:])
+	payload := rest[8:]
+	if uint32(len(payload)) != n {
+		return bad("payload is %d bytes, header says %d (truncated?)", len(payload), n)
+	}
+	if crc32.Checksum(payload, castagnoli) != sum {
+		return bad("checksum mismatch (corrupted)")
+	}
+	return payload, nil
+}
+
+// load sends a dump to the module and returns the new handle and a reader
+// at the progress item (null when not paused).
+func (it *Interpreter) load(ctx context.Context, b []byte, kind byte) (uint32, *wire.Reader, error) {
+	payload, err := it.checkDump(b, kind)
+	if err != nil {
+		return 0, nil, err
+	}
+	w := &it.req
+	w.Reset()
+	w.Array(2)
+	w.Uint(uint64(kind))
+	w.Bytes(payload)
+	r, err := it.call(ctx, opLoad, 0)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := r.ArrayOf(3); err != nil {
+		return 0, nil, err
+	}
+	h, err := r.Uint32()
+	if err != nil {
+		return 0, nil, err
+	}
+	if _, err := r.Uint(); err != nil {
+		return 0, nil, err
+	}
+	return h, r, nil
+}

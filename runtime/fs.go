@@ -1,0 +1,257 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/monty-go/monty/object"
+)
+
+// fileSystem is the storage behind MemFS and DirFS. Paths are relative to
+// the mount, slash-separated, cleaned, never starting with "/" or "..";
+// "." is the mount's root.
+type fileSystem interface {
+	stat(name string) (fs.FileInfo, error)
+	readFile(name string) ([]byte, error)
+	writeFile(name string, data []byte, appendTo bool) error
+	mkdir(name string, parents bool) error
+	remove(name string, dir bool) error
+	rename(from, to string) error
+	readDir(name string) ([]string, error)
+}
+
+// mount dispatches the filesystem OS calls under a virtual directory to a
+// fileSystem.
+type mount struct {
+	at       string // cleaned absolute virtual path, "/" for the root
+	readOnly bool
+	fs       fileSystem
+}
+
+// rel maps a virtual path into the mount, or reports it outside.
+func (m *mount) rel(p string) (string, bool) {
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	p = path.Clean(p)
+	if m.at == "/" {
+		return "." + p[len("/")-1:], true
+	}
+	if p == m.at {
+		return ".", true
+	}
+	if strings.HasPrefix(p, m.at+"/") {
+		return p[len(m.at)+1:], true
+	}
+	return "", false
+}
+
+func (m *mount) virtual(rel string) string { return path.Join(m.at, rel) }
+
+// fsCalls lists the OS call names a mount serves.
+var writeCalls = map[string]bool{
+	"Path.write_text": true, "Path.append_text": true, "Path.write_bytes": true, "Path.append_bytes": true,
+	"Path.mkdir": true, "Path.unlink": true, "Path.rmdir": true, "Path.rename": true,
+}
+
+func (m *mount) HandleOS(_ context.Context, call *OSCall) (object.Value, error) {
+	if !strings.HasPrefix(call.Name, "Path.") && call.Name != "open" {
+		return nil, ErrNotHandled
+	}
+	p, err := argStr(call, 0, "path")
+	if err != nil {
+		return nil, ErrNotHandled
+	}
+	name, ok := m.rel(p)
+	if !ok {
+		return nil, ErrNotHandled
+	}
+	write := writeCalls[call.Name]
+	var mode string
+	if call.Name == "open" {
+		mode, _ = argStr(call, 1, "mode")
+		write = strings.ContainsAny(mode, "wax+")
+	}
+	if write && m.readOnly {
+		return nil, &Exception{Type: "PermissionError", Message: "[Errno 30] Read-only file system: '" + p + "'"}
+	}
+	v, err := m.serve(call, name, p, mode)
+	return v, pyFSError(err, p)
+}
+
+func (m *mount) serve(call *OSCall, name, p, mode string) (object.Value, error) {
+	switch call.Name {
+	case "Path.exists", "Path.is_file", "Path.is_dir":
+		fi, err := m.fs.stat(name)
+		if err != nil {
+			return object.Bool(false), nil
+		}
+		switch call.Name {
+		case "Path.is_file":
+			return object.Bool(fi.Mode().IsRegular()), nil
+		case "Path.is_dir":
+			return object.Bool(fi.IsDir()), nil
+		}
+		return object.Bool(true), nil
+	case "Path.is_symlink":
+		return object.Bool(false), nil
+	case "Path.read_text", "Path.read_bytes":
+		b, err := m.fs.readFile(name)
+		if err != nil {
+			return nil, err
+		}
+		if call.Name == "Path.read_bytes" {
+			return object.Bytes(b), nil
+		}
+		return object.Str(b), nil
+	case "Path.write_text", "Path.append_text", "Path.write_bytes", "Path.append_bytes":
+		data, ok := argAt(call, 1, "data")
+		if !ok {
+			return nil, &Exception{Type: "TypeError", Message: "missing data"}
+		}
+		var b []byte
+		n := 0
+		switch d := data.(type) {
+		case object.Str:
+			b, n = []byte(d), len([]rune(string(d)))
+		case object.Bytes:
+			b, n = []byte(d), len(d)
+		default:
+			return nil, &Exception{Type: "TypeError", Message: "data must be str or bytes"}
+		}
+		err := m.fs.writeFile(name, b, strings.Contains(call.Name, "append"))
+		return object.Int(n), err
+	case "Path.stat":
+		fi, err := m.fs.stat(name)
+		if err != nil {
+			return nil, err
+		}
+		return statResult(fi), nil
+	case "Path.iterdir":
+		names, err := m.fs.readDir(name)
+		if err != nil {
+			return nil, err
+		}
+		out := make(object.List, len(names))
+		for i, n := range names {
+			out[i] = object.Path(m.virtual(path.Join(name, n)))
+		}
+		return out, nil
+	case "Path.resolve", "Path.absolute":
+		return object.Path(m.virtual(name)), nil
+	case "Path.mkdir":
+		parents := kwBool(call, "parents")
+		err := m.fs.mkdir(name, parents)
+		if errors.Is(err, fs.ErrExist) && kwBool(call, "exist_ok") {
+			if fi, serr := m.fs.stat(name); serr == nil && fi.IsDir() {
+				err = nil
+			}
+		}
+		return object.None{}, err
+	case "Path.unlink":
+		return object.None{}, m.fs.remove(name, false)
+	case "Path.rmdir":
+		return object.None{}, m.fs.remove(name, true)
+	case "Path.rename":
+		dst, err := argStr(call, 1, "dst")
+		if err != nil {
+			return nil, err
+		}
+		to, ok := m.rel(dst)
+		if !ok {
+			return nil, &Exception{Type: "OSError", Message: "[Errno 18] Invalid cross-device link: '" + dst + "'"}
+		}
+		return object.Path(m.virtual(to)), m.fs.rename(name, to)
+	case "open":
+		return m.open(name, p, mode)
+	}
+	return nil, &Exception{Type: "OSError", Message: call.Name + " is not supported by this filesystem"}
+}
+
+// open checks the mode against the file and returns the handle the
+// interpreter reads and writes through later Path calls.
+func (m *mount) open(name, p, mode string) (object.Value, error) {
+	fi, err := m.fs.stat(name)
+	exists := err == nil
+	switch {
+	case exists && fi.IsDir():
+		return nil, &Exception{Type: "IsADirectoryError", Message: "[Errno 21] Is a directory: '" + p + "'"}
+	case strings.Contains(mode, "x") && exists:
+		return nil, fs.ErrExist
+	case strings.ContainsAny(mode, "wx"):
+		if err := m.fs.writeFile(name, nil, false); err != nil {
+			return nil, err
+		}
+	case strings.Contains(mode, "a"):
+		if err := m.fs.writeFile(name, nil, true); err != nil {
+			return nil, err
+		}
+	case !exists:
+		return nil, fs.ErrNotExist
+	}
+	return object.File{Path: m.virtual(name), Mode: mode}, nil
+}
+
+func kwBool(call *OSCall, name string) bool {
+	v, ok := call.Kwarg(name)
+	if !ok {
+		return false
+	}
+	b, _ := v.(object.Bool)
+	return bool(b)
+}
+
+func statResult(fi fs.FileInfo) object.Value {
+	mode := int64(fi.Mode().Perm())
+	size := fi.Size()
+	if fi.IsDir() {
+		mode |= 0o040000
+		size = 4096
+	} else {
+		mode |= 0o100000
+	}
+	mt := object.Float(float64(fi.ModTime().UnixNano()) / float64(time.Second))
+	return object.NamedTuple{
+		TypeName: "StatResult",
+		Fields:   []string{"st_mode", "st_ino", "st_dev", "st_nlink", "st_uid", "st_gid", "st_size", "st_atime", "st_mtime", "st_ctime"},
+		Values: []object.Value{object.Int(mode), object.Int(0), object.Int(0), object.Int(1), object.Int(0), object.Int(0),
+			object.Int(size), mt, mt, mt},
+	}
+}
+
+// pyFSError turns filesystem errors into the Python exceptions CPython raises.
+func pyFSError(err error, p string) error {
+	if err == nil {
+		return nil
+	}
+	var exc *Exception
+	if errors.As(err, &exc) {
+		return err
+	}
+	q := " '" + p + "'"
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &Exception{Type: "FileNotFoundError", Message: "[Errno 2] No such file or directory:" + q}
+	case errors.Is(err, fs.ErrExist):
+		return &Exception{Type: "FileExistsError", Message: "[Errno 17] File exists:" + q}
+	case errors.Is(err, fs.ErrPermission):
+		return &Exception{Type: "PermissionError", Message: "[Errno 13] Permission denied:" + q}
+	case errors.Is(err, errIsDir):
+		return &Exception{Type: "IsADirectoryError", Message: "[Errno 21] Is a directory:" + q}
+	case errors.Is(err, errNotDir):
+		return &Exception{Type: "NotADirectoryError", Message: "[Errno 20] Not a directory:" + q}
+	case errors.Is(err, errNotEmpty):
+		return &Exception{Type: "OSError", Message: "[Errno 39] Directory not empty:" + q}
+	}
+	return &Exception{Type: "OSError", Message: err.Error()}
+}
+
+var (
+	errIsDir    = errors.New("is a directory")
+	errNotDir   = errors.New("not a directory")
+	errNotEmpty = errors.New("directory not empty")
+)

@@ -1,0 +1,263 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/monty-go/monty/object"
+)
+
+// DefaultMaxHostCalls bounds the host calls of one run when Host.MaxCalls is 0.
+const DefaultMaxHostCalls = 1000
+
+// HostFunc is a Go function Python code can call. Returning an *Exception
+// raises that exception type in Python; any other error raises RuntimeError
+// with the error's text.
+type HostFunc func(ctx context.Context, args []object.Value, kwargs []object.Pair) (object.Value, error)
+
+// Function is a HostFunc registered with a Host.
+type Function struct {
+	Func HostFunc
+	// Async makes a call return a future at once and run the function in its
+	// own goroutine; Python awaits it, and asyncio.gather over several async
+	// functions runs them concurrently.
+	Async bool
+	// Doc is the docstring Python sees.
+	Doc string
+}
+
+// Host answers the pauses of executions: it offers Functions by name,
+// serves OS calls through OS, and sleeps for time.sleep and asyncio.sleep.
+// A Host holds no per-run state and is safe for concurrent use once built;
+// each Drive is independent.
+type Host struct {
+	// Functions callable from Python, by name.
+	Functions map[string]Function
+	// OS serves file, environment, clock and import calls; nil denies them
+	// all with PermissionError (sleeps are always served).
+	OS OSHandler
+	// MaxCalls bounds host function and OS calls per run: 0 means
+	// DefaultMaxHostCalls, negative means no limit.
+	MaxCalls int
+	// MaxCallTime bounds the wall time spent in host functions per run
+	// (async calls count from start to result); 0 means no limit.
+	MaxCallTime time.Duration
+}
+
+// Run starts p with inputs and drives it to the end.
+func (h *Host) Run(ctx context.Context, p *Program, inputs ...object.Value) (object.Value, error) {
+	e, err := p.Start(ctx, inputs...)
+	if err != nil {
+		return nil, err
+	}
+	return h.Drive(ctx, e)
+}
+
+// Feed runs a snippet on r and drives it to the end.
+func (h *Host) Feed(ctx context.Context, r *REPL, code string, inputs ...Input) (object.Value, error) {
+	e, err := r.Feed(ctx, code, inputs...)
+	if err != nil {
+		return nil, err
+	}
+	return h.Drive(ctx, e)
+}
+
+// drive is the state of one Drive.
+type drive struct {
+	h        *Host
+	ctx      context.Context
+	calls    int
+	spent    time.Duration
+	results  chan FutureResult
+	inflight int
+	ready    map[uint32]FutureResult
+}
+
+// Drive answers e's pauses until it finishes, and returns its value. On
+// error the execution is over (a REPL stays usable); async calls still
+// running are cancelled.
+func (h *Host) Drive(ctx context.Context, e *Execution) (object.Value, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d := &drive{h: h, ctx: ctx, results: make(chan FutureResult, 16), ready: map[uint32]FutureResult{}}
+	for !e.Done() {
+		a, limitErr := d.answer(e.Pause())
+		if err := e.Resume(ctx, a); err != nil {
+			if limitErr != nil {
+				return nil, limitErr
+			}
+			return nil, err
+		}
+	}
+	return e.Value(), nil
+}
+
+func (d *drive) maxCalls() int {
+	switch {
+	case d.h.MaxCalls == 0:
+		return DefaultMaxHostCalls
+	case d.h.MaxCalls < 0:
+		return int(^uint(0) >> 1)
+	}
+	return d.h.MaxCalls
+}
+
+// answer computes the reply to one pause. A non-nil error means the answer
+// aborts the run because a host limit was reached.
+func (d *drive) answer(p Pause) (Answer, error) {
+	switch p := p.(type) {
+	case *NameLookup:
+		if f, ok := d.h.Functions[p.Name]; ok && p.ObjectID == nil {
+			fn := object.Function{Name: p.Name}
+			if f.Doc != "" {
+				doc := f.Doc
+				fn.Doc = &doc
+			}
+			return Return(fn), nil
+		}
+		return NotFound(), nil
+	case *FunctionCall:
+		if err := d.count(); err != nil {
+			return Abort("RuntimeError", err.Error()), err
+		}
+		f, ok := d.h.Functions[p.Name]
+		if !ok || p.ObjectID != nil {
+			return NotFound(), nil
+		}
+		if f.Async && !p.EagerAwait {
+			d.startAsync(p.CallID, func(ctx context.Context) (object.Value, error) {
+				return f.Func(ctx, p.Args, p.Kwargs)
+			})
+			return Pending(), nil
+		}
+		return d.callSync(func(ctx context.Context) (object.Value, error) {
+			return f.Func(ctx, p.Args, p.Kwargs)
+		})
+	case *OSCall:
+		if err := d.count(); err != nil {
+			return Abort("RuntimeError", err.Error()), err
+		}
+		return d.osCall(p), nil
+	case *AwaitFutures:
+		return d.await(p)
+	}
+	return Abort("RuntimeError", "unknown pause"), nil
+}
+
+func (d *drive) count() error {
+	d.calls++
+	if d.calls > d.maxCalls() {
+		return fmt.Errorf("%w: more than %d host calls in one run", ErrHostCallLimit, d.maxCalls())
+	}
+	if d.h.MaxCallTime > 0 && d.spent > d.h.MaxCallTime {
+		return fmt.Errorf("%w: host calls took longer than %s in total", ErrHostCallLimit, d.h.MaxCallTime)
+	}
+	return nil
+}
+
+// callCtx bounds one call by what is left of MaxCallTime.
+func (d *drive) callCtx() (context.Context, context.CancelFunc) {
+	if d.h.MaxCallTime > 0 {
+		return context.WithTimeout(d.ctx, d.h.MaxCallTime-d.spent)
+	}
+	return d.ctx, func() {}
+}
+
+func (d *drive) callSync(fn func(context.Context) (object.Value, error)) (Answer, error) {
+	ctx, cancel := d.callCtx()
+	defer cancel()
+	start := time.Now()
+	v, err := fn(ctx)
+	d.spent += time.Since(start)
+	if err != nil {
+		if d.h.MaxCallTime > 0 && d.spent > d.h.MaxCallTime && errors.Is(err, context.DeadlineExceeded) {
+			lim := fmt.Errorf("%w: host calls took longer than %s in total", ErrHostCallLimit, d.h.MaxCallTime)
+			return Abort("RuntimeError", lim.Error()), lim
+		}
+		return raiseFor(err), nil
+	}
+	return Return(orNone(v)), nil
+}
+
+func (d *drive) startAsync(id uint32, fn func(context.Context) (object.Value, error)) {
+	d.inflight++
+	ctx, cancel := d.callCtx()
+	go func() {
+		defer cancel()
+		v, err := fn(ctx)
+		r := FutureResult{CallID: id, Value: orNone(v)}
+		if err != nil {
+			exc := exceptionFor(err)
+			r.Err = &exc
+		}
+		select {
+		case d.results <- r:
+		case <-d.ctx.Done():
+		}
+	}()
+}
+
+// await waits until at least one of the awaited futures has a result, then
+// resolves every awaited future that is ready.
+func (d *drive) await(p *AwaitFutures) (Answer, error) {
+	wanted := make(map[uint32]bool, len(p.CallIDs))
+	for _, id := range p.CallIDs {
+		wanted[id] = true
+	}
+	start := time.Now()
+	defer func() { d.spent += time.Since(start) }()
+	for {
+		var out []FutureResult
+		for id, r := range d.ready {
+			if wanted[id] {
+				out = append(out, r)
+				delete(d.ready, id)
+			}
+		}
+		if len(out) > 0 {
+			return Resolve(out...), nil
+		}
+		if d.inflight == 0 {
+			return Abort("RuntimeError", "awaiting futures the host never started"), nil
+		}
+		select {
+		case r := <-d.results:
+			d.inflight--
+			d.ready[r.CallID] = r
+			// Collect whatever else is already done without blocking.
+			for more := true; more; {
+				select {
+				case r := <-d.results:
+					d.inflight--
+					d.ready[r.CallID] = r
+				default:
+					more = false
+				}
+			}
+		case <-d.ctx.Done():
+			return Abort("RuntimeError", "cancelled"), &cancelledError{cause: context.Cause(d.ctx)}
+		}
+	}
+}
+
+func orNone(v object.Value) object.Value {
+	if v == nil {
+		return object.None{}
+	}
+	return v
+}
+
+func exceptionFor(err error) Exception {
+	var exc *Exception
+	if errors.As(err, &exc) {
+		return *exc
+	}
+	return Exception{Type: "RuntimeError", Message: err.Error()}
+}
+
+func raiseFor(err error) Answer {
+	exc := exceptionFor(err)
+	return Raise(exc.Type, exc.Message)
+}

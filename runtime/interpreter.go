@@ -1,0 +1,369 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/monty-go/monty/runtime/internal/wire"
+)
+
+// Operation codes of monty_call (docs/abi.md).
+const (
+	opInfo         = 0
+	opCompile      = 1
+	opRun          = 2
+	opStart        = 3
+	opResume       = 4
+	opREPLNew      = 5
+	opFeed         = 6
+	opDump         = 7
+	opLoad         = 8
+	opFree         = 9
+	opContinuation = 10
+	opMemory       = 11
+)
+
+// Response status codes.
+const (
+	statusOK        = 0
+	statusException = 1
+	statusFailure   = 2
+)
+
+// clockJump is added to the instance's monotonic clock to cancel a run: the
+// module always arms a time budget (ten years when the caller sets none),
+// and a clock that leaps past it makes the interpreter stop with an
+// uncatchable TimeoutError at its next check, a few microseconds later.
+const clockJump = int64(100 * 365 * 24 * time.Hour)
+
+// Interpreter is one instance of the interpreter module, with its own
+// memory. The programs, executions and REPLs it creates live inside it and
+// share its limits and output settings.
+//
+// An Interpreter is not safe for concurrent use: use one per goroutine, or
+// take them from a Pool. Close it when done.
+type Interpreter struct {
+	engine *Engine
+	mod    api.Module
+	mem    api.Memory
+	fnABI  api.Function
+	fnRes  api.Function
+	fnCall api.Function
+	stack  [3]uint64
+
+	reqPtr, reqCap uint32
+	req            wire.Writer
+	resp           []byte
+
+	limits Limits
+	output output
+	stderr limitedBuffer // what the guest itself writes to stderr (panic messages)
+
+	jump        atomic.Int64 // added to the monotonic clock while cancelling
+	interrupted atomic.Bool
+	dead        error
+	handles     map[uint32]struct{}
+}
+
+// NewInterpreter instantiates a fresh interpreter with DefaultLimits and
+// output collected (see SetOutput).
+func (e *Engine) NewInterpreter(ctx context.Context) (*Interpreter, error) {
+	it := &Interpreter{engine: e, limits: DefaultLimits(), handles: map[uint32]struct{}{}}
+	it.output.max = it.limits.MaxOutput
+	it.stderr.max = 4096
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions("_initialize").
+		WithSysWalltime().
+		WithNanotime(it.nanotime, 1).
+		WithNanosleep(it.nanosleep).
+		WithRandSource(rand.Reader).
+		WithStderr(&it.stderr)
+	mod, err := e.rt.InstantiateModule(ctx, e.compiled, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("monty: instantiate interpreter: %w", err)
+	}
+	it.mod = mod
+	it.mem = mod.Memory()
+	it.fnABI = mod.ExportedFunction("monty_abi_version")
+	it.fnRes = mod.ExportedFunction("monty_reserve")
+	it.fnCall = mod.ExportedFunction("monty_call")
+	e.instances.Store(mod, it)
+	return it, nil
+}
+
+// Close frees the instance and everything in it. Closing twice is harmless.
+func (it *Interpreter) Close(ctx context.Context) error {
+	if it.mod == nil {
+		return nil
+	}
+	it.engine.instances.Delete(it.mod)
+	err := it.mod.Close(ctx)
+	it.mod = nil
+	if it.dead == nil {
+		it.dead = fmt.Errorf("%w: interpreter was closed", ErrDead)
+	}
+	return err
+}
+
+// Dead returns the error that killed the interpreter, or nil if it is usable.
+func (it *Interpreter) Dead() error { return it.dead }
+
+// SetLimits sets the limits for later calls.
+func (it *Interpreter) SetLimits(l Limits) {
+	it.limits = l
+	it.output.max = l.MaxOutput
+}
+
+// Limits returns the limits in force.
+func (it *Interpreter) Limits() Limits { return it.limits }
+
+// SetOutput streams print() output to stdout and stderr as it is produced
+// (line by line). A nil stderr sends stderr text to stdout; both nil (the
+// default) collects output for Output instead.
+func (it *Interpreter) SetOutput(stdout, stderr io.Writer) {
+	it.output.stdout, it.output.stderr, it.output.callback = stdout, stderr, nil
+}
+
+// SetPrintFunc delivers print() output to f as it is produced; nil restores
+// collection.
+func (it *Interpreter) SetPrintFunc(f PrintFunc) {
+	it.output.stdout, it.output.stderr, it.output.callback = nil, nil, f
+}
+
+// Output returns the print() output collected since the last Run, Start or
+// Feed began (both streams, in order), when no writer or callback is set.
+func (it *Interpreter) Output() string { return it.output.collected.String() }
+
+// MemoryUsage reports the bytes the interpreter's heap holds now.
+func (it *Interpreter) MemoryUsage(ctx context.Context) (int64, error) {
+	it.req.Reset()
+	r, err := it.call(ctx, opMemory, 0)
+	if err != nil {
+		return 0, err
+	}
+	n, err := r.Uint()
+	return int64(n), err
+}
+
+func (it *Interpreter) nanotime() int64 {
+	return int64(time.Since(it.engine.epoch)) + it.jump.Load()
+}
+
+// nanosleep serves time.sleep inside Run: it sleeps in short steps so a
+// cancelled context interrupts it.
+func (it *Interpreter) nanosleep(ns int64) {
+	deadline := time.Now().Add(time.Duration(ns))
+	for !it.interrupted.Load() {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		time.Sleep(min(left, 5*time.Millisecond))
+	}
+}
+
+func (it *Interpreter) interrupt() {
+	it.interrupted.Store(true)
+	it.jump.Store(clockJump)
+}
+
+// writeLimits appends the limits array of a request.
+func (it *Interpreter) writeLimits() {
+	w := &it.req
+	w.Array(4)
+	w.OptUint(uint64(max(it.limits.MaxDuration, 0)))
+	w.OptUint(uint64(max(it.limits.MaxMemory, 0)))
+	w.OptUint(uint64(max(it.limits.MaxRecursion, 0)))
+	w.Bool(it.output.streaming())
+}
+
+// call sends it.req.Buf as operation op on handle and returns a reader
+// positioned at the payload of a successful response.
+func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wire.Reader, error) {
+	if it.dead != nil {
+		return nil, it.dead
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &cancelledError{cause: context.Cause(ctx)}
+	}
+	req := it.req.Buf
+	if uint32(len(req)) > it.reqCap {
+		ptr, err := it.fnRes.Call(ctx, uint64(len(req)))
+		if err != nil {
+			return nil, it.kill(err)
+		}
+		it.reqPtr, it.reqCap = api.DecodeU32(ptr[0]), uint32(len(req))
+	}
+	if len(req) > 0 && !it.mem.Write(it.reqPtr, req) {
+		return nil, it.kill(errors.New("request buffer outside memory"))
+	}
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, it.interrupt)
+	}
+	it.stack[0], it.stack[1], it.stack[2] = uint64(op), uint64(handle), uint64(len(req))
+	err := it.fnCall.CallWithStack(ctx, it.stack[:])
+	if stop != nil {
+		stop()
+	}
+	cancelled := it.interrupted.Load()
+	if cancelled {
+		it.interrupted.Store(false)
+		it.jump.Store(0)
+	}
+	if err != nil {
+		return nil, it.kill(err)
+	}
+	packed := it.stack[0]
+	b, ok := it.mem.Read(uint32(packed>>32), uint32(packed))
+	if !ok {
+		return nil, it.kill(errors.New("response outside memory"))
+	}
+	it.resp = append(it.resp[:0], b...)
+	r := wire.NewReader(it.resp)
+	if err := r.ArrayOf(2); err != nil {
+		return nil, err
+	}
+	status, err := r.Uint()
+	if err != nil {
+		return nil, err
+	}
+	switch status {
+	case statusOK:
+		if cancelled {
+			// The code may have seen a sleep cut short: its result is not
+			// trustworthy, so the call reports cancellation.
+			return nil, &cancelledError{cause: context.Cause(ctx)}
+		}
+		return r, nil
+	case statusException:
+		pyErr, err := readException(r)
+		if err != nil {
+			return nil, err
+		}
+		if cancelled && pyErr.Limit == TimeLimit {
+			return nil, &cancelledError{cause: context.Cause(ctx)}
+		}
+		return nil, pyErr
+	case statusFailure:
+		msg, err := r.Text()
+		if err != nil {
+			return nil, err
+		}
+		return nil, apiError(msg)
+	}
+	return nil, fmt.Errorf("%w: unknown status %d", wire.ErrMalformed, status)
+}
+
+// kill marks the interpreter dead after a trap.
+func (it *Interpreter) kill(cause error) error {
+	it.dead = &TrapError{Cause: cause, Stderr: it.stderr.String()}
+	return it.dead
+}
+
+func readException(r *wire.Reader) (*Error, error) {
+	if err := r.ArrayOf(5); err != nil {
+		return nil, err
+	}
+	e := &Error{}
+	var err error
+	if e.Type, err = r.Text(); err != nil {
+		return nil, err
+	}
+	if e.Message, e.HasMessage, err = r.OptText(); err != nil {
+		return nil, err
+	}
+	n, err := r.Array()
+	if err != nil {
+		return nil, err
+	}
+	e.Traceback = make([]Frame, n)
+	for i := range e.Traceback {
+		f := &e.Traceback[i]
+		if err := r.ArrayOf(7); err != nil {
+			return nil, err
+		}
+		if f.Filename, err = r.Text(); err != nil {
+			return nil, err
+		}
+		nums := [4]*int{&f.Line, &f.Column, &f.EndLine, &f.EndColumn}
+		for _, p := range nums {
+			v, err := r.Uint()
+			if err != nil {
+				return nil, err
+			}
+			*p = int(v)
+		}
+		if f.Name, _, err = r.OptText(); err != nil {
+			return nil, err
+		}
+		if f.Source, _, err = r.OptText(); err != nil {
+			return nil, err
+		}
+	}
+	if e.Text, err = r.Text(); err != nil {
+		return nil, err
+	}
+	limit, err := r.Uint()
+	if err != nil {
+		return nil, err
+	}
+	e.Limit = LimitKind(limit)
+	return e, nil
+}
+
+// info returns the monty version the module reports.
+func (it *Interpreter) info(ctx context.Context) (string, error) {
+	it.req.Reset()
+	r, err := it.call(ctx, opInfo, 0)
+	if err != nil {
+		return "", err
+	}
+	if err := r.ArrayOf(2); err != nil {
+		return "", err
+	}
+	return r.Text()
+}
+
+// free releases a handle; errors are irrelevant to callers (the handle is gone either way).
+func (it *Interpreter) free(handle uint32) {
+	delete(it.handles, handle)
+	if it.dead != nil || handle == 0 {
+		return
+	}
+	it.req.Reset()
+	_, _ = it.call(context.Background(), opFree, handle)
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,210 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/monty-go/monty/object"
+)
+
+// OSHandler serves the OS calls of a run (files, environment, clocks,
+// imports). Return ErrNotHandled to let the next handler of a Chain try; an
+// *Exception raises that Python exception; other errors raise OSError.
+// Handlers must be safe for concurrent use when shared between runs.
+type OSHandler interface {
+	HandleOS(ctx context.Context, call *OSCall) (object.Value, error)
+}
+
+// ErrNotHandled is returned by an OSHandler that does not serve a call.
+var ErrNotHandled = errors.New("monty: OS call not handled")
+
+// OSFunc adapts a function to OSHandler.
+type OSFunc func(ctx context.Context, call *OSCall) (object.Value, error)
+
+// HandleOS calls f.
+func (f OSFunc) HandleOS(ctx context.Context, call *OSCall) (object.Value, error) { return f(ctx, call) }
+
+// Chain offers each call to its handlers in order; the first that does not
+// return ErrNotHandled answers. A call no handler serves is denied.
+type Chain []OSHandler
+
+// HandleOS implements OSHandler.
+func (c Chain) HandleOS(ctx context.Context, call *OSCall) (object.Value, error) {
+	for _, h := range c {
+		v, err := h.HandleOS(ctx, call)
+		if !errors.Is(err, ErrNotHandled) {
+			return v, err
+		}
+	}
+	return nil, ErrNotHandled
+}
+
+// denied is the PermissionError raised for calls no handler serves.
+func denied(call *OSCall) error {
+	return &Exception{Type: "PermissionError", Message: call.Name + " is not permitted in this sandbox"}
+}
+
+// osCall answers an OSCall: sleeps directly, the rest through Host.OS.
+func (d *drive) osCall(c *OSCall) Answer {
+	switch c.Name {
+	case "system.sleep", "time.sleep":
+		if err := sleepCtx(d.ctx, sleepArg(c)); err != nil {
+			return raiseFor(err)
+		}
+		return Return(object.None{})
+	case "asyncio.sleep", "system.async_sleep":
+		dur := sleepArg(c)
+		if c.EagerAwait {
+			if err := sleepCtx(d.ctx, dur); err != nil {
+				return raiseFor(err)
+			}
+			return Return(object.None{})
+		}
+		d.startAsync(c.CallID, func(ctx context.Context) (object.Value, error) {
+			return object.None{}, sleepCtx(ctx, dur)
+		})
+		return Pending()
+	}
+	handler := d.h.OS
+	if handler == nil {
+		handler = Chain{}
+	}
+	v, err := handler.HandleOS(d.ctx, c)
+	switch {
+	case errors.Is(err, ErrNotHandled):
+		if c.Name == "import" || c.Name == "import_stubs" {
+			return NotFound()
+		}
+		return raiseFor(denied(c))
+	case err != nil:
+		var exc *Exception
+		if errors.As(err, &exc) {
+			return Raise(exc.Type, exc.Message)
+		}
+		return Raise("OSError", err.Error())
+	}
+	return Return(orNone(v))
+}
+
+func sleepArg(c *OSCall) time.Duration {
+	if len(c.Args) == 1 {
+		if f, ok := c.Args[0].(object.Float); ok && f > 0 {
+			return time.Duration(float64(f) * float64(time.Second))
+		}
+	}
+	return 0
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Env serves os.getenv and os.environ from a fixed map. The real process
+// environment is never visible.
+type Env map[string]string
+
+// HandleOS implements OSHandler.
+func (e Env) HandleOS(_ context.Context, call *OSCall) (object.Value, error) {
+	switch call.Name {
+	case "os.getenv":
+		key, _ := argStr(call, 0, "key")
+		if v, ok := e[key]; ok {
+			return object.Str(v), nil
+		}
+		if def, ok := argAt(call, 1, "default"); ok {
+			return def, nil
+		}
+		return object.None{}, nil
+	case "os.environ":
+		d := object.Dict{}
+		for _, k := range slices.Sorted(maps.Keys(e)) {
+			d = append(d, object.Pair{Key: object.Str(k), Value: object.Str(e[k])})
+		}
+		return d, nil
+	}
+	return nil, ErrNotHandled
+}
+
+// Clock answers the clock reads of programs compiled WithHostClock.
+type Clock struct {
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// Location is the zone of naive date.today() and datetime.now(); nil means UTC.
+	Location *time.Location
+}
+
+// HandleOS implements OSHandler.
+func (c Clock) HandleOS(_ context.Context, call *OSCall) (object.Value, error) {
+	now := time.Now()
+	if c.Now != nil {
+		now = c.Now()
+	}
+	loc := c.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	switch call.Name {
+	case "date.today":
+		t := now.In(loc)
+		return object.Date{Year: t.Year(), Month: int(t.Month()), Day: t.Day()}, nil
+	case "datetime.now":
+		if tz, ok := argAt(call, 0, "tz"); ok {
+			if z, ok := tz.(object.TimeZone); ok {
+				t := now.In(time.FixedZone("", z.Offset))
+				dt := object.DateTimeFromTime(t)
+				dt.TZName = z.Name
+				return dt, nil
+			}
+		}
+		dt := object.DateTimeFromTime(now.In(loc))
+		dt.Offset, dt.TZName = nil, nil
+		return dt, nil
+	case "time.time":
+		which, _ := argStr(call, 0, "caller")
+		switch which {
+		case "time.time_ns":
+			return object.Int(now.UnixNano()), nil
+		case "time.monotonic_ns", "time.perf_counter_ns":
+			return object.Int(now.UnixNano()), nil
+		}
+		return object.Float(float64(now.UnixNano()) / 1e9), nil
+	}
+	return nil, ErrNotHandled
+}
+
+// argAt returns positional argument i, or the keyword argument name.
+func argAt(call *OSCall, i int, name string) (object.Value, bool) {
+	if i < len(call.Args) {
+		return call.Args[i], true
+	}
+	return call.Kwarg(name)
+}
+
+// argStr returns a str or Path argument as a Go string.
+func argStr(call *OSCall, i int, name string) (string, error) {
+	v, ok := argAt(call, i, name)
+	if !ok {
+		return "", fmt.Errorf("%s: missing argument %s", call.Name, name)
+	}
+	switch s := v.(type) {
+	case object.Str:
+		return string(s), nil
+	case object.Path:
+		return string(s), nil
+	}
+	return "", fmt.Errorf("%s: argument %s is %s, not str", call.Name, name, v.Kind())
+}

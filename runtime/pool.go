@@ -1,0 +1,112 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+)
+
+// Pool keeps warm interpreters ready so that getting one costs a channel
+// receive instead of an instantiation. It is safe for concurrent use.
+type Pool struct {
+	engine *Engine
+	ready  chan *Interpreter
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	closed bool
+}
+
+// NewPool creates a pool that keeps up to size interpreters ready, filled in
+// the background.
+func NewPool(e *Engine, size int) *Pool {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pool{engine: e, ready: make(chan *Interpreter, max(size, 1)), ctx: ctx, cancel: cancel}
+	for range cap(p.ready) {
+		p.refill()
+	}
+	return p
+}
+
+// refill instantiates one interpreter in the background.
+func (p *Pool) refill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		it, err := p.engine.NewInterpreter(p.ctx)
+		if err != nil {
+			return
+		}
+		p.offer(it)
+	}()
+}
+
+// offer keeps it if there is room, else closes it.
+func (p *Pool) offer(it *Interpreter) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		select {
+		case p.ready <- it:
+			return
+		default:
+		}
+	}
+	_ = it.Close(context.Background())
+}
+
+// Get returns a ready interpreter, or instantiates one if none is ready.
+// Return it with Put (or Close it).
+func (p *Pool) Get(ctx context.Context) (*Interpreter, error) {
+	select {
+	case it := <-p.ready:
+		p.refill()
+		return it, nil
+	default:
+	}
+	return p.engine.NewInterpreter(ctx)
+}
+
+// Put returns an interpreter for reuse: everything it holds (programs,
+// REPLs, paused runs) is freed and its settings reset. A dead interpreter,
+// or one that does not fit, is closed.
+func (p *Pool) Put(it *Interpreter) {
+	if it.dead != nil {
+		_ = it.Close(context.Background())
+		return
+	}
+	for h := range it.handles {
+		it.free(h)
+	}
+	if it.dead != nil {
+		_ = it.Close(context.Background())
+		return
+	}
+	it.SetLimits(DefaultLimits())
+	it.SetOutput(nil, nil)
+	it.output.begin()
+	p.offer(it)
+}
+
+// Close closes every ready interpreter and stops refilling. Interpreters
+// handed out stay usable; Put closes them.
+func (p *Pool) Close(ctx context.Context) {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.cancel()
+	p.wg.Wait()
+	for {
+		select {
+		case it := <-p.ready:
+			_ = it.Close(ctx)
+		default:
+			return
+		}
+	}
+}

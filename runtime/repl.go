@@ -1,0 +1,146 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/monty-go/monty/object"
+)
+
+// REPL is an interactive session: each Feed runs a snippet against the
+// globals, functions and classes left by earlier snippets. It belongs to its
+// Interpreter (not goroutine-safe).
+type REPL struct {
+	it     *Interpreter
+	handle uint32
+	exec   *Execution // the feed in progress, if paused
+}
+
+// Input is a named value bound as a global before a snippet runs.
+type Input struct {
+	Name  string
+	Value object.Value
+}
+
+// NewREPL creates an empty REPL (WithScriptName names it in tracebacks).
+func (it *Interpreter) NewREPL(ctx context.Context, opts ...CompileOption) (*REPL, error) {
+	c := compileOptions(opts)
+	w := &it.req
+	w.Reset()
+	w.Array(2)
+	w.Text(c.script)
+	w.Bool(c.hostClock)
+	r, err := it.call(ctx, opREPLNew, 0)
+	if err != nil {
+		return nil, err
+	}
+	h, err := r.Uint32()
+	if err != nil {
+		return nil, err
+	}
+	it.handles[h] = struct{}{}
+	return &REPL{it: it, handle: h}, nil
+}
+
+// Interpreter returns the interpreter holding the REPL.
+func (r *REPL) Interpreter() *Interpreter { return r.it }
+
+// Feed runs a snippet and returns at its first pause, or finished. A Python
+// exception is returned as *Error; the REPL keeps its state (including any
+// changes the snippet made before raising) and can be fed again.
+func (r *REPL) Feed(ctx context.Context, code string, inputs ...Input) (*Execution, error) {
+	if r.exec != nil {
+		return nil, fmt.Errorf("%w: REPL is paused in a feed; resume or close that execution first", ErrBadState)
+	}
+	w := &r.it.req
+	w.Reset()
+	w.Array(3)
+	w.Text(code)
+	w.Array(2 * len(inputs))
+	for _, in := range inputs {
+		w.Text(in.Name)
+		if err := w.Value(in.Value); err != nil {
+			return nil, fmt.Errorf("monty: input %q: %w", in.Name, err)
+		}
+	}
+	r.it.writeLimits()
+	r.it.output.begin()
+	resp, err := r.it.call(ctx, opFeed, r.handle)
+	if err != nil {
+		return nil, r.it.outputErr(err)
+	}
+	e := &Execution{it: r.it, repl: r}
+	r.exec = e
+	if err := e.readProgress(resp); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Run feeds a snippet that needs nothing from the host and returns its
+// value. Unknown names raise NameError; a host function call fails. Use a
+// Host to provide functions.
+func (r *REPL) Run(ctx context.Context, code string, inputs ...Input) (object.Value, error) {
+	var h Host
+	return h.Feed(ctx, r, code, inputs...)
+}
+
+// Dump serialises the REPL with all its state (and its paused feed, if any).
+func (r *REPL) Dump(ctx context.Context) ([]byte, error) {
+	return r.it.dump(ctx, r.handle, kindREPL)
+}
+
+// Close frees the REPL inside the interpreter.
+func (r *REPL) Close() {
+	r.it.free(r.handle)
+	r.handle = 0
+}
+
+// LoadREPL restores a REPL dumped by REPL.Dump or by Execution.Dump of a
+// paused feed, in this or any interpreter of the same module. When the REPL
+// was dumped mid-feed, the returned Execution is that feed, paused;
+// otherwise it is nil.
+func (it *Interpreter) LoadREPL(ctx context.Context, dump []byte) (*REPL, *Execution, error) {
+	h, resp, err := it.load(ctx, dump, kindREPL)
+	if err != nil {
+		return nil, nil, err
+	}
+	it.handles[h] = struct{}{}
+	repl := &REPL{it: it, handle: h}
+	if resp.Null() {
+		return repl, nil, nil
+	}
+	e := &Execution{it: it, repl: repl}
+	repl.exec = e
+	if err := e.readProgress(resp); err != nil {
+		return nil, nil, err
+	}
+	return repl, e, nil
+}
+
+// Continuation says whether a snippet typed at an interactive prompt is
+// ready to run.
+type Continuation uint8
+
+// Continuation states, from Monty's own parser.
+const (
+	// Complete: run it now (it may still be a syntax error).
+	Complete Continuation = 0
+	// Incomplete: an open bracket, string or decorator; read another line.
+	Incomplete Continuation = 1
+	// IncompleteBlock: a block was opened; read lines until a blank one.
+	IncompleteBlock Continuation = 2
+)
+
+// Continuation reports whether code is complete as typed at a prompt.
+func (it *Interpreter) Continuation(ctx context.Context, code string) (Continuation, error) {
+	w := &it.req
+	w.Reset()
+	w.Text(code)
+	r, err := it.call(ctx, opContinuation, 0)
+	if err != nil {
+		return Complete, err
+	}
+	v, err := r.Uint()
+	return Continuation(v), err
+}

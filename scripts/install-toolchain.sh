@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the pinned toolchain that builds wasm/monty.wasm (Debian packages:
+# Rust 1.96 with its standard library sources, lld, wasi-libc), idempotently.
+# rustup cannot download the wasm32-wasip1 target on these machines, so the
+# standard library is built from rust-web-src (-Zbuild-std) instead.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=toolchain.env
+. "$repo/scripts/toolchain.env"
+if [ "$(/usr/bin/rustc --version 2>/dev/null)" = "$RUSTC_VERSION" ] && [ -f /usr/lib/wasm32-wasi/libc.a ] \
+  && [ -f /usr/lib/wasm32-wasi/crt1-reactor.o ]; then
+  echo "install-toolchain: already installed ($RUSTC_VERSION)" >&2
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" = 0 ] || sudo=sudo
+want=${DEBIAN_PACKAGES%% *}
+if ! apt-cache policy rustc-web 2>/dev/null | grep -qF "${want#*=}"; then
+  # The pinned Rust comes from bookworm-security.
+  echo "deb http://deb.debian.org/debian-security bookworm-security main" | $sudo tee /etc/apt/sources.list.d/monty-security.list >/dev/null
+fi
+$sudo apt-get update -qq
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $DEBIAN_PACKAGES
+echo "install-toolchain: installed $(/usr/bin/rustc --version)" >&2

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The project's test command (the README's second command; .ci/run calls it).
+# Needs only Go: the interpreter module is committed. It checks formatting,
+# vets, verifies the module stamp (in ./wasm's tests) and runs every test
+# with the race detector. Compiled machine code is cached in
+# $MONTY_CACHE_DIR so the module is compiled once for all test packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export MONTY_CACHE_DIR=${MONTY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/wazero}
+mkdir -p "$MONTY_CACHE_DIR"
+
+echo "== gofmt" >&2
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './wasm/target/*'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt needed on: $unformatted" >&2
+  exit 1
+fi
+echo "== go vet" >&2
+go vet ./...
+echo "== go test -race" >&2
+go test -race -count=1 -timeout 20m "$@" ./...

@@ -1,0 +1,15 @@
+// Package wasm holds the Monty interpreter compiled to WebAssembly
+// (wasm32-wasip1), built from the Rust shim in this directory by
+// `make wasm` and committed so that Go users never need Rust.
+//
+// The module's SHA-256 is in monty.wasm.sha256 and a stamp of the inputs it
+// was built from is in monty.wasm.stamp; the package's tests fail when either
+// no longer matches. docs/abi.md describes the module's exports and imports.
+package wasm
+
+import _ "embed"
+
+// Module is the compiled interpreter module. It must not be modified.
+//
+//go:embed monty.wasm
+var Module []byte

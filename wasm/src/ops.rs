@@ -1,0 +1,768 @@
+//! The operations behind `monty_call`, and the handle table they act on.
+
+use std::{cell::RefCell, collections::HashMap, time::Duration};
+
+use monty::{
+    Dump, MontyRepl, MontyRun, ReplContinuationMode, ReplProgress, ReplStartError, RunProgress, Session, SessionRef,
+    detect_repl_continuation_mode, dump,
+};
+use monty_types::{
+    CompileOptions, DateTimeSource, ExcType, ExtFunctionResult, MontyException, MontyObject, MontyUuid,
+    NameLookupResult, OsFunctionCall, OsPolicy, PrintWriter, ResourceLimits, ResourceTracker,
+};
+
+use crate::{
+    cbor::{Reader, Writer},
+    print::HostPrint,
+    value,
+};
+
+pub const OP_INFO: u32 = 0;
+pub const OP_COMPILE: u32 = 1;
+pub const OP_RUN: u32 = 2;
+pub const OP_START: u32 = 3;
+pub const OP_RESUME: u32 = 4;
+pub const OP_REPL_NEW: u32 = 5;
+pub const OP_FEED: u32 = 6;
+pub const OP_DUMP: u32 = 7;
+pub const OP_LOAD: u32 = 8;
+pub const OP_FREE: u32 = 9;
+pub const OP_CONTINUATION: u32 = 10;
+pub const OP_MEMORY: u32 = 11;
+
+const STATUS_OK: u64 = 0;
+const STATUS_EXCEPTION: u64 = 1;
+const STATUS_FAILURE: u64 = 2;
+
+const KIND_PROGRAM: u64 = 0;
+const KIND_RUN: u64 = 1;
+const KIND_REPL: u64 = 2;
+
+const LIMIT_NONE: u64 = 0;
+const LIMIT_TIME: u64 = 1;
+const LIMIT_MEMORY: u64 = 2;
+const LIMIT_RECURSION: u64 = 3;
+const LIMIT_OUTPUT: u64 = 4;
+
+/// The duration armed when the host sets none: the time check must always
+/// run, because the host cancels a run by advancing this instance's
+/// monotonic clock past the armed budget.
+const UNLIMITED: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+/// Hard allocator ceiling above the soft `max_memory`: the soft limit raises
+/// `MemoryError`, the hard one ends the instance.
+const HARD_LIMIT_HEADROOM: usize = 64 << 20;
+
+/// A REPL, idle or in the middle of a feed.
+enum Repl {
+    Idle(MontyRepl),
+    Paused(ReplProgress),
+}
+
+/// What a handle refers to.
+enum Slot {
+    Program { run: MontyRun, script: String },
+    Run { progress: RunProgress, script: String },
+    Repl { repl: Repl, script: String },
+}
+
+#[derive(Default)]
+struct Table {
+    slots: HashMap<u32, Slot>,
+    next: u32,
+}
+
+impl Table {
+    fn insert(&mut self, slot: Slot) -> u32 {
+        loop {
+            self.next = self.next.wrapping_add(1);
+            if self.next != 0 && !self.slots.contains_key(&self.next) {
+                break;
+            }
+        }
+        self.slots.insert(self.next, slot);
+        self.next
+    }
+}
+
+thread_local! {
+    static TABLE: RefCell<Table> = RefCell::new(Table::default());
+}
+
+/// A failed operation: either a Python exception or a misuse of the API.
+enum Failure {
+    Exception(MontyException),
+    Api(String),
+}
+
+impl From<crate::cbor::DecodeError> for Failure {
+    fn from(e: crate::cbor::DecodeError) -> Self {
+        Self::Api(format!("bad request: {e}"))
+    }
+}
+
+impl From<value::ValueError> for Failure {
+    fn from(e: value::ValueError) -> Self {
+        Self::Api(e)
+    }
+}
+
+type OpResult = Result<(), Failure>;
+
+/// Per-call limits sent by the host.
+struct Limits {
+    duration: Option<Duration>,
+    memory: Option<usize>,
+    recursion: Option<usize>,
+    line_buffered: bool,
+}
+
+impl Limits {
+    fn read(r: &mut Reader<'_>) -> Result<Self, Failure> {
+        r.array_of(4)?;
+        Ok(Self {
+            duration: r.opt_uint()?.map(Duration::from_nanos),
+            memory: r.opt_uint()?.map(|v| usize::try_from(v).unwrap_or(usize::MAX)),
+            recursion: r.opt_uint()?.map(|v| usize::try_from(v).unwrap_or(usize::MAX)),
+            line_buffered: r.bool()?,
+        })
+    }
+
+    fn tracker(&self) -> ResourceTracker {
+        let mut limits = ResourceLimits {
+            max_feed_duration: Some(self.duration.unwrap_or(UNLIMITED)),
+            max_memory: self.memory,
+            // Suspensions are counted and bounded by the host.
+            max_suspensions: usize::MAX,
+            ..ResourceLimits::default()
+        };
+        if let Some(depth) = self.recursion {
+            limits.max_recursion_depth = depth;
+        }
+        // Errors only when the allocator is not installed, which it is.
+        let _ = monty_alloc::set_hard_limit(self.memory.map(|m| m.saturating_mul(2).saturating_add(HARD_LIMIT_HEADROOM)));
+        ResourceTracker::new(limits)
+    }
+}
+
+/// Runs one operation and returns its encoded response.
+pub fn dispatch(op: u32, handle: u32, body: &[u8]) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.buf.reserve(64);
+    // Status first; the payload follows in the same outer array, whose length
+    // the op does not know up front, so the response is `[status, payload]`.
+    w.array(2);
+    w.uint(STATUS_OK);
+    let mut r = Reader::new(body);
+    let mut print = HostPrint::new(false);
+    let result = TABLE.with_borrow_mut(|table| run_op(op, handle, &mut r, &mut w, table, &mut print));
+    // Output still buffered belongs to this call, whatever its outcome.
+    let flushed = print.flush();
+    let result = match (result, flushed) {
+        (Ok(()), Err(exc)) => Err(Failure::Exception(exc)),
+        (result, _) => result,
+    };
+    match result {
+        Ok(()) => w.buf,
+        Err(Failure::Exception(exc)) => {
+            let mut w = Writer::default();
+            w.array(2);
+            w.uint(STATUS_EXCEPTION);
+            write_exception(&mut w, &exc, print.limit_hit);
+            w.buf
+        }
+        Err(Failure::Api(msg)) => {
+            let mut w = Writer::default();
+            w.array(2);
+            w.uint(STATUS_FAILURE);
+            w.text(&msg);
+            w.buf
+        }
+    }
+}
+
+fn run_op(op: u32, handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print: &mut HostPrint) -> OpResult {
+    match op {
+        OP_INFO => {
+            w.array(2);
+            w.text(monty_types::MONTY_VERSION);
+            w.uint(u64::from(crate::ABI_VERSION));
+            Ok(())
+        }
+        OP_COMPILE => compile(r, w, t),
+        OP_RUN => run(handle, r, w, t, print),
+        OP_START => start(handle, r, w, t, print),
+        OP_RESUME => resume(handle, r, w, t, print),
+        OP_REPL_NEW => repl_new(r, w, t),
+        OP_FEED => feed(handle, r, w, t, print),
+        OP_DUMP => dump_op(handle, w, t),
+        OP_LOAD => load(r, w, t),
+        OP_FREE => {
+            t.slots.remove(&handle);
+            w.null();
+            Ok(())
+        }
+        OP_CONTINUATION => {
+            let code = r.text()?;
+            let mode = match detect_repl_continuation_mode(code) {
+                ReplContinuationMode::Complete => 0,
+                ReplContinuationMode::IncompleteImplicit => 1,
+                ReplContinuationMode::IncompleteBlock => 2,
+            };
+            w.uint(mode);
+            Ok(())
+        }
+        OP_MEMORY => {
+            w.uint(monty_types::LIVE_MEMORY.load(std::sync::atomic::Ordering::Relaxed) as u64);
+            Ok(())
+        }
+        _ => Err(Failure::Api(format!("unknown operation {op}"))),
+    }
+}
+
+fn no_handle(handle: u32) -> Failure {
+    Failure::Api(format!("no such handle {handle} (freed, or belongs to another instance)"))
+}
+
+fn wrong_kind(handle: u32, want: &str) -> Failure {
+    Failure::Api(format!("handle {handle} is not {want}"))
+}
+
+/// The clock policy: the system clock, or every clock read asked of the host
+/// (as `date.today`, `datetime.now` and `time.*` OS calls).
+fn os_policy(host_clock: bool) -> OsPolicy {
+    OsPolicy {
+        datetime: if host_clock {
+            DateTimeSource::CallHost
+        } else {
+            DateTimeSource::System
+        },
+        ..OsPolicy::default()
+    }
+}
+
+/// `[code, script_name, [input names], host_clock]` → handle
+fn compile(r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
+    r.array_of(4)?;
+    let code = r.text()?.to_owned();
+    let script = r.text()?.to_owned();
+    let n = r.array()?;
+    let mut names = Vec::with_capacity(n);
+    for _ in 0..n {
+        names.push(r.text()?.to_owned());
+    }
+    let host_clock = r.bool()?;
+    let run = MontyRun::new(code, &script, names, CompileOptions::default())
+        .map_err(Failure::Exception)?
+        .with_os_policy(os_policy(host_clock));
+    w.uint(u64::from(t.insert(Slot::Program { run, script })));
+    Ok(())
+}
+
+/// `[[inputs], limits]` → value. Runs to completion; host calls are not possible.
+fn run(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print: &mut HostPrint) -> OpResult {
+    r.array_of(2)?;
+    let inputs = value::decode_list(r)?;
+    let limits = Limits::read(r)?;
+    *print = HostPrint::new(limits.line_buffered);
+    let Some(Slot::Program { run, .. }) = t.slots.get_mut(&handle) else {
+        return Err(t.slots.get(&handle).map_or_else(|| no_handle(handle), |_| wrong_kind(handle, "a program")));
+    };
+    let result = run
+        .run(inputs, limits.tracker(), PrintWriter::Callback(print))
+        .map_err(Failure::Exception)?;
+    value::encode(w, &result)?;
+    Ok(())
+}
+
+/// `[[inputs], limits]` → `[run handle, progress]`
+fn start(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print: &mut HostPrint) -> OpResult {
+    r.array_of(2)?;
+    let inputs = value::decode_list(r)?;
+    let limits = Limits::read(r)?;
+    *print = HostPrint::new(limits.line_buffered);
+    let Some(Slot::Program { run, script }) = t.slots.get(&handle) else {
+        return Err(t.slots.get(&handle).map_or_else(|| no_handle(handle), |_| wrong_kind(handle, "a program")));
+    };
+    let script = script.clone();
+    let progress = run
+        .clone()
+        .start(inputs, limits.tracker(), PrintWriter::Callback(print))
+        .map_err(Failure::Exception)?;
+    finish_run(progress, script, w, t)
+}
+
+/// Stores a paused run and writes `[handle, progress]`; a complete run gets handle 0.
+fn finish_run(progress: RunProgress, script: String, w: &mut Writer, t: &mut Table) -> OpResult {
+    w.array(2);
+    if let RunProgress::Complete(v) = &progress {
+        w.uint(0);
+        w.array(2);
+        w.uint(0);
+        value::encode(w, v)?;
+        return Ok(());
+    }
+    let id = t.insert(Slot::Run { progress, script });
+    w.uint(u64::from(id));
+    if let Some(Slot::Run { progress, .. }) = t.slots.get(&id) {
+        write_run_progress(w, progress)?;
+    }
+    Ok(())
+}
+
+/// How the host answers a pause.
+enum Answer {
+    Value(MontyObject),
+    Raise(MontyException),
+    Pending,
+    NotFound,
+    Futures(Vec<(u32, ExtFunctionResult)>),
+    Abort(MontyException),
+}
+
+/// `type, message`: an exception class the sandbox does not know is raised
+/// as `RuntimeError("Type: message")`, so no host answer is lost.
+fn read_exception(r: &mut Reader<'_>) -> Result<MontyException, Failure> {
+    let name = r.text()?;
+    let msg = r.opt_text()?;
+    Ok(match name.parse::<ExcType>() {
+        Ok(exc_type) => MontyException::new(exc_type, msg.map(str::to_owned)),
+        Err(_) => MontyException::new(
+            ExcType::RuntimeError,
+            Some(match msg {
+                Some(m) => format!("{name}: {m}"),
+                None => name.to_owned(),
+            }),
+        ),
+    })
+}
+
+impl Answer {
+    /// `[mode, ...]`: `[0, value]`, `[1, type, msg]`, `[2]`, `[3]`,
+    /// `[4, [call_id, ok, value | type, msg]...]`, `[5, type, msg]`.
+    fn read(r: &mut Reader<'_>) -> Result<Self, Failure> {
+        let n = r.array()?;
+        let mode = r.uint()?;
+        let answer = match (mode, n) {
+            (0, 2) => Self::Value(value::decode(r)?),
+            (1, 3) => Self::Raise(read_exception(r)?),
+            (2, 1) => Self::Pending,
+            (3, 1) => Self::NotFound,
+            (4, 2) => {
+                let count = r.array()?;
+                let mut results = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let len = r.array()?;
+                    let id = r.u32()?;
+                    let ok = r.bool()?;
+                    let result = match (ok, len) {
+                        (true, 3) => ExtFunctionResult::Return(value::decode(r)?),
+                        (false, 4) => ExtFunctionResult::Error(read_exception(r)?),
+                        _ => return Err(Failure::Api("malformed future result".into())),
+                    };
+                    results.push((id, result));
+                }
+                Self::Futures(results)
+            }
+            (5, 3) => Self::Abort(read_exception(r)?),
+            _ => return Err(Failure::Api(format!("malformed resume answer (mode {mode})"))),
+        };
+        Ok(answer)
+    }
+
+    fn ext(self, call_id: u32, name: &str) -> Result<ExtFunctionResult, Failure> {
+        match self {
+            Self::Value(v) => Ok(ExtFunctionResult::Return(v)),
+            Self::Raise(e) => Ok(ExtFunctionResult::Error(e)),
+            Self::Pending => Ok(ExtFunctionResult::Future(call_id)),
+            Self::NotFound => Ok(ExtFunctionResult::NotFound(name.to_owned())),
+            Self::Futures(_) | Self::Abort(_) => Err(Failure::Api("this pause is not answered with futures".into())),
+        }
+    }
+
+    fn lookup(self) -> Result<NameLookupResult, Failure> {
+        match self {
+            Self::Value(v) => Ok(NameLookupResult::Value(v)),
+            Self::Raise(e) => Ok(NameLookupResult::Error(e)),
+            Self::NotFound => Ok(NameLookupResult::Undefined),
+            _ => Err(Failure::Api("a name lookup is answered with a value, an exception or undefined".into())),
+        }
+    }
+}
+
+/// `[limits | null, answer]` → `[handle, progress]` for runs, `progress` for REPLs.
+fn resume(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print: &mut HostPrint) -> OpResult {
+    r.array_of(2)?;
+    let line_buffered = if r.null()? {
+        false
+    } else {
+        // Limits on resume only change print buffering; budgets stay as started.
+        Limits::read(r)?.line_buffered
+    };
+    *print = HostPrint::new(line_buffered);
+    let answer = Answer::read(r)?;
+    match t.slots.remove(&handle) {
+        Some(Slot::Run { progress, script }) => {
+            let next = resume_run(progress, answer, PrintWriter::Callback(print)).map_err(Failure::Exception)?;
+            finish_run(next, script, w, t)
+        }
+        Some(Slot::Repl {
+            repl: Repl::Paused(progress),
+            script,
+        }) => {
+            let result = resume_repl(progress, answer, PrintWriter::Callback(print));
+            finish_repl(handle, result, script, w, t)
+        }
+        Some(other) => {
+            t.slots.insert(handle, other);
+            Err(wrong_kind(handle, "a paused run or REPL"))
+        }
+        None => Err(no_handle(handle)),
+    }
+}
+
+fn resume_run(progress: RunProgress, answer: Answer, print: PrintWriter<'_>) -> Result<RunProgress, MontyException> {
+    if let Answer::Abort(exc) = answer {
+        return match progress {
+            RunProgress::FunctionCall(c) => c.abort(exc, print),
+            RunProgress::OsCall(c) => c.abort(exc, print),
+            RunProgress::NameLookup(c) => c.abort(exc, print),
+            RunProgress::ResolveFutures(c) => c.abort(exc, print),
+            RunProgress::Complete(_) => Err(exc),
+        };
+    }
+    let misuse = |m: Failure| match m {
+        Failure::Api(s) => MontyException::new(ExcType::RuntimeError, Some(format!("host error: {s}"))),
+        Failure::Exception(e) => e,
+    };
+    match progress {
+        RunProgress::FunctionCall(c) => {
+            let res = answer.ext(c.call_id, &c.function_name).map_err(misuse)?;
+            c.resume(res, print)
+        }
+        RunProgress::OsCall(c) => {
+            let res = answer.ext(c.call_id, c.function_call.name()).map_err(misuse)?;
+            c.resume(res, print)
+        }
+        RunProgress::NameLookup(c) => {
+            let res = answer.lookup().map_err(misuse)?;
+            c.resume(res, print)
+        }
+        RunProgress::ResolveFutures(c) => match answer {
+            Answer::Futures(results) => c.resume(results, print),
+            _ => Err(misuse(Failure::Api("waiting on futures: answer with future results".into()))),
+        },
+        RunProgress::Complete(v) => Ok(RunProgress::Complete(v)),
+    }
+}
+
+type ReplResult = Result<ReplProgress, Box<ReplStartError>>;
+
+fn resume_repl(progress: ReplProgress, answer: Answer, print: PrintWriter<'_>) -> ReplResult {
+    if let Answer::Abort(exc) = answer {
+        return match progress {
+            ReplProgress::FunctionCall(c) => c.abort(exc, print),
+            ReplProgress::OsCall(c) => c.abort(exc, print),
+            ReplProgress::NameLookup(c) => c.abort(exc, print),
+            ReplProgress::ResolveFutures(c) => c.abort(exc, print),
+            ReplProgress::Complete { repl, .. } => Err(Box::new(ReplStartError { repl, error: exc })),
+        };
+    }
+    let misuse = |m: Failure| match m {
+        Failure::Api(s) => MontyException::new(ExcType::RuntimeError, Some(format!("host error: {s}"))),
+        Failure::Exception(e) => e,
+    };
+    match progress {
+        ReplProgress::FunctionCall(c) => match answer.ext(c.call_id, &c.function_name) {
+            Ok(res) => c.resume(res, print),
+            Err(m) => c.abort(misuse(m), print),
+        },
+        ReplProgress::OsCall(c) => match answer.ext(c.call_id, c.function_call.name()) {
+            Ok(res) => c.resume(res, print),
+            Err(m) => c.abort(misuse(m), print),
+        },
+        ReplProgress::NameLookup(c) => match answer.lookup() {
+            Ok(res) => c.resume(res, print),
+            Err(m) => c.abort(misuse(m), print),
+        },
+        ReplProgress::ResolveFutures(c) => match answer {
+            Answer::Futures(results) => c.resume(results, print),
+            _ => c.abort(
+                misuse(Failure::Api("waiting on futures: answer with future results".into())),
+                print,
+            ),
+        },
+        done @ ReplProgress::Complete { .. } => Ok(done),
+    }
+}
+
+/// Stores the REPL back under `handle` (idle or paused) and writes the progress.
+fn finish_repl(handle: u32, result: ReplResult, script: String, w: &mut Writer, t: &mut Table) -> OpResult {
+    match result {
+        Ok(ReplProgress::Complete { repl, value }) => {
+            t.slots.insert(
+                handle,
+                Slot::Repl {
+                    repl: Repl::Idle(repl),
+                    script,
+                },
+            );
+            w.array(2);
+            w.uint(0);
+            value::encode(w, &value)?;
+            Ok(())
+        }
+        Ok(progress) => {
+            let mut body = Writer::default();
+            let described = write_repl_progress(&mut body, &progress);
+            t.slots.insert(
+                handle,
+                Slot::Repl {
+                    repl: Repl::Paused(progress),
+                    script,
+                },
+            );
+            described?;
+            w.buf.extend_from_slice(&body.buf);
+            Ok(())
+        }
+        Err(err) => {
+            let ReplStartError { repl, error } = *err;
+            t.slots.insert(
+                handle,
+                Slot::Repl {
+                    repl: Repl::Idle(repl),
+                    script,
+                },
+            );
+            Err(Failure::Exception(error))
+        }
+    }
+}
+
+/// `[script_name, host_clock]` → handle
+fn repl_new(r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
+    r.array_of(2)?;
+    let script = r.text()?.to_owned();
+    let host_clock = r.bool()?;
+    let repl = MontyRepl::new(&script, ResourceTracker::default(), CompileOptions::default())
+        .with_os_policy(os_policy(host_clock));
+    w.uint(u64::from(t.insert(Slot::Repl {
+        repl: Repl::Idle(repl),
+        script,
+    })));
+    Ok(())
+}
+
+/// `[code, [name, value, ...], limits]` → progress
+fn feed(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print: &mut HostPrint) -> OpResult {
+    r.array_of(3)?;
+    let code = r.text()?;
+    let inputs = value::decode_named(r)?;
+    let limits = Limits::read(r)?;
+    *print = HostPrint::new(limits.line_buffered);
+    let (mut repl, script) = match t.slots.remove(&handle) {
+        Some(Slot::Repl {
+            repl: Repl::Idle(repl),
+            script,
+        }) => (repl, script),
+        Some(other) => {
+            let busy = matches!(other, Slot::Repl { .. });
+            t.slots.insert(handle, other);
+            return Err(if busy {
+                Failure::Api(format!("REPL {handle} is paused: resume it before feeding more code"))
+            } else {
+                wrong_kind(handle, "a REPL")
+            });
+        }
+        None => return Err(no_handle(handle)),
+    };
+    *repl.tracker_mut() = limits.tracker();
+    let result = repl.feed_start(code, inputs, PrintWriter::Callback(print));
+    finish_repl(handle, result, script, w, t)
+}
+
+/// → `[kind, bytes]`
+fn dump_op(handle: u32, w: &mut Writer, t: &Table) -> OpResult {
+    let dump_err = |e: monty::DumpEncodeError| Failure::Api(format!("dump failed: {e:?}"));
+    let (kind, bytes) = match t.slots.get(&handle) {
+        Some(Slot::Program { run, .. }) => (
+            KIND_PROGRAM,
+            postcard::to_allocvec(run).map_err(|e| Failure::Api(format!("dump failed: {e}")))?,
+        ),
+        Some(Slot::Run { progress, script }) => (KIND_RUN, dump(script, None, &[], SessionRef::Running(progress)).map_err(dump_err)?),
+        Some(Slot::Repl { repl, script }) => {
+            let state = match repl {
+                Repl::Idle(r) => SessionRef::Idle(r),
+                Repl::Paused(p) => SessionRef::Suspended(p),
+            };
+            (KIND_REPL, dump(script, None, &[], state).map_err(dump_err)?)
+        }
+        None => return Err(no_handle(handle)),
+    };
+    w.array(2);
+    w.uint(kind);
+    w.bytes(&bytes);
+    Ok(())
+}
+
+/// `[kind, bytes]` → `[handle, kind, progress | null]`
+fn load(r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
+    r.array_of(2)?;
+    let kind = r.uint()?;
+    let bytes = r.bytes()?;
+    let slot = if kind == KIND_PROGRAM {
+        let run: MontyRun =
+            postcard::from_bytes(bytes).map_err(|e| Failure::Api(format!("not a compiled program: {e}")))?;
+        Slot::Program {
+            run,
+            script: String::new(),
+        }
+    } else {
+        let loaded = Dump::load(bytes).map_err(|e| Failure::Api(format!("cannot load state: {e:?}")))?;
+        let script = loaded.script_name;
+        match (kind, loaded.state) {
+            (KIND_RUN, Session::Running(progress)) => Slot::Run {
+                progress: *progress,
+                script,
+            },
+            (KIND_REPL, Session::Idle(repl)) => Slot::Repl {
+                repl: Repl::Idle(*repl),
+                script,
+            },
+            (KIND_REPL, Session::Suspended(progress)) => Slot::Repl {
+                repl: Repl::Paused(*progress),
+                script,
+            },
+            _ => return Err(Failure::Api("state is not of the requested kind".into())),
+        }
+    };
+    let mut body = Writer::default();
+    match &slot {
+        Slot::Program { .. } | Slot::Repl { repl: Repl::Idle(_), .. } => body.null(),
+        Slot::Run { progress, .. } => write_run_progress(&mut body, progress)?,
+        Slot::Repl {
+            repl: Repl::Paused(p), ..
+        } => write_repl_progress(&mut body, p)?,
+    }
+    let id = t.insert(slot);
+    w.array(3);
+    w.uint(u64::from(id));
+    w.uint(kind);
+    w.buf.extend_from_slice(&body.buf);
+    Ok(())
+}
+
+fn opt_uuid(w: &mut Writer, id: Option<MontyUuid>) {
+    match id {
+        Some(id) => w.bytes(id.as_bytes()),
+        None => w.null(),
+    }
+}
+
+fn write_os_call(w: &mut Writer, call: &OsFunctionCall, call_id: u32, eager: bool) -> Result<(), Failure> {
+    w.array(5);
+    w.uint(3);
+    w.text(call.name());
+    value::encode_call_args(w, &call.clone().to_args())?;
+    w.uint(u64::from(call_id));
+    w.bool(eager);
+    Ok(())
+}
+
+fn write_futures(w: &mut Writer, ids: &[u32]) {
+    w.array(2);
+    w.uint(4);
+    w.array(ids.len());
+    for id in ids {
+        w.uint(u64::from(*id));
+    }
+}
+
+/// Progress: `[0, value]`, `[1, name, args, kwargs, call_id, object_id, eager]`,
+/// `[2, name, object_id]`, `[3, name, args, kwargs, call_id, eager]`, `[4, [ids]]`.
+fn write_run_progress(w: &mut Writer, p: &RunProgress) -> Result<(), Failure> {
+    match p {
+        RunProgress::Complete(v) => {
+            w.array(2);
+            w.uint(0);
+            value::encode(w, v)?;
+        }
+        RunProgress::FunctionCall(c) => {
+            w.array(7);
+            w.uint(1);
+            w.text(&c.function_name);
+            value::encode_call_args(w, &c.args)?;
+            w.uint(u64::from(c.call_id));
+            opt_uuid(w, c.object_id);
+            w.bool(c.allow_eager_await);
+        }
+        RunProgress::NameLookup(c) => {
+            w.array(3);
+            w.uint(2);
+            w.text(&c.name);
+            opt_uuid(w, c.object_id());
+        }
+        RunProgress::OsCall(c) => write_os_call(w, &c.function_call, c.call_id, c.allow_eager_await)?,
+        RunProgress::ResolveFutures(c) => write_futures(w, c.pending_call_ids()),
+    }
+    Ok(())
+}
+
+fn write_repl_progress(w: &mut Writer, p: &ReplProgress) -> Result<(), Failure> {
+    match p {
+        ReplProgress::Complete { value: v, .. } => {
+            w.array(2);
+            w.uint(0);
+            value::encode(w, v)?;
+        }
+        ReplProgress::FunctionCall(c) => {
+            w.array(7);
+            w.uint(1);
+            w.text(&c.function_name);
+            value::encode_call_args(w, &c.args)?;
+            w.uint(u64::from(c.call_id));
+            opt_uuid(w, c.object_id);
+            w.bool(c.allow_eager_await);
+        }
+        ReplProgress::NameLookup(c) => {
+            w.array(3);
+            w.uint(2);
+            w.text(&c.name);
+            opt_uuid(w, c.object_id());
+        }
+        ReplProgress::OsCall(c) => write_os_call(w, &c.function_call, c.call_id, c.allow_eager_await)?,
+        ReplProgress::ResolveFutures(c) => write_futures(w, c.pending_call_ids()),
+    }
+    Ok(())
+}
+
+/// `[type, message | null, [[file, line, col, end_line, end_col, name | null, preview | null]...], text, limit]`
+fn write_exception(w: &mut Writer, exc: &MontyException, print_limit_hit: bool) {
+    let name: &'static str = exc.exc_type().into();
+    let msg = exc.message().unwrap_or_default();
+    let limit = match exc.exc_type() {
+        ExcType::MemoryError if print_limit_hit && msg == "print output limit exceeded" => LIMIT_OUTPUT,
+        ExcType::TimeoutError if msg.contains("time limit exceeded") => LIMIT_TIME,
+        ExcType::MemoryError if msg.starts_with("memory limit exceeded") => LIMIT_MEMORY,
+        ExcType::RecursionError if msg.starts_with("maximum recursion depth exceeded") => LIMIT_RECURSION,
+        _ => LIMIT_NONE,
+    };
+    w.array(5);
+    w.text(name);
+    w.opt_text(exc.message());
+    let frames = exc.traceback();
+    w.array(frames.len());
+    for f in frames {
+        w.array(7);
+        w.text(&f.filename);
+        w.uint(u64::from(f.start.line));
+        w.uint(u64::from(f.start.column));
+        w.uint(u64::from(f.end.line));
+        w.uint(u64::from(f.end.column));
+        w.opt_text(f.frame_name.as_deref());
+        w.opt_text(f.preview_line.as_deref());
+    }
+    w.text(&exc.to_string());
+    w.uint(limit);
+}
