@@ -41,6 +41,7 @@ type engineConfig struct {
 	cacheDir    string
 	module      []byte
 	memoryPages uint32
+	tune        func(wazero.RuntimeConfig) wazero.RuntimeConfig // tests only
 }
 
 // WithCacheDir stores compiled machine code in dir (created if missing), so
@@ -75,6 +76,9 @@ func NewEngine(ctx context.Context, opts ...EngineOption) (*Engine, error) {
 			return nil, fmt.Errorf("monty: compilation cache %s: %w", cfg.cacheDir, err)
 		}
 		rc = rc.WithCompilationCache(cache)
+	}
+	if cfg.tune != nil {
+		rc = cfg.tune(rc)
 	}
 	e := &Engine{rt: wazero.NewRuntimeWithConfig(ctx, rc), epoch: time.Now()}
 	if err := e.init(ctx, cfg.module); err != nil {

@@ -70,6 +70,7 @@ type Interpreter struct {
 	stderr limitedBuffer // what the guest itself writes to stderr (panic messages)
 
 	jump        atomic.Int64 // added to the monotonic clock while cancelling
+	clockReads  atomic.Int64
 	interrupted atomic.Bool
 	dead        error
 	handles     map[uint32]struct{}
@@ -157,6 +158,7 @@ func (it *Interpreter) MemoryUsage(ctx context.Context) (int64, error) {
 }
 
 func (it *Interpreter) nanotime() int64 {
+	it.clockReads.Add(1)
 	return int64(time.Since(it.engine.epoch)) + it.jump.Load()
 }
 

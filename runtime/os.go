@@ -26,7 +26,9 @@ var ErrNotHandled = errors.New("monty: OS call not handled")
 type OSFunc func(ctx context.Context, call *OSCall) (object.Value, error)
 
 // HandleOS calls f.
-func (f OSFunc) HandleOS(ctx context.Context, call *OSCall) (object.Value, error) { return f(ctx, call) }
+func (f OSFunc) HandleOS(ctx context.Context, call *OSCall) (object.Value, error) {
+	return f(ctx, call)
+}
 
 // Chain offers each call to its handlers in order; the first that does not
 // return ErrNotHandled answers. A call no handler serves is denied.

@@ -15,6 +15,9 @@ type Pool struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	closed bool
+	// filling counts interpreters being instantiated in the background, so
+	// ready plus filling never exceeds the pool's size.
+	filling int
 }
 
 // NewPool creates a pool that keeps up to size interpreters ready, filled in
@@ -28,17 +31,22 @@ func NewPool(e *Engine, size int) *Pool {
 	return p
 }
 
-// refill instantiates one interpreter in the background.
+// refill instantiates one interpreter in the background if the pool is
+// short of one.
 func (p *Pool) refill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || len(p.ready)+p.filling >= cap(p.ready) {
 		return
 	}
+	p.filling++
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
 		it, err := p.engine.NewInterpreter(p.ctx)
+		p.mu.Lock()
+		p.filling--
+		p.mu.Unlock()
 		if err != nil {
 			return
 		}

@@ -166,9 +166,9 @@ func TestHostFunctionsSyncAndAsync(t *testing.T) {
 		return args[0], nil
 	}
 	host := &runtime.Host{Functions: map[string]runtime.Function{
-		"f":   {Func: slow, Async: true},
-		"g":   {Func: slow, Async: true},
-		"h":   {Func: slow, Async: true},
+		"f": {Func: slow, Async: true},
+		"g": {Func: slow, Async: true},
+		"h": {Func: slow, Async: true},
 		"add": {Func: func(_ context.Context, args []object.Value, _ []object.Pair) (object.Value, error) {
 			return args[0].(object.Int) + args[1].(object.Int), nil
 		}},
@@ -355,16 +355,16 @@ func TestTrapKillsOnlyThatInterpreter(t *testing.T) {
 func TestBadPython(t *testing.T) {
 	it := newInterp(t)
 	for code, typ := range map[string]string{
-		"undefined_name":        "NameError",
-		"[1][5]":                "IndexError",
-		"{}['k']":               "KeyError",
-		"int('x')":              "ValueError",
-		"'a' + 1":               "TypeError",
-		"import socket":         "ModuleNotFoundError",
-		"assert False, 'msg'":   "AssertionError",
-		"raise RuntimeError()":  "RuntimeError",
-		"x = (":                 "SyntaxError",
-		"open('/etc/passwd')":   "PermissionError",
+		"undefined_name":       "NameError",
+		"[1][5]":               "IndexError",
+		"{}['k']":              "KeyError",
+		"int('x')":             "ValueError",
+		"'a' + 1":              "TypeError",
+		"import socket":        "ModuleNotFoundError",
+		"assert False, 'msg'":  "AssertionError",
+		"raise RuntimeError()": "RuntimeError",
+		"x = (":                "SyntaxError",
+		"open('/etc/passwd')":  "PermissionError",
 	} {
 		_, err := runHost(t, it, code)
 		var pyErr *runtime.Error

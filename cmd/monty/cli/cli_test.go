@@ -1,0 +1,79 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/cmd/monty/cli"
+)
+
+func monty(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := cli.Run(context.Background(), args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestRunCode(t *testing.T) {
+	code, out, errOut := monty(t, "-c", "print(1 + 1)\n'final value is not printed'")
+	assert.Equal(t, cli.ExitOK, code, errOut)
+	assert.Equal(t, "2\n", out)
+	assert.Empty(t, errOut)
+}
+
+func TestRunFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prog.py")
+	require.NoError(t, os.WriteFile(path, []byte("import sys\nfor i in range(3):\n    print(i)\nprint('warn', file=sys.stderr)\n"), 0o644))
+	code, out, errOut := monty(t, path)
+	assert.Equal(t, cli.ExitOK, code)
+	assert.Equal(t, "0\n1\n2\n", out)
+	assert.Equal(t, "warn\n", errOut)
+}
+
+func TestUncaughtException(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "boom.py")
+	require.NoError(t, os.WriteFile(path, []byte("print('before')\ndef f():\n    raise ValueError('boom')\nf()\n"), 0o644))
+	code, out, errOut := monty(t, path)
+	assert.Equal(t, cli.ExitException, code)
+	assert.Equal(t, "before\n", out)
+	assert.Contains(t, errOut, "Traceback (most recent call last):")
+	assert.Contains(t, errOut, `File "boom.py", line 4`)
+	assert.Contains(t, errOut, "ValueError: boom")
+
+	code, _, errOut = monty(t, "-c", "x = (")
+	assert.Equal(t, cli.ExitException, code)
+	assert.Contains(t, errOut, "SyntaxError")
+}
+
+func TestLimitsFlags(t *testing.T) {
+	code, _, errOut := monty(t, "--max-duration", "50ms", "-c", "while True:\n    pass")
+	assert.Equal(t, cli.ExitException, code)
+	assert.Contains(t, errOut, "TimeoutError")
+
+	code, _, errOut = monty(t, "--max-memory", "4MB", "-c", "x = []\nwhile True:\n    x.append('a' * 1000)")
+	assert.Equal(t, cli.ExitException, code)
+	assert.Contains(t, errOut, "MemoryError")
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"-c", "1", "file.py"},
+		{"a.py", "b.py"},
+		{"--max-memory", "lots", "-c", "1"},
+		{"--max-duration", "-1s", "-c", "1"},
+		{"--no-such-flag"},
+		{filepath.Join(t.TempDir(), "missing.py")},
+	} {
+		code, _, errOut := monty(t, args...)
+		assert.Equal(t, cli.ExitUsage, code, "%q", args)
+		assert.NotEmpty(t, errOut, "%q", args)
+	}
+}

@@ -1,0 +1,163 @@
+package runtime_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/runtime"
+)
+
+// benchSource reads a workload shared with the native and CPython
+// comparisons (scripts/bench.sh).
+func benchSource(b *testing.B, name string) string {
+	b.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "testdata", "bench", name))
+	require.NoError(b, err)
+	return string(src)
+}
+
+func benchRun(b *testing.B, it *runtime.Interpreter, ctx context.Context, file string) {
+	p, err := it.Compile(ctx, benchSource(b, file))
+	require.NoError(b, err)
+	_, err = p.Run(ctx) // warm up
+	require.NoError(b, err)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := p.Run(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTinyCall runs `1 + 1` on a warm interpreter.
+func BenchmarkTinyCall(b *testing.B) { benchRun(b, newInterp(b), context.Background(), "tiny.py") }
+
+// BenchmarkFib25 runs a compute-bound recursive fib(25).
+func BenchmarkFib25(b *testing.B) { benchRun(b, newInterp(b), context.Background(), "fib25.py") }
+
+// BenchmarkLoop is a tight bytecode loop of a million iterations: the cost
+// of the always-armed time check that makes cancellation work is measured
+// by the variants below.
+func BenchmarkLoop(b *testing.B) {
+	b.Run("background-ctx", func(b *testing.B) { benchRun(b, newInterp(b), context.Background(), "loop.py") })
+	b.Run("cancellable-ctx", func(b *testing.B) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		it := newInterp(b)
+		benchRun(b, it, ctx, "loop.py")
+		b.ReportMetric(float64(it.ClockReads())/float64(b.N), "clockreads/op")
+	})
+	b.Run("wazero-close-on-done", func(b *testing.B) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		e, err := runtime.NewEngine(ctx, runtime.WithCloseOnContextDone(), runtime.WithCacheDir(cacheDir(b)))
+		require.NoError(b, err)
+		defer e.Close(ctx)
+		it, err := e.NewInterpreter(ctx)
+		require.NoError(b, err)
+		benchRun(b, it, ctx, "loop.py")
+	})
+}
+
+// BenchmarkClockRead measures one monotonic clock read as the guest sees it
+// (time.monotonic() minus an empty call), the unit cost of the time check.
+func BenchmarkClockRead(b *testing.B) {
+	it := newInterp(b)
+	ctx := context.Background()
+	p, err := it.Compile(ctx, "import time\nfor i in range(10000):\n    time.monotonic()")
+	require.NoError(b, err)
+	q, err := it.Compile(ctx, "import time\nfor i in range(10000):\n    abs(1)")
+	require.NoError(b, err)
+	var with, without time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		_, err := p.Run(ctx)
+		t1 := time.Now()
+		_, err2 := q.Run(ctx)
+		t2 := time.Now()
+		require.NoError(b, err)
+		require.NoError(b, err2)
+		with += t1.Sub(t0)
+		without += t2.Sub(t1)
+	}
+	b.ReportMetric(float64(with-without)/float64(b.N)/10000, "ns/clockread")
+}
+
+// BenchmarkNewInterpreter instantiates a fresh interpreter (and closes it).
+func BenchmarkNewInterpreter(b *testing.B) {
+	ctx := context.Background()
+	e, err := runtime.Default(ctx)
+	require.NoError(b, err)
+	for b.Loop() {
+		it, err := e.NewInterpreter(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = it.Close(ctx)
+	}
+}
+
+// BenchmarkPoolGet takes a warm interpreter from a pool and returns it.
+func BenchmarkPoolGet(b *testing.B) {
+	ctx := context.Background()
+	e, err := runtime.Default(ctx)
+	require.NoError(b, err)
+	pool := runtime.NewPool(e, 8)
+	defer pool.Close(ctx)
+	time.Sleep(200 * time.Millisecond) // let it fill
+	for b.Loop() {
+		it, err := pool.Get(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pool.Put(it)
+	}
+}
+
+// BenchmarkREPLDumpLoad1MB dumps a REPL holding about 1 MB of data and
+// loads it into another interpreter.
+func BenchmarkREPLDumpLoad1MB(b *testing.B) {
+	ctx := context.Background()
+	src, dst := newInterp(b), newInterp(b)
+	r, err := src.NewREPL(ctx)
+	require.NoError(b, err)
+	_, err = r.Run(ctx, benchSource(b, "data_1mb.py"))
+	require.NoError(b, err)
+	var size int
+	for b.Loop() {
+		dump, err := r.Dump(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(dump)
+		loaded, _, err := dst.LoadREPL(ctx, dump)
+		if err != nil {
+			b.Fatal(err)
+		}
+		loaded.Close()
+	}
+	b.ReportMetric(float64(size), "dump-bytes")
+}
+
+// BenchmarkFirstResultFreshProcess starts a new process (this test binary)
+// that compiles the module from the warm on-disk cache, runs `1 + 1` and
+// exits: the cold start of a serverless function.
+func BenchmarkFirstResultFreshProcess(b *testing.B) {
+	dir := cacheDir(b)
+	run := func() {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "MONTY_TEST_FIRST_RESULT=1", runtime.CacheDirEnv+"="+dir)
+		out, err := cmd.CombinedOutput()
+		require.NoError(b, err, string(out))
+	}
+	run() // warm the cache
+	for b.Loop() {
+		run()
+	}
+}

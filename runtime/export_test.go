@@ -1,0 +1,15 @@
+package runtime
+
+import "github.com/tetratelabs/wazero"
+
+// WithCloseOnContextDone builds an engine that uses wazero's own
+// cancellation (it checks the context in every loop and call of the guest),
+// for the benchmark comparing it with this package's clock-based mechanism.
+func WithCloseOnContextDone() EngineOption {
+	return func(c *engineConfig) {
+		c.tune = func(rc wazero.RuntimeConfig) wazero.RuntimeConfig { return rc.WithCloseOnContextDone(true) }
+	}
+}
+
+// ClockReads returns how many times the interpreter read its monotonic clock.
+func (it *Interpreter) ClockReads() int64 { return it.clockReads.Load() }
