@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,4 +161,43 @@ func BenchmarkFirstResultFreshProcess(b *testing.B) {
 	for b.Loop() {
 		run()
 	}
+}
+
+// BenchmarkIdleInterpreterMemory reports the resident memory each idle
+// interpreter adds (after one tiny run), measured over 50 of them.
+func BenchmarkIdleInterpreterMemory(b *testing.B) {
+	ctx := context.Background()
+	e, err := runtime.Default(ctx)
+	require.NoError(b, err)
+	const n = 50
+	for b.Loop() {
+		b.StopTimer()
+		before := residentBytes(b)
+		its := make([]*runtime.Interpreter, 0, n)
+		for range n {
+			it, err := e.NewInterpreter(ctx)
+			require.NoError(b, err)
+			_, err = run(b, it, "x = [i for i in range(10)]")
+			require.NoError(b, err)
+			its = append(its, it)
+		}
+		after := residentBytes(b)
+		b.ReportMetric(float64(after-before)/n, "rss-bytes/interp")
+		for _, it := range its {
+			_ = it.Close(ctx)
+		}
+		b.StartTimer()
+	}
+}
+
+// residentBytes reads the process's resident set size from /proc.
+func residentBytes(b *testing.B) int64 {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		b.Skipf("resident memory needs /proc: %v", err)
+	}
+	var size, resident int64
+	_, err = fmt.Sscan(string(data), &size, &resident)
+	require.NoError(b, err)
+	return resident * int64(os.Getpagesize())
 }

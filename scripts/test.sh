@@ -17,5 +17,10 @@ if [ -n "$unformatted" ]; then
 fi
 echo "== go vet" >&2
 go vet ./...
+echo "== CGO_ENABLED=0 cross builds" >&2
+for target in linux/amd64 linux/arm64 darwin/arm64 windows/amd64; do
+  CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/monty
+  echo "   $target ok" >&2
+done
 echo "== go test -race" >&2
 go test -race -count=1 -timeout 20m "$@" ./...

@@ -154,4 +154,3 @@ func parseBytes(s string) (int64, error) {
 	}
 	return int64(n * float64(mult)), nil
 }
-
