@@ -39,7 +39,7 @@ func TimeDeltaFromDuration(d time.Duration) TimeDelta {
 // is outside the about ±292 years a Duration can hold.
 func (d TimeDelta) GoDuration() (dur time.Duration, ok bool) {
 	days := int64(d.Days)
-	if days > maxDurationDays || days < -maxDurationDays {
+	if days > maxDurationDays || days < -maxDurationDays-1 {
 		return 0, false
 	}
 	micros := (days*secondsPerDay+int64(d.Seconds))*microsPerSec + int64(d.Microseconds)

@@ -25,6 +25,7 @@ type DecodeError struct {
 	Reason string
 }
 
+// Error formats the error as "object: malformed CBOR at byte N: reason".
 func (e *DecodeError) Error() string {
 	return "object: malformed CBOR at byte " + strconv.Itoa(e.Offset) + ": " + e.Reason
 }
@@ -43,6 +44,7 @@ type EncodeError struct {
 	Reason string
 }
 
+// Error formats the error as "object: cannot encode value at PATH: reason".
 func (e *EncodeError) Error() string {
 	return "object: cannot encode value" + at(e.Path) + ": " + e.Reason
 }
@@ -62,6 +64,7 @@ type JSONError struct {
 	Reason string
 }
 
+// Error formats the error as "object: no JSON form at PATH: reason".
 func (e *JSONError) Error() string {
 	return "object: no JSON form" + at(e.Path) + ": " + e.Reason
 }
@@ -87,6 +90,7 @@ type ConversionError struct {
 	Detail string
 }
 
+// Error formats the error as "cannot convert KIND to WANT at PATH: detail".
 func (e *ConversionError) Error() string {
 	msg := "cannot convert " + e.Got.String() + " to " + e.Want + at(e.Path)
 	if e.Detail != "" {
@@ -107,6 +111,7 @@ type GoValueError struct {
 	Reason string
 }
 
+// Error formats the error as "object: cannot convert Go TYPE at PATH to a Python value: reason".
 func (e *GoValueError) Error() string {
 	return "object: cannot convert Go " + e.GoType + at(e.Path) + " to a Python value: " + e.Reason
 }

@@ -212,13 +212,12 @@ func jsonValue(dec *json.Decoder, tok json.Token, depth int) (Value, error) {
 		return Str(x), nil
 	case json.Number:
 		return jsonNumber(string(x))
-	case json.Delim:
-		if x == '[' {
-			return jsonArray(dec, depth)
-		}
-		return jsonObject(dec, depth)
 	}
-	return nil, fmt.Errorf("object: invalid JSON: unexpected token %v", tok)
+	// The decoder yields only an opening delimiter where a value starts.
+	if tok == json.Delim('[') {
+		return jsonArray(dec, depth)
+	}
+	return jsonObject(dec, depth)
 }
 
 func jsonNumber(s string) (Value, error) {

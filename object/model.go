@@ -245,8 +245,8 @@ type File struct {
 	Position uint64
 }
 
-// IntFromBig returns n as an [Int] if it fits in 64 bits, else as a [BigInt]
-// holding a copy of n.
+// IntFromBig returns n (which must not be nil) as an [Int] if it fits in 64
+// bits, else as a [BigInt] holding a copy of n.
 func IntFromBig(n *big.Int) Value {
 	if n.IsInt64() {
 		return Int(n.Int64())

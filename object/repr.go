@@ -308,7 +308,9 @@ func appendComplexPart(b []byte, f float64, signed bool) []byte {
 
 // appendStrRepr quotes s as CPython's repr() of a str: single quotes unless s
 // contains ' and no ", short escapes for \\ \n \r \t and the quote, and \x,
-// \u or \U escapes for characters str.isprintable() rejects.
+// \u or \U escapes for characters str.isprintable() rejects. A byte that is
+// not UTF-8 shows as the lone surrogate Python's surrogateescape error
+// handler would decode it to (\udcff for 0xff).
 func appendStrRepr(b []byte, s string) []byte {
 	quote := byte('\'')
 	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
@@ -337,6 +339,8 @@ func appendStrRepr(b []byte, s string) []byte {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
+		case r == utf8.RuneError && size == 1: // as Python's surrogateescape
+			b = appendHexEscape(b, 'u', 0xdc00+uint32(c), 4)
 		case unicode.IsPrint(r):
 			b = append(b, s[i:i+size]...)
 		case r <= 0xff:
