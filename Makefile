@@ -12,12 +12,13 @@ toolchain:
 wasm:
 	scripts/build-wasm.sh wasm/monty.wasm
 	scripts/stamp.sh
+	scripts/licenses.py
 
-# Rebuild into a temporary file and fail unless it is byte-identical to the
-# committed module.
+# Rebuild from scratch (fresh target directory, so nothing is reused) into a
+# temporary file and fail unless it is byte-identical to the committed module.
 wasm-check:
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
-	CARGO_TARGET_DIR=$${CARGO_TARGET_DIR:-$(CURDIR)/wasm/target} scripts/build-wasm.sh $$tmp/monty.wasm && \
+	CARGO_TARGET_DIR=$$tmp/target scripts/build-wasm.sh $$tmp/monty.wasm && \
 	if cmp -s $$tmp/monty.wasm wasm/monty.wasm; then echo "wasm-check: rebuilt module is byte-identical"; \
 	else echo "wasm-check: rebuilt module differs from wasm/monty.wasm" >&2; \
 	  sha256sum $$tmp/monty.wasm wasm/monty.wasm >&2; exit 1; fi
@@ -34,4 +35,4 @@ fmt:
 
 lint:
 	go vet ./...
-	cd wasm && PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc cargo clippy --release -- -D warnings
+	cd wasm && PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc cargo clippy -- -D warnings && PATH=/usr/bin:$$PATH cargo fmt --check

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/monty-go/monty/object"
@@ -171,6 +172,10 @@ func (e *Execution) Resume(ctx context.Context, a Answer) error {
 		return err
 	}
 	r, err := e.it.call(ctx, opResume, e.target())
+	if errors.Is(err, ErrBadState) {
+		// The module refused the answer before using it: still paused.
+		return err
+	}
 	if err != nil {
 		e.finish()
 		return e.it.outputErr(err)
@@ -317,16 +322,7 @@ func (e *Execution) readProgress(r *wire.Reader) error {
 		return err
 	case kind == 1 && n == 7:
 		c := &FunctionCall{}
-		if c.Name, err = r.Text(); err != nil {
-			return err
-		}
-		if c.Args, err = r.Values(); err != nil {
-			return err
-		}
-		if c.Kwargs, err = r.Pairs(); err != nil {
-			return err
-		}
-		if c.CallID, err = r.Uint32(); err != nil {
+		if c.Name, c.Args, c.Kwargs, c.CallID, err = readCall(r); err != nil {
 			return err
 		}
 		if c.ObjectID, err = readUUID(r); err != nil {
@@ -347,16 +343,7 @@ func (e *Execution) readProgress(r *wire.Reader) error {
 		e.pause = c
 	case kind == 3 && n == 5:
 		c := &OSCall{}
-		if c.Name, err = r.Text(); err != nil {
-			return err
-		}
-		if c.Args, err = r.Values(); err != nil {
-			return err
-		}
-		if c.Kwargs, err = r.Pairs(); err != nil {
-			return err
-		}
-		if c.CallID, err = r.Uint32(); err != nil {
+		if c.Name, c.Args, c.Kwargs, c.CallID, err = readCall(r); err != nil {
 			return err
 		}
 		if c.EagerAwait, err = r.Bool(); err != nil {
@@ -379,6 +366,21 @@ func (e *Execution) readProgress(r *wire.Reader) error {
 		return fmt.Errorf("%w: unknown progress kind %d", wire.ErrMalformed, kind)
 	}
 	return nil
+}
+
+// readCall reads the `name, [args], [kwargs], call_id` part of a call pause.
+func readCall(r *wire.Reader) (name string, args []object.Value, kwargs []object.Pair, id uint32, err error) {
+	if name, err = r.Text(); err != nil {
+		return
+	}
+	if args, err = r.Values(); err != nil {
+		return
+	}
+	if kwargs, err = r.Pairs(); err != nil {
+		return
+	}
+	id, err = r.Uint32()
+	return
 }
 
 func readUUID(r *wire.Reader) (*object.UUID, error) {

@@ -90,7 +90,7 @@ func (e *Engine) NewInterpreter(ctx context.Context) (*Interpreter, error) {
 		WithNanosleep(it.nanosleep).
 		WithRandSource(rand.Reader).
 		WithStderr(&it.stderr)
-	mod, err := e.rt.InstantiateModule(ctx, e.compiled, cfg)
+	mod, err := e.rt.InstantiateModule(withMemoryAllocator(ctx), e.compiled, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("monty: instantiate interpreter: %w", err)
 	}
