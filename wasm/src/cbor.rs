@@ -270,7 +270,9 @@ impl<'a> Reader<'a> {
                 let b = self.take(2)?;
                 Ok(half_to_f64(u16::from_be_bytes([b[0], b[1]])))
             }
-            0xfa => Ok(f64::from(f32::from_be_bytes(self.take(4)?.try_into().unwrap_or_default()))),
+            0xfa => Ok(f64::from(f32::from_be_bytes(
+                self.take(4)?.try_into().unwrap_or_default(),
+            ))),
             0xfb => Ok(f64::from_be_bytes(self.take(8)?.try_into().unwrap_or_default())),
             _ => {
                 self.pos -= 1;

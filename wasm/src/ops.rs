@@ -7,7 +7,7 @@ use monty::{
     detect_repl_continuation_mode, dump,
 };
 use monty_types::{
-    CompileOptions, DateTimeSource, ExcType, ExtFunctionResult, MontyException, MontyObject, MontyUuid,
+    CallArgs, CompileOptions, DateTimeSource, ExcType, ExtFunctionResult, MontyException, MontyObject, MontyUuid,
     NameLookupResult, OsFunctionCall, OsPolicy, PrintWriter, ResourceLimits, ResourceTracker,
 };
 
@@ -55,14 +55,14 @@ const HARD_LIMIT_HEADROOM: usize = 64 << 20;
 
 /// A REPL, idle or in the middle of a feed.
 enum Repl {
-    Idle(MontyRepl),
-    Paused(ReplProgress),
+    Idle(Box<MontyRepl>),
+    Paused(Box<ReplProgress>),
 }
 
 /// What a handle refers to.
 enum Slot {
-    Program { run: MontyRun, script: String },
-    Run { progress: RunProgress, script: String },
+    Program { run: Box<MontyRun>, script: String },
+    Run { progress: Box<RunProgress>, script: String },
     Repl { repl: Repl, script: String },
 }
 
@@ -140,7 +140,10 @@ impl Limits {
             limits.max_recursion_depth = depth;
         }
         // Errors only when the allocator is not installed, which it is.
-        let _ = monty_alloc::set_hard_limit(self.memory.map(|m| m.saturating_mul(2).saturating_add(HARD_LIMIT_HEADROOM)));
+        let _ = monty_alloc::set_hard_limit(
+            self.memory
+                .map(|m| m.saturating_mul(2).saturating_add(HARD_LIMIT_HEADROOM)),
+        );
         ResourceTracker::new(limits)
     }
 }
@@ -221,7 +224,9 @@ fn run_op(op: u32, handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Tabl
 }
 
 fn no_handle(handle: u32) -> Failure {
-    Failure::Api(format!("no such handle {handle} (freed, or belongs to another instance)"))
+    Failure::Api(format!(
+        "no such handle {handle} (freed, or belongs to another instance)"
+    ))
 }
 
 fn wrong_kind(handle: u32, want: &str) -> Failure {
@@ -255,7 +260,10 @@ fn compile(r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
     let run = MontyRun::new(code, &script, names, CompileOptions::default())
         .map_err(Failure::Exception)?
         .with_os_policy(os_policy(host_clock));
-    w.uint(u64::from(t.insert(Slot::Program { run, script })));
+    w.uint(u64::from(t.insert(Slot::Program {
+        run: Box::new(run),
+        script,
+    })));
     Ok(())
 }
 
@@ -266,7 +274,10 @@ fn run(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print: &m
     let limits = Limits::read(r)?;
     *print = HostPrint::new(limits.line_buffered);
     let Some(Slot::Program { run, .. }) = t.slots.get_mut(&handle) else {
-        return Err(t.slots.get(&handle).map_or_else(|| no_handle(handle), |_| wrong_kind(handle, "a program")));
+        return Err(t
+            .slots
+            .get(&handle)
+            .map_or_else(|| no_handle(handle), |_| wrong_kind(handle, "a program")));
     };
     let result = run
         .run(inputs, limits.tracker(), PrintWriter::Callback(print))
@@ -282,7 +293,10 @@ fn start(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print: 
     let limits = Limits::read(r)?;
     *print = HostPrint::new(limits.line_buffered);
     let Some(Slot::Program { run, script }) = t.slots.get(&handle) else {
-        return Err(t.slots.get(&handle).map_or_else(|| no_handle(handle), |_| wrong_kind(handle, "a program")));
+        return Err(t
+            .slots
+            .get(&handle)
+            .map_or_else(|| no_handle(handle), |_| wrong_kind(handle, "a program")));
     };
     let script = script.clone();
     let progress = run
@@ -302,7 +316,10 @@ fn finish_run(progress: RunProgress, script: String, w: &mut Writer, t: &mut Tab
         value::encode(w, v)?;
         return Ok(());
     }
-    let id = t.insert(Slot::Run { progress, script });
+    let id = t.insert(Slot::Run {
+        progress: Box::new(progress),
+        script,
+    });
     w.uint(u64::from(id));
     if let Some(Slot::Run { progress, .. }) = t.slots.get(&id) {
         write_run_progress(w, progress)?;
@@ -385,7 +402,9 @@ impl Answer {
             Self::Value(v) => Ok(NameLookupResult::Value(v)),
             Self::Raise(e) => Ok(NameLookupResult::Error(e)),
             Self::NotFound => Ok(NameLookupResult::Undefined),
-            _ => Err(Failure::Api("a name lookup is answered with a value, an exception or undefined".into())),
+            _ => Err(Failure::Api(
+                "a name lookup is answered with a value, an exception or undefined".into(),
+            )),
         }
     }
 }
@@ -403,14 +422,14 @@ fn resume(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print:
     let answer = Answer::read(r)?;
     match t.slots.remove(&handle) {
         Some(Slot::Run { progress, script }) => {
-            let next = resume_run(progress, answer, PrintWriter::Callback(print)).map_err(Failure::Exception)?;
+            let next = resume_run(*progress, answer, PrintWriter::Callback(print)).map_err(Failure::Exception)?;
             finish_run(next, script, w, t)
         }
         Some(Slot::Repl {
             repl: Repl::Paused(progress),
             script,
         }) => {
-            let result = resume_repl(progress, answer, PrintWriter::Callback(print));
+            let result = resume_repl(*progress, answer, PrintWriter::Callback(print));
             finish_repl(handle, result, script, w, t)
         }
         Some(other) => {
@@ -450,7 +469,9 @@ fn resume_run(progress: RunProgress, answer: Answer, print: PrintWriter<'_>) -> 
         }
         RunProgress::ResolveFutures(c) => match answer {
             Answer::Futures(results) => c.resume(results, print),
-            _ => Err(misuse(Failure::Api("waiting on futures: answer with future results".into()))),
+            _ => Err(misuse(Failure::Api(
+                "waiting on futures: answer with future results".into(),
+            ))),
         },
         RunProgress::Complete(v) => Ok(RunProgress::Complete(v)),
     }
@@ -503,7 +524,7 @@ fn finish_repl(handle: u32, result: ReplResult, script: String, w: &mut Writer, 
             t.slots.insert(
                 handle,
                 Slot::Repl {
-                    repl: Repl::Idle(repl),
+                    repl: Repl::Idle(Box::new(repl)),
                     script,
                 },
             );
@@ -518,7 +539,7 @@ fn finish_repl(handle: u32, result: ReplResult, script: String, w: &mut Writer, 
             t.slots.insert(
                 handle,
                 Slot::Repl {
-                    repl: Repl::Paused(progress),
+                    repl: Repl::Paused(Box::new(progress)),
                     script,
                 },
             );
@@ -531,7 +552,7 @@ fn finish_repl(handle: u32, result: ReplResult, script: String, w: &mut Writer, 
             t.slots.insert(
                 handle,
                 Slot::Repl {
-                    repl: Repl::Idle(repl),
+                    repl: Repl::Idle(Box::new(repl)),
                     script,
                 },
             );
@@ -548,7 +569,7 @@ fn repl_new(r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
     let repl = MontyRepl::new(&script, ResourceTracker::default(), CompileOptions::default())
         .with_os_policy(os_policy(host_clock));
     w.uint(u64::from(t.insert(Slot::Repl {
-        repl: Repl::Idle(repl),
+        repl: Repl::Idle(Box::new(repl)),
         script,
     })));
     Ok(())
@@ -578,7 +599,7 @@ fn feed(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print: &
         None => return Err(no_handle(handle)),
     };
     *repl.tracker_mut() = limits.tracker();
-    let result = repl.feed_start(code, inputs, PrintWriter::Callback(print));
+    let result = (*repl).feed_start(code, inputs, PrintWriter::Callback(print));
     finish_repl(handle, result, script, w, t)
 }
 
@@ -590,7 +611,10 @@ fn dump_op(handle: u32, w: &mut Writer, t: &Table) -> OpResult {
             KIND_PROGRAM,
             postcard::to_allocvec(run).map_err(|e| Failure::Api(format!("dump failed: {e}")))?,
         ),
-        Some(Slot::Run { progress, script }) => (KIND_RUN, dump(script, None, &[], SessionRef::Running(progress)).map_err(dump_err)?),
+        Some(Slot::Run { progress, script }) => (
+            KIND_RUN,
+            dump(script, None, &[], SessionRef::Running(progress)).map_err(dump_err)?,
+        ),
         Some(Slot::Repl { repl, script }) => {
             let state = match repl {
                 Repl::Idle(r) => SessionRef::Idle(r),
@@ -615,23 +639,20 @@ fn load(r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
         let run: MontyRun =
             postcard::from_bytes(bytes).map_err(|e| Failure::Api(format!("not a compiled program: {e}")))?;
         Slot::Program {
-            run,
+            run: Box::new(run),
             script: String::new(),
         }
     } else {
         let loaded = Dump::load(bytes).map_err(|e| Failure::Api(format!("cannot load state: {e:?}")))?;
         let script = loaded.script_name;
         match (kind, loaded.state) {
-            (KIND_RUN, Session::Running(progress)) => Slot::Run {
-                progress: *progress,
-                script,
-            },
+            (KIND_RUN, Session::Running(progress)) => Slot::Run { progress, script },
             (KIND_REPL, Session::Idle(repl)) => Slot::Repl {
-                repl: Repl::Idle(*repl),
+                repl: Repl::Idle(repl),
                 script,
             },
             (KIND_REPL, Session::Suspended(progress)) => Slot::Repl {
-                repl: Repl::Paused(*progress),
+                repl: Repl::Paused(progress),
                 script,
             },
             _ => return Err(Failure::Api("state is not of the requested kind".into())),
@@ -639,7 +660,10 @@ fn load(r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
     };
     let mut body = Writer::default();
     match &slot {
-        Slot::Program { .. } | Slot::Repl { repl: Repl::Idle(_), .. } => body.null(),
+        Slot::Program { .. }
+        | Slot::Repl {
+            repl: Repl::Idle(_), ..
+        } => body.null(),
         Slot::Run { progress, .. } => write_run_progress(&mut body, progress)?,
         Slot::Repl {
             repl: Repl::Paused(p), ..
@@ -670,70 +694,83 @@ fn write_os_call(w: &mut Writer, call: &OsFunctionCall, call_id: u32, eager: boo
     Ok(())
 }
 
-fn write_futures(w: &mut Writer, ids: &[u32]) {
+fn write_futures(w: &mut Writer, ids: &[u32]) -> Result<(), Failure> {
     w.array(2);
     w.uint(4);
     w.array(ids.len());
     for id in ids {
         w.uint(u64::from(*id));
     }
+    Ok(())
 }
 
 /// Progress: `[0, value]`, `[1, name, args, kwargs, call_id, object_id, eager]`,
 /// `[2, name, object_id]`, `[3, name, args, kwargs, call_id, eager]`, `[4, [ids]]`.
 fn write_run_progress(w: &mut Writer, p: &RunProgress) -> Result<(), Failure> {
     match p {
-        RunProgress::Complete(v) => {
-            w.array(2);
-            w.uint(0);
-            value::encode(w, v)?;
-        }
-        RunProgress::FunctionCall(c) => {
-            w.array(7);
-            w.uint(1);
-            w.text(&c.function_name);
-            value::encode_call_args(w, &c.args)?;
-            w.uint(u64::from(c.call_id));
-            opt_uuid(w, c.object_id);
-            w.bool(c.allow_eager_await);
-        }
-        RunProgress::NameLookup(c) => {
-            w.array(3);
-            w.uint(2);
-            w.text(&c.name);
-            opt_uuid(w, c.object_id());
-        }
-        RunProgress::OsCall(c) => write_os_call(w, &c.function_call, c.call_id, c.allow_eager_await)?,
+        RunProgress::Complete(v) => write_complete(w, v),
+        RunProgress::FunctionCall(c) => write_call(
+            w,
+            &c.function_name,
+            &c.args,
+            c.call_id,
+            c.object_id,
+            c.allow_eager_await,
+        ),
+        RunProgress::NameLookup(c) => write_lookup(w, &c.name, c.object_id()),
+        RunProgress::OsCall(c) => write_os_call(w, &c.function_call, c.call_id, c.allow_eager_await),
         RunProgress::ResolveFutures(c) => write_futures(w, c.pending_call_ids()),
     }
+}
+
+/// The same progress items for a REPL feed.
+fn write_repl_progress(w: &mut Writer, p: &ReplProgress) -> Result<(), Failure> {
+    match p {
+        ReplProgress::Complete { value: v, .. } => write_complete(w, v),
+        ReplProgress::FunctionCall(c) => write_call(
+            w,
+            &c.function_name,
+            &c.args,
+            c.call_id,
+            c.object_id,
+            c.allow_eager_await,
+        ),
+        ReplProgress::NameLookup(c) => write_lookup(w, &c.name, c.object_id()),
+        ReplProgress::OsCall(c) => write_os_call(w, &c.function_call, c.call_id, c.allow_eager_await),
+        ReplProgress::ResolveFutures(c) => write_futures(w, c.pending_call_ids()),
+    }
+}
+
+fn write_complete(w: &mut Writer, v: &MontyObject) -> Result<(), Failure> {
+    w.array(2);
+    w.uint(0);
+    value::encode(w, v)?;
     Ok(())
 }
 
-fn write_repl_progress(w: &mut Writer, p: &ReplProgress) -> Result<(), Failure> {
-    match p {
-        ReplProgress::Complete { value: v, .. } => {
-            w.array(2);
-            w.uint(0);
-            value::encode(w, v)?;
-        }
-        ReplProgress::FunctionCall(c) => {
-            w.array(7);
-            w.uint(1);
-            w.text(&c.function_name);
-            value::encode_call_args(w, &c.args)?;
-            w.uint(u64::from(c.call_id));
-            opt_uuid(w, c.object_id);
-            w.bool(c.allow_eager_await);
-        }
-        ReplProgress::NameLookup(c) => {
-            w.array(3);
-            w.uint(2);
-            w.text(&c.name);
-            opt_uuid(w, c.object_id());
-        }
-        ReplProgress::OsCall(c) => write_os_call(w, &c.function_call, c.call_id, c.allow_eager_await)?,
-        ReplProgress::ResolveFutures(c) => write_futures(w, c.pending_call_ids()),
-    }
+fn write_call(
+    w: &mut Writer,
+    name: &str,
+    args: &CallArgs,
+    call_id: u32,
+    object_id: Option<MontyUuid>,
+    eager: bool,
+) -> Result<(), Failure> {
+    w.array(7);
+    w.uint(1);
+    w.text(name);
+    value::encode_call_args(w, args)?;
+    w.uint(u64::from(call_id));
+    opt_uuid(w, object_id);
+    w.bool(eager);
+    Ok(())
+}
+
+fn write_lookup(w: &mut Writer, name: &str, object_id: Option<MontyUuid>) -> Result<(), Failure> {
+    w.array(3);
+    w.uint(2);
+    w.text(name);
+    opt_uuid(w, object_id);
     Ok(())
 }
 

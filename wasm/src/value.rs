@@ -4,8 +4,8 @@
 //! into a fresh graph in post-order (children first), as the graph expects.
 
 use monty_types::{
-    BuiltinsFunctions, CallArgs, ExcType, FileMode, MontyDate, MontyDateTime, MontyFileHandle, MontyObject,
-    MontyTime, MontyTimeDelta, MontyTimeZone, MontyType, MontyUuid, NamedValues,
+    BuiltinsFunctions, CallArgs, ExcType, FileMode, MontyDate, MontyDateTime, MontyFileHandle, MontyObject, MontyTime,
+    MontyTimeDelta, MontyTimeZone, MontyType, MontyUuid, NamedValues,
     unstable::{self, ClassTypeNode, MontyGraph, MontyNode, NodeId},
 };
 use num_bigint::{BigInt, BigUint, Sign};
@@ -85,7 +85,13 @@ fn enc_pairs(
     Ok(())
 }
 
-fn enc_items(w: &mut Writer, g: &MontyGraph, ids: &[NodeId], depth: usize, budget: &mut usize) -> Result<(), ValueError> {
+fn enc_items(
+    w: &mut Writer,
+    g: &MontyGraph,
+    ids: &[NodeId],
+    depth: usize,
+    budget: &mut usize,
+) -> Result<(), ValueError> {
     w.array(ids.len());
     for id in ids {
         enc(w, g, *id, depth, budget)?;
@@ -109,7 +115,13 @@ fn enc_bigint(w: &mut Writer, b: &BigInt) {
     }
 }
 
-fn enc_class(w: &mut Writer, g: &MontyGraph, c: &ClassTypeNode, depth: usize, budget: &mut usize) -> Result<(), ValueError> {
+fn enc_class(
+    w: &mut Writer,
+    g: &MontyGraph,
+    c: &ClassTypeNode,
+    depth: usize,
+    budget: &mut usize,
+) -> Result<(), ValueError> {
     w.tag(T_CLASS);
     w.array(5);
     w.text(&c.name);
