@@ -1,0 +1,162 @@
+package session
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// The stored blob (docs/state-format.md):
+//
+//	magic "MGOS" | version 1 | flags | monty version (u8 len + text)
+//	| module sha256 (32) | names (u32 len + JSON array of public global names)
+//	| json view (u32 len + JSON object) | dump (u32 len + runtime dump, maybe compressed)
+//	| sha256 of everything before (32) | hmac-sha256 of everything before (32, if signed)
+const (
+	blobMagic   = "MGOS"
+	blobVersion = 1
+
+	flagSigned     = 1 << 0
+	flagCompressed = 1 << 1
+	flagJSONOnly   = 1 << 2
+)
+
+// ErrCorrupt matches errors from blobs that are damaged, truncated, of a
+// foreign format, or whose signature does not verify.
+var ErrCorrupt = errors.New("session: state blob is corrupt or not trusted")
+
+// blob is the decoded form of a stored session.
+type blob struct {
+	MontyVersion string
+	ModuleSum    [32]byte
+	Names        []string        // public global names when saved
+	JSON         json.RawMessage // JSON view: {"name": value, ...}
+	Dump         []byte          // runtime REPL dump (uncompressed here)
+	JSONOnly     bool
+}
+
+func corrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
+}
+
+// encode writes the blob, compressing the dump and signing when key is set.
+func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
+	names, err := json.Marshal(b.Names)
+	if err != nil {
+		return nil, err
+	}
+	dump := b.Dump
+	flags := byte(0)
+	if compress && len(dump) > 0 {
+		dump = compressDump(dump)
+		flags |= flagCompressed
+	}
+	if b.JSONOnly {
+		flags |= flagJSONOnly
+	}
+	if key != nil {
+		flags |= flagSigned
+	}
+	var out bytes.Buffer
+	out.Grow(64 + len(names) + len(b.JSON) + len(dump) + 64)
+	out.WriteString(blobMagic)
+	out.WriteByte(blobVersion)
+	out.WriteByte(flags)
+	out.WriteByte(byte(len(b.MontyVersion)))
+	out.WriteString(b.MontyVersion)
+	out.Write(b.ModuleSum[:])
+	for _, part := range [][]byte{names, b.JSON, dump} {
+		_ = binary.Write(&out, binary.BigEndian, uint32(len(part)))
+		out.Write(part)
+	}
+	sum := sha256.Sum256(out.Bytes())
+	out.Write(sum[:])
+	if key != nil {
+		mac := hmac.New(sha256.New, key)
+		mac.Write(out.Bytes())
+		out.Write(mac.Sum(nil))
+	}
+	return out.Bytes(), nil
+}
+
+// decodeBlob checks and parses a stored blob. With a key, unsigned blobs and
+// bad signatures are refused before anything else is parsed.
+func decodeBlob(data, key []byte) (*blob, error) {
+	if len(data) < 7 || string(data[:4]) != blobMagic {
+		return nil, corrupt("not a monty-go session blob")
+	}
+	if data[4] != blobVersion {
+		return nil, corrupt("blob format version %d, this build reads %d", data[4], blobVersion)
+	}
+	flags := data[5]
+	body := data
+	if key != nil {
+		if flags&flagSigned == 0 {
+			return nil, corrupt("blob is not signed and signatures are required")
+		}
+		if len(body) < 32 {
+			return nil, corrupt("truncated signature")
+		}
+		mac := hmac.New(sha256.New, key)
+		mac.Write(body[:len(body)-32])
+		if !hmac.Equal(mac.Sum(nil), body[len(body)-32:]) {
+			return nil, corrupt("signature does not verify (tampered, or signed with another key)")
+		}
+		body = body[:len(body)-32]
+	} else if flags&flagSigned != 0 {
+		if len(body) < 32 {
+			return nil, corrupt("truncated signature")
+		}
+		body = body[:len(body)-32]
+	}
+	if len(body) < 32 {
+		return nil, corrupt("truncated")
+	}
+	content, sum := body[:len(body)-32], body[len(body)-32:]
+	if got := sha256.Sum256(content); !bytes.Equal(got[:], sum) {
+		return nil, corrupt("checksum mismatch (damaged or truncated)")
+	}
+	r := bytes.NewReader(content[6:])
+	vlen, _ := r.ReadByte()
+	version := make([]byte, vlen)
+	b := &blob{JSONOnly: flags&flagJSONOnly != 0}
+	if _, err := r.Read(version); err != nil && vlen > 0 {
+		return nil, corrupt("truncated header")
+	}
+	b.MontyVersion = string(version)
+	if _, err := r.Read(b.ModuleSum[:]); err != nil {
+		return nil, corrupt("truncated header")
+	}
+	parts := make([][]byte, 3)
+	for i := range parts {
+		var n uint32
+		if err := binary.Read(r, binary.BigEndian, &n); err != nil || int64(n) > int64(r.Len()) {
+			return nil, corrupt("truncated section")
+		}
+		parts[i] = make([]byte, n)
+		_, _ = r.Read(parts[i])
+	}
+	if r.Len() != 0 {
+		return nil, corrupt("trailing bytes")
+	}
+	if err := json.Unmarshal(parts[0], &b.Names); err != nil {
+		return nil, corrupt("names: %v", err)
+	}
+	b.JSON = parts[1]
+	if !json.Valid(b.JSON) {
+		return nil, corrupt("JSON view is not valid JSON")
+	}
+	b.Dump = parts[2]
+	if flags&flagCompressed != 0 {
+		d, err := decompressDump(b.Dump)
+		if err != nil {
+			return nil, corrupt("dump does not decompress: %v", err)
+		}
+		b.Dump = d
+	}
+	return b, nil
+}

@@ -1,0 +1,545 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/wasm"
+)
+
+// DefaultMaxStateSize caps a session's stored state when Options.MaxStateSize is 0.
+const DefaultMaxStateSize = 50 << 20
+
+// Errors, for use with errors.Is.
+var (
+	// ErrBusy: the session is running another call. Calls on one session
+	// never wait for each other and never interleave.
+	ErrBusy = errors.New("session: busy with another call")
+	// ErrClosed: the session was closed.
+	ErrClosed = errors.New("session: closed")
+)
+
+// Options configure sessions.
+type Options struct {
+	// Store keeps the state between calls and processes. Required.
+	Store store.Store
+	// Engine runs the interpreters; nil means runtime.Default.
+	Engine *runtime.Engine
+	// SigningKey, when set, signs every stored blob with HMAC-SHA256 and
+	// refuses to load a blob whose signature is missing or wrong.
+	SigningKey []byte
+	// MaxStateSize caps the stored blob (default DefaultMaxStateSize). A call
+	// whose state would exceed it still returns its result; the state is not
+	// saved and the previously saved state is kept.
+	MaxStateSize int64
+	// JSONOnly keeps only the JSON-serialisable public globals between calls
+	// (functions, classes, modules and other values are dropped after every
+	// call), for portable, inspectable state.
+	JSONOnly bool
+	// CaptureOnError saves the state left by a call that raised. By default
+	// such a call leaves the session exactly as it was before the call.
+	CaptureOnError bool
+	// FreshOnCorrupt starts an empty session when the stored blob cannot be
+	// loaded (damaged, or failing its signature). The blob is always kept
+	// aside first; without this option opening fails instead.
+	FreshOnCorrupt bool
+	// NoCompression stores dumps uncompressed.
+	NoCompression bool
+	// Limits apply to every call (zero value: runtime.DefaultLimits()).
+	Limits runtime.Limits
+	// Host provides host functions and OS access to the code; nil offers none.
+	Host *runtime.Host
+}
+
+func (o *Options) maxStateSize() int64 {
+	if o.MaxStateSize > 0 {
+		return o.MaxStateSize
+	}
+	return DefaultMaxStateSize
+}
+
+// Restore says how an opened session got its state.
+type Restore struct {
+	// Found is true when state was stored under the id.
+	Found bool
+	// FromJSON is true when the full dump could not be used (it was written
+	// by another Monty version) and the session was rebuilt from its JSON view.
+	FromJSON bool
+	// Lost lists the globals the JSON view could not carry (functions,
+	// classes, instances, ...) when FromJSON is true.
+	Lost []string
+	// QuarantinedAs is the id where an unloadable blob was kept aside.
+	QuarantinedAs string
+	// Reason explains FromJSON or a quarantine.
+	Reason string
+}
+
+// Result is the outcome of one Exec.
+type Result struct {
+	// Value is the value of the final expression (None after a statement).
+	Value object.Value
+	// Output is what print() wrote, both streams in order.
+	Output string
+	// Err is the Python exception that ended the code, if any.
+	Err *runtime.Error
+	// HasState, StateSize and StateHash describe the stored state after the
+	// call (sha256 hex of the blob).
+	HasState  bool
+	StateSize int64
+	StateHash string
+	// Saved is true when this call stored new state. NotSavedReason says
+	// why not when the code succeeded but the state was not stored.
+	Saved          bool
+	NotSavedReason string
+}
+
+// Session is a Python REPL whose globals, functions, classes and instances
+// persist between Exec calls, in the Store. It is safe for concurrent use in
+// the sense that a second concurrent call fails at once with ErrBusy.
+type Session struct {
+	id   string
+	opts Options
+	eng  *runtime.Engine
+
+	busy    atomic.Bool
+	mu      sync.Mutex // guards the fields below for State/Info readers
+	it      *runtime.Interpreter
+	repl    *runtime.REPL
+	version string // store version of the blob this state matches; "" if none
+	saved   *blob  // last stored state
+	info    store.Info
+	closed  bool
+	restore Restore
+}
+
+var moduleSum = sync.OnceValue(func() [32]byte { return sha256.Sum256(wasm.Module) })
+
+// Open returns the session stored under id, or a new empty one.
+func Open(ctx context.Context, id string, opts Options) (*Session, error) {
+	if opts.Store == nil {
+		return nil, errors.New("session: Options.Store is required")
+	}
+	if err := store.CheckID(id); err != nil {
+		return nil, err
+	}
+	eng := opts.Engine
+	if eng == nil {
+		var err error
+		if eng, err = runtime.Default(ctx); err != nil {
+			return nil, err
+		}
+	}
+	s := &Session{id: id, opts: opts, eng: eng}
+	if opts.Limits == (runtime.Limits{}) {
+		s.opts.Limits = runtime.DefaultLimits()
+	}
+	if err := s.load(ctx); err != nil {
+		s.shutdown()
+		return nil, err
+	}
+	return s, nil
+}
+
+// ID is the session id.
+func (s *Session) ID() string { return s.id }
+
+// Restored reports how Open found the state.
+func (s *Session) Restored() Restore { return s.restore }
+
+// load fetches and restores the stored state, or starts empty.
+func (s *Session) load(ctx context.Context) error {
+	obj, err := s.opts.Store.Get(ctx, s.id)
+	if errors.Is(err, store.ErrNotFound) {
+		return s.fresh(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	s.restore.Found = true
+	b, err := decodeBlob(obj.Data, s.opts.SigningKey)
+	if err == nil {
+		err = s.restoreBlob(ctx, b)
+	}
+	if err != nil && !errors.Is(err, runtime.ErrDead) {
+		return s.quarantine(ctx, obj.Data, err)
+	}
+	if err != nil {
+		return err
+	}
+	s.version, s.saved, s.info = obj.Info.Version, b, obj.Info
+	return nil
+}
+
+// restoreBlob rebuilds the interpreter state from a decoded blob.
+func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
+	if err := s.newInterpreter(ctx); err != nil {
+		return err
+	}
+	if !b.JSONOnly && !s.opts.JSONOnly {
+		if b.MontyVersion == s.eng.MontyVersion() {
+			repl, _, err := s.it.LoadREPL(ctx, b.Dump)
+			if err == nil {
+				s.repl = repl
+				return nil
+			}
+			if !errors.Is(err, runtime.ErrInvalidDump) {
+				return err
+			}
+			s.restore.Reason = "the dump could not be loaded: " + err.Error()
+		} else {
+			s.restore.Reason = fmt.Sprintf("the dump was written by Monty %s and this is Monty %s", b.MontyVersion, s.eng.MontyVersion())
+		}
+		s.restore.FromJSON = true
+	}
+	view, err := parseView(b.JSON)
+	if err != nil {
+		return err
+	}
+	if s.restore.FromJSON {
+		for _, n := range b.Names {
+			if _, ok := view.Get(object.Str(n)); !ok {
+				s.restore.Lost = append(s.restore.Lost, n)
+			}
+		}
+	}
+	return s.injectJSON(ctx, view)
+}
+
+// quarantine keeps an unloadable blob aside, then fails or starts fresh.
+func (s *Session) quarantine(ctx context.Context, data []byte, cause error) error {
+	qid := fmt.Sprintf("%s.corrupt.%d", s.id, time.Now().UnixNano())
+	if len(qid) > 200 {
+		qid = fmt.Sprintf("corrupt.%x.%d", sha256.Sum256([]byte(s.id)), time.Now().UnixNano())
+	}
+	if _, err := s.opts.Store.Put(ctx, qid, data, store.Cond{IfAbsent: true}); err != nil {
+		return fmt.Errorf("session %s: stored state cannot be loaded (%w) and keeping it aside failed: %v; it was left in place", s.id, cause, err)
+	}
+	s.restore.QuarantinedAs = qid
+	s.restore.Reason = cause.Error()
+	if !s.opts.FreshOnCorrupt {
+		return fmt.Errorf("session %s: stored state cannot be loaded: %w; a copy was kept as %q and the original left in place (open with FreshOnCorrupt to start empty)", s.id, cause, qid)
+	}
+	// Starting empty: later saves replace the original, whose copy is kept.
+	obj, err := s.opts.Store.Stat(ctx, s.id)
+	if err == nil {
+		s.version = obj.Version
+	}
+	s.saved = nil
+	return s.freshInterpreter(ctx)
+}
+
+func (s *Session) fresh(ctx context.Context) error {
+	s.version, s.saved = "", nil
+	return s.freshInterpreter(ctx)
+}
+
+func (s *Session) freshInterpreter(ctx context.Context) error {
+	if err := s.newInterpreter(ctx); err != nil {
+		return err
+	}
+	repl, err := s.it.NewREPL(ctx)
+	s.repl = repl
+	return err
+}
+
+func (s *Session) newInterpreter(ctx context.Context) error {
+	if s.it != nil {
+		_ = s.it.Close(ctx)
+	}
+	it, err := s.eng.NewInterpreter(ctx)
+	if err != nil {
+		return err
+	}
+	s.it, s.repl = it, nil
+	return nil
+}
+
+// injectJSON makes a fresh REPL whose globals are the JSON view's values.
+func (s *Session) injectJSON(ctx context.Context, view object.Dict) error {
+	if s.repl != nil {
+		s.repl.Close()
+	}
+	repl, err := s.it.NewREPL(ctx)
+	if err != nil {
+		return err
+	}
+	s.repl = repl
+	if len(view) == 0 {
+		return nil
+	}
+	inputs := make([]runtime.Input, 0, len(view))
+	for _, p := range view {
+		inputs = append(inputs, runtime.Input{Name: string(p.Key.(object.Str)), Value: p.Value})
+	}
+	_, err = repl.Run(ctx, "None", inputs...)
+	return err
+}
+
+func parseView(raw json.RawMessage) (object.Dict, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	v, err := object.FromJSON(raw)
+	if err != nil {
+		return nil, corrupt("JSON view: %v", err)
+	}
+	d, ok := v.(object.Dict)
+	if !ok {
+		return nil, corrupt("JSON view is not an object")
+	}
+	for _, p := range d {
+		if _, ok := p.Key.(object.Str); !ok {
+			return nil, corrupt("JSON view has a non-string key")
+		}
+	}
+	return d, nil
+}
+
+// Exec runs code in the session and persists the resulting state. A Python
+// exception is reported in Result.Err (error is nil); errors are for
+// failures of the session itself: busy, closed, store unavailable, update
+// conflicts (store.ErrConflict), a dead interpreter, cancellation.
+func (s *Session) Exec(ctx context.Context, code string) (*Result, error) {
+	if !s.busy.CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("%w: session %s", ErrBusy, s.id)
+	}
+	defer s.busy.Store(false)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	s.it.SetLimits(s.opts.Limits)
+	s.it.SetOutput(nil, nil)
+	host := s.opts.Host
+	if host == nil {
+		host = &runtime.Host{}
+	}
+	v, err := host.Feed(ctx, s.repl, code)
+	res := &Result{Value: v, Output: s.it.Output()}
+	var pyErr *runtime.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &pyErr) && !errors.Is(err, runtime.ErrCancelled):
+		res.Err = pyErr
+		if !s.opts.CaptureOnError {
+			s.describe(res)
+			return res, s.rollback(ctx)
+		}
+	default:
+		// Cancelled, host limit, dead interpreter: put the last saved state back.
+		if rerr := s.rollback(ctx); rerr != nil {
+			return res, errors.Join(err, rerr)
+		}
+		s.describe(res)
+		return res, err
+	}
+	return res, s.save(ctx, res)
+}
+
+// describe fills the state fields from the last stored blob.
+func (s *Session) describe(res *Result) {
+	res.HasState = s.saved != nil
+	if res.HasState {
+		res.StateSize, res.StateHash = s.info.Size, s.info.SHA256
+	}
+}
+
+// rollback puts the interpreter back to the last saved state.
+func (s *Session) rollback(ctx context.Context) error {
+	if s.saved == nil {
+		return s.freshInterpreter(ctx)
+	}
+	if s.it == nil || s.it.Dead() != nil {
+		if err := s.newInterpreter(ctx); err != nil {
+			return err
+		}
+	}
+	if s.repl != nil {
+		s.repl.Close()
+		s.repl = nil
+	}
+	s.restore = Restore{Found: true}
+	return s.restoreBlob(ctx, s.saved)
+}
+
+// viewExpr evaluates, at module level, to the public global names and the
+// public globals whose values are plain JSON data (checked in Python, so
+// values that cannot cross the boundary faithfully never do).
+const viewExpr = `(lambda g, ok: (
+    [k for k in g if not k.startswith('_')],
+    {k: v for k, v in g.items() if not k.startswith('_') and ok(v, ok)},
+))(locals(), lambda v, ok: v is None or type(v) in (bool, int, float, str)
+    or (type(v) in (list, tuple) and all(ok(x, ok) for x in v))
+    or (type(v) is dict and all(type(k) is str and ok(x, ok) for k, x in v.items())))`
+
+// namesExpr lists the public global names only, for when viewExpr fails
+// (for example on data nested deeper than the recursion limit).
+const namesExpr = `(lambda g: ([k for k in g if not k.startswith('_')], {}))(locals())`
+
+// snapshot computes the names and JSON view of the public globals.
+func (s *Session) snapshot(ctx context.Context) ([]string, []byte, error) {
+	v, err := s.repl.Run(ctx, viewExpr)
+	if err != nil {
+		var pyErr *runtime.Error
+		if !errors.As(err, &pyErr) {
+			return nil, nil, fmt.Errorf("session: reading globals: %w", err)
+		}
+		if v, err = s.repl.Run(ctx, namesExpr); err != nil {
+			return nil, nil, fmt.Errorf("session: reading globals: %w", err)
+		}
+	}
+	pair, _ := v.(object.Tuple)
+	if len(pair) != 2 {
+		return nil, nil, fmt.Errorf("session: reading globals: unexpected %s", object.Repr(v))
+	}
+	var names []string
+	if list, ok := pair[0].(object.List); ok {
+		for _, n := range list {
+			if name, ok := n.(object.Str); ok {
+				names = append(names, string(name))
+			}
+		}
+	}
+	globals, _ := pair[1].(object.Dict)
+	var view bytes.Buffer
+	view.WriteByte('{')
+	for _, p := range globals {
+		k, ok := p.Key.(object.Str)
+		if !ok || !object.JSONCompatible(p.Value) {
+			continue
+		}
+		js, err := object.ToJSON(p.Value)
+		if err != nil {
+			continue
+		}
+		if view.Len() > 1 {
+			view.WriteByte(',')
+		}
+		key, _ := json.Marshal(string(k))
+		view.Write(key)
+		view.WriteByte(':')
+		view.Write(js)
+	}
+	view.WriteByte('}')
+	return names, view.Bytes(), nil
+}
+
+// save persists the state after a call.
+func (s *Session) save(ctx context.Context, res *Result) error {
+	names, view, err := s.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	b := &blob{MontyVersion: s.eng.MontyVersion(), ModuleSum: moduleSum(), Names: names, JSON: view, JSONOnly: s.opts.JSONOnly}
+	if !s.opts.JSONOnly {
+		if b.Dump, err = s.repl.Dump(ctx); err != nil {
+			return err
+		}
+	}
+	data, err := b.encode(s.opts.SigningKey, !s.opts.NoCompression)
+	if err != nil {
+		return err
+	}
+	if int64(len(data)) > s.opts.maxStateSize() {
+		res.NotSavedReason = fmt.Sprintf("state is %d bytes, over the %d-byte limit; the previously saved state is kept", len(data), s.opts.maxStateSize())
+		s.describe(res)
+		return nil
+	}
+	cond := store.Cond{IfVersion: s.version, IfAbsent: s.version == ""}
+	info, err := s.opts.Store.Put(ctx, s.id, data, cond)
+	if err != nil {
+		s.describe(res)
+		if errors.Is(err, store.ErrConflict) {
+			// Another writer got there first: ours is not stored, and the
+			// live state no longer matches the store, so reload next time.
+			_ = s.reload(ctx)
+			return fmt.Errorf("session %s: %w: another process updated this session; this call's changes were not saved", s.id, err)
+		}
+		return err
+	}
+	s.version, s.saved, s.info = info.Version, b, info
+	res.Saved = true
+	s.describe(res)
+	if s.opts.JSONOnly {
+		// Drop everything the JSON view does not carry.
+		view, err := parseView(b.JSON)
+		if err != nil {
+			return err
+		}
+		return s.injectJSON(ctx, view)
+	}
+	return nil
+}
+
+// reload replaces the live state with what the store holds now.
+func (s *Session) reload(ctx context.Context) error {
+	s.restore = Restore{}
+	return s.load(ctx)
+}
+
+// State returns the JSON view of the stored state: the public,
+// JSON-serialisable globals as Go values (map[string]any, []any, string,
+// float64/json.Number, bool, nil).
+func (s *Session) State() map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]any{}
+	if s.saved != nil {
+		dec := json.NewDecoder(bytes.NewReader(s.saved.JSON))
+		dec.UseNumber()
+		_ = dec.Decode(&out)
+	}
+	return out
+}
+
+// Globals lists the public global names of the stored state, sorted.
+func (s *Session) Globals() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.saved == nil {
+		return nil
+	}
+	return slices.Sorted(slices.Values(s.saved.Names))
+}
+
+// Clear deletes the stored state and starts the session empty.
+func (s *Session) Clear(ctx context.Context) error {
+	if !s.busy.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: session %s", ErrBusy, s.id)
+	}
+	defer s.busy.Store(false)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.opts.Store.Delete(ctx, s.id); err != nil {
+		return err
+	}
+	return s.fresh(ctx)
+}
+
+// Close frees the interpreter. The stored state stays.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.shutdown()
+	return nil
+}
+
+func (s *Session) shutdown() {
+	if s.it != nil {
+		_ = s.it.Close(context.Background())
+		s.it, s.repl = nil, nil
+	}
+}
