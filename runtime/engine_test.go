@@ -17,7 +17,9 @@ import (
 // monty_abi_version returns abi.
 func fakeModule(abi byte) []byte {
 	section := func(id byte, body ...byte) []byte { return append([]byte{id, byte(len(body))}, body...) }
-	name := func(s string, kind, index byte) []byte { return append(append([]byte{byte(len(s))}, s...), kind, index) }
+	name := func(s string, kind, index byte) []byte {
+		return append(append([]byte{byte(len(s))}, s...), kind, index)
+	}
 	var exports []byte
 	exports = append(exports, 6)
 	exports = append(exports, name("monty_abi_version", 0, 0)...)
