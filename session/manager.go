@@ -1,0 +1,233 @@
+package session
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Manager keeps live sessions by id (for example one per conversation
+// thread): sessions open lazily on first use, at most MaxLive stay open
+// (the least recently used idle one is closed when another is needed; its
+// state is already stored), and sessions idle for IdleTimeout are closed.
+// One call runs at a time per session: a concurrent second call fails at
+// once with ErrBusy. A Manager is safe for concurrent use.
+type Manager struct {
+	opts        Options
+	maxLive     int
+	idleTimeout time.Duration
+
+	mu      sync.Mutex
+	live    map[string]*list.Element // of *managed
+	lru     *list.List               // front = most recently used
+	opening map[string]chan struct{} // ids being opened
+	closed  bool
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+type managed struct {
+	s        *Session
+	lastUsed time.Time
+	inUse    int
+}
+
+// ErrTooManySessions is returned when MaxLive sessions are all in use.
+var ErrTooManySessions = errors.New("session: every live session is busy; retry later or raise MaxLive")
+
+// ManagerOptions configure a Manager.
+type ManagerOptions struct {
+	// MaxLive bounds open sessions (each holds an interpreter); default 64.
+	MaxLive int
+	// IdleTimeout closes sessions unused for this long; 0 means 15 minutes,
+	// negative disables it.
+	IdleTimeout time.Duration
+}
+
+// NewManager returns a manager opening sessions with opts.
+func NewManager(opts Options, mo ManagerOptions) *Manager {
+	m := &Manager{
+		opts:        opts,
+		maxLive:     mo.MaxLive,
+		idleTimeout: mo.IdleTimeout,
+		live:        map[string]*list.Element{},
+		lru:         list.New(),
+		opening:     map[string]chan struct{}{},
+		stop:        make(chan struct{}),
+	}
+	if m.maxLive <= 0 {
+		m.maxLive = 64
+	}
+	if m.idleTimeout == 0 {
+		m.idleTimeout = 15 * time.Minute
+	}
+	if m.idleTimeout > 0 {
+		m.wg.Add(1)
+		go m.janitor()
+	}
+	return m
+}
+
+// Exec runs code in the session id, opening it if needed.
+func (m *Manager) Exec(ctx context.Context, id, code string) (*Result, error) {
+	s, release, err := m.Acquire(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return s.Exec(ctx, code)
+}
+
+// Acquire returns the live session id, opening it if needed, and a release
+// function to call when done with it. While acquired it is not evicted.
+func (m *Manager) Acquire(ctx context.Context, id string) (*Session, func(), error) {
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, nil, ErrClosed
+		}
+		if el, ok := m.live[id]; ok {
+			e := el.Value.(*managed)
+			e.inUse++
+			e.lastUsed = time.Now()
+			m.lru.MoveToFront(el)
+			m.mu.Unlock()
+			return e.s, m.releaser(el), nil
+		}
+		if wait, ok := m.opening[id]; ok {
+			m.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		}
+		if err := m.makeRoom(); err != nil {
+			m.mu.Unlock()
+			return nil, nil, err
+		}
+		done := make(chan struct{})
+		m.opening[id] = done
+		m.mu.Unlock()
+
+		s, err := Open(ctx, id, m.opts)
+
+		m.mu.Lock()
+		delete(m.opening, id)
+		close(done)
+		if err != nil {
+			m.mu.Unlock()
+			return nil, nil, err
+		}
+		el := m.lru.PushFront(&managed{s: s, lastUsed: time.Now(), inUse: 1})
+		m.live[id] = el
+		m.mu.Unlock()
+		return s, m.releaser(el), nil
+	}
+}
+
+func (m *Manager) releaser(el *list.Element) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.mu.Lock()
+			el.Value.(*managed).inUse--
+			el.Value.(*managed).lastUsed = time.Now()
+			m.mu.Unlock()
+		})
+	}
+}
+
+// makeRoom closes the least recently used idle session if the manager is
+// full. Callers hold mu.
+func (m *Manager) makeRoom() error {
+	if len(m.live)+len(m.opening) < m.maxLive {
+		return nil
+	}
+	for el := m.lru.Back(); el != nil; el = el.Prev() {
+		e := el.Value.(*managed)
+		if e.inUse == 0 {
+			m.evict(el)
+			return nil
+		}
+	}
+	return ErrTooManySessions
+}
+
+// evict closes a session; its state is already stored. Callers hold mu.
+func (m *Manager) evict(el *list.Element) {
+	e := el.Value.(*managed)
+	m.lru.Remove(el)
+	delete(m.live, e.s.ID())
+	_ = e.s.Close(context.Background())
+}
+
+// Live returns the number of open sessions.
+func (m *Manager) Live() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.live)
+}
+
+// Forget closes the live session id, if open and idle (its stored state stays).
+func (m *Manager) Forget(id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, ok := m.live[id]
+	if !ok {
+		return nil
+	}
+	if el.Value.(*managed).inUse > 0 {
+		return ErrBusy
+	}
+	m.evict(el)
+	return nil
+}
+
+func (m *Manager) janitor() {
+	defer m.wg.Done()
+	tick := time.NewTicker(min(m.idleTimeout/2, time.Minute))
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-tick.C:
+			m.closeIdle(time.Now().Add(-m.idleTimeout))
+		}
+	}
+}
+
+// closeIdle closes sessions unused since before.
+func (m *Manager) closeIdle(before time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for el := m.lru.Back(); el != nil; {
+		prev := el.Prev()
+		e := el.Value.(*managed)
+		if e.inUse == 0 && e.lastUsed.Before(before) {
+			m.evict(el)
+		}
+		el = prev
+	}
+}
+
+// Close closes every live session and stops the janitor.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.closed = true
+	for el := m.lru.Front(); el != nil; el = m.lru.Front() {
+		m.evict(el)
+	}
+	m.mu.Unlock()
+	close(m.stop)
+	m.wg.Wait()
+}
