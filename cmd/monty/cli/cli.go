@@ -43,6 +43,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	code := fs.String("c", "", "run `CODE` (a program passed as a string)")
 	maxDuration := fs.Duration("max-duration", 0, "stop the code after this much run time, e.g. 5s (0: no limit)")
 	maxMemory := fs.String("max-memory", "", "limit the interpreter heap, e.g. 64MB or 1GiB (empty: no limit)")
+	sessionID := fs.String("session", "", "keep Python state between runs in session `ID` (functions, classes and data survive)")
+	storeDir := fs.String("store", "", "session store `DIR` (default: "+defaultStoreHint+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -64,7 +66,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "monty: --max-duration must not be negative")
 		return ExitUsage
 	}
-	limits := runtime.Limits{MaxDuration: *maxDuration, MaxMemory: mem}
+	limits := runtime.Limits{MaxDuration: *maxDuration, MaxMemory: mem, MaxOutput: runtime.DefaultLimits().MaxOutput}
+	if *sessionID != "" {
+		return executeSession(ctx, *sessionID, *storeDir, src, limits, stdout, stderr)
+	}
 	return execute(ctx, src, name, limits, stdout, stderr)
 }
 

@@ -77,3 +77,22 @@ func TestUsageErrors(t *testing.T) {
 		assert.NotEmpty(t, errOut, "%q", args)
 	}
 }
+
+func TestSessionAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	code, _, errOut := monty(t, "--store", dir, "--session", "work", "-c", "def greet(n):\n    return 'hi ' + n\ncount = 1")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	code, out, errOut := monty(t, "--store", dir, "--session", "work", "-c", "count += 1\nprint(greet('again'), count)")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	assert.Equal(t, "hi again 2\n", out)
+
+	// A failing call leaves the session as it was.
+	code, _, _ = monty(t, "--store", dir, "--session", "work", "-c", "count = 100\nraise ValueError('no')")
+	assert.Equal(t, cli.ExitException, code)
+	_, out, _ = monty(t, "--store", dir, "--session", "work", "-c", "print(count)")
+	assert.Equal(t, "2\n", out)
+
+	code, _, errOut = monty(t, "--store", dir, "--session", "../escape", "-c", "1")
+	assert.Equal(t, cli.ExitUsage, code)
+	assert.Contains(t, errOut, "invalid session id")
+}

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/store/dirstore"
+)
+
+const defaultStoreHint = "$XDG_DATA_HOME/monty-go/sessions or ~/.local/share/monty-go/sessions"
+
+// defaultStoreDir is the per-user session directory.
+func defaultStoreDir() (string, error) {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "monty-go", "sessions"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no home directory for the default session store (use --store DIR): %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "monty-go", "sessions"), nil
+}
+
+// openStore opens the session store named by --store.
+func openStore(spec string) (store.Store, error) {
+	if spec == "" {
+		d, err := defaultStoreDir()
+		if err != nil {
+			return nil, err
+		}
+		spec = d
+	}
+	if err := os.MkdirAll(spec, 0o700); err != nil {
+		return nil, fmt.Errorf("session store %s: %w", spec, err)
+	}
+	return dirstore.Open(spec, dirstore.Options{})
+}
+
+// executeSession runs src in a stored session; output streams as usual.
+func executeSession(ctx context.Context, id, storeSpec, src string, limits runtime.Limits, stdout, stderr io.Writer) int {
+	st, err := openStore(storeSpec)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
+		return ExitUsage
+	}
+	defer st.Close()
+	s, err := session.Open(ctx, id, session.Options{Store: st, Limits: limits})
+	if err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
+		if errors.Is(err, store.ErrInvalidID) {
+			return ExitUsage
+		}
+		return ExitException
+	}
+	defer s.Close(ctx)
+	if r := s.Restored(); r.FromJSON {
+		fmt.Fprintf(stderr, "monty: session %s restored from its JSON view (%s); lost: %v\n", id, r.Reason, r.Lost)
+	}
+	res, err := s.Exec(ctx, src)
+	if res != nil {
+		fmt.Fprint(stdout, res.Output)
+		if res.NotSavedReason != "" {
+			fmt.Fprintln(stderr, "monty: state not saved:", res.NotSavedReason)
+		}
+		if res.Err != nil {
+			return report(res.Err, stderr)
+		}
+	}
+	return report(err, stderr)
+}

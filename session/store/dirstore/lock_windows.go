@@ -1,0 +1,62 @@
+//go:build windows
+
+package dirstore
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"golang.org/x/sys/windows"
+)
+
+// fileLock is an exclusive LockFileEx lock on an id's lock file.
+type fileLock struct {
+	f *os.File
+}
+
+// lock takes the exclusive lock on path, creating the file if needed,
+// polling so that ctx can cancel the wait. Windows releases the lock when
+// the process dies, like flock on Unix.
+func lock(ctx context.Context, path string) (*fileLock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, unavailable("open lock file", path, err)
+	}
+	wait := 50 * time.Microsecond
+	for {
+		ol := new(windows.Overlapped)
+		err = windows.LockFileEx(windows.Handle(f.Fd()),
+			windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
+		if err == nil {
+			return &fileLock{f: f}, nil
+		}
+		if !errors.Is(err, windows.ERROR_LOCK_VIOLATION) && !errors.Is(err, windows.ERROR_IO_PENDING) {
+			f.Close()
+			return nil, unavailable("lock", path, err)
+		}
+		if ctx.Err() != nil {
+			f.Close()
+			return nil, ctx.Err()
+		}
+		time.Sleep(wait)
+		if wait < 5*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
+
+// remove keeps the lock file on Windows, where a file that other processes
+// hold open cannot be replaced safely.
+func (l *fileLock) remove() {}
+
+func (l *fileLock) unlock() {
+	ol := new(windows.Overlapped)
+	_ = windows.UnlockFileEx(windows.Handle(l.f.Fd()), 0, 1, 0, ol)
+	_ = l.f.Close()
+}
+
+// syncDir is a no-op on Windows, where directories cannot be fsynced;
+// NTFS journals the rename itself.
+func syncDir(string) error { return nil }
