@@ -25,6 +25,7 @@ const (
 
 const usage = `usage: monty [flags] -c CODE
        monty [flags] FILE.py
+       monty [flags]              (interactive)
 
 Runs Python code in Monty's sandbox. print() output goes to stdout as it is
 produced; an uncaught exception prints a traceback to stderr and exits 1.
@@ -67,6 +68,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return ExitUsage
 	}
 	limits := runtime.Limits{MaxDuration: *maxDuration, MaxMemory: mem, MaxOutput: runtime.DefaultLimits().MaxOutput}
+	if src == "" && name == "" {
+		return interactive(ctx, *sessionID, *storeDir, limits, stdin, stdout, stderr)
+	}
 	if *sessionID != "" {
 		return executeSession(ctx, *sessionID, *storeDir, src, limits, stdout, stderr)
 	}
@@ -89,7 +93,7 @@ func source(fs *flag.FlagSet, code string) (string, string, error) {
 	case fs.NArg() > 1:
 		return "", "", errors.New("only one FILE can be run")
 	}
-	return "", "", errors.New("nothing to run")
+	return "", "", nil // interactive
 }
 
 func execute(ctx context.Context, src, name string, limits runtime.Limits, stdout, stderr io.Writer) int {

@@ -16,9 +16,34 @@ import (
 
 func monty(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return montyIn(t, "", args...)
+}
+
+func montyIn(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code := cli.Run(context.Background(), args, strings.NewReader(""), &out, &errOut)
+	code := cli.Run(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
 	return code, out.String(), errOut.String()
+}
+
+func TestInteractive(t *testing.T) {
+	input := "x = 20\ndef f(a):\n    return a + 1\n\nf(x) * 2\nprint('hi')\n[1,\n 2]\n1/0\nx\nNone\n"
+	code, out, errOut := montyIn(t, input)
+	assert.Equal(t, cli.ExitOK, code)
+	assert.Contains(t, out, "42\n")
+	assert.Contains(t, out, "hi\n")
+	assert.Contains(t, out, "[1, 2]\n")
+	assert.Contains(t, out, "20\n", "state survives an exception")
+	assert.Contains(t, out, "... ", "continuation prompt for blocks")
+	assert.Contains(t, errOut, "ZeroDivisionError: division by zero")
+	assert.NotContains(t, out, "None\n")
+
+	// --session makes an interactive session resumable.
+	dir := t.TempDir()
+	_, _, errOut = montyIn(t, "y = 'remembered'\n", "--store", dir, "--session", "chat")
+	require.Empty(t, errOut)
+	_, out, _ = montyIn(t, "y\n", "--store", dir, "--session", "chat")
+	assert.Contains(t, out, "'remembered'\n")
 }
 
 func TestRunCode(t *testing.T) {
@@ -64,7 +89,6 @@ func TestLimitsFlags(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
-		{},
 		{"-c", "1", "file.py"},
 		{"a.py", "b.py"},
 		{"--max-memory", "lots", "-c", "1"},
