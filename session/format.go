@@ -160,3 +160,28 @@ func decodeBlob(data, key []byte) (*blob, error) {
 	}
 	return b, nil
 }
+
+// Inspection is what a stored blob says about itself, readable without an
+// interpreter.
+type Inspection struct {
+	MontyVersion string
+	// Globals are the public global names when the state was saved.
+	Globals []string
+	// JSON is the JSON view of the public JSON-serialisable globals.
+	JSON json.RawMessage
+	// JSONOnly is true for JSON-only sessions (no dump).
+	JSONOnly bool
+	// DumpSize is the size of the uncompressed interpreter dump.
+	DumpSize int
+}
+
+// Inspect checks a stored blob (its checksum, and its signature when key is
+// set) and describes it. It returns an error matching ErrCorrupt for
+// damaged, foreign or mis-signed blobs.
+func Inspect(data, key []byte) (*Inspection, error) {
+	b, err := decodeBlob(data, key)
+	if err != nil {
+		return nil, err
+	}
+	return &Inspection{MontyVersion: b.MontyVersion, Globals: b.Names, JSON: b.JSON, JSONOnly: b.JSONOnly, DumpSize: len(b.Dump)}, nil
+}

@@ -26,6 +26,7 @@ const (
 const usage = `usage: monty [flags] -c CODE
        monty [flags] FILE.py
        monty [flags]              (interactive)
+       monty session ls | show ID | rm ID | export ID FILE | import ID FILE
 
 Runs Python code in Monty's sandbox. print() output goes to stdout as it is
 produced; an uncaught exception prints a traceback to stderr and exits 1.
@@ -35,6 +36,9 @@ flags:
 
 // Run executes the command line args and returns the exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "session" {
+		return sessionCommand(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("monty", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {

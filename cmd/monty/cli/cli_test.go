@@ -120,3 +120,41 @@ func TestSessionAcrossProcesses(t *testing.T) {
 	assert.Equal(t, cli.ExitUsage, code)
 	assert.Contains(t, errOut, "invalid session id")
 }
+
+func TestSessionCommands(t *testing.T) {
+	dir := t.TempDir()
+	code, _, errOut := monty(t, "--store", dir, "--session", "one", "-c", "nums = [1, 2]\ndef f(): pass")
+	require.Equal(t, cli.ExitOK, code, errOut)
+
+	code, out, _ := monty(t, "session", "--store", dir, "ls")
+	require.Equal(t, cli.ExitOK, code)
+	assert.Contains(t, out, "one")
+
+	code, out, _ = monty(t, "session", "--store", dir, "show", "one")
+	require.Equal(t, cli.ExitOK, code)
+	assert.Contains(t, out, "globals:  nums, f")
+	assert.Contains(t, out, `"nums": [`)
+
+	file := filepath.Join(t.TempDir(), "one.state")
+	code, _, _ = monty(t, "session", "--store", dir, "export", "one", file)
+	require.Equal(t, cli.ExitOK, code)
+	other := t.TempDir()
+	code, _, errOut = monty(t, "session", "--store", other, "import", "two", file)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	_, out, _ = monty(t, "--store", other, "--session", "two", "-c", "print(nums, f())")
+	assert.Equal(t, "[1, 2] None\n", out)
+
+	require.NoError(t, os.WriteFile(file, []byte("garbage"), 0o600))
+	code, _, errOut = monty(t, "session", "--store", other, "import", "three", file)
+	assert.Equal(t, cli.ExitException, code)
+	assert.Contains(t, errOut, "corrupt")
+
+	code, _, _ = monty(t, "session", "--store", dir, "rm", "one")
+	require.Equal(t, cli.ExitOK, code)
+	code, _, errOut = monty(t, "session", "--store", dir, "show", "one")
+	assert.Equal(t, cli.ExitException, code)
+	assert.Contains(t, errOut, "not found")
+
+	code, _, _ = monty(t, "session", "bogus")
+	assert.Equal(t, cli.ExitUsage, code)
+}

@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/store"
+)
+
+const sessionUsage = `usage: monty session [--store DIR] ls
+       monty session [--store DIR] show ID
+       monty session [--store DIR] rm ID
+       monty session [--store DIR] export ID FILE
+       monty session [--store DIR] import ID FILE
+`
+
+// sessionCommand implements `monty session ...`.
+func sessionCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("monty session", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, sessionUsage) }
+	storeDir := fs.String("store", "", "session store `DIR` (default: "+defaultStoreHint+")")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	want := map[string]int{"ls": 0, "show": 1, "rm": 1, "export": 2, "import": 2}
+	rest := fs.Args()
+	if len(rest) == 0 || want[rest[0]] != len(rest)-1 || (rest[0] != "ls" && want[rest[0]] == 0) {
+		fs.Usage()
+		return ExitUsage
+	}
+	st, err := openStore(*storeDir)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
+		return ExitUsage
+	}
+	defer st.Close()
+	if err := runSessionCommand(ctx, st, rest, stdout); err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
+		if errors.Is(err, store.ErrInvalidID) {
+			return ExitUsage
+		}
+		return ExitException
+	}
+	return ExitOK
+}
+
+func runSessionCommand(ctx context.Context, st store.Store, args []string, stdout io.Writer) error {
+	switch args[0] {
+	case "ls":
+		infos, err := st.List(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSIZE\tMODIFIED")
+		for _, in := range infos {
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", in.ID, in.Size, in.Modified.Local().Format(time.DateTime))
+		}
+		return tw.Flush()
+	case "show":
+		obj, err := st.Get(ctx, args[1])
+		if err != nil {
+			return err
+		}
+		in, err := session.Inspect(obj.Data, nil)
+		if err != nil {
+			return err
+		}
+		var view bytes.Buffer
+		if err := json.Indent(&view, in.JSON, "  ", "  "); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "id:       %s\nsize:     %d bytes\nsha256:   %s\nmodified: %s\nmonty:    %s\nglobals:  %s\nstate:    %s\n",
+			obj.Info.ID, obj.Info.Size, obj.Info.SHA256, obj.Info.Modified.Local().Format(time.DateTime),
+			in.MontyVersion, strings.Join(in.Globals, ", "), view.String())
+		return nil
+	case "rm":
+		return st.Delete(ctx, args[1])
+	case "export":
+		obj, err := st.Get(ctx, args[1])
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(args[2], obj.Data, 0o600)
+	case "import":
+		data, err := os.ReadFile(args[2])
+		if err != nil {
+			return err
+		}
+		if _, err := session.Inspect(data, nil); err != nil {
+			return fmt.Errorf("%s: %w", args[2], err)
+		}
+		_, err = st.Put(ctx, args[1], data, store.Cond{})
+		return err
+	}
+	return fmt.Errorf("unknown session command %q", args[0])
+}
