@@ -60,6 +60,9 @@ type Options struct {
 	Limits runtime.Limits
 	// Host provides host functions and OS access to the code; nil offers none.
 	Host *runtime.Host
+	// Print, when set, receives print() output as it is produced instead of
+	// collecting it in Result.Output.
+	Print runtime.PrintFunc
 }
 
 func (o *Options) maxStateSize() int64 {
@@ -89,7 +92,8 @@ type Restore struct {
 type Result struct {
 	// Value is the value of the final expression (None after a statement).
 	Value object.Value
-	// Output is what print() wrote, both streams in order.
+	// Output is what print() wrote, both streams in order (empty when
+	// Options.Print streams it).
 	Output string
 	// Err is the Python exception that ended the code, if any.
 	Err *runtime.Error
@@ -321,7 +325,7 @@ func (s *Session) Exec(ctx context.Context, code string) (*Result, error) {
 		return nil, ErrClosed
 	}
 	s.it.SetLimits(s.opts.Limits)
-	s.it.SetOutput(nil, nil)
+	s.it.SetPrintFunc(s.opts.Print)
 	host := s.opts.Host
 	if host == nil {
 		host = &runtime.Host{}

@@ -51,7 +51,14 @@ func executeSession(ctx context.Context, id, storeSpec, src string, limits runti
 		return ExitUsage
 	}
 	defer st.Close()
-	s, err := session.Open(ctx, id, session.Options{Store: st, Limits: limits})
+	emit := func(stream runtime.Stream, text string) {
+		if stream == runtime.Stderr {
+			io.WriteString(stderr, text)
+		} else {
+			io.WriteString(stdout, text)
+		}
+	}
+	s, err := session.Open(ctx, id, session.Options{Store: st, Limits: limits, Print: emit})
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
 		if errors.Is(err, store.ErrInvalidID) {
@@ -65,7 +72,6 @@ func executeSession(ctx context.Context, id, storeSpec, src string, limits runti
 	}
 	res, err := s.Exec(ctx, src)
 	if res != nil {
-		fmt.Fprint(stdout, res.Output)
 		if res.NotSavedReason != "" {
 			fmt.Fprintln(stderr, "monty: state not saved:", res.NotSavedReason)
 		}

@@ -611,7 +611,7 @@ func Env(t testing.TB, name string) string {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
-		t.Fatalf("%s is not set: these tests need the real Redis and S3 servers; run `eval \"$(scripts/services.sh start && scripts/services.sh env)\"` from the repository root (scripts/test.sh does this), then run the tests again", name)
+		t.Fatalf("%s is not set: these tests need the real Redis and S3 servers; run `scripts/services.sh start && eval \"$(scripts/services.sh env)\"` from the repository root (scripts/test.sh does this), then run the tests again", name)
 	}
 	return v
 }

@@ -1,0 +1,181 @@
+package s3store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/store/s3store"
+	"github.com/monty-go/monty/session/store/storetest"
+)
+
+func options(t testing.TB, ttl time.Duration) s3store.Options {
+	env := storetest.S3(t)
+	return s3store.Options{
+		Endpoint:  env.Endpoint,
+		Bucket:    env.Bucket,
+		AccessKey: env.AccessKey,
+		SecretKey: env.SecretKey,
+		Prefix:    storetest.UniquePrefix(t),
+		TTL:       ttl,
+	}
+}
+
+// open opens a store on the test server under a prefix of its own and
+// removes its objects when the test ends.
+func open(t testing.TB, opts s3store.Options) *s3store.Store {
+	t.Helper()
+	s, err := s3store.New(storetest.Ctx(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		removeAll(s)
+		_ = s.Close()
+	})
+	return s
+}
+
+func removeAll(s *s3store.Store) {
+	ctx := context.Background()
+	for obj := range s.Client().ListObjects(ctx, s.Bucket(), minio.ListObjectsOptions{Prefix: s.Prefix(), Recursive: true}) {
+		if obj.Err == nil {
+			_ = s.Client().RemoveObject(ctx, s.Bucket(), obj.Key, minio.RemoveObjectOptions{})
+		}
+	}
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return open(t, options(t, 0)) })
+	storetest.RunTTL(t, func(t *testing.T, ttl time.Duration) store.Store { return open(t, options(t, ttl)) }, time.Second)
+}
+
+func TestKeys(t *testing.T) {
+	s := open(t, options(t, 0))
+	p := s.Prefix()
+	for id, want := range map[string]string{
+		"a":           "a=",
+		"users/42/s1": "users/42/s1=",
+		"a//b":        "a/~/b=",
+		"/x":          "~/x=",
+		"x/":          "x/=",
+		"/":           "~/=",
+	} {
+		if got := s.Key(id); got != p+want {
+			t.Errorf("Key(%q) = %q, want %q", id, got, p+want)
+		}
+	}
+}
+
+func TestDefaultsAndMetadata(t *testing.T) {
+	ctx := storetest.Ctx(t)
+	s := open(t, options(t, 0))
+	info, err := s.Put(ctx, "a/b", []byte("data"), store.Cond{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Source != "s3" {
+		t.Errorf("Source %q", info.Source)
+	}
+	if d := info.Expires.Sub(info.Modified); d != s3store.DefaultTTL {
+		t.Errorf("default TTL %v, want %v", d, s3store.DefaultTTL)
+	}
+	oi, err := s.Client().StatObject(ctx, s.Bucket(), s.Key("a/b"), minio.StatObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oi.Metadata.Get("X-Amz-Meta-Monty-Version") != info.Version || oi.Size != 4 {
+		t.Errorf("object metadata %v size %d", oi.Metadata, oi.Size)
+	}
+	// Objects under the prefix that the store did not write are skipped by List.
+	if _, err := s.Client().PutObject(ctx, s.Bucket(), s.Prefix()+"stray", strings.NewReader("x"), 1, minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.List(ctx)
+	if err != nil || len(list) != 1 || list[0].ID != "a/b" {
+		t.Errorf("List = %v, %v", list, err)
+	}
+}
+
+func TestExpiredObjectsAreDeletedLazily(t *testing.T) {
+	ctx := storetest.Ctx(t)
+	s := open(t, options(t, 300*time.Millisecond))
+	if _, err := s.Put(ctx, "old", []byte("x"), store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if _, err := s.Get(ctx, "old"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get of expired: %v", err)
+	}
+	if _, err := s.Client().StatObject(ctx, s.Bucket(), s.Key("old"), minio.StatObjectOptions{}); minio.ToErrorResponse(err).StatusCode != 404 {
+		t.Errorf("expired object still in the bucket after Get: %v", err)
+	}
+}
+
+func TestConditionalWritesEnforcedByServer(t *testing.T) {
+	// The store's CAS relies on the server refusing a PUT whose If-Match
+	// does not hold; check the server itself.
+	ctx := storetest.Ctx(t)
+	s := open(t, options(t, 0))
+	key := s.Prefix() + "raw"
+	c := s.Client()
+	up, err := c.PutObject(ctx, s.Bucket(), key, strings.NewReader("one"), 3, minio.PutObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts minio.PutObjectOptions
+	opts.SetMatchETagExcept("*")
+	if _, err := c.PutObject(ctx, s.Bucket(), key, strings.NewReader("two"), 3, opts); err == nil {
+		t.Error("If-None-Match: * PUT over an existing object succeeded")
+	}
+	opts = minio.PutObjectOptions{}
+	opts.SetMatchETag("0123456789abcdef0123456789abcdef")
+	if _, err := c.PutObject(ctx, s.Bucket(), key, strings.NewReader("two"), 3, opts); err == nil {
+		t.Error("If-Match PUT with a wrong ETag succeeded")
+	}
+	opts = minio.PutObjectOptions{}
+	opts.SetMatchETag(up.ETag)
+	if _, err := c.PutObject(ctx, s.Bucket(), key, strings.NewReader("two"), 3, opts); err != nil {
+		t.Errorf("If-Match PUT with the right ETag: %v", err)
+	}
+}
+
+func TestCreatesBucket(t *testing.T) {
+	opts := options(t, 0)
+	opts.Bucket = "monty-new-" + strings.ToLower(strings.Trim(strings.ReplaceAll(storetest.UniquePrefix(t)[len("test/"):], "/", "-"), "-"))
+	opts.Bucket = opts.Bucket[:min(len(opts.Bucket), 63)]
+	opts.Bucket = strings.TrimRight(strings.ReplaceAll(opts.Bucket, "_", "-"), "-")
+	s := open(t, opts)
+	t.Cleanup(func() { _ = s.Client().RemoveBucket(context.Background(), opts.Bucket) })
+	ctx := storetest.Ctx(t)
+	if _, err := s.Put(ctx, "x", []byte("x"), store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3store.New(ctx, opts); err != nil { // existing bucket: fine
+		t.Fatal(err)
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	opts := options(t, 0)
+	opts.Endpoint = "127.0.0.1:1"
+	if _, err := s3store.New(ctx, opts); !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("New on a closed port: %v", err)
+	}
+	opts = options(t, 0)
+	opts.SecretKey = "wrong"
+	if _, err := s3store.New(ctx, opts); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("New with a wrong secret: %v", err)
+	}
+}
+
+func BenchmarkSaveLoad(b *testing.B) {
+	storetest.Bench(b, open(b, options(b, 0)))
+}
