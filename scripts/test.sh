@@ -6,6 +6,12 @@
 # $MONTY_CACHE_DIR so the module is compiled once for all test packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# --- session store services: real Redis and S3-compatible servers for the
+# tests of session/store/{redisstore,s3store,tiered} (see scripts/services.sh).
+scripts/services.sh start
+trap 'scripts/services.sh stop' EXIT
+eval "$(scripts/services.sh env)"
+# --- end of session store services
 export MONTY_CACHE_DIR=${MONTY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/wazero}
 mkdir -p "$MONTY_CACHE_DIR"
 

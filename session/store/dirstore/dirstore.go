@@ -38,8 +38,12 @@
 // kernel when a process dies. Compare-and-set reads the current version
 // under that lock, so two processes racing on one id never lose an update:
 // one of them gets store.ErrConflict. Readers take no lock: they see the
-// file before or after a rename, both complete. On systems other than
-// Unix and Windows the lock only works within one process.
+// file before or after a rename, both complete. Delete removes the lock
+// file too (a writer that locked a file that was removed meanwhile notices
+// and locks the new one). On Windows lock files are kept, and a rename that
+// collides with a reader holding the file open is retried for up to a
+// second. On systems other than Unix and Windows the lock only works
+// within one process.
 package dirstore
 
 import (
@@ -383,7 +387,7 @@ func (s *Store) writeFile(n string, h *header, data []byte) (err error) {
 	if err = f.Close(); err != nil {
 		return unavailable("close", tmp, err)
 	}
-	if err = os.Rename(tmp, s.dataPath(n)); err != nil {
+	if err = rename(tmp, s.dataPath(n)); err != nil {
 		return unavailable("rename", tmp, err)
 	}
 	if err = syncDir(s.dir); err != nil {

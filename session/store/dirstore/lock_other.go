@@ -69,3 +69,6 @@ func syncDir(dir string) error {
 	_ = d.Sync() // not every system can sync a directory
 	return nil
 }
+
+// rename atomically replaces newpath by oldpath.
+func rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }

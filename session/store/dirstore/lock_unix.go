@@ -85,3 +85,6 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// rename atomically replaces newpath by oldpath.
+func rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }

@@ -60,3 +60,18 @@ func (l *fileLock) unlock() {
 // syncDir is a no-op on Windows, where directories cannot be fsynced;
 // NTFS journals the rename itself.
 func syncDir(string) error { return nil }
+
+// rename replaces newpath by oldpath (MoveFileEx with
+// MOVEFILE_REPLACE_EXISTING). Windows refuses while another handle has
+// newpath open without FILE_SHARE_DELETE, as a concurrent reader's does
+// for a moment, so it retries for up to a second.
+func rename(oldpath, newpath string) error {
+	var err error
+	for wait := time.Millisecond; wait < time.Second; wait *= 2 {
+		if err = os.Rename(oldpath, newpath); err == nil {
+			return nil
+		}
+		time.Sleep(wait)
+	}
+	return err
+}

@@ -90,8 +90,10 @@ type Options struct {
 	Bucket string
 	// Prefix is prepended to every object key; DefaultPrefix when empty.
 	Prefix string
-	// AccessKey and SecretKey are the credentials (static, signature v4).
+	// AccessKey is the access key id of the credentials (static,
+	// signature v4).
 	AccessKey string
+	// SecretKey is the secret access key of the credentials.
 	SecretKey string
 	// Region of the bucket; "us-east-1" when empty.
 	Region string

@@ -10,7 +10,8 @@
 //     evicts them later. Configure ArchiveAfter + Interval well below the
 //     hot tier's TTL, or a blob could expire from the hot tier before it
 //     was archived and a read would then find an older archived version.
-//   - Delete deletes from both tiers.
+//   - Delete deletes from both tiers, leaving a tombstone in the hot tier
+//     (see below).
 //   - Info.Source is "hot" when the hot tier served the blob and "archive"
 //     when the archive did.
 //
@@ -39,14 +40,26 @@
 // belongs to a tier version it has seen; a tier Stat then tells whether the
 // cache is current. A miss costs one Get from the tier.
 //
-// # Races with Delete
+// # Deletion and tombstones
 //
-// Stores have no conditional delete, so two rare interleavings are handled
-// by checking afterwards: a Get that restores a blob from the archive while
-// a Delete runs re-checks the archive and removes its restored copy if the
-// archived one is gone; the archiver, after copying a blob, re-checks the
-// hot tier and removes its copy if the hot blob was deleted (not expired)
-// meanwhile.
+// Stores have no conditional delete, so a plain delete from both tiers
+// could race with a copy between them: an archiver that read the blob
+// just before a Delete would write it back into the archive, and a Get
+// restoring it from the archive would write it back into the hot tier.
+// And an archiver that finds the hot blob gone after copying it cannot tell
+// a deletion from an expiry or an eviction (Redis under memory pressure),
+// so it must not remove its copy on that ground: that could lose the only
+// copy.
+//
+// So Delete first overwrites the hot blob with a tombstone (an envelope
+// marked deleted), then deletes the archived copy. A tombstone reads as
+// absent and stops reads from falling through to the archive; a Put
+// replaces it like an absent blob. Restores write the hot tier with
+// IfAbsent, which a tombstone refuses; an archiver that copied a blob
+// re-checks the hot tier afterwards and, finding a tombstone, removes its
+// copy; and archiver passes remove archived copies of tombstoned ids. A
+// tombstone is a few dozen bytes that lives until the hot tier's TTL
+// removes it (a hot tier without TTL keeps them).
 package tiered
 
 import (
@@ -103,6 +116,7 @@ type Store struct {
 
 	cacheMu sync.Mutex
 	cache   map[cacheKey]cacheEntry
+	done    map[string]string // id -> hot tier version archived by this process
 
 	runMu   sync.Mutex
 	stop    chan struct{}
@@ -147,6 +161,7 @@ func New(opts Options) (*Store, error) {
 		interval:     opts.Interval,
 		logf:         opts.Logf,
 		cache:        map[cacheKey]cacheEntry{},
+		done:         map[string]string{},
 	}
 	if s.archiveAfter <= 0 {
 		s.archiveAfter = DefaultArchiveAfter
@@ -168,6 +183,8 @@ type envelope struct {
 	Modified int64  `json:"m"`
 	Size     int64  `json:"n"`
 	SHA256   string `json:"s"`
+	// Deleted marks a tombstone (see the package documentation).
+	Deleted bool `json:"d,omitempty"`
 }
 
 func encode(env envelope, data []byte) []byte {
@@ -234,10 +251,9 @@ func (s *Store) remember(id string, cold bool, tierVersion string, env envelope)
 	s.cache[cacheKey{id, cold}] = cacheEntry{tierVersion, env}
 }
 
-func (s *Store) forget(id string) {
+func (s *Store) forgetCold(id string) {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
-	delete(s.cache, cacheKey{id, false})
 	delete(s.cache, cacheKey{id, true})
 }
 
@@ -286,6 +302,9 @@ func (s *Store) Get(ctx context.Context, id string) (store.Object, error) {
 	}
 	for attempt := 0; ; attempt++ {
 		env, data, tinfo, err := s.read(ctx, id, false)
+		if err == nil && env.Deleted {
+			return store.Object{}, storeutil.NotFound(id)
+		}
 		if err == nil {
 			return store.Object{Data: data, Info: env.info(id, tinfo, SourceHot)}, nil
 		}
@@ -301,41 +320,20 @@ func (s *Store) Get(ctx context.Context, id string) (store.Object, error) {
 			return store.Object{}, err
 		}
 		s.remember(id, true, obj.Info.Version, env)
-		hinfo, err := s.restore(ctx, id, obj)
+		hinfo, err := s.hot.Put(ctx, id, obj.Data, store.Cond{IfAbsent: true})
 		if errors.Is(err, store.ErrConflict) && attempt < 3 {
-			continue // written or restored by someone else meanwhile: read that
+			continue // written, restored or deleted by someone else meanwhile: read that
 		}
-		if errors.Is(err, store.ErrNotFound) {
-			return store.Object{}, err
-		}
-		if err != nil {
+		if err == nil {
+			s.remember(id, false, hinfo.Version, env)
+			s.count(func(st *Stats) { st.Restored++ })
+		} else {
 			// The hot tier is failing: still serve the archived copy.
 			s.log("tiered: restoring %q into the hot tier: %v", id, err)
 			hinfo = obj.Info
 		}
 		return store.Object{Data: data, Info: env.info(id, hinfo, SourceArchive)}, nil
 	}
-}
-
-// restore copies the archived blob obj into the hot tier (IfAbsent). If the
-// archived blob was deleted meanwhile (a concurrent Delete), the restored
-// copy is removed again and ErrNotFound returned.
-func (s *Store) restore(ctx context.Context, id string, obj store.Object) (store.Info, error) {
-	hinfo, err := s.hot.Put(ctx, id, obj.Data, store.Cond{IfAbsent: true})
-	if err != nil {
-		return store.Info{}, err
-	}
-	if env, _, err := decode(id, obj.Data); err == nil {
-		s.remember(id, false, hinfo.Version, env)
-	}
-	if _, err := s.cold.Stat(ctx, id); errors.Is(err, store.ErrNotFound) {
-		if cur, err := s.hot.Stat(ctx, id); err == nil && cur.Version == hinfo.Version {
-			_ = s.hot.Delete(ctx, id)
-		}
-		return store.Info{}, storeutil.NotFound(id)
-	}
-	s.count(func(st *Stats) { st.Restored++ })
-	return hinfo, nil
 }
 
 // Stat returns the info of the blob under id, from the hot tier or else the
@@ -345,6 +343,9 @@ func (s *Store) Stat(ctx context.Context, id string) (store.Info, error) {
 		return store.Info{}, err
 	}
 	env, tinfo, err := s.head(ctx, id, false)
+	if err == nil && env.Deleted {
+		return store.Info{}, storeutil.NotFound(id)
+	}
 	if err == nil {
 		return env.info(id, tinfo, SourceHot), nil
 	}
@@ -374,7 +375,7 @@ func (s *Store) Put(ctx context.Context, id string, data []byte, cond store.Cond
 		env, tinfo, err := s.head(ctx, id, false)
 		switch {
 		case err == nil:
-			cur, exists = env, true
+			cur, exists = env, !env.Deleted
 			tierCond = store.Cond{IfVersion: tinfo.Version}
 		case !errors.Is(err, store.ErrNotFound):
 			return store.Info{}, err
@@ -400,6 +401,8 @@ func (s *Store) Put(ctx context.Context, id string, data []byte, cond store.Cond
 		}
 		if exists {
 			next.Created = cur.Created
+		}
+		if cur.Modified != 0 {
 			next.Modified = max(next.Modified, cur.Modified+1)
 		}
 		if cond == (store.Cond{}) && attempt >= 3 {
@@ -421,19 +424,33 @@ func (s *Store) Put(ctx context.Context, id string, data []byte, cond store.Cond
 	}
 }
 
-// Delete removes the blob from both tiers; a missing id is not an error.
+// Delete removes the blob from both tiers, leaving a tombstone in the hot
+// tier (see the package documentation); a missing id is not an error.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := store.CheckID(id); err != nil {
 		return err
 	}
-	s.forget(id)
-	errHot := s.hot.Delete(ctx, id)
-	errCold := s.cold.Delete(ctx, id)
-	return errors.Join(errHot, errCold)
+	now := storeutil.Now()
+	tomb := envelope{
+		Version:  storeutil.NewVersion(),
+		Created:  now.UnixNano(),
+		Modified: now.UnixNano(),
+		SHA256:   store.Checksum(nil),
+		Deleted:  true,
+	}
+	hinfo, err := s.hot.Put(ctx, id, encode(tomb, nil), store.Cond{})
+	if err != nil {
+		return err
+	}
+	s.remember(id, false, hinfo.Version, tomb)
+	s.forgetCold(id)
+	return s.cold.Delete(ctx, id)
 }
 
 // List returns the info of every blob in either tier, sorted by id; a blob
-// in both is reported as the hot tier has it.
+// in both is reported as the hot tier has it. Blobs whose envelope header
+// this process has not cached are read in full, so a first List of a large
+// archive transfers all of it.
 func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 	hot, err := s.hot.List(ctx)
 	if err != nil {
@@ -462,7 +479,9 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 				}
 			}
 			seen[tinfo.ID] = true
-			list = append(list, env.info(tinfo.ID, tinfo, source))
+			if !env.Deleted {
+				list = append(list, env.info(tinfo.ID, tinfo, source))
+			}
 		}
 		return nil
 	}
@@ -536,7 +555,8 @@ func (s *Store) run(stop, stopped chan struct{}) {
 
 // ArchiveOnce runs one archiver pass: it copies into the archive every hot
 // blob last written more than ArchiveAfter ago whose version the archive
-// does not hold yet, and returns how many it copied. Errors on single blobs
+// does not hold yet, removes archived copies of deleted blobs, and returns
+// how many blobs it copied. Errors on single blobs
 // are counted, logged and returned joined; the pass goes on.
 func (s *Store) ArchiveOnce(ctx context.Context) (int, error) {
 	s.count(func(st *Stats) { st.Passes++ })
@@ -557,7 +577,7 @@ func (s *Store) ArchiveOnce(ctx context.Context) (int, error) {
 		if tinfo.Modified.After(cutoff) {
 			continue
 		}
-		copied, err := s.archive(ctx, tinfo.ID)
+		copied, err := s.archive(ctx, tinfo.ID, tinfo.Version)
 		if err != nil && ctx.Err() != nil {
 			return n, ctx.Err() // stopped
 		}
@@ -576,11 +596,16 @@ func (s *Store) ArchiveOnce(ctx context.Context) (int, error) {
 }
 
 // archive copies the hot blob of id into the archive unless the archive
-// already holds its version.
-func (s *Store) archive(ctx context.Context, id string) (bool, error) {
+// already holds its version; for a tombstone it removes the archived copy.
+// tierVersion is the hot tier's version from the listing: versions already
+// handled by this process are skipped without asking the archive.
+func (s *Store) archive(ctx context.Context, id, tierVersion string) (bool, error) {
+	if s.handled(id, tierVersion) {
+		return false, nil
+	}
 	obj, err := s.hot.Get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return false, nil // deleted or expired meanwhile
+		return false, nil // expired or evicted meanwhile
 	}
 	if err != nil {
 		return false, err
@@ -590,10 +615,23 @@ func (s *Store) archive(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	s.remember(id, false, obj.Info.Version, env)
+	if env.Deleted {
+		// Remove a copy that an archiver wrote back while the Delete ran.
+		_, err := s.cold.Stat(ctx, id)
+		if err == nil {
+			err = s.cold.Delete(ctx, id)
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return false, err
+		}
+		s.markHandled(id, obj.Info.Version)
+		return false, nil
+	}
 	cond := store.Cond{IfAbsent: true}
 	cenv, cinfo, err := s.head(ctx, id, true)
 	switch {
 	case err == nil && cenv.Version == env.Version:
+		s.markHandled(id, obj.Info.Version)
 		return false, nil // archived already
 	case err == nil:
 		cond = store.Cond{IfVersion: cinfo.Version}
@@ -602,25 +640,41 @@ func (s *Store) archive(ctx context.Context, id string) (bool, error) {
 	}
 	cput, err := s.cold.Put(ctx, id, obj.Data, cond)
 	if errors.Is(err, store.ErrConflict) {
-		return false, nil // another archiver was faster; next pass decides
+		return false, nil // another archiver was faster; the next pass looks again
 	}
 	if err != nil {
 		return false, err
 	}
 	s.remember(id, true, cput.Version, env)
 	// A Delete may have run between our read of the hot tier and our write
-	// to the archive. If the hot blob is gone although it had not expired,
-	// it was deleted: take back the copy unless it was replaced meanwhile.
-	if _, err := s.hot.Stat(ctx, id); errors.Is(err, store.ErrNotFound) {
-		expired := !obj.Info.Expires.IsZero() && !storeutil.Now().Before(obj.Info.Expires)
-		if !expired {
-			if cur, err := s.cold.Stat(ctx, id); err == nil && cur.Version == cput.Version {
-				_ = s.cold.Delete(ctx, id)
-			}
-			return false, nil
+	// to the archive: then the hot tier holds its tombstone, and our copy
+	// must go (unless something replaced it meanwhile). A hot blob that is
+	// simply gone expired or was evicted: our copy is now the only one.
+	if henv, _, err := s.head(ctx, id, false); err == nil && henv.Deleted {
+		if cur, err := s.cold.Stat(ctx, id); err == nil && cur.Version == cput.Version {
+			_ = s.cold.Delete(ctx, id)
 		}
+		return false, nil
 	}
+	s.markHandled(id, obj.Info.Version)
 	return true, nil
+}
+
+// handled reports whether this process already archived (or, for a
+// tombstone, cleaned up) the hot tier version tierVersion of id.
+func (s *Store) handled(id, tierVersion string) bool {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	return s.done[id] == tierVersion
+}
+
+func (s *Store) markHandled(id, tierVersion string) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if len(s.done) >= maxCache {
+		clear(s.done)
+	}
+	s.done[id] = tierVersion
 }
 
 // Stats returns the counters.
