@@ -315,6 +315,12 @@ func parseView(raw json.RawMessage) (object.Dict, error) {
 // failures of the session itself: busy, closed, store unavailable, update
 // conflicts (store.ErrConflict), a dead interpreter, cancellation.
 func (s *Session) Exec(ctx context.Context, code string) (*Result, error) {
+	return s.ExecWith(ctx, code)
+}
+
+// ExecWith is Exec with inputs: values bound as globals before code runs
+// (they stay in the session like any other global).
+func (s *Session) ExecWith(ctx context.Context, code string, inputs ...runtime.Input) (*Result, error) {
 	if !s.busy.CompareAndSwap(false, true) {
 		return nil, fmt.Errorf("%w: session %s", ErrBusy, s.id)
 	}
@@ -330,7 +336,7 @@ func (s *Session) Exec(ctx context.Context, code string) (*Result, error) {
 	if host == nil {
 		host = &runtime.Host{}
 	}
-	v, err := host.Feed(ctx, s.repl, code)
+	v, err := host.Feed(ctx, s.repl, code, inputs...)
 	res := &Result{Value: v, Output: s.it.Output()}
 	var pyErr *runtime.Error
 	switch {
