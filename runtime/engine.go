@@ -167,7 +167,7 @@ func Precompile(ctx context.Context) error {
 }
 
 // hostPrint is the module's `monty.print(stream, ptr, len) -> status` import.
-func (e *Engine) hostPrint(_ context.Context, mod api.Module, stack []uint64) {
+func (e *Engine) hostPrint(ctx context.Context, mod api.Module, stack []uint64) {
 	v, ok := e.instances.Load(mod)
 	if !ok {
 		stack[0] = 0
@@ -179,5 +179,5 @@ func (e *Engine) hostPrint(_ context.Context, mod api.Module, stack []uint64) {
 		stack[0] = 1
 		return
 	}
-	stack[0] = uint64(it.output.write(Stream(api.DecodeU32(stack[0])), b))
+	stack[0] = uint64(it.output.write(Stream(api.DecodeU32(stack[0])), b, printFuncFrom(ctx)))
 }

@@ -180,14 +180,15 @@ func (it *Interpreter) interrupt() {
 	it.jump.Store(clockJump)
 }
 
-// writeLimits appends the limits array of a request.
-func (it *Interpreter) writeLimits() {
+// writeLimits appends the limits array of a request; output is line
+// buffered when it streams somewhere, including a WithPrintFunc of ctx.
+func (it *Interpreter) writeLimits(ctx context.Context) {
 	w := &it.req
 	w.Array(4)
 	w.OptUint(uint64(max(it.limits.MaxDuration, 0)))
 	w.OptUint(uint64(max(it.limits.MaxMemory, 0)))
 	w.OptUint(uint64(max(it.limits.MaxRecursion, 0)))
-	w.Bool(it.output.streaming())
+	w.Bool(it.output.streaming() || printFuncFrom(ctx) != nil)
 }
 
 // call sends it.req.Buf as operation op on handle and returns a reader

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"io"
 	"strings"
 )
@@ -25,6 +26,25 @@ func (s Stream) String() string {
 
 // PrintFunc receives print() output as it is produced.
 type PrintFunc func(stream Stream, text string)
+
+// printKey is the context key of WithPrintFunc.
+type printKey struct{}
+
+// WithPrintFunc returns a context under which print() output goes to f
+// instead of the interpreter's own destination (SetOutput, SetPrintFunc or
+// collection), for calls made with that context: Run, Start, Resume, Feed
+// and the Host methods that drive them. It routes one run's output without
+// touching the interpreter's settings, so code that shares an interpreter
+// (a session) can still observe each run separately. Limits.MaxOutput
+// applies as usual. A nil f leaves the interpreter's destination in force.
+func WithPrintFunc(ctx context.Context, f PrintFunc) context.Context {
+	return context.WithValue(ctx, printKey{}, f)
+}
+
+func printFuncFrom(ctx context.Context) PrintFunc {
+	f, _ := ctx.Value(printKey{}).(PrintFunc)
+	return f
+}
 
 // output routes print() text to writers, a callback or a collection buffer,
 // and enforces Limits.MaxOutput.
@@ -51,8 +71,9 @@ func (o *output) begin() {
 	o.writeErr = nil
 }
 
-// write delivers b and returns 0, or 1 once the limit is reached.
-func (o *output) write(stream Stream, b []byte) uint32 {
+// write delivers b (to override when it is set) and returns 0, or 1 once
+// the limit is reached.
+func (o *output) write(stream Stream, b []byte, override PrintFunc) uint32 {
 	if o.limitHit {
 		return 1
 	}
@@ -67,6 +88,8 @@ func (o *output) write(stream Stream, b []byte) uint32 {
 		return status
 	}
 	switch {
+	case override != nil:
+		override(stream, string(b))
 	case o.callback != nil:
 		o.callback(stream, string(b))
 	case o.stdout == nil && o.stderr == nil:

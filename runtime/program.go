@@ -87,7 +87,7 @@ func (it *Interpreter) newProgram(h uint32, inputs int) *Program {
 // Interpreter returns the interpreter holding the program.
 func (p *Program) Interpreter() *Interpreter { return p.it }
 
-func (p *Program) writeInputs(inputs []object.Value) error {
+func (p *Program) writeInputs(ctx context.Context, inputs []object.Value) error {
 	if p.inputs >= 0 && len(inputs) != p.inputs {
 		return fmt.Errorf("%w: program declares %d inputs, got %d values", ErrBadState, p.inputs, len(inputs))
 	}
@@ -100,7 +100,7 @@ func (p *Program) writeInputs(inputs []object.Value) error {
 			return fmt.Errorf("monty: input %d: %w", i, err)
 		}
 	}
-	p.it.writeLimits()
+	p.it.writeLimits(ctx)
 	return nil
 }
 
@@ -109,7 +109,7 @@ func (p *Program) writeInputs(inputs []object.Value) error {
 // the interpreter does not know raises NameError; use Start or a Host to
 // provide functions.
 func (p *Program) Run(ctx context.Context, inputs ...object.Value) (object.Value, error) {
-	if err := p.writeInputs(inputs); err != nil {
+	if err := p.writeInputs(ctx, inputs); err != nil {
 		return nil, err
 	}
 	p.it.output.begin()
@@ -123,7 +123,7 @@ func (p *Program) Run(ctx context.Context, inputs ...object.Value) (object.Value
 // Start begins executing the program and returns at its first pause, or
 // finished.
 func (p *Program) Start(ctx context.Context, inputs ...object.Value) (*Execution, error) {
-	if err := p.writeInputs(inputs); err != nil {
+	if err := p.writeInputs(ctx, inputs); err != nil {
 		return nil, err
 	}
 	p.it.output.begin()

@@ -63,7 +63,7 @@ func (r *REPL) Feed(ctx context.Context, code string, inputs ...Input) (*Executi
 			return nil, fmt.Errorf("monty: input %q: %w", in.Name, err)
 		}
 	}
-	r.it.writeLimits()
+	r.it.writeLimits(ctx)
 	r.it.output.begin()
 	resp, err := r.it.call(ctx, opFeed, r.handle)
 	if err != nil {
