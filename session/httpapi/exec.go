@@ -1,0 +1,326 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
+)
+
+// ExecRequest is the body of POST /exec. Unknown fields (such as the
+// "entity_id" and "user_id" other services take) are ignored.
+type ExecRequest struct {
+	// Code is the Python source to run.
+	Code string `json:"code"`
+	// SessionID continues a session; empty starts a new one.
+	SessionID string `json:"session_id,omitempty"`
+	// Inputs are bound as globals before the code runs (JSON values).
+	Inputs map[string]json.RawMessage `json:"inputs,omitempty"`
+	// Limits ask for tighter limits than the server's; larger values are
+	// clamped to the server's maxima.
+	Limits *RequestLimits `json:"limits,omitempty"`
+	// Lang, when set, must be "py" or "python".
+	Lang string `json:"lang,omitempty"`
+}
+
+// RequestLimits are per-request execution limits; zero fields take the
+// server's value.
+type RequestLimits struct {
+	DurationMS  int64 `json:"duration_ms,omitempty"`
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	Recursion   int   `json:"recursion,omitempty"`
+	OutputBytes int   `json:"output_bytes,omitempty"`
+}
+
+// ExecResponse is the body of a 200 answer to POST /exec.
+type ExecResponse struct {
+	SessionID string `json:"session_id"`
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	// Result is the value of the final expression as JSON (null after a
+	// statement, or when the value has no JSON form; see ResultRepr).
+	Result json.RawMessage `json:"result"`
+	// ResultRepr is Python's repr() of the value.
+	ResultRepr string `json:"result_repr"`
+	// Error is the exception that ended the code; ExitCode is then 1.
+	Error    *PythonError `json:"error,omitempty"`
+	ExitCode int          `json:"exit_code"`
+	// HasState, StateSize and StateHash describe the stored state after the
+	// call (StateHash is the hex sha256 of the blob, the ETag of GET /state).
+	HasState  bool   `json:"has_state"`
+	StateSize int64  `json:"state_size"`
+	StateHash string `json:"state_hash"`
+	// StateSaved is true when this call stored new state; StateNote says
+	// why not when the code succeeded but the state was too large.
+	StateSaved bool    `json:"state_saved"`
+	StateNote  string  `json:"state_note,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
+}
+
+// PythonError is a Python exception in an ExecResponse.
+type PythonError struct {
+	Type      string  `json:"type"`
+	Message   string  `json:"message"`
+	Traceback []Frame `json:"traceback"`
+	// Text is the traceback as CPython prints it (also in stderr).
+	Text string `json:"text"`
+	// Limit names the resource limit that raised it: "time", "memory",
+	// "recursion" or "output"; empty otherwise.
+	Limit string `json:"limit,omitempty"`
+}
+
+// Frame is one traceback entry, outermost first.
+type Frame struct {
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Function string `json:"function,omitempty"`
+	Source   string `json:"source,omitempty"`
+}
+
+var (
+	sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
+	identPattern     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+)
+
+const maxInputs = 256
+
+// checkSessionID validates a client-visible session id.
+func checkSessionID(id string) *apiError {
+	if !sessionIDPattern.MatchString(id) {
+		return &apiError{status: http.StatusBadRequest, code: "invalid_session_id", msg: fmt.Sprintf("session id %q: use 1-128 letters, digits, '_', '-' or '.', not starting with '.'", id)}
+	}
+	return nil
+}
+
+// storeID is where the session id of a namespace lives in the store.
+func storeID(ns, id string) string { return ns + "/" + id }
+
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiError {
+	req, aerr := h.readExec(w, r)
+	if aerr != nil {
+		return aerr
+	}
+	inputs, aerr := parseInputs(req.Inputs)
+	if aerr != nil {
+		return aerr
+	}
+	limits := h.limits(req.Limits)
+	if req.SessionID == "" {
+		req.SessionID = newSessionID()
+	} else if aerr := checkSessionID(req.SessionID); aerr != nil {
+		return aerr
+	}
+	done, aerr := h.begin()
+	if aerr != nil {
+		return aerr
+	}
+	defer done()
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(h.base, cancel)()
+
+	start := time.Now()
+	resp, err := h.run(ctx, storeID(ns, req.SessionID), req.Code, inputs, limits)
+	elapsed := time.Since(start)
+	h.metrics.execDuration.observe(elapsed.Seconds())
+	if err != nil {
+		h.metrics.execs.inc("error")
+		return storeError(err)
+	}
+	resp.SessionID = req.SessionID
+	resp.DurationMS = float64(elapsed.Microseconds()) / 1000
+	if resp.Error != nil {
+		h.metrics.execs.inc("exception")
+	} else {
+		h.metrics.execs.inc("ok")
+	}
+	if resp.HasState {
+		h.metrics.stateSize.observe(float64(resp.StateSize))
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// readExec decodes and checks the body of POST /exec.
+func (h *Handler) readExec(w http.ResponseWriter, r *http.Request) (*ExecRequest, *apiError) {
+	if r.ContentLength > h.opts.MaxBody {
+		return nil, tooLarge("request_too_large", "request body", r.ContentLength, h.opts.MaxBody)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBody))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, tooLarge("request_too_large", "request body", -1, h.opts.MaxBody)
+	}
+	if err != nil {
+		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: "reading the body: " + err.Error()}
+	}
+	var req ExecRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: "the body must be a JSON object like {\"code\": \"print(1)\"}: " + err.Error()}
+	}
+	if strings.TrimSpace(req.Code) == "" {
+		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: "\"code\" is required"}
+	}
+	switch strings.ToLower(req.Lang) {
+	case "", "py", "python", "python3":
+	default:
+		return nil, &apiError{status: http.StatusBadRequest, code: "unsupported_language", msg: fmt.Sprintf("lang %q: this server runs Python only (\"py\")", req.Lang)}
+	}
+	if l := req.Limits; l != nil && (l.DurationMS < 0 || l.MemoryBytes < 0 || l.Recursion < 0 || l.OutputBytes < 0) {
+		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: "limits must not be negative"}
+	}
+	return &req, nil
+}
+
+func tooLarge(code, what string, size, max int64) *apiError {
+	msg := fmt.Sprintf("%s is over the %d-byte limit", what, max)
+	if size >= 0 {
+		msg = fmt.Sprintf("%s is %d bytes, over the %d-byte limit", what, size, max)
+	}
+	return &apiError{status: http.StatusRequestEntityTooLarge, code: code, msg: msg}
+}
+
+// parseInputs converts the JSON inputs to Python values, sorted by name.
+func parseInputs(in map[string]json.RawMessage) ([]runtime.Input, *apiError) {
+	if len(in) > maxInputs {
+		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: fmt.Sprintf("%d inputs, at most %d are accepted", len(in), maxInputs)}
+	}
+	names := make([]string, 0, len(in))
+	for name := range in {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]runtime.Input, 0, len(in))
+	for _, name := range names {
+		if !identPattern.MatchString(name) {
+			return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: fmt.Sprintf("input name %q is not a Python identifier", name)}
+		}
+		v, err := object.FromJSON(in[name])
+		if err != nil {
+			return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: fmt.Sprintf("input %q: %v", name, err)}
+		}
+		out = append(out, runtime.Input{Name: name, Value: v})
+	}
+	return out, nil
+}
+
+// limits clamps a request's limits to the server's maxima.
+func (h *Handler) limits(req *RequestLimits) runtime.Limits {
+	l := h.opts.Limits
+	if req == nil {
+		return l
+	}
+	l.MaxDuration = clamp(time.Duration(req.DurationMS)*time.Millisecond, l.MaxDuration)
+	l.MaxMemory = clamp(req.MemoryBytes, l.MaxMemory)
+	l.MaxRecursion = clamp(req.Recursion, l.MaxRecursion)
+	l.MaxOutput = clamp(req.OutputBytes, l.MaxOutput)
+	return l
+}
+
+// clamp returns the requested value bounded by max, where 0 means "not
+// asked" for want and "no maximum" for max.
+func clamp[T int | int64 | time.Duration](want, max T) T {
+	switch {
+	case want <= 0:
+		return max
+	case max > 0 && want > max:
+		return max
+	}
+	return want
+}
+
+// run opens the stored session, runs code and stores the new state.
+func (h *Handler) run(ctx context.Context, id, code string, inputs []runtime.Input, limits runtime.Limits) (*ExecResponse, error) {
+	var stdout, stderr strings.Builder
+	s, err := session.Open(ctx, id, session.Options{
+		Store:        h.opts.Store,
+		Engine:       h.opts.Engine,
+		SigningKey:   h.opts.SigningKey,
+		MaxStateSize: h.opts.MaxStateSize,
+		Limits:       limits,
+		Print: func(stream runtime.Stream, text string) {
+			if stream == runtime.Stderr {
+				stderr.WriteString(text)
+			} else {
+				stdout.WriteString(text)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close(context.WithoutCancel(ctx))
+	res, err := s.ExecWith(ctx, code, inputs...)
+	var trap *runtime.TrapError
+	if err != nil && errors.As(err, &trap) && res != nil {
+		// The code killed its interpreter (e.g. the hard memory ceiling):
+		// that is the code's failure, reported like an exception; the
+		// session keeps its state from before the call.
+		res.Err = &runtime.Error{Type: "InterpreterAbort", Message: trap.Error(), HasMessage: true, Text: "InterpreterAbort: " + trap.Error()}
+		err = nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	resp := &ExecResponse{
+		Stdout: stdout.String(), Stderr: stderr.String(), Result: json.RawMessage("null"),
+		HasState: res.HasState, StateSize: res.StateSize, StateHash: res.StateHash,
+		StateSaved: res.Saved, StateNote: res.NotSavedReason,
+	}
+	if res.Value != nil {
+		resp.ResultRepr = object.Repr(res.Value)
+		if js, err := object.ToJSON(res.Value); err == nil {
+			resp.Result = js
+		}
+	}
+	if e := res.Err; e != nil {
+		resp.ExitCode = 1
+		resp.Error = pythonError(e)
+		text := e.Text
+		if text == "" {
+			text = e.Error()
+		}
+		if resp.Stderr != "" && !strings.HasSuffix(resp.Stderr, "\n") {
+			resp.Stderr += "\n"
+		}
+		resp.Stderr += strings.TrimRight(text, "\n") + "\n"
+	}
+	return resp, nil
+}
+
+func pythonError(e *runtime.Error) *PythonError {
+	pe := &PythonError{Type: e.Type, Message: e.Message, Text: e.Text, Traceback: []Frame{}}
+	for _, f := range e.Traceback {
+		pe.Traceback = append(pe.Traceback, Frame{File: f.Filename, Line: f.Line, Function: f.Name, Source: f.Source})
+	}
+	switch e.Limit {
+	case runtime.TimeLimit:
+		pe.Limit = "time"
+	case runtime.MemoryLimit:
+		pe.Limit = "memory"
+	case runtime.RecursionLimit:
+		pe.Limit = "recursion"
+	case runtime.OutputLimit:
+		pe.Limit = "output"
+	}
+	return pe
+}

@@ -1,0 +1,146 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session/httpapi"
+	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/store/memstore"
+)
+
+var testKey = []byte("0123456789abcdef-test-signing-key")
+
+// server is a Handler behind a real loopback HTTP server.
+type server struct {
+	t     *testing.T
+	h     *httpapi.Handler
+	srv   *httptest.Server
+	store store.Store
+}
+
+// newServer starts a Handler; a nil opts.Store means a fresh memory store.
+func newServer(t *testing.T, opts httpapi.Options) *server {
+	t.Helper()
+	if opts.Store == nil {
+		opts.Store = memstore.New(memstore.Options{})
+	}
+	if opts.SigningKey == nil {
+		opts.SigningKey = testKey
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Limits == (runtime.Limits{}) {
+		opts.Limits = runtime.Limits{MaxDuration: 5 * time.Second, MaxMemory: 64 << 20, MaxOutput: 1 << 20}
+	}
+	h, err := httpapi.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &server{t: t, h: h, srv: srv, store: opts.Store}
+}
+
+// client talks to a server with one API key (empty: none).
+type client struct {
+	s   *server
+	key string
+}
+
+func (s *server) client(key string) *client { return &client{s: s, key: key} }
+
+// do sends a request and returns the status, headers and body.
+func (c *client) do(method, path string, body []byte, header ...string) (int, http.Header, []byte) {
+	c.s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, c.s.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		c.s.t.Fatal(err)
+	}
+	if c.key != "" {
+		req.Header.Set("x-api-key", c.key)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.s.t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, data
+}
+
+// exec posts a request to /exec and decodes a 200 answer.
+func (c *client) exec(req map[string]any) (int, *httpapi.ExecResponse, apiErr) {
+	c.s.t.Helper()
+	body, _ := json.Marshal(req)
+	status, _, data := c.do("POST", "/exec", body)
+	return decode(c.s.t, status, data)
+}
+
+// run execs code in session id (empty: new) and fails unless it succeeds.
+func (c *client) run(id, code string) *httpapi.ExecResponse {
+	c.s.t.Helper()
+	req := map[string]any{"code": code}
+	if id != "" {
+		req["session_id"] = id
+	}
+	status, resp, e := c.exec(req)
+	if status != http.StatusOK {
+		c.s.t.Fatalf("exec %q: status %d %+v", code, status, e)
+	}
+	if resp.Error != nil {
+		c.s.t.Fatalf("exec %q raised %s: %s", code, resp.Error.Type, resp.Error.Text)
+	}
+	return resp
+}
+
+// apiErr is an error body.
+type apiErr struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
+}
+
+func decode(t *testing.T, status int, data []byte) (int, *httpapi.ExecResponse, apiErr) {
+	t.Helper()
+	if status != http.StatusOK {
+		var e apiErr
+		if err := json.Unmarshal(data, &e); err != nil || e.Error == "" || e.Message == "" {
+			t.Fatalf("status %d with a body that is not an error object: %s", status, data)
+		}
+		return status, nil, e
+	}
+	var resp httpapi.ExecResponse
+	if err := json.Unmarshal(data, &resp); err != nil {
+		t.Fatalf("bad exec response %s: %v", data, err)
+	}
+	return status, &resp, apiErr{}
+}
+
+// wantError checks an error answer.
+func wantError(t *testing.T, what string, status int, data []byte, wantStatus int, wantCode string) {
+	t.Helper()
+	if status != wantStatus {
+		t.Fatalf("%s: status %d, want %d (%s)", what, status, wantStatus, data)
+	}
+	var e apiErr
+	if err := json.Unmarshal(data, &e); err != nil || e.Error != wantCode || e.Message == "" {
+		t.Fatalf("%s: body %s, want error %q with a message", what, data, wantCode)
+	}
+}

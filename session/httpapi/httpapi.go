@@ -1,0 +1,339 @@
+// Package httpapi serves Monty sessions over HTTP: a net/http Handler that
+// `monty serve` runs and that a serverless function can import, shaped after
+// a production code-execution service with client-side state caching.
+//
+// Endpoints (see docs/http.md for the full reference):
+//
+//	POST   /exec               run code, optionally in a session; a new session id when none is given
+//	GET    /state/{id}         the session's state blob (ETag = its sha256; If-None-Match → 304)
+//	POST   /state/{id}         upload a blob downloaded earlier → 201; it is used by the next /exec
+//	DELETE /state/{id}         delete the state → 204
+//	GET    /state/{id}/info    exists, size, hash, created_at, expires_at, source
+//	GET    /healthz            liveness and store health (no API key needed)
+//	GET    /metrics            Prometheus text metrics (no API key needed)
+//
+// Every request reads the session from the Store and writes it back, so the
+// handler keeps no session in memory between requests: any instance sharing
+// the store (Redis, S3, a tiered pair) continues any session, and a blob
+// uploaded through POST /state/{id} is what the next execution sees.
+//
+// Security: with API keys configured every request but /healthz and
+// /metrics needs a valid x-api-key (compared in constant time), and each key
+// has its own namespace of session ids, so another key's id behaves as not
+// found. State blobs are signed with HMAC-SHA256 (Options.SigningKey); an
+// uploaded blob is checked (format, checksum, signature) before it is stored,
+// and nothing unverified ever reaches Monty's deserialiser. Request bodies,
+// per-request limits and concurrency are bounded: when every execution slot
+// is busy a request is refused at once with 429 rather than queued.
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/store"
+)
+
+// Defaults for zero Options fields.
+const (
+	// DefaultMaxBody bounds the body of POST /exec.
+	DefaultMaxBody = 1 << 20
+	// MinSigningKey is the shortest accepted Options.SigningKey, in bytes.
+	MinSigningKey = 16
+)
+
+// ErrConfig is wrapped by every error New returns for bad Options.
+var ErrConfig = errors.New("httpapi: invalid configuration")
+
+// Options configure a Handler.
+type Options struct {
+	// Store keeps session state. Required. The Handler does not close it.
+	Store store.Store
+	// SigningKey signs every stored blob (HMAC-SHA256) and verifies uploaded
+	// ones. Required, at least MinSigningKey bytes; every instance sharing a
+	// store needs the same key.
+	SigningKey []byte
+	// Engine runs the interpreters; nil means runtime.Default.
+	Engine *runtime.Engine
+	// APIKeys, when not empty, are the accepted x-api-key values; each key
+	// sees only the sessions created with it. Empty means no authentication
+	// (every client shares one namespace).
+	APIKeys []string
+	// Limits are the server's maxima for one execution, and the limits of a
+	// request that asks for none. A request's own limits are clamped to
+	// them; a zero field puts no maximum on that resource. The zero value
+	// means runtime.DefaultLimits().
+	Limits runtime.Limits
+	// MaxStateSize caps a stored blob and an upload (default
+	// session.DefaultMaxStateSize).
+	MaxStateSize int64
+	// MaxBody caps the body of POST /exec (default DefaultMaxBody).
+	MaxBody int64
+	// MaxConcurrent bounds executions running at once; more get 429 at once.
+	// Default: 2 × GOMAXPROCS.
+	MaxConcurrent int
+	// Logger receives one structured record per request; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Handler is the HTTP API. It is safe for concurrent use.
+type Handler struct {
+	opts    Options
+	mux     *http.ServeMux
+	log     *slog.Logger
+	keys    [][32]byte // sha256 of each API key
+	slots   chan struct{}
+	metrics *metrics
+
+	base     context.Context // cancelled to stop running executions
+	stop     context.CancelFunc
+	mu       sync.Mutex // guards draining with inflight.Add
+	draining bool
+	inflight sync.WaitGroup
+	running  atomic.Int64
+}
+
+// New checks opts and returns a Handler.
+func New(opts Options) (*Handler, error) {
+	if opts.Store == nil {
+		return nil, fmt.Errorf("%w: Options.Store is required", ErrConfig)
+	}
+	if len(opts.SigningKey) < MinSigningKey {
+		return nil, fmt.Errorf("%w: Options.SigningKey must be at least %d bytes (uploaded state is trusted only when its signature verifies)", ErrConfig, MinSigningKey)
+	}
+	if opts.Limits == (runtime.Limits{}) {
+		opts.Limits = runtime.DefaultLimits()
+	}
+	if opts.MaxStateSize <= 0 {
+		opts.MaxStateSize = session.DefaultMaxStateSize
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 2 * goruntime.GOMAXPROCS(0)
+	}
+	h := &Handler{opts: opts, log: opts.Logger, slots: make(chan struct{}, opts.MaxConcurrent), metrics: newMetrics()}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	for _, k := range opts.APIKeys {
+		if k == "" {
+			return nil, fmt.Errorf("%w: an API key is empty", ErrConfig)
+		}
+		h.keys = append(h.keys, sha256.Sum256([]byte(k)))
+	}
+	h.base, h.stop = context.WithCancel(context.Background())
+	h.mux = http.NewServeMux()
+	h.route("POST /exec", "exec", h.exec)
+	h.route("GET /state/{id}", "state_get", h.getState)
+	h.route("POST /state/{id}", "state_upload", h.uploadState)
+	h.route("DELETE /state/{id}", "state_delete", h.deleteState)
+	h.route("GET /state/{id}/info", "state_info", h.stateInfo)
+	h.mux.HandleFunc("GET /healthz", h.instrument("healthz", h.healthz))
+	h.mux.HandleFunc("GET /metrics", h.instrument("metrics", h.serveMetrics))
+	for path, allow := range map[string]string{"/exec": "POST", "/state/{id}": "GET, POST, DELETE", "/state/{id}/info": "GET", "/healthz": "GET", "/metrics": "GET"} {
+		h.mux.HandleFunc(path, h.instrument("other", func(w http.ResponseWriter, r *http.Request) *apiError {
+			w.Header().Set("Allow", allow)
+			return &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", msg: r.Method + " is not allowed on " + r.URL.Path + "; use " + allow}
+		}))
+	}
+	h.mux.HandleFunc("/", h.instrument("other", func(w http.ResponseWriter, r *http.Request) *apiError {
+		return &apiError{status: http.StatusNotFound, code: "not_found", msg: r.Method + " " + r.URL.Path + " is not an endpoint of this API (see /exec, /state/{id}, /healthz, /metrics)"}
+	}))
+	return h, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mux.ServeHTTP(w, r)
+}
+
+// Shutdown stops accepting executions (new ones get 503), waits for the
+// running ones to finish and store their state, and returns. If ctx ends
+// first, the running executions are cancelled: their sessions keep the
+// state stored before the call, and Shutdown returns ctx's error once they
+// have stopped. Call it together with http.Server.Shutdown.
+func (h *Handler) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	h.draining = true
+	h.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		h.inflight.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		h.stop()
+		return nil
+	case <-ctx.Done():
+		h.stop()
+		<-done
+		return fmt.Errorf("httpapi: shutdown: running executions were cancelled: %w", ctx.Err())
+	}
+}
+
+// begin registers an execution, or reports why it cannot start.
+func (h *Handler) begin() (func(), *apiError) {
+	h.mu.Lock()
+	if h.draining {
+		h.mu.Unlock()
+		return nil, &apiError{status: http.StatusServiceUnavailable, code: "shutting_down", msg: "the server is shutting down; retry on another instance"}
+	}
+	select {
+	case h.slots <- struct{}{}:
+	default:
+		h.mu.Unlock()
+		h.metrics.rejected.Add(1)
+		return nil, &apiError{status: http.StatusTooManyRequests, code: "at_capacity", msg: fmt.Sprintf("all %d execution slots are busy; retry shortly", cap(h.slots)), retryAfter: 1}
+	}
+	h.inflight.Add(1)
+	h.mu.Unlock()
+	h.running.Add(1)
+	return func() {
+		h.running.Add(-1)
+		<-h.slots
+		h.inflight.Done()
+	}, nil
+}
+
+// apiError is an error response: {"error": code, "message": msg}.
+type apiError struct {
+	status     int
+	code       string
+	msg        string
+	retryAfter int
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request) *apiError
+
+// route registers an endpoint that needs an API key.
+func (h *Handler) route(pattern, name string, f func(w http.ResponseWriter, r *http.Request, ns string) *apiError) {
+	h.mux.HandleFunc(pattern, h.instrument(name, func(w http.ResponseWriter, r *http.Request) *apiError {
+		ns, ok := h.namespace(r.Header.Get("x-api-key"))
+		if !ok {
+			return &apiError{status: http.StatusUnauthorized, code: "unauthorized", msg: "missing or unknown x-api-key header"}
+		}
+		return f(w, r, ns)
+	}))
+}
+
+// namespace returns the store id prefix of an API key, checking the key
+// against every configured key in constant time.
+func (h *Handler) namespace(key string) (string, bool) {
+	if len(h.keys) == 0 {
+		return "public", true
+	}
+	sum := sha256.Sum256([]byte(key))
+	match := 0
+	for _, k := range h.keys {
+		match |= subtle.ConstantTimeCompare(sum[:], k[:])
+	}
+	if match != 1 || key == "" {
+		return "", false
+	}
+	// The namespace is derived from the key, so every instance agrees on it
+	// without sharing anything but the key list.
+	return "k" + hex.EncodeToString(sum[:12]), true
+}
+
+// statusWriter records the status for logs and metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(b)
+	s.bytes += int64(n)
+	return n, err
+}
+
+// instrument adds error responses, a log record and request metrics.
+func (h *Handler) instrument(name string, f handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		aerr := f(sw, r)
+		if aerr != nil {
+			writeError(sw, aerr)
+		}
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		elapsed := time.Since(start)
+		h.metrics.request(name, sw.status)
+		attrs := []slog.Attr{
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", sw.status),
+			slog.Int64("bytes", sw.bytes), slog.Duration("duration", elapsed), slog.String("remote", r.RemoteAddr),
+		}
+		level := slog.LevelInfo
+		if aerr != nil {
+			attrs = append(attrs, slog.String("error", aerr.code), slog.String("message", aerr.msg))
+			if aerr.status >= 500 {
+				level = slog.LevelError
+			} else {
+				level = slog.LevelWarn
+			}
+		}
+		h.log.LogAttrs(r.Context(), level, "request", attrs...)
+	}
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(e.retryAfter))
+	}
+	writeJSON(w, e.status, map[string]string{"error": e.code, "message": e.msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// storeError maps a store or session failure to a response.
+func storeError(err error) *apiError {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return &apiError{status: http.StatusNotFound, code: "state_not_found", msg: "no state is stored for this session"}
+	case errors.Is(err, store.ErrConflict):
+		return &apiError{status: http.StatusConflict, code: "conflict", msg: "another request updated this session at the same time; this call's changes were not saved: " + err.Error()}
+	case errors.Is(err, session.ErrCorrupt):
+		return &apiError{status: http.StatusInternalServerError, code: "state_corrupt", msg: err.Error()}
+	case errors.Is(err, store.ErrUnavailable):
+		return &apiError{status: http.StatusServiceUnavailable, code: "store_unavailable", msg: err.Error(), retryAfter: 1}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, runtime.ErrCancelled):
+		return &apiError{status: http.StatusServiceUnavailable, code: "cancelled", msg: "the request was cancelled (client gone or server shutting down); the session keeps its state from before the call"}
+	}
+	return &apiError{status: http.StatusInternalServerError, code: "internal", msg: err.Error()}
+}
