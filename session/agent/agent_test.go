@@ -1,0 +1,127 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/store/memstore"
+)
+
+// Weather is what get_weather returns; Python sees a dict.
+type Weather struct {
+	City  string  `json:"city"`
+	TempC float64 `json:"temp_c"`
+	Units string  `json:"units"`
+}
+
+// testRegistry has sync, async, failing and typed functions.
+func testRegistry(t testing.TB) *agent.Registry {
+	t.Helper()
+	weather := agent.MustFunc(agent.Schema{
+		Name: "get_weather", Description: "Current weather for a city.\nData is made up.", Category: "data",
+		Params: []agent.Param{
+			{Name: "city", Description: "city name"},
+			{Name: "units", Description: "metric or imperial", Default: "metric"},
+		},
+		Returns: "a dict with city, temp_c and units",
+	}, func(ctx context.Context, city, units string) (Weather, error) {
+		if city == "" {
+			return Weather{}, errors.New("city is empty")
+		}
+		return Weather{City: city, TempC: 21.5, Units: units}, nil
+	})
+	add := agent.MustFunc(agent.Schema{
+		Name: "add", Description: "Add two integers.", Category: "math",
+		Params: []agent.Param{{Name: "a"}, {Name: "b", Optional: true}},
+	}, func(a, b int) int { return a + b })
+	fetch := agent.MustFunc(agent.Schema{
+		Name: "fetch", Description: "Fetch a document after a delay.", Category: "data",
+		Params: []agent.Param{{Name: "key"}, {Name: "delay_ms", Default: 100}},
+	}, func(ctx context.Context, key string, delayMs int) (string, error) {
+		select {
+		case <-time.After(time.Duration(delayMs) * time.Millisecond):
+			return "doc:" + key, nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	})
+	fetch.Async = true
+	lookup := agent.MustFunc(agent.Schema{
+		Name: "lookup", Description: "Look a key up.", Category: "data",
+		Params: []agent.Param{{Name: "key"}},
+	}, func(key string) (string, error) {
+		switch key {
+		case "panic":
+			panic("boom")
+		case "typed":
+			return "", fmt.Errorf("wrapped: %w", &runtime.Exception{Type: "PermissionError", Message: "no access"})
+		}
+		return "", fmt.Errorf("no such key %q", key)
+	})
+	lookup.ErrorType = "KeyError"
+	reg, err := agent.NewRegistry(weather, add, fetch, lookup)
+	require.NoError(t, err)
+	return reg
+}
+
+func newExecutor(t testing.TB, opts agent.ExecutorOptions) *agent.Executor {
+	t.Helper()
+	if opts.Session.Store == nil {
+		opts.Session.Store = memstore.New(memstore.Options{})
+	}
+	if opts.Functions == nil {
+		opts.Functions = testRegistry(t)
+	}
+	e, err := agent.NewExecutor(opts)
+	require.NoError(t, err)
+	t.Cleanup(e.Close)
+	return e
+}
+
+func codeArgs(code string) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"code": code})
+	return b
+}
+
+// execute runs code on thread and requires the call to run.
+func execute(t testing.TB, e *agent.Executor, thread, code string) *agent.Result {
+	t.Helper()
+	res, err := e.Execute(context.Background(), thread, codeArgs(code))
+	require.NoError(t, err)
+	return res
+}
+
+// ok runs code that must succeed and returns the model's text.
+func ok(t testing.TB, e *agent.Executor, thread, code string) string {
+	t.Helper()
+	res := execute(t, e, thread, code)
+	require.NoError(t, res.Err, res.Text)
+	return res.Text
+}
+
+// openSession opens a plain session whose host is the registry's.
+func openSession(t testing.TB, reg *agent.Registry) *session.Session {
+	t.Helper()
+	s, err := session.Open(context.Background(), "plain", session.Options{Store: memstore.New(memstore.Options{}), Host: reg.Host()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+var _ = strings.Join
+var _ = assert.Equal
+var _ sync.Mutex
+var _ object.Value

@@ -1,0 +1,294 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
+)
+
+// EventType says what an Event reports.
+type EventType string
+
+// Event types. A run's stream starts with RunStarted and ends with
+// RunFinished or RunError. In between, print output forms text messages
+// (TextStart, TextContent..., TextEnd; a message ends when a host call
+// starts, when output switches between stdout and stderr, and before the
+// run ends), and every host function call reports ToolCallStart,
+// ToolCallArgs and ToolCallEnd together when it is made, then
+// ToolCallResult when it returns (async calls may overlap, so their
+// results can come in any order).
+const (
+	RunStarted     EventType = "run_started"
+	RunFinished    EventType = "run_finished"
+	RunError       EventType = "run_error"
+	TextStart      EventType = "text_start"
+	TextContent    EventType = "text_content"
+	TextEnd        EventType = "text_end"
+	ToolCallStart  EventType = "tool_call_start"
+	ToolCallArgs   EventType = "tool_call_args"
+	ToolCallEnd    EventType = "tool_call_end"
+	ToolCallResult EventType = "tool_call_result"
+)
+
+// Event is one step of a run, in a protocol-neutral form (package agui
+// maps events to AG-UI). Which fields are set depends on Type.
+type Event struct {
+	Type EventType
+	// Seq numbers the run's events from 1, in the order they happened.
+	Seq int
+	// RunID identifies the run; every event of a run carries it.
+	RunID string
+	// Time is when the event happened.
+	Time time.Time
+	// MessageID identifies a text message (Text* events).
+	MessageID string
+	// Stream is where the text of a message was printed (TextStart).
+	Stream runtime.Stream
+	// ToolCallID identifies a host call (ToolCall* events), unique within
+	// the run.
+	ToolCallID string
+	// ToolName is the host function called (ToolCallStart).
+	ToolName string
+	// Delta is printed text (TextContent, never empty) or the call's
+	// arguments as a JSON object (ToolCallArgs).
+	Delta string
+	// Result is the call's outcome (ToolCallResult): the returned value as
+	// JSON when JSON can carry it, else its repr; or "Type: message" when
+	// the call raised, with IsError set.
+	Result  string
+	IsError bool
+	// Value is the value of the code's final expression (RunFinished) or
+	// the value a host call returned (ToolCallResult).
+	Value object.Value
+	// Err is why the run failed (RunError): a *runtime.Error for a Python
+	// exception (including limits), or an error matching ErrTimeout,
+	// runtime.ErrHostCallLimit, runtime.ErrCancelled, ...
+	Err error
+}
+
+// recorderKey is the context key of a run's recorder.
+type recorderKey struct{}
+
+// recorder turns one run's output and host calls into events. It is
+// safe for concurrent use: async host calls report from their goroutines.
+type recorder struct {
+	mu     sync.Mutex
+	runID  string
+	sink   func(Event)
+	seq    int
+	msgs   int
+	calls  int
+	open   string // id of the open text message, if any
+	stream runtime.Stream
+	out    strings.Builder
+}
+
+func recorderFrom(ctx context.Context) *recorder {
+	r, _ := ctx.Value(recorderKey{}).(*recorder)
+	return r
+}
+
+// emit delivers an event; callers hold mu.
+func (r *recorder) emit(e Event) {
+	r.seq++
+	e.Seq, e.RunID, e.Time = r.seq, r.runID, time.Now()
+	if r.sink != nil {
+		r.sink(e)
+	}
+}
+
+// endText closes the open text message; callers hold mu.
+func (r *recorder) endText() {
+	if r.open != "" {
+		r.emit(Event{Type: TextEnd, MessageID: r.open})
+		r.open = ""
+	}
+}
+
+// print records output, opening a text message if none is open.
+func (r *recorder) print(stream runtime.Stream, text string) {
+	if text == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.out.WriteString(text)
+	if r.open != "" && r.stream != stream {
+		r.endText()
+	}
+	if r.open == "" {
+		r.msgs++
+		r.open, r.stream = r.runID+"-msg-"+strconv.Itoa(r.msgs), stream
+		r.emit(Event{Type: TextStart, MessageID: r.open, Stream: stream})
+	}
+	r.emit(Event{Type: TextContent, MessageID: r.open, Delta: text})
+}
+
+// toolCall reports the start of a host call and returns its id.
+func (r *recorder) toolCall(name, args string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.endText()
+	r.calls++
+	id := r.runID + "-call-" + strconv.Itoa(r.calls)
+	r.emit(Event{Type: ToolCallStart, ToolCallID: id, ToolName: name})
+	r.emit(Event{Type: ToolCallArgs, ToolCallID: id, Delta: args})
+	r.emit(Event{Type: ToolCallEnd, ToolCallID: id})
+	return id
+}
+
+// toolResult reports the outcome of a host call.
+func (r *recorder) toolResult(id string, v object.Value, err error) {
+	e := Event{Type: ToolCallResult, ToolCallID: id, Value: v}
+	if err != nil {
+		e.IsError = true
+		var exc *runtime.Exception
+		if errors.As(err, &exc) {
+			e.Result = exc.Error()
+		} else {
+			e.Result = "RuntimeError: " + err.Error()
+		}
+	} else {
+		e.Result = string(valueJSON(v))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.emit(e)
+}
+
+// finish closes the stream with RunFinished or RunError.
+func (r *recorder) finish(v object.Value, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.endText()
+	if err != nil {
+		r.emit(Event{Type: RunError, Err: err})
+		return
+	}
+	r.emit(Event{Type: RunFinished, Value: v})
+}
+
+func (r *recorder) output() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.out.String()
+}
+
+// valueJSON is v as JSON when JSON can carry it, else its repr as a JSON
+// string.
+func valueJSON(v object.Value) json.RawMessage {
+	if b, err := object.ToJSON(v); err == nil {
+		return b
+	}
+	b, _ := json.Marshal(object.Repr(v))
+	return b
+}
+
+// argsJSON is a call's arguments as a JSON object: by parameter name when
+// they bound, else as passed ("args" and "kwargs").
+func argsJSON(f *Function, bound Args, args []object.Value, kwargs []object.Pair) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	field := func(name string, v json.RawMessage) {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(name)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	if bound != nil {
+		for _, p := range f.Params {
+			if v, ok := bound[p.Name]; ok {
+				field(p.Name, valueJSON(v))
+			}
+		}
+	} else {
+		list := make([]string, len(args))
+		for i, a := range args {
+			list[i] = string(valueJSON(a))
+		}
+		field("args", json.RawMessage("["+strings.Join(list, ",")+"]"))
+		var kw strings.Builder
+		kw.WriteByte('{')
+		for i, p := range kwargs {
+			if i > 0 {
+				kw.WriteByte(',')
+			}
+			k, _ := json.Marshal(object.ToStr(p.Key))
+			kw.Write(k)
+			kw.WriteByte(':')
+			kw.Write(valueJSON(p.Value))
+		}
+		kw.WriteByte('}')
+		field("kwargs", json.RawMessage(kw.String()))
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// NewRunID returns a random run id ("run-" and 16 hex digits).
+func NewRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:])
+}
+
+// Run runs code in s and reports the run to sink as events, in order,
+// while it happens (sink may be nil). runID names the run; empty means
+// NewRunID(). Tool-call events come from host functions of a Registry's
+// Host, which s must have been opened with (session.Options.Host); other
+// host functions run without events.
+//
+// Run returns what s.Exec returns, with Result.Output holding the print
+// output (which the events carry as it happens). The run ends with
+// RunError when the code raised (Result.Err) or Exec failed (the error).
+//
+// sink is called from the goroutine running the code and, for async host
+// functions, from theirs, but never concurrently; it must not block for
+// long, since the run waits for it.
+func Run(ctx context.Context, s *session.Session, runID, code string, sink func(Event)) (*session.Result, error) {
+	rec, res, err := run(ctx, s, runID, code, sink)
+	switch {
+	case err != nil:
+		rec.finish(nil, err)
+		return res, fmt.Errorf("agent: run %s: %w", rec.runID, err)
+	case res.Err != nil:
+		rec.finish(nil, res.Err)
+	default:
+		rec.finish(res.Value, nil)
+	}
+	return res, nil
+}
+
+// run starts the event stream and runs the code; the caller finishes the
+// stream.
+func run(ctx context.Context, s *session.Session, runID, code string, sink func(Event)) (*recorder, *session.Result, error) {
+	if runID == "" {
+		runID = NewRunID()
+	}
+	rec := &recorder{runID: runID, sink: sink}
+	rec.mu.Lock()
+	rec.emit(Event{Type: RunStarted})
+	rec.mu.Unlock()
+	ctx = context.WithValue(ctx, recorderKey{}, rec)
+	ctx = runtime.WithPrintFunc(ctx, rec.print)
+	res, err := s.Exec(ctx, code)
+	if res == nil {
+		res = &session.Result{}
+	}
+	res.Output = rec.output()
+	return rec, res, err
+}

@@ -1,0 +1,377 @@
+package agent
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/store"
+)
+
+// ToolName is the name of the execute_python tool.
+const ToolName = "execute_python"
+
+// Defaults of ExecutorOptions, as in the seed's tool.
+const (
+	DefaultTimeout   = 5 * time.Second
+	DefaultMaxMemory = 16 << 20
+)
+
+// Errors, for use with errors.Is.
+var (
+	// ErrBadArgs matches errors from tool-call arguments that are not a JSON
+	// object with a string "code" (and optionally a string "session_id").
+	ErrBadArgs = errors.New("agent: bad execute_python arguments")
+	// ErrTimeout matches Result.Err when the code ran longer than
+	// ExecutorOptions.Timeout (host calls included).
+	ErrTimeout = errors.New("agent: execution timed out")
+)
+
+// ExecutorOptions configure an Executor.
+type ExecutorOptions struct {
+	// Session configures the sessions (Store is required). Its Host is
+	// replaced by the Functions' host; its Print is not used (the output
+	// is in the Result and the events). When Limits is the zero value,
+	// runtime.DefaultLimits apply, with MaxMemory as below.
+	Session session.Options
+	// Manager bounds the live sessions.
+	Manager session.ManagerOptions
+	// Functions are the host functions the code can call; nil offers only
+	// the introspection built-ins.
+	Functions *Registry
+	// Timeout bounds each call's wall time, host calls included: 0 means
+	// DefaultTimeout, negative means none.
+	Timeout time.Duration
+	// MaxMemory bounds the interpreter heap, in bytes, when Session.Limits
+	// does not set it: 0 means DefaultMaxMemory, negative means none.
+	MaxMemory int64
+	// MaxHostCalls bounds host function calls per run: 0 means
+	// runtime.DefaultMaxHostCalls, negative means none.
+	MaxHostCalls int
+	// MaxHostTime bounds the total time spent in host functions per run;
+	// 0 means no bound beyond Timeout.
+	MaxHostTime time.Duration
+}
+
+// Executor runs execute_python tool calls: each thread key (a conversation)
+// has its own persistent session, so variables, functions and classes
+// defined in one call are there in the next, in this process or, through
+// the store, another one.
+//
+// Calls for the same session never interleave: a second call waits until
+// the first is done (or its context ends), then runs. Calls for different
+// sessions run in parallel, up to ManagerOptions.MaxLive.
+//
+// An Executor is safe for concurrent use.
+type Executor struct {
+	mgr     *session.Manager
+	fns     *Registry
+	timeout time.Duration
+
+	mu    sync.Mutex
+	turns map[string]*turn
+}
+
+// turn serialises the calls of one session.
+type turn struct {
+	ch      chan struct{} // holds a token while a call runs
+	waiting int           // calls holding or waiting for the token
+}
+
+// NewExecutor returns an executor. Close it when done.
+func NewExecutor(opts ExecutorOptions) (*Executor, error) {
+	if opts.Session.Store == nil {
+		return nil, errors.New("agent: ExecutorOptions.Session.Store is required")
+	}
+	fns := opts.Functions
+	if fns == nil {
+		fns, _ = NewRegistry()
+	}
+	host := fns.Host()
+	host.MaxCalls, host.MaxCallTime = opts.MaxHostCalls, opts.MaxHostTime
+	sopts := opts.Session
+	sopts.Host, sopts.Print = host, nil
+	if sopts.Limits == (runtime.Limits{}) {
+		sopts.Limits = runtime.DefaultLimits()
+	}
+	if sopts.Limits.MaxMemory == 0 && opts.MaxMemory >= 0 {
+		sopts.Limits.MaxMemory = cmp.Or(opts.MaxMemory, DefaultMaxMemory)
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	return &Executor{
+		mgr:     session.NewManager(sopts, opts.Manager),
+		fns:     fns,
+		timeout: timeout,
+		turns:   map[string]*turn{},
+	}, nil
+}
+
+// Close closes every live session (their state is already stored).
+func (e *Executor) Close() { e.mgr.Close() }
+
+// Tool returns the execute_python tool definition: the parameters are
+// "code" (required) and "session_id" (optional), and the description lists
+// the host functions the code can call.
+func (e *Executor) Tool() Tool {
+	var b strings.Builder
+	b.WriteString("Execute Python code in a sandboxed interpreter (Monty: a subset of Python without file, network or environment access). " +
+		"Variables, functions and classes persist between calls in the same session. " +
+		"Returns what the code prints, then the repr of the last expression's value unless it is None, or the Python traceback if the code raised.")
+	if ss := e.fns.Schemas(); len(ss) > 0 {
+		b.WriteString(" The code can call these functions directly:")
+		for _, s := range ss {
+			b.WriteString("\n- " + s.Signature())
+			if d, _, _ := strings.Cut(s.Description, "\n"); d != "" {
+				b.WriteString(": " + d)
+			}
+		}
+		b.WriteString("\nlist_functions() lists them and help('name') describes one.")
+	}
+	return Tool{
+		Name:        ToolName,
+		Description: b.String(),
+		Parameters: json.RawMessage(`{"type":"object","properties":{` +
+			`"code":{"type":"string","description":"Python source code to execute"},` +
+			`"session_id":{"type":"string","description":"Optional name of a separate session within this conversation (letters, digits and . _ - :); omit it to use the conversation's session"}},` +
+			`"required":["code"]}`),
+	}
+}
+
+// ToolArgs are the arguments of an execute_python call.
+type ToolArgs struct {
+	Code      string `json:"code"`
+	SessionID string `json:"session_id,omitempty"`
+}
+
+// ParseArgs decodes tool-call arguments. Errors match ErrBadArgs.
+func ParseArgs(raw json.RawMessage) (ToolArgs, error) {
+	var a struct {
+		Code      *string `json:"code"`
+		SessionID *string `json:"session_id"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&a); err != nil {
+		return ToolArgs{}, fmt.Errorf("%w: want a JSON object with a string \"code\": %v", ErrBadArgs, err)
+	}
+	if a.Code == nil {
+		return ToolArgs{}, fmt.Errorf("%w: \"code\" is required", ErrBadArgs)
+	}
+	out := ToolArgs{Code: *a.Code}
+	if a.SessionID != nil {
+		out.SessionID = *a.SessionID
+	}
+	return out, nil
+}
+
+// SessionID is the store id of the session a call runs in: the thread key
+// alone, or threadKey/session_id when the call names a session (session_id
+// alone when the thread key is empty). session_id may not contain "/", so
+// a call cannot reach another thread's sessions. Errors match ErrBadArgs.
+func SessionID(threadKey, sessionID string) (string, error) {
+	id := threadKey
+	switch {
+	case sessionID == "" && threadKey == "":
+		return "", fmt.Errorf("%w: no thread key and no session_id", ErrBadArgs)
+	case strings.Contains(sessionID, "/"):
+		return "", fmt.Errorf("%w: session_id %q may not contain '/'", ErrBadArgs, sessionID)
+	case sessionID != "" && threadKey != "":
+		id = threadKey + "/" + sessionID
+	case sessionID != "":
+		id = sessionID
+	}
+	if err := store.CheckID(id); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrBadArgs, err)
+	}
+	return id, nil
+}
+
+// Result is the outcome of an execute_python call.
+type Result struct {
+	// Text is what the model sees: the print output, then the repr of the
+	// final value unless it is None, or the traceback (or the reason) when
+	// the code failed.
+	Text string `json:"text"`
+	// Output is the print output, both streams in order.
+	Output string `json:"output"`
+	// Value is the value of the final expression (None after a statement);
+	// nil when the code failed.
+	Value object.Value `json:"-"`
+	// Repr is repr(Value) unless Value is None or nil.
+	Repr string `json:"result,omitempty"`
+	// Err is why the code failed: a *runtime.Error for a Python exception
+	// (limits included: errors.Is(err, runtime.ErrMemoryLimit)), or an error
+	// matching ErrTimeout or runtime.ErrHostCallLimit. The session is left
+	// as it was before the call (unless Session.CaptureOnError).
+	Err error `json:"-"`
+	// ErrorType is the Python exception type of Err ("TimeoutError" for
+	// ErrTimeout, "RuntimeError" for the host call limit); Error is its
+	// text (the traceback for an exception).
+	ErrorType string `json:"error_type,omitempty"`
+	Error     string `json:"error,omitempty"`
+	// SessionID is the store id of the session; RunID names the run in its
+	// events.
+	SessionID string `json:"session_id"`
+	RunID     string `json:"run_id"`
+	// Saved is true when the call stored new session state; StateSize and
+	// StateHash describe the stored state.
+	Saved     bool   `json:"saved"`
+	StateSize int64  `json:"state_size,omitempty"`
+	StateHash string `json:"state_hash,omitempty"`
+}
+
+// Execute runs an execute_python tool call for a conversation: args is the
+// call's JSON arguments, threadKey names the conversation (see SessionID).
+// The code's own failures (exceptions, limits, the timeout) are in
+// Result.Err and Result.Text with a nil error; the error is for calls that
+// could not run: ErrBadArgs, a store failure, the caller's context ending,
+// a closed executor (session.ErrClosed), or session.ErrTooManySessions.
+func (e *Executor) Execute(ctx context.Context, threadKey string, args json.RawMessage) (*Result, error) {
+	return e.ExecuteEvents(ctx, threadKey, args, nil)
+}
+
+// ExecuteEvents is Execute that also reports the run to sink as events,
+// in order, as it happens (see Run for how sink is called). A call that
+// cannot run reports no events.
+func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args json.RawMessage, sink func(Event)) (*Result, error) {
+	a, err := ParseArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	id, err := SessionID(threadKey, a.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	release, err := e.take(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	res, err := e.execute(ctx, id, a.Code, sink)
+	if err != nil || res.Err != nil && !errors.As(res.Err, new(*runtime.Error)) {
+		// A run that was stopped (timeout, cancellation, host limit, dead
+		// interpreter) leaves no live session behind: the next call
+		// reopens it from its last stored state.
+		_ = e.mgr.Forget(id)
+	}
+	return res, err
+}
+
+// execute runs code in session id; the caller holds its turn.
+func (e *Executor) execute(ctx context.Context, id, code string, sink func(Event)) (*Result, error) {
+	s, done, err := e.mgr.Acquire(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("agent: session %s: %w", id, err)
+	}
+	defer done()
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if e.timeout > 0 {
+		runCtx, cancel = context.WithTimeoutCause(ctx, e.timeout, ErrTimeout)
+	}
+	defer cancel()
+	rec, sres, err := run(runCtx, s, "", code, sink)
+	res := &Result{Output: sres.Output, SessionID: id, RunID: rec.runID, Saved: sres.Saved}
+	if sres.HasState {
+		res.StateSize, res.StateHash = sres.StateSize, sres.StateHash
+	}
+	const rolledBack = "; the session was left as it was before this call"
+	switch {
+	case err == nil && sres.Err != nil:
+		res.Err, res.ErrorType = sres.Err, sres.Err.Type
+		res.Error = cmp.Or(strings.TrimRight(sres.Err.Text, "\n"), sres.Err.Error())
+	case err == nil:
+		res.Value = sres.Value
+		if _, none := sres.Value.(object.None); !none && sres.Value != nil {
+			res.Repr = object.Repr(sres.Value)
+		}
+	case errors.Is(err, ErrTimeout) && ctx.Err() == nil:
+		res.Err = fmt.Errorf("%w after %s", ErrTimeout, e.timeout)
+		res.ErrorType = "TimeoutError"
+		res.Error = fmt.Sprintf("TimeoutError: the code ran longer than %s and was stopped%s", e.timeout, rolledBack)
+	case errors.Is(err, runtime.ErrHostCallLimit):
+		res.Err, res.ErrorType = err, "RuntimeError"
+		res.Error = "RuntimeError: " + strings.TrimPrefix(err.Error(), "monty: ") + rolledBack
+	default:
+		rec.finish(nil, err)
+		return nil, fmt.Errorf("agent: session %s: %w", id, err)
+	}
+	rec.finish(res.Value, res.Err)
+	res.Text = text(res)
+	return res, nil
+}
+
+// text renders a result for the model.
+func text(r *Result) string {
+	parts := make([]string, 0, 2)
+	if out := strings.TrimRight(r.Output, "\n"); out != "" {
+		parts = append(parts, out)
+	}
+	if r.Err != nil {
+		parts = append(parts, r.Error)
+	} else if r.Repr != "" {
+		parts = append(parts, r.Repr)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Reset clears a conversation's session (or its named session): the stored
+// state is deleted and the next call starts empty. It waits for a running
+// call on that session to finish.
+func (e *Executor) Reset(ctx context.Context, threadKey, sessionID string) error {
+	id, err := SessionID(threadKey, sessionID)
+	if err != nil {
+		return err
+	}
+	release, err := e.take(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer release()
+	s, done, err := e.mgr.Acquire(ctx, id)
+	if err != nil {
+		return fmt.Errorf("agent: session %s: %w", id, err)
+	}
+	defer done()
+	if err := s.Clear(ctx); err != nil {
+		return fmt.Errorf("agent: reset session %s: %w", id, err)
+	}
+	return nil
+}
+
+// take waits for the turn of session id and returns the function that
+// ends it.
+func (e *Executor) take(ctx context.Context, id string) (func(), error) {
+	e.mu.Lock()
+	t := e.turns[id]
+	if t == nil {
+		t = &turn{ch: make(chan struct{}, 1)}
+		e.turns[id] = t
+	}
+	t.waiting++
+	e.mu.Unlock()
+	leave := func() {
+		e.mu.Lock()
+		if t.waiting--; t.waiting == 0 {
+			delete(e.turns, id)
+		}
+		e.mu.Unlock()
+	}
+	select {
+	case t.ch <- struct{}{}:
+		return func() { <-t.ch; leave() }, nil
+	case <-ctx.Done():
+		leave()
+		return nil, fmt.Errorf("agent: waiting for session %s: %w", id, context.Cause(ctx))
+	}
+}

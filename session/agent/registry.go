@@ -1,0 +1,219 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+)
+
+// Names of the introspection built-ins every Host of a Registry offers.
+const (
+	ListFunctionsName = "list_functions"
+	HelpName          = "help"
+)
+
+// Registry holds host functions by name. Its Host offers them to Python
+// together with two introspection built-ins: list_functions(category=None),
+// which returns a list of dicts (name, category, signature, description),
+// and help(name=None), which shows a function's signature, description,
+// parameters and return value (or, without a name, an overview by
+// category). Monty has no built-in help, so the name is free; when a run
+// has an event stream (Run, Executor) help prints its text like CPython's
+// help and returns None, otherwise it returns the text.
+//
+// A Registry is safe for concurrent use.
+type Registry struct {
+	mu    sync.RWMutex
+	funcs map[string]Function
+}
+
+// NewRegistry returns a registry holding fns (see Register).
+func NewRegistry(fns ...Function) (*Registry, error) {
+	r := &Registry{funcs: map[string]Function{}}
+	return r, r.Register(fns...)
+}
+
+// Register adds functions. It fails, adding none of them, with an error
+// matching ErrInvalidFunction when a function is malformed or its name is
+// taken (by another function or an introspection built-in).
+func (r *Registry) Register(fns ...Function) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]bool{}
+	for i := range fns {
+		f := &fns[i]
+		if err := f.validate(); err != nil {
+			return err
+		}
+		if _, taken := r.funcs[f.Name]; taken || seen[f.Name] || f.Name == ListFunctionsName || f.Name == HelpName {
+			return fmt.Errorf("%w: the name %s is already taken", ErrInvalidFunction, f.Name)
+		}
+		seen[f.Name] = true
+	}
+	for _, f := range fns {
+		f.Params = slices.Clone(f.Params)
+		if f.Category == "" {
+			f.Category = DefaultCategory
+		}
+		r.funcs[f.Name] = f
+	}
+	return nil
+}
+
+// sorted returns the functions by category, then name.
+func (r *Registry) sorted() []Function {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Function, 0, len(r.funcs))
+	for _, f := range r.funcs {
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b Function) int {
+		return cmp.Or(cmp.Compare(a.Category, b.Category), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// Schemas returns the schemas of the registered functions, sorted by
+// category, then name.
+func (r *Registry) Schemas() []Schema {
+	fns := r.sorted()
+	out := make([]Schema, len(fns))
+	for i, f := range fns {
+		out[i] = f.Schema
+		out[i].Params = slices.Clone(f.Params)
+	}
+	return out
+}
+
+// Tools returns every registered function as a tool definition, in the
+// order of Schemas, so the same functions can be offered to a model
+// directly.
+func (r *Registry) Tools() []Tool {
+	ss := r.Schemas()
+	out := make([]Tool, len(ss))
+	for i, s := range ss {
+		out[i] = s.Tool()
+	}
+	return out
+}
+
+// Host returns a runtime.Host offering the functions registered now plus
+// list_functions and help (functions registered later need a new Host).
+// Set its MaxCalls, MaxCallTime and OS as needed; host calls are
+// reported to the run's event stream when the code runs under Run or an
+// Executor.
+func (r *Registry) Host() *runtime.Host {
+	fns := r.sorted()
+	byName := make(map[string]runtime.Function, len(fns)+2)
+	for i := range fns {
+		f := &fns[i]
+		byName[f.Name] = runtime.Function{Func: hostFunc(f), Async: f.Async, Doc: f.Help()}
+	}
+	list := &Function{
+		Schema: Schema{Name: ListFunctionsName, Category: "introspection",
+			Description: "List the host functions you can call.",
+			Params:      []Param{{Name: "category", Type: String, Optional: true, Description: "only this category"}},
+			Returns:     "a list of dicts with name, category, signature and description"},
+		Handler:  func(_ context.Context, a Args) (object.Value, error) { return listFunctions(fns, a) },
+		noEvents: true,
+	}
+	help := &Function{
+		Schema: Schema{Name: HelpName, Category: "introspection",
+			Description: "Show how to call a host function, or list them all.",
+			Params:      []Param{{Name: "name", Type: String, Optional: true, Description: "a function name"}}},
+		Handler:  func(ctx context.Context, a Args) (object.Value, error) { return help(ctx, fns, a) },
+		noEvents: true,
+	}
+	for _, f := range []*Function{list, help} {
+		byName[f.Name] = runtime.Function{Func: hostFunc(f), Doc: f.Help()}
+	}
+	return &runtime.Host{Functions: byName}
+}
+
+func listFunctions(fns []Function, a Args) (object.Value, error) {
+	cat, filter := a["category"].(object.Str)
+	out := object.List{}
+	for _, f := range fns {
+		if filter && f.Category != string(cat) {
+			continue
+		}
+		out = append(out, object.Dict{
+			{Key: object.Str("name"), Value: object.Str(f.Name)},
+			{Key: object.Str("category"), Value: object.Str(f.Category)},
+			{Key: object.Str("signature"), Value: object.Str(f.Signature())},
+			{Key: object.Str("description"), Value: object.Str(f.Description)},
+		})
+	}
+	return out, nil
+}
+
+func help(ctx context.Context, fns []Function, a Args) (object.Value, error) {
+	var text string
+	if name, ok := a["name"].(object.Str); ok {
+		i := slices.IndexFunc(fns, func(f Function) bool { return f.Name == string(name) })
+		if i < 0 {
+			return nil, &runtime.Exception{Type: "ValueError", Message: fmt.Sprintf("no host function named %q; list_functions() lists them", string(name))}
+		}
+		text = fns[i].Help()
+	} else {
+		text = overview(fns)
+	}
+	if rec := recorderFrom(ctx); rec != nil {
+		rec.print(runtime.Stdout, text+"\n")
+		return object.None{}, nil
+	}
+	return object.Str(text), nil
+}
+
+// overview lists every function by category with the first line of its
+// description.
+func overview(fns []Function) string {
+	if len(fns) == 0 {
+		return "No host functions are available."
+	}
+	var b strings.Builder
+	b.WriteString("Host functions (call them like Python functions; help('name') shows one in full):")
+	cat := ""
+	for _, f := range fns {
+		if f.Category != cat {
+			cat = f.Category
+			fmt.Fprintf(&b, "\n\n%s:", cat)
+		}
+		fmt.Fprintf(&b, "\n    %s", f.Signature())
+		if d, _, _ := strings.Cut(f.Description, "\n"); d != "" {
+			fmt.Fprintf(&b, "\n        %s", d)
+		}
+	}
+	return b.String()
+}
+
+// hostFunc adapts f to the runtime: binds the arguments, reports the call
+// to the run's event stream and runs the handler.
+func hostFunc(f *Function) runtime.HostFunc {
+	return func(ctx context.Context, args []object.Value, kwargs []object.Pair) (object.Value, error) {
+		var rec *recorder
+		if !f.noEvents {
+			rec = recorderFrom(ctx)
+		}
+		bound, err := f.bind(args, kwargs)
+		var id string
+		if rec != nil {
+			id = rec.toolCall(f.Name, argsJSON(f, bound, args, kwargs))
+		}
+		var v object.Value
+		if err == nil {
+			v, err = f.call(ctx, bound)
+		}
+		if rec != nil {
+			rec.toolResult(id, v, err)
+		}
+		return v, err
+	}
+}
