@@ -158,6 +158,9 @@ func New(opts Options) (*Handler, error) {
 	return h, nil
 }
 
+// Capacity is the number of executions that may run at once.
+func (h *Handler) Capacity() int { return cap(h.slots) }
+
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)

@@ -27,6 +27,8 @@ const usage = `usage: monty [flags] -c CODE
        monty [flags] FILE.py
        monty [flags]              (interactive)
        monty session ls | show ID | rm ID | export ID FILE | import ID FILE
+       monty serve [flags]        (HTTP API; monty serve -h)
+       monty precompile --cache-dir DIR
 
 Runs Python code in Monty's sandbox. print() output goes to stdout as it is
 produced; an uncaught exception prints a traceback to stderr and exits 1.
@@ -38,6 +40,12 @@ flags:
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "session" {
 		return sessionCommand(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "serve" {
+		return serveCommand(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "precompile" {
+		return precompileCommand(ctx, args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("monty", flag.ContinueOnError)
 	fs.SetOutput(stderr)

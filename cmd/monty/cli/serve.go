@@ -1,0 +1,370 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session/httpapi"
+)
+
+const serveUsage = `usage: monty serve [flags]
+
+Serves the HTTP API (docs/http.md): POST /exec, GET|POST|DELETE /state/{id},
+GET /state/{id}/info, GET /healthz, GET /metrics. Every flag can also be set
+with the environment variable named in brackets; a flag wins over its variable.
+SIGINT or SIGTERM stops accepting work, lets running executions finish (up to
+--shutdown-timeout) and exits.
+
+flags:
+`
+
+// serveFlags maps flag names to the environment variables that set them.
+var serveEnv = map[string]string{
+	"addr":             "MONTY_ADDR",
+	"store":            "MONTY_STORE",
+	"api-key-file":     "MONTY_API_KEY_FILE",
+	"signing-key-file": "MONTY_SIGNING_KEY_FILE",
+	"max-duration":     "MONTY_MAX_DURATION",
+	"max-memory":       "MONTY_MAX_MEMORY",
+	"max-recursion":    "MONTY_MAX_RECURSION",
+	"max-output":       "MONTY_MAX_OUTPUT",
+	"max-state-size":   "MONTY_MAX_STATE_SIZE",
+	"max-body":         "MONTY_MAX_BODY",
+	"concurrency":      "MONTY_CONCURRENCY",
+	"shutdown-timeout": "MONTY_SHUTDOWN_TIMEOUT",
+	"tls-cert":         "MONTY_TLS_CERT",
+	"tls-key":          "MONTY_TLS_KEY",
+	"log-format":       "MONTY_LOG_FORMAT",
+	"log-level":        "MONTY_LOG_LEVEL",
+	"cache-dir":        runtime.CacheDirEnv,
+}
+
+// serveConfig is what the flags say.
+type serveConfig struct {
+	addr, store, apiKeyFile, signingKeyFile string
+	apiKeys                                 []string
+	maxDuration, shutdownTimeout            time.Duration
+	maxMemory, maxOutput, maxState, maxBody string
+	maxRecursion, concurrency               int
+	tlsCert, tlsKey                         string
+	logFormat, logLevel, cacheDir           string
+}
+
+func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var c serveConfig
+	fs := flag.NewFlagSet("monty serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, serveUsage)
+		fs.VisitAll(func(f *flag.Flag) {
+			if env := serveEnv[f.Name]; env != "" {
+				f.Usage += " [" + env + "]"
+			}
+		})
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0 picks a free one)")
+	fs.StringVar(&c.store, "store", "", "session store: a `DIR`, mem:, redis://…, s3://… or HOT,COLD (default: "+defaultStoreHint+")")
+	fs.Func("api-key", "accept this API `KEY` in x-api-key (repeatable; each key has its own sessions) [MONTY_API_KEYS, comma-separated]", func(s string) error {
+		c.apiKeys = append(c.apiKeys, s)
+		return nil
+	})
+	fs.StringVar(&c.apiKeyFile, "api-key-file", "", "read API keys from `FILE`, one per line (# comments)")
+	fs.StringVar(&c.signingKeyFile, "signing-key-file", "", "read the state signing key from `FILE` (at least 16 bytes; or set MONTY_SIGNING_KEY)")
+	fs.DurationVar(&c.maxDuration, "max-duration", 30*time.Second, "longest run time of one execution (requests may ask for less; 0: no limit)")
+	fs.StringVar(&c.maxMemory, "max-memory", "256MiB", "largest interpreter heap of one execution (empty: no limit)")
+	fs.IntVar(&c.maxRecursion, "max-recursion", 0, "deepest Python call stack (0: the interpreter's default, 1000)")
+	fs.StringVar(&c.maxOutput, "max-output", "1MiB", "most print() output of one execution")
+	fs.StringVar(&c.maxState, "max-state-size", "50MiB", "largest stored or uploaded session state")
+	fs.StringVar(&c.maxBody, "max-body", "1MiB", "largest POST /exec body")
+	fs.IntVar(&c.concurrency, "concurrency", 0, "executions running at once; more get 429 (0: 2 per CPU)")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long running executions may take before they are cancelled")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (with --tls-key)")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "the TLS private key `FILE`")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log records as text or json, to stderr")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&c.cacheDir, "cache-dir", "", "compilation cache `DIR` (see monty precompile)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "monty serve: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
+	if err := applyEnv(fs); err != nil {
+		fmt.Fprintln(stderr, "monty serve:", err)
+		return ExitUsage
+	}
+	if err := serve(ctx, c, stderr); err != nil {
+		fmt.Fprintln(stderr, "monty serve:", err)
+		var u usageError
+		if errors.As(err, &u) {
+			return ExitUsage
+		}
+		return ExitException
+	}
+	return ExitOK
+}
+
+// usageError is a configuration mistake (exit status 2).
+type usageError struct{ error }
+
+// applyEnv sets the flags not given on the command line from serveEnv.
+func applyEnv(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for name, env := range serveEnv {
+		v, ok := os.LookupEnv(env)
+		if !ok || given[name] {
+			continue
+		}
+		if err := fs.Set(name, v); err != nil {
+			return fmt.Errorf("%s=%q: %v", env, v, err)
+		}
+	}
+	return nil
+}
+
+// options turns the configuration into handler options (without Store and Engine).
+func (c serveConfig) options() (httpapi.Options, error) {
+	var o httpapi.Options
+	var err error
+	if o.SigningKey, err = signingKey(c.signingKeyFile); err != nil {
+		return o, usageError{err}
+	}
+	if o.APIKeys, err = apiKeys(c.apiKeys, c.apiKeyFile); err != nil {
+		return o, usageError{err}
+	}
+	if c.maxDuration < 0 || c.maxRecursion < 0 || c.concurrency < 0 {
+		return o, usageError{errors.New("--max-duration, --max-recursion and --concurrency must not be negative")}
+	}
+	o.Limits = runtime.Limits{MaxDuration: c.maxDuration, MaxRecursion: c.maxRecursion}
+	sizes := []struct {
+		flag string
+		val  string
+		dst  *int64
+	}{{"max-memory", c.maxMemory, &o.Limits.MaxMemory}, {"max-state-size", c.maxState, &o.MaxStateSize}, {"max-body", c.maxBody, &o.MaxBody}}
+	for _, s := range sizes {
+		if *s.dst, err = parseBytes(s.val); err != nil {
+			return o, usageError{fmt.Errorf("--%s: %v", s.flag, err)}
+		}
+	}
+	out, err := parseBytes(c.maxOutput)
+	if err != nil || out == 0 || out > 1<<30 {
+		return o, usageError{fmt.Errorf("--max-output: give a size up to 1GiB, like 1MiB")}
+	}
+	o.Limits.MaxOutput = int(out)
+	o.MaxConcurrent = c.concurrency
+	return o, nil
+}
+
+// signingKey reads the key from file or MONTY_SIGNING_KEY.
+func signingKey(file string) ([]byte, error) {
+	var key []byte
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("signing key: %w", err)
+		}
+		key = []byte(strings.TrimSpace(string(b)))
+	} else {
+		key = []byte(os.Getenv("MONTY_SIGNING_KEY"))
+	}
+	if len(key) < httpapi.MinSigningKey {
+		return nil, fmt.Errorf("a signing key of at least %d bytes is required (state blobs are signed so that uploads can be trusted): set MONTY_SIGNING_KEY or --signing-key-file, e.g. from `head -c 32 /dev/urandom | base64`; every instance sharing a store needs the same key", httpapi.MinSigningKey)
+	}
+	return key, nil
+}
+
+// apiKeys collects keys from flags, MONTY_API_KEYS and a file.
+func apiKeys(flags []string, file string) ([]string, error) {
+	keys := append([]string(nil), flags...)
+	if len(flags) == 0 {
+		for _, k := range strings.Split(os.Getenv("MONTY_API_KEYS"), ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				keys = append(keys, k)
+			}
+		}
+	}
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, fmt.Errorf("API keys: %w", err)
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k := strings.TrimSpace(sc.Text()); k != "" && !strings.HasPrefix(k, "#") {
+				keys = append(keys, k)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("API keys: %s: %w", file, err)
+		}
+	}
+	for _, k := range keys {
+		if len(k) < 8 {
+			return nil, fmt.Errorf("API key %q... is shorter than 8 characters", k[:min(len(k), 2)])
+		}
+	}
+	return keys, nil
+}
+
+func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageError{fmt.Errorf("--log-level %q: use debug, info, warn or error", level)}
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageError{fmt.Errorf("--log-format %q: use text or json", format)}
+}
+
+// serve runs the server until ctx ends or a signal arrives.
+func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
+	log, err := newLogger(c.logFormat, c.logLevel, stderr)
+	if err != nil {
+		return err
+	}
+	opts, err := c.options()
+	if err != nil {
+		return err
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return usageError{errors.New("--tls-cert and --tls-key go together")}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	start := time.Now()
+	var engine *runtime.Engine
+	if c.cacheDir != "" {
+		engine, err = runtime.NewEngine(ctx, runtime.WithCacheDir(c.cacheDir))
+	} else {
+		engine, err = runtime.Default(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("loading the interpreter: %w", err)
+	}
+	log.Info("interpreter ready", "monty_version", engine.MontyVersion(), "took", time.Since(start).Round(time.Millisecond), "cache_dir", c.cacheDir)
+
+	st, err := openStore(ctx, c.store)
+	if err != nil {
+		if storeExit(err) == ExitUsage {
+			return usageError{err}
+		}
+		return err
+	}
+	defer st.Close()
+	opts.Store, opts.Engine, opts.Logger = st, engine, log
+	h, err := httpapi.New(opts)
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return usageError{fmt.Errorf("--addr: %w", err)}
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	scheme := "http"
+	if c.tlsCert != "" {
+		scheme = "https"
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if len(opts.APIKeys) == 0 {
+		log.Warn("no API keys configured: every client can use every session (set --api-key, MONTY_API_KEYS or --api-key-file)")
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "api_keys", len(opts.APIKeys),
+		"concurrency", h.Capacity(), "max_duration", opts.Limits.MaxDuration, "max_memory", opts.Limits.MaxMemory)
+
+	served := make(chan error, 1)
+	go func() {
+		if c.tlsCert != "" {
+			served <- srv.ServeTLS(ln, c.tlsCert, c.tlsKey)
+		} else {
+			served <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "timeout", c.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
+	defer cancel()
+	drained := make(chan error, 1)
+	go func() { drained <- h.Shutdown(sctx) }()
+	serr := srv.Shutdown(sctx)
+	herr := <-drained
+	if herr != nil {
+		log.Warn("executions cancelled at shutdown; their sessions keep the state stored before the call", "error", herr)
+	}
+	if serr != nil {
+		// Connections still open after the handler stopped: close them.
+		_ = srv.Close()
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// precompileCommand compiles the interpreter into a cache directory, for
+// deployment images whose processes should start fast.
+func precompileCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("monty precompile", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("cache-dir", os.Getenv(runtime.CacheDirEnv), "cache `DIR` to fill [MONTY_CACHE_DIR]; processes started with MONTY_CACHE_DIR=DIR (or monty serve --cache-dir DIR) then skip compilation")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: monty precompile --cache-dir DIR\n\nCompiles the interpreter to machine code for this platform and stores it in DIR.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if *dir == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return ExitUsage
+	}
+	start := time.Now()
+	engine, err := runtime.NewEngine(ctx, runtime.WithCacheDir(*dir))
+	if err != nil {
+		fmt.Fprintln(stderr, "monty precompile:", err)
+		return ExitException
+	}
+	version := engine.MontyVersion()
+	_ = engine.Close(ctx)
+	fmt.Fprintf(stdout, "compiled Monty %s into %s in %s\n", version, *dir, time.Since(start).Round(time.Millisecond))
+	return ExitOK
+}
