@@ -57,7 +57,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	maxDuration := fs.Duration("max-duration", 0, "stop the code after this much run time, e.g. 5s (0: no limit)")
 	maxMemory := fs.String("max-memory", "", "limit the interpreter heap, e.g. 64MB or 1GiB (empty: no limit)")
 	sessionID := fs.String("session", "", "keep Python state between runs in session `ID` (functions, classes and data survive)")
-	storeDir := fs.String("store", "", "session store `DIR` (default: "+defaultStoreHint+")")
+	storeDir := fs.String("store", "", "session store: a `DIR`, or redis://…, s3://…, HOT,COLD (see docs; default: "+defaultStoreHint+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK

@@ -64,10 +64,10 @@ func interactive(ctx context.Context, sessionID, storeSpec string, limits runtim
 
 	var feed feeder
 	if sessionID != "" {
-		st, err := openStore(storeSpec)
+		st, err := openStore(ctx, storeSpec)
 		if err != nil {
 			fmt.Fprintln(stderr, "monty:", err)
-			return ExitUsage
+			return storeExit(err)
 		}
 		defer st.Close()
 		s, err := session.Open(ctx, sessionID, session.Options{Store: st, Limits: limits})

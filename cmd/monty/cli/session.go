@@ -11,7 +11,7 @@ import (
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
-	"github.com/monty-go/monty/session/store/dirstore"
+	"github.com/monty-go/monty/session/store/storeurl"
 )
 
 const defaultStoreHint = "$XDG_DATA_HOME/monty-go/sessions or ~/.local/share/monty-go/sessions"
@@ -28,8 +28,9 @@ func defaultStoreDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "monty-go", "sessions"), nil
 }
 
-// openStore opens the session store named by --store.
-func openStore(spec string) (store.Store, error) {
+// openStore opens the session store named by --store (a directory or a
+// URL, see package storeurl); empty means the per-user default directory.
+func openStore(ctx context.Context, spec string) (store.Store, error) {
 	if spec == "" {
 		d, err := defaultStoreDir()
 		if err != nil {
@@ -37,18 +38,28 @@ func openStore(spec string) (store.Store, error) {
 		}
 		spec = d
 	}
-	if err := os.MkdirAll(spec, 0o700); err != nil {
-		return nil, fmt.Errorf("session store %s: %w", spec, err)
+	st, err := storeurl.Open(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("session store: %w", err)
 	}
-	return dirstore.Open(spec, dirstore.Options{})
+	return st, nil
+}
+
+// storeExit is the exit status for a store that cannot be opened: a usage
+// error when the spec itself is wrong, else a runtime failure.
+func storeExit(err error) int {
+	if errors.Is(err, storeurl.ErrBadSpec) {
+		return ExitUsage
+	}
+	return ExitException
 }
 
 // executeSession runs src in a stored session; output streams as usual.
 func executeSession(ctx context.Context, id, storeSpec, src string, limits runtime.Limits, stdout, stderr io.Writer) int {
-	st, err := openStore(storeSpec)
+	st, err := openStore(ctx, storeSpec)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
-		return ExitUsage
+		return storeExit(err)
 	}
 	defer st.Close()
 	emit := func(stream runtime.Stream, text string) {

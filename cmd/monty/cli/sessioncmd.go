@@ -29,7 +29,7 @@ func sessionCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := flag.NewFlagSet("monty session", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, sessionUsage) }
-	storeDir := fs.String("store", "", "session store `DIR` (default: "+defaultStoreHint+")")
+	storeDir := fs.String("store", "", "session store: a `DIR`, or redis://…, s3://…, HOT,COLD (see docs; default: "+defaultStoreHint+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -42,10 +42,10 @@ func sessionCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		fs.Usage()
 		return ExitUsage
 	}
-	st, err := openStore(*storeDir)
+	st, err := openStore(ctx, *storeDir)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
-		return ExitUsage
+		return storeExit(err)
 	}
 	defer st.Close()
 	if err := runSessionCommand(ctx, st, rest, stdout); err != nil {

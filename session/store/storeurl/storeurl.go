@@ -1,0 +1,247 @@
+// Package storeurl opens a session store named by a short string, as the
+// command line's --store flag and services' configuration give it:
+//
+//	/var/lib/monty/sessions          a directory (dirstore); also file:///path
+//	mem:                             in-process memory (memstore), lost on exit
+//	redis://[user:pass@]host:port/db Redis (redisstore); rediss:// for TLS
+//	s3://KEY:SECRET@host:port/bucket an S3-compatible server (s3store)
+//	HOT,COLD                         two of the above: a tiered store with
+//	                                 HOT read first and COLD as the archive
+//
+// Query parameters, removed before the URL reaches the client library:
+//
+//	ttl=2h           every backend: how long a blob lives after its last Put
+//	                 (a Go duration; "0" or "never" keeps blobs forever)
+//	prefix=P         redis and s3: key prefix, so several stores share a server
+//	region=R, ssl=1  s3 only
+//	archive_after=30m, interval=1m   on the HOT URL of a tiered pair
+//
+// For s3:// without credentials in the URL, AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY are used.
+package storeurl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/store/dirstore"
+	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/store/redisstore"
+	"github.com/monty-go/monty/session/store/s3store"
+	"github.com/monty-go/monty/session/store/tiered"
+)
+
+// ErrBadSpec is wrapped by every error about the spec itself (as opposed to
+// a backend that cannot be reached).
+var ErrBadSpec = errors.New("storeurl: invalid store spec")
+
+// Open opens the store that spec names (see the package documentation).
+// Backends that need a server are contacted once, so a wrong address fails
+// here rather than at the first session. The caller closes the store.
+func Open(ctx context.Context, spec string) (store.Store, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return nil, badSpec(spec, "empty; give a directory, mem:, redis://…, s3://… or HOT,COLD")
+	}
+	if hot, cold, ok := strings.Cut(spec, ","); ok && isURL(hot) && isURL(cold) {
+		return openTiered(ctx, spec, hot, cold)
+	}
+	st, tierOpts, err := openOne(ctx, spec)
+	if err == nil && len(tierOpts) > 0 {
+		st.Close()
+		err = badSpec(spec, "archive_after and interval belong on the HOT url of a HOT,COLD pair")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// isURL reports whether s names a backend by URL rather than a directory.
+func isURL(s string) bool {
+	s = strings.TrimSpace(s)
+	for _, p := range []string{"mem:", "memory:", "file://", "redis://", "rediss://", "s3://"} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// openOne opens a single backend and returns the tiered-store parameters
+// (archive_after, interval) found in its query.
+func openOne(ctx context.Context, spec string) (store.Store, url.Values, error) {
+	spec = strings.TrimSpace(spec)
+	if !isURL(spec) {
+		st, err := dirstore.Open(spec, dirstore.Options{})
+		return st, nil, err
+	}
+	u, err := url.Parse(spec)
+	if err != nil {
+		return nil, nil, badSpec(spec, err.Error())
+	}
+	q := u.Query()
+	u.RawQuery = ""
+	tierOpts := url.Values{}
+	for _, k := range []string{"archive_after", "interval"} {
+		if q.Has(k) {
+			tierOpts[k] = q[k]
+			q.Del(k)
+		}
+	}
+	ttl, err := takeDuration(q, "ttl")
+	if err != nil {
+		return nil, nil, badSpec(spec, err.Error())
+	}
+	var st store.Store
+	switch u.Scheme {
+	case "mem", "memory":
+		if err = leftover(q); err != nil {
+			return nil, nil, badSpec(spec, err.Error())
+		}
+		st = memstore.New(memstore.Options{TTL: max(ttl, 0)})
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, nil, badSpec(spec, "file URLs name a local directory: file:///path")
+		}
+		if err = leftover(q); err != nil {
+			return nil, nil, badSpec(spec, err.Error())
+		}
+		st, err = dirstore.Open(u.Path, dirstore.Options{TTL: max(ttl, 0)})
+	case "redis", "rediss":
+		prefix := take(q, "prefix")
+		// go-redis reads its own pool settings from the query.
+		u.RawQuery = q.Encode()
+		st, err = redisstore.New(ctx, redisstore.Options{URL: u.String(), Prefix: prefix, TTL: ttl})
+	case "s3":
+		st, err = openS3(ctx, spec, u, q, ttl)
+	default:
+		err = badSpec(spec, "unknown scheme "+u.Scheme)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, tierOpts, nil
+}
+
+func openS3(ctx context.Context, spec string, u *url.URL, q url.Values, ttl time.Duration) (store.Store, error) {
+	bucket := strings.Trim(u.Path, "/")
+	if u.Host == "" || bucket == "" || strings.Contains(bucket, "/") {
+		return nil, badSpec(spec, "want s3://KEY:SECRET@host:port/bucket")
+	}
+	opts := s3store.Options{
+		Endpoint:  u.Host,
+		Bucket:    bucket,
+		Prefix:    take(q, "prefix"),
+		Region:    take(q, "region"),
+		AccessKey: os.Getenv("AWS_ACCESS_KEY_ID"),
+		SecretKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
+		TTL:       ttl,
+	}
+	if u.User != nil {
+		opts.AccessKey = u.User.Username()
+		opts.SecretKey, _ = u.User.Password()
+	}
+	if ssl := take(q, "ssl"); ssl != "" {
+		b, err := strconv.ParseBool(ssl)
+		if err != nil {
+			return nil, badSpec(spec, "ssl: want true or false")
+		}
+		opts.UseSSL = b
+	}
+	if err := leftover(q); err != nil {
+		return nil, badSpec(spec, err.Error())
+	}
+	if opts.AccessKey == "" || opts.SecretKey == "" {
+		return nil, badSpec(spec, "no credentials: put KEY:SECRET in the URL or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+	}
+	return s3store.New(ctx, opts)
+}
+
+func openTiered(ctx context.Context, spec, hotSpec, coldSpec string) (store.Store, error) {
+	hot, q, err := openOne(ctx, hotSpec)
+	if err != nil {
+		return nil, err
+	}
+	opts := tiered.Options{Hot: hot}
+	if opts.ArchiveAfter, err = takeDuration(q, "archive_after"); err == nil {
+		opts.Interval, err = takeDuration(q, "interval")
+	}
+	if err == nil {
+		err = leftover(q)
+	}
+	if err != nil {
+		hot.Close()
+		return nil, badSpec(spec, err.Error())
+	}
+	cold, rest, err := openOne(ctx, coldSpec)
+	if err == nil && len(rest) > 0 {
+		cold.Close()
+		err = badSpec(spec, "archive_after and interval belong on the HOT url")
+	}
+	if err != nil {
+		hot.Close()
+		return nil, err
+	}
+	opts.Cold = cold
+	t, err := tiered.New(opts)
+	if err != nil {
+		hot.Close()
+		cold.Close()
+		return nil, err
+	}
+	t.Start()
+	return t, nil
+}
+
+func take(q url.Values, key string) string {
+	v := q.Get(key)
+	q.Del(key)
+	return v
+}
+
+// takeDuration reads a duration parameter: 0 when absent, negative (keep
+// forever) for "0" or "never".
+func takeDuration(q url.Values, key string) (time.Duration, error) {
+	v := take(q, key)
+	switch v {
+	case "":
+		return 0, nil
+	case "0", "never":
+		return -1, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 30m, or never", key, v)
+	}
+	return d, nil
+}
+
+func leftover(q url.Values) error {
+	for k := range q {
+		return fmt.Errorf("unknown parameter %q", k)
+	}
+	return nil
+}
+
+func badSpec(spec, why string) error {
+	return fmt.Errorf("%w %q: %s", ErrBadSpec, redact(spec), why)
+}
+
+// redact hides passwords in URLs so that errors can be logged.
+func redact(spec string) string {
+	parts := strings.Split(spec, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
+}

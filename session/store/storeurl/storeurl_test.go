@@ -1,0 +1,163 @@
+package storeurl_test
+
+import (
+	"errors"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/store/dirstore"
+	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/store/redisstore"
+	"github.com/monty-go/monty/session/store/s3store"
+	"github.com/monty-go/monty/session/store/storetest"
+	"github.com/monty-go/monty/session/store/storeurl"
+	"github.com/monty-go/monty/session/store/tiered"
+)
+
+func open(t *testing.T, spec string) store.Store {
+	t.Helper()
+	st, err := storeurl.Open(storetest.Ctx(t), spec)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", spec, err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// roundTrip checks that st keeps a blob and reports source.
+func roundTrip(t *testing.T, st store.Store, source string) {
+	t.Helper()
+	ctx := storetest.Ctx(t)
+	info, err := st.Put(ctx, "url/1", []byte("state"), store.Cond{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := st.Get(ctx, "url/1")
+	if err != nil || string(obj.Data) != "state" || obj.Info.Version != info.Version {
+		t.Fatalf("Get = %q, %+v, %v", obj.Data, obj.Info, err)
+	}
+	if obj.Info.Source != source {
+		t.Errorf("Source = %q, want %q", obj.Info.Source, source)
+	}
+	if err := st.Delete(ctx, "url/1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func s3URL(t *testing.T, query string) string {
+	env := storetest.S3(t)
+	u := url.URL{Scheme: "s3", User: url.UserPassword(env.AccessKey, env.SecretKey), Host: env.Endpoint,
+		Path: "/" + env.Bucket, RawQuery: "prefix=" + url.QueryEscape(storetest.UniquePrefix(t)) + query}
+	return u.String()
+}
+
+func redisURL(t *testing.T, query string) string {
+	return storetest.RedisURL(t) + "?prefix=" + url.QueryEscape("monty-"+storetest.UniquePrefix(t)) + query
+}
+
+func TestBackends(t *testing.T) {
+	dir := t.TempDir()
+	st := open(t, dir)
+	if _, ok := st.(*dirstore.Store); !ok {
+		t.Fatalf("directory spec opened %T", st)
+	}
+	roundTrip(t, st, "dir")
+	roundTrip(t, open(t, "file://"+filepath.ToSlash(filepath.Join(dir, "f"))), "dir")
+	if _, ok := open(t, "mem:").(*memstore.Store); !ok {
+		t.Fatal("mem: did not open a memstore")
+	}
+	roundTrip(t, open(t, "mem:"), "memory")
+
+	rs := open(t, redisURL(t, "&ttl=90s"))
+	r, ok := rs.(*redisstore.Store)
+	if !ok || !strings.HasPrefix(r.Prefix(), "monty-test/") {
+		t.Fatalf("redis spec opened %T with prefix %q", rs, r.Prefix())
+	}
+	info, err := rs.Put(storetest.Ctx(t), "ttl", []byte("x"), store.Cond{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := info.Expires.Sub(info.Modified); d < 89*time.Second || d > 91*time.Second {
+		t.Errorf("redis ttl=90s gave a lifetime of %v", d)
+	}
+	roundTrip(t, rs, "redis")
+
+	ss := open(t, s3URL(t, ""))
+	if _, ok := ss.(*s3store.Store); !ok {
+		t.Fatalf("s3 spec opened %T", ss)
+	}
+	roundTrip(t, ss, "s3")
+
+	ts := open(t, redisURL(t, "&archive_after=1h")+","+s3URL(t, "&ttl=never"))
+	if _, ok := ts.(*tiered.Store); !ok {
+		t.Fatalf("tiered spec opened %T", ts)
+	}
+	roundTrip(t, ts, "hot")
+}
+
+func TestS3CredentialsFromEnvironment(t *testing.T) {
+	env := storetest.S3(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", env.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", env.SecretKey)
+	roundTrip(t, open(t, "s3://"+env.Endpoint+"/"+env.Bucket+"?prefix="+url.QueryEscape(storetest.UniquePrefix(t))), "s3")
+}
+
+func TestBadSpecs(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	for _, spec := range []string{
+		"",
+		"   ",
+		"mem:?ttl=soon",
+		"mem:?ttl=-5s",
+		"mem:?colour=blue",
+		"mem:?archive_after=1h", // only for the hot half of a pair
+		"s3://host:9000",
+		"s3://host:9000/bucket/sub",
+		"s3://host:9000/bucket",        // no credentials anywhere
+		"s3://k:s@host:9000/b?ssl=yes", // not a bool
+		"file://elsewhere/dir",
+		"mem:?archive_after=1h,mem:?colour=blue",
+		"mem:?archive_after=forever,mem:",
+	} {
+		st, err := storeurl.Open(storetest.Ctx(t), spec)
+		if !errors.Is(err, storeurl.ErrBadSpec) {
+			t.Errorf("Open(%q) = %v, %v; want ErrBadSpec", spec, st, err)
+		}
+	}
+}
+
+func TestErrorsHidePasswords(t *testing.T) {
+	_, err := storeurl.Open(storetest.Ctx(t), "s3://key:topsecret@host:9000/b?ssl=maybe")
+	if err == nil || strings.Contains(err.Error(), "topsecret") {
+		t.Fatalf("error %v shows the password", err)
+	}
+}
+
+func TestUnreachableServer(t *testing.T) {
+	_, err := storeurl.Open(storetest.Ctx(t), "redis://127.0.0.1:1/0")
+	if err == nil || errors.Is(err, storeurl.ErrBadSpec) {
+		t.Fatalf("Open of an unreachable Redis = %v; want a connection error", err)
+	}
+}
+
+func TestTieredSpecWithMemory(t *testing.T) {
+	st := open(t, "mem:?archive_after=1ms&interval=1ms,mem:")
+	ctx := storetest.Ctx(t)
+	if _, err := st.Put(ctx, "a", []byte("1"), store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	// The archiver was started by Open: the blob reaches the archive.
+	ts := st.(*tiered.Store)
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.Stats().Archived == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("archiver did not run: %+v", ts.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
