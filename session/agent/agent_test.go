@@ -5,15 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
@@ -59,6 +55,17 @@ func testRegistry(t testing.TB) *agent.Registry {
 		}
 	})
 	fetch.Async = true
+	wait := agent.MustFunc(agent.Schema{
+		Name: "wait_ms", Description: "Block for a while.", Category: "time",
+		Params: []agent.Param{{Name: "ms"}},
+	}, func(ctx context.Context, ms int) (int, error) {
+		select {
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+			return ms, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	})
 	lookup := agent.MustFunc(agent.Schema{
 		Name: "lookup", Description: "Look a key up.", Category: "data",
 		Params: []agent.Param{{Name: "key"}},
@@ -72,7 +79,7 @@ func testRegistry(t testing.TB) *agent.Registry {
 		return "", fmt.Errorf("no such key %q", key)
 	})
 	lookup.ErrorType = "KeyError"
-	reg, err := agent.NewRegistry(weather, add, fetch, lookup)
+	reg, err := agent.NewRegistry(weather, add, fetch, lookup, wait)
 	require.NoError(t, err)
 	return reg
 }
@@ -120,8 +127,3 @@ func openSession(t testing.TB, reg *agent.Registry) *session.Session {
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	return s
 }
-
-var _ = strings.Join
-var _ = assert.Equal
-var _ sync.Mutex
-var _ object.Value

@@ -34,10 +34,9 @@ type Function struct {
 	Schema
 	// Handler runs the call.
 	Handler Handler
-	// Async makes calls return a future at once and run in their own
-	// goroutine: `await f(...)` and asyncio.gather over several async
-	// functions run them concurrently. Called without await, an async
-	// function runs at once like a sync one.
+	// Async makes calls run in their own goroutine and return an awaitable,
+	// as calling an async def function does: `await f(...)` waits for one,
+	// and asyncio.gather over several runs them concurrently.
 	Async bool
 	// ErrorType is the Python exception raised for errors the handler
 	// returns that are not a *runtime.Exception; empty means RuntimeError.

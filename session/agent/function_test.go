@@ -139,10 +139,10 @@ func TestSchemaExports(t *testing.T) {
 	for _, s := range reg.Schemas() {
 		names = append(names, s.Category+"/"+s.Name)
 	}
-	assert.Equal(t, []string{"data/fetch", "data/get_weather", "data/lookup", "math/add"}, names)
+	assert.Equal(t, []string{"data/fetch", "data/get_weather", "data/lookup", "math/add", "time/wait_ms"}, names)
 
 	tools := reg.Tools()
-	require.Len(t, tools, 4)
+	require.Len(t, tools, 5)
 	got, err := json.Marshal(tools[1])
 	require.NoError(t, err)
 	assert.JSONEq(t, `{

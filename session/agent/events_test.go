@@ -1,0 +1,194 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session/agent"
+)
+
+// collector gathers events; async host calls report from other goroutines.
+type collector struct {
+	mu     sync.Mutex
+	events []agent.Event
+}
+
+func (c *collector) add(e agent.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, e)
+}
+
+// brief renders events compactly for comparison.
+func brief(events []agent.Event) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		s := string(e.Type)
+		switch e.Type {
+		case agent.TextStart:
+			s += " " + e.MessageID + " " + e.Stream.String()
+		case agent.TextContent:
+			s += fmt.Sprintf(" %s %q", e.MessageID, e.Delta)
+		case agent.TextEnd:
+			s += " " + e.MessageID
+		case agent.ToolCallStart:
+			s += " " + e.ToolCallID + " " + e.ToolName
+		case agent.ToolCallArgs:
+			s += " " + e.ToolCallID + " " + e.Delta
+		case agent.ToolCallEnd:
+			s += " " + e.ToolCallID
+		case agent.ToolCallResult:
+			s += fmt.Sprintf(" %s %s error=%v", e.ToolCallID, e.Result, e.IsError)
+		case agent.RunFinished:
+			s += " " + object.Repr(e.Value)
+		case agent.RunError:
+			s += " " + e.Err.Error()
+		}
+		out[i] = s
+	}
+	return out
+}
+
+func TestRunEvents(t *testing.T) {
+	reg := testRegistry(t)
+	s := openSession(t, reg)
+	var c collector
+	res, err := agent.Run(context.Background(), s, "r1", `import sys
+print('hello')
+print('world')
+w = get_weather('Oslo')
+print('warn', file=sys.stderr)
+print('temp', w['temp_c'])
+try:
+    lookup('k')
+except KeyError:
+    pass
+add(1, 2) + 1`, c.add)
+	require.NoError(t, err)
+	require.Nil(t, res.Err)
+	assert.Equal(t, "hello\nworld\nwarn\ntemp 21.5\n", res.Output)
+	assert.Equal(t, []string{
+		"run_started",
+		"text_start r1-msg-1 stdout",
+		`text_content r1-msg-1 "hello\n"`,
+		`text_content r1-msg-1 "world\n"`,
+		"text_end r1-msg-1",
+		"tool_call_start r1-call-1 get_weather",
+		`tool_call_args r1-call-1 {"city":"Oslo","units":"metric"}`,
+		"tool_call_end r1-call-1",
+		`tool_call_result r1-call-1 {"city":"Oslo","temp_c":21.5,"units":"metric"} error=false`,
+		"text_start r1-msg-2 stderr",
+		`text_content r1-msg-2 "warn\n"`,
+		"text_end r1-msg-2",
+		"text_start r1-msg-3 stdout",
+		`text_content r1-msg-3 "temp 21.5\n"`,
+		"text_end r1-msg-3",
+		"tool_call_start r1-call-2 lookup",
+		`tool_call_args r1-call-2 {"key":"k"}`,
+		"tool_call_end r1-call-2",
+		`tool_call_result r1-call-2 KeyError: no such key "k" error=true`,
+		"tool_call_start r1-call-3 add",
+		`tool_call_args r1-call-3 {"a":1,"b":2}`,
+		"tool_call_end r1-call-3",
+		"tool_call_result r1-call-3 3 error=false",
+		"run_finished 4",
+	}, brief(c.events))
+	for i, e := range c.events {
+		assert.Equal(t, i+1, e.Seq)
+		assert.Equal(t, "r1", e.RunID)
+		assert.False(t, e.Time.IsZero())
+		if i > 0 {
+			assert.False(t, e.Time.Before(c.events[i-1].Time))
+		}
+	}
+	assert.Equal(t, object.Int(3), c.events[22].Value, "tool result carries the value")
+}
+
+func TestRunEventsError(t *testing.T) {
+	s := openSession(t, testRegistry(t))
+	var c collector
+	res, err := agent.Run(context.Background(), s, "", "print('a')\nget_weather(city=3)", c.add)
+	require.NoError(t, err)
+	require.NotNil(t, res.Err)
+	got := brief(c.events)
+	runID := c.events[0].RunID
+	assert.True(t, strings.HasPrefix(runID, "run-"), runID)
+	assert.Equal(t, []string{
+		"run_started",
+		"text_start " + runID + "-msg-1 stdout",
+		`text_content ` + runID + `-msg-1 "a\n"`,
+		"text_end " + runID + "-msg-1",
+		"tool_call_start " + runID + "-call-1 get_weather",
+		`tool_call_args ` + runID + `-call-1 {"args":[],"kwargs":{"city":3}}`,
+		"tool_call_end " + runID + "-call-1",
+		"tool_call_result " + runID + "-call-1 TypeError: get_weather() argument 'city' must be str, not int error=true",
+		"run_error TypeError: get_weather() argument 'city' must be str, not int",
+	}, got)
+	var pyErr *runtime.Error
+	require.ErrorAs(t, c.events[len(c.events)-1].Err, &pyErr)
+	assert.Equal(t, "TypeError", pyErr.Type)
+
+	// A session failure (here: a cancelled context) ends the stream with
+	// RunError and is returned.
+	c = collector{}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = agent.Run(ctx, s, "r3", "while True:\n    pass", c.add)
+	require.ErrorIs(t, err, runtime.ErrCancelled)
+	last := c.events[len(c.events)-1]
+	assert.Equal(t, agent.RunError, last.Type)
+	assert.True(t, errors.Is(last.Err, context.DeadlineExceeded))
+}
+
+// Async calls gathered concurrently each report start/args/end together
+// and a result when they finish.
+func TestAsyncGatherEvents(t *testing.T) {
+	s := openSession(t, testRegistry(t))
+	var c collector
+	start := time.Now()
+	res, err := agent.Run(context.Background(), s, "g", `import asyncio
+async def main():
+    return await asyncio.gather(fetch('a'), fetch('b'), fetch('c'))
+await main()`, c.add)
+	elapsed := time.Since(start)
+	require.NoError(t, err)
+	require.Nil(t, res.Err)
+	assert.Equal(t, "['doc:a', 'doc:b', 'doc:c']", object.Repr(res.Value))
+	assert.Less(t, elapsed, 250*time.Millisecond, "three 100 ms calls ran concurrently")
+	assert.GreaterOrEqual(t, elapsed, 100*time.Millisecond)
+
+	got := brief(c.events)
+	require.Len(t, got, 14)
+	assert.Equal(t, "run_started", got[0])
+	assert.Equal(t, "run_finished ['doc:a', 'doc:b', 'doc:c']", got[13])
+	calls := map[string][]string{}
+	for _, e := range c.events[1:13] {
+		calls[e.ToolCallID] = append(calls[e.ToolCallID], string(e.Type))
+	}
+	require.Len(t, calls, 3)
+	for id, types := range calls {
+		assert.Equal(t, []string{"tool_call_start", "tool_call_args", "tool_call_end", "tool_call_result"}, types, id)
+	}
+}
+
+// Without an event stream the host functions still work; help returns its
+// text instead of printing it.
+func TestRegistryHostWithoutEvents(t *testing.T) {
+	s := openSession(t, testRegistry(t))
+	res, err := s.Exec(context.Background(), "add(40, 2)")
+	require.NoError(t, err)
+	assert.Equal(t, object.Int(42), res.Value)
+	res, err = s.Exec(context.Background(), "help('add')")
+	require.NoError(t, err)
+	assert.Equal(t, object.Str("add(a: int, b: int = None)\n\n    Add two integers.\n\n    Args:\n        a (required)\n        b"), res.Value)
+}

@@ -1,0 +1,346 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/store/memstore"
+)
+
+func TestExecuteConversation(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	e := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
+	res := execute(t, e, "thread-1", "def c_to_f(c):\n    return c * 9 / 5 + 32\nprint('defined')")
+	require.NoError(t, res.Err)
+	assert.Equal(t, "defined", res.Text)
+	assert.Equal(t, "defined\n", res.Output)
+	assert.Equal(t, "thread-1", res.SessionID)
+	assert.True(t, res.Saved)
+	assert.NotEmpty(t, res.StateHash)
+
+	res = execute(t, e, "thread-1", "w = get_weather('Oslo')\nprint(w['city'])\nc_to_f(w['temp_c'])")
+	require.NoError(t, res.Err)
+	assert.Equal(t, "Oslo\n70.7", res.Text)
+	assert.Equal(t, object.Float(70.7), res.Value)
+	assert.Equal(t, "70.7", res.Repr)
+
+	// Another thread has its own session.
+	res = execute(t, e, "thread-2", "c_to_f(0)")
+	assert.Contains(t, res.Text, "NameError: name 'c_to_f' is not defined")
+	assert.Equal(t, "NameError", res.ErrorType)
+
+	// A named session within a thread is separate too, and persisted.
+	res, err := e.Execute(context.Background(), "thread-1", json.RawMessage(`{"code": "x = 5", "session_id": "scratch"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "thread-1/scratch", res.SessionID)
+
+	// A new executor over the same store continues every session.
+	e2 := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
+	assert.Equal(t, "212.0", ok(t, e2, "thread-1", "c_to_f(100)"))
+	res, err = e2.Execute(context.Background(), "thread-1", json.RawMessage(`{"code": "x", "session_id": "scratch"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "5", res.Text)
+
+	// Structured result for callers that want JSON.
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	assert.Equal(t, "5", m["result"])
+	assert.Equal(t, "thread-1/scratch", m["session_id"])
+}
+
+func TestExecuteBadArgs(t *testing.T) {
+	e := newExecutor(t, agent.ExecutorOptions{})
+	for name, c := range map[string]struct {
+		thread string
+		args   string
+	}{
+		"not json":        {"t", `{`},
+		"not an object":   {"t", `"print(1)"`},
+		"no code":         {"t", `{}`},
+		"code not string": {"t", `{"code": 1}`},
+		"session type":    {"t", `{"code": "1", "session_id": 2}`},
+		"no ids":          {"", `{"code": "1"}`},
+		"slash":           {"t", `{"code": "1", "session_id": "../x"}`},
+		"bad id":          {"t", `{"code": "1", "session_id": "a b"}`},
+		"bad thread":      {"..", `{"code": "1"}`},
+	} {
+		_, err := e.Execute(context.Background(), c.thread, json.RawMessage(c.args))
+		assert.ErrorIs(t, err, agent.ErrBadArgs, name)
+	}
+	require.ErrorIs(t, e.Reset(context.Background(), "", ""), agent.ErrBadArgs)
+	// Without a thread key, session_id alone names the session.
+	res, err := e.Execute(context.Background(), "", json.RawMessage(`{"code": "1 + 1", "session_id": "mcp-1"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "mcp-1", res.SessionID)
+	assert.Equal(t, "2", res.Text)
+}
+
+func TestToolDefinition(t *testing.T) {
+	e := newExecutor(t, agent.ExecutorOptions{})
+	tool := e.Tool()
+	assert.Equal(t, "execute_python", tool.Name)
+	assert.JSONEq(t, `{"type":"object","properties":{
+		"code":{"type":"string","description":"Python source code to execute"},
+		"session_id":{"type":"string","description":"Optional name of a separate session within this conversation (letters, digits and . _ - :); omit it to use the conversation's session"}},
+		"required":["code"]}`, string(tool.Parameters))
+	assert.Contains(t, tool.Description, "sandboxed")
+	assert.Contains(t, tool.Description, "\n- get_weather(city: str, units: str = 'metric'): Current weather for a city.\n")
+	assert.Contains(t, tool.Description, "help('name')")
+
+	none := newExecutor(t, agent.ExecutorOptions{Functions: mustRegistry(t)})
+	assert.NotContains(t, none.Tool().Description, "help(")
+}
+
+func mustRegistry(t testing.TB, fns ...agent.Function) *agent.Registry {
+	reg, err := agent.NewRegistry(fns...)
+	require.NoError(t, err)
+	return reg
+}
+
+func TestIntrospection(t *testing.T) {
+	e := newExecutor(t, agent.ExecutorOptions{})
+	assert.Equal(t, "['fetch', 'get_weather', 'lookup', 'add', 'wait_ms']", ok(t, e, "i", "[f['name'] for f in list_functions()]"))
+	assert.Equal(t, "[{'name': 'add', 'category': 'math', 'signature': 'add(a: int, b: int = None)', 'description': 'Add two integers.'}]",
+		ok(t, e, "i", "list_functions('math')"))
+	assert.Equal(t, "[]", ok(t, e, "i", "list_functions(category='none')"))
+
+	// help prints, like CPython's, and returns None.
+	res := execute(t, e, "i", "help('get_weather')")
+	assert.Equal(t, "get_weather(city: str, units: str = 'metric')\n\n    Current weather for a city.\n    Data is made up.\n\n    Args:\n        city (required): city name\n        units: metric or imperial\n\n    Returns:\n        a dict with city, temp_c and units", res.Text)
+	assert.Nil(t, res.Err)
+	assert.Equal(t, `Host functions (call them like Python functions; help('name') shows one in full):
+
+data:
+    fetch(key: str, delay_ms: int = 100)
+        Fetch a document after a delay.
+    get_weather(city: str, units: str = 'metric')
+        Current weather for a city.
+    lookup(key: str)
+        Look a key up.
+
+math:
+    add(a: int, b: int = None)
+        Add two integers.
+
+time:
+    wait_ms(ms: int)
+        Block for a while.`, ok(t, e, "i", "help()"))
+	res = execute(t, e, "i", "help('nope')")
+	assert.Contains(t, res.Text, `ValueError: no host function named "nope"; list_functions() lists them`)
+
+	// Introspection calls are not tool calls in the event stream.
+	var c collector
+	_, err := e.ExecuteEvents(context.Background(), "i", codeArgs("help('add')\nlist_functions()\nNone"), c.add)
+	require.NoError(t, err)
+	for _, ev := range c.events {
+		assert.NotContains(t, string(ev.Type), "tool_call")
+	}
+
+	empty := newExecutor(t, agent.ExecutorOptions{Functions: mustRegistry(t)})
+	assert.Equal(t, "No host functions are available.", ok(t, empty, "i", "help()"))
+	assert.Equal(t, "[]", ok(t, empty, "i", "list_functions()"))
+}
+
+func TestExecuteAsyncGather(t *testing.T) {
+	e := newExecutor(t, agent.ExecutorOptions{})
+	ok(t, e, "a", "import asyncio") // warm the session
+	start := time.Now()
+	res := execute(t, e, "a", "import asyncio\nawait asyncio.gather(fetch('x'), fetch('y'), fetch('z'))")
+	elapsed := time.Since(start)
+	require.NoError(t, res.Err, res.Text)
+	assert.Equal(t, "['doc:x', 'doc:y', 'doc:z']", res.Text)
+	assert.Less(t, elapsed, 250*time.Millisecond)
+}
+
+func TestExecuteTimeout(t *testing.T) {
+	e := newExecutor(t, agent.ExecutorOptions{Timeout: 300 * time.Millisecond})
+	ok(t, e, "slow", "x = 1\ndef f():\n    return x * 10")
+	for _, code := range []string{
+		"x = 2\nwhile True:\n    pass",                            // Python loops
+		"x = 2\nwait_ms(60000)",                                   // a host call that outlasts the timeout
+		"import asyncio\nx = 2\nawait fetch('k', delay_ms=60000)", // an async one
+		"import time\nx = 2\ntime.sleep(60)",
+	} {
+		start := time.Now()
+		res := execute(t, e, "slow", code)
+		assert.Less(t, time.Since(start), 2*time.Second, code)
+		require.ErrorIs(t, res.Err, agent.ErrTimeout, code)
+		assert.Equal(t, "TimeoutError", res.ErrorType)
+		assert.Equal(t, "TimeoutError: the code ran longer than 300ms and was stopped; the session was left as it was before this call", res.Text)
+		// The session is usable and as it was before the call.
+		assert.Equal(t, "10", ok(t, e, "slow", "f()"), code)
+	}
+}
+
+func TestExecuteMemoryLimit(t *testing.T) {
+	e := newExecutor(t, agent.ExecutorOptions{})
+	ok(t, e, "mem", "keep = 'ok'")
+	res := execute(t, e, "mem", "x = []\nwhile True:\n    x.append('y' * 10000)")
+	require.ErrorIs(t, res.Err, runtime.ErrMemoryLimit)
+	assert.Equal(t, "MemoryError", res.ErrorType)
+	assert.Contains(t, res.Text, "MemoryError")
+	assert.Equal(t, "'ok'", ok(t, e, "mem", "keep"))
+	// 16 MB is the default: a few MB are fine.
+	assert.Equal(t, "4000000", ok(t, e, "mem", "len('a' * 4000000)"))
+
+	// Limits can be raised.
+	big := newExecutor(t, agent.ExecutorOptions{MaxMemory: 64 << 20})
+	assert.Equal(t, "30000000", ok(t, big, "mem", "len('a' * 30000000)"))
+	res = execute(t, e, "mem", "len('a' * 30000000)")
+	require.ErrorIs(t, res.Err, runtime.ErrMemoryLimit)
+}
+
+func TestExecuteHostCallLimits(t *testing.T) {
+	e := newExecutor(t, agent.ExecutorOptions{MaxHostCalls: 5})
+	ok(t, e, "lim", "n = 0")
+	assert.Equal(t, "5", ok(t, e, "lim", "for i in range(5):\n    add(1)\nn = 5\nn"))
+	res := execute(t, e, "lim", "n = 6\nfor i in range(6):\n    add(1)")
+	require.ErrorIs(t, res.Err, runtime.ErrHostCallLimit)
+	assert.Equal(t, "RuntimeError: host call limit exceeded: more than 5 host calls in one run; the session was left as it was before this call", res.Text)
+	assert.Equal(t, "5", ok(t, e, "lim", "n"), "the limited run was rolled back")
+
+	// Total time in host calls.
+	e = newExecutor(t, agent.ExecutorOptions{MaxHostTime: 150 * time.Millisecond})
+	assert.Equal(t, "100", ok(t, e, "lim", "wait_ms(100)"))
+	res = execute(t, e, "lim", "wait_ms(100)\nwait_ms(100)")
+	require.ErrorIs(t, res.Err, runtime.ErrHostCallLimit)
+	assert.Contains(t, res.Text, "host calls took longer than 150ms in total")
+
+	// The default bound is 1000 calls.
+	e = newExecutor(t, agent.ExecutorOptions{})
+	res = execute(t, e, "lim", "for i in range(1001):\n    add(1)")
+	require.ErrorIs(t, res.Err, runtime.ErrHostCallLimit)
+	assert.Contains(t, res.Text, "more than 1000 host calls")
+}
+
+// Two calls on one thread never interleave: the second waits its turn.
+// Calls on different threads run in parallel.
+func TestExecuteConcurrency(t *testing.T) {
+	e := newExecutor(t, agent.ExecutorOptions{})
+	ok(t, e, "same", "log = []")
+	ok(t, e, "other", "import time")
+	var wg sync.WaitGroup
+	results := make([]string, 4)
+	start := time.Now()
+	for i, c := range []struct{ thread, code string }{
+		{"same", "import time\nlog.append('a1')\ntime.sleep(0.2)\nlog.append('a2')\nlog"},
+		{"same", "import time\nlog.append('b1')\ntime.sleep(0.2)\nlog.append('b2')\nlog"},
+		{"other", "time.sleep(0.2)\n'other'"},
+		{"third", "import time\ntime.sleep(0.2)\n'third'"},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := e.Execute(context.Background(), c.thread, codeArgs(c.code))
+			if assert.NoError(t, err) && assert.NoError(t, res.Err) {
+				results[i] = res.Text
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	// Whichever ran first, the other saw its complete log.
+	assert.Contains(t, []string{
+		"['a1', 'a2', 'b1', 'b2']",
+		"['b1', 'b2', 'a1', 'a2']",
+	}, ok(t, e, "same", "log"))
+	assert.ElementsMatch(t, []string{"'other'", "'third'"}, results[2:])
+	assert.Less(t, elapsed, 700*time.Millisecond, "the threads ran in parallel (the same-thread pair takes 400 ms)")
+	assert.GreaterOrEqual(t, elapsed, 400*time.Millisecond, "the same-thread calls ran one after the other")
+
+	// A waiting call gives up when its context ends.
+	release := make(chan struct{})
+	blocker := agent.MustFunc(agent.Schema{Name: "block"}, func() { <-release })
+	e = newExecutor(t, agent.ExecutorOptions{Functions: mustRegistry(t, blocker)})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ok(t, e, "q", "block()\n'first'")
+	}()
+	time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := e.Execute(ctx, "q", codeArgs("1"))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "waiting for session q")
+	close(release)
+	<-done
+	assert.Equal(t, "2", ok(t, e, "q", "1 + 1"))
+}
+
+// The caller cancelling a running call is an error (not a result), and the
+// session is fine afterwards.
+func TestExecuteCancelled(t *testing.T) {
+	e := newExecutor(t, agent.ExecutorOptions{Timeout: -1})
+	ok(t, e, "c", "x = 1")
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	var c collector
+	res, err := e.ExecuteEvents(ctx, "c", codeArgs("x = 2\nwhile True:\n    pass"), c.add)
+	require.ErrorIs(t, err, runtime.ErrCancelled)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Nil(t, res)
+	assert.Equal(t, agent.RunError, c.events[len(c.events)-1].Type)
+	assert.Equal(t, "1", ok(t, e, "c", "x"))
+}
+
+func TestReset(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	e := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
+	ok(t, e, "r", "x = 1")
+	_, err := e.Execute(context.Background(), "r", json.RawMessage(`{"code": "y = 2", "session_id": "s"}`))
+	require.NoError(t, err)
+	require.NoError(t, e.Reset(context.Background(), "r", ""))
+	assert.Contains(t, execute(t, e, "r", "x").Text, "NameError")
+	// Only that session was reset.
+	res, err := e.Execute(context.Background(), "r", json.RawMessage(`{"code": "y", "session_id": "s"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "2", res.Text)
+	require.NoError(t, e.Reset(context.Background(), "r", "s"))
+	res, err = e.Execute(context.Background(), "r", json.RawMessage(`{"code": "y", "session_id": "s"}`))
+	require.NoError(t, err)
+	assert.Contains(t, res.Text, "NameError")
+	// Reset is persisted: another executor on the store sees it.
+	e2 := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
+	assert.Contains(t, execute(t, e2, "r", "x").Text, "NameError")
+}
+
+func TestExecutorClosedAndOptions(t *testing.T) {
+	_, err := agent.NewExecutor(agent.ExecutorOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Store is required")
+
+	e := newExecutor(t, agent.ExecutorOptions{})
+	e.Close()
+	_, err = e.Execute(context.Background(), "t", codeArgs("1"))
+	require.ErrorIs(t, err, session.ErrClosed)
+	require.True(t, errors.Is(e.Reset(context.Background(), "t", ""), session.ErrClosed))
+}
+
+func TestExecuteOutput(t *testing.T) {
+	e := newExecutor(t, agent.ExecutorOptions{})
+	assert.Equal(t, "", ok(t, e, "o", "x = 1"))
+	assert.Equal(t, "", ok(t, e, "o", "None"))
+	assert.Equal(t, "a\nb\n'v'", ok(t, e, "o", "import sys\nprint('a')\nprint('b', file=sys.stderr)\n'v'"))
+	res := execute(t, e, "o", "print('before')\n1/0")
+	assert.True(t, strings.HasPrefix(res.Text, "before\nTraceback (most recent call last):\n"), res.Text)
+	assert.True(t, strings.HasSuffix(res.Text, "ZeroDivisionError: division by zero"), res.Text)
+	assert.Equal(t, "before\n", res.Output)
+	var pyErr *runtime.Error
+	require.ErrorAs(t, res.Err, &pyErr)
+	assert.Equal(t, 2, pyErr.Line())
+}
