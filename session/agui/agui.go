@@ -1,0 +1,235 @@
+// Package agui maps the protocol-neutral events of package agent onto
+// AG-UI (Agent-User Interaction protocol) events, one to one, so a run of
+// Python code can be streamed to an AG-UI frontend.
+//
+//	agent.RunStarted     → RUN_STARTED          (threadId, runId injected)
+//	agent.RunFinished    → RUN_FINISHED         (result: the final value as JSON)
+//	agent.RunError       → RUN_ERROR            (message; code: the Python exception type)
+//	agent.TextStart      → TEXT_MESSAGE_START   (role "assistant")
+//	agent.TextContent    → TEXT_MESSAGE_CONTENT
+//	agent.TextEnd        → TEXT_MESSAGE_END
+//	agent.ToolCallStart  → TOOL_CALL_START      (parentMessageId injected when set)
+//	agent.ToolCallArgs   → TOOL_CALL_ARGS       (delta: the arguments as JSON)
+//	agent.ToolCallEnd    → TOOL_CALL_END
+//	agent.ToolCallResult → TOOL_CALL_RESULT     (messageId: toolCallId + "-result", role "tool")
+//
+// The events are Go structs whose JSON is the protocol's wire form
+// (camelCase fields, a "type" discriminator, an optional millisecond
+// "timestamp"). The package writes them itself rather than using the
+// community Go SDK (github.com/ag-ui-protocol/ag-ui/sdks/community/go):
+// that module has no tagged release and pulls in logrus, while the shapes
+// needed here are a dozen small structs. Output on stderr has no separate
+// notion in AG-UI; it becomes an assistant text message like stdout.
+package agui
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session/agent"
+)
+
+// EventType is the AG-UI "type" discriminator.
+type EventType string
+
+// The AG-UI event types this package emits.
+const (
+	RunStartedType         EventType = "RUN_STARTED"
+	RunFinishedType        EventType = "RUN_FINISHED"
+	RunErrorType           EventType = "RUN_ERROR"
+	TextMessageStartType   EventType = "TEXT_MESSAGE_START"
+	TextMessageContentType EventType = "TEXT_MESSAGE_CONTENT"
+	TextMessageEndType     EventType = "TEXT_MESSAGE_END"
+	ToolCallStartType      EventType = "TOOL_CALL_START"
+	ToolCallArgsType       EventType = "TOOL_CALL_ARGS"
+	ToolCallEndType        EventType = "TOOL_CALL_END"
+	ToolCallResultType     EventType = "TOOL_CALL_RESULT"
+)
+
+// Event is an AG-UI event; json.Marshal gives its wire form. The concrete
+// types are the *Event structs of this package.
+type Event interface {
+	EventType() EventType
+}
+
+// Base holds the fields every AG-UI event has.
+type Base struct {
+	Type EventType `json:"type"`
+	// Timestamp is milliseconds since the Unix epoch.
+	Timestamp int64 `json:"timestamp,omitempty"`
+}
+
+// EventType returns the event's type.
+func (b Base) EventType() EventType { return b.Type }
+
+// RunStartedEvent is RUN_STARTED.
+type RunStartedEvent struct {
+	Base
+	ThreadID string `json:"threadId"`
+	RunID    string `json:"runId"`
+}
+
+// RunFinishedEvent is RUN_FINISHED; Result is the value of the code's
+// final expression as JSON (its repr as a JSON string when JSON cannot
+// carry it), absent for None.
+type RunFinishedEvent struct {
+	Base
+	ThreadID string          `json:"threadId"`
+	RunID    string          `json:"runId"`
+	Result   json.RawMessage `json:"result,omitempty"`
+}
+
+// RunErrorEvent is RUN_ERROR; Code is the Python exception type when the
+// code raised.
+type RunErrorEvent struct {
+	Base
+	Message string `json:"message"`
+	Code    string `json:"code,omitempty"`
+}
+
+// TextMessageStartEvent is TEXT_MESSAGE_START.
+type TextMessageStartEvent struct {
+	Base
+	MessageID string `json:"messageId"`
+	Role      string `json:"role"`
+}
+
+// TextMessageContentEvent is TEXT_MESSAGE_CONTENT (Delta is never empty).
+type TextMessageContentEvent struct {
+	Base
+	MessageID string `json:"messageId"`
+	Delta     string `json:"delta"`
+}
+
+// TextMessageEndEvent is TEXT_MESSAGE_END.
+type TextMessageEndEvent struct {
+	Base
+	MessageID string `json:"messageId"`
+}
+
+// ToolCallStartEvent is TOOL_CALL_START.
+type ToolCallStartEvent struct {
+	Base
+	ToolCallID      string `json:"toolCallId"`
+	ToolCallName    string `json:"toolCallName"`
+	ParentMessageID string `json:"parentMessageId,omitempty"`
+}
+
+// ToolCallArgsEvent is TOOL_CALL_ARGS.
+type ToolCallArgsEvent struct {
+	Base
+	ToolCallID string `json:"toolCallId"`
+	Delta      string `json:"delta"`
+}
+
+// ToolCallEndEvent is TOOL_CALL_END.
+type ToolCallEndEvent struct {
+	Base
+	ToolCallID string `json:"toolCallId"`
+}
+
+// ToolCallResultEvent is TOOL_CALL_RESULT.
+type ToolCallResultEvent struct {
+	Base
+	MessageID  string `json:"messageId"`
+	ToolCallID string `json:"toolCallId"`
+	Content    string `json:"content"`
+	Role       string `json:"role,omitempty"`
+}
+
+// Adapter maps the events of runs to AG-UI events. It holds no state, so a
+// value is safe for concurrent use.
+type Adapter struct {
+	// ThreadID and RunID are injected into RUN_STARTED and RUN_FINISHED;
+	// an empty RunID means the agent event's own run id.
+	ThreadID string
+	RunID    string
+	// ParentMessageID, when set, is the parentMessageId of every
+	// TOOL_CALL_START (for example the assistant message that called
+	// execute_python).
+	ParentMessageID string
+}
+
+// Convert maps one event. It panics on an event type package agent does
+// not define, which would be a programming error.
+func (a Adapter) Convert(e agent.Event) Event {
+	b := func(t EventType) Base {
+		var ms int64
+		if !e.Time.IsZero() {
+			ms = e.Time.UnixMilli()
+		}
+		return Base{Type: t, Timestamp: ms}
+	}
+	runID := a.RunID
+	if runID == "" {
+		runID = e.RunID
+	}
+	switch e.Type {
+	case agent.RunStarted:
+		return &RunStartedEvent{b(RunStartedType), a.ThreadID, runID}
+	case agent.RunFinished:
+		ev := &RunFinishedEvent{Base: b(RunFinishedType), ThreadID: a.ThreadID, RunID: runID}
+		if _, none := e.Value.(object.None); e.Value != nil && !none {
+			ev.Result = resultJSON(e.Value)
+		}
+		return ev
+	case agent.RunError:
+		ev := &RunErrorEvent{Base: b(RunErrorType), Message: "run failed"}
+		if e.Err != nil {
+			ev.Message = e.Err.Error()
+		}
+		var pyErr *runtime.Error
+		if errors.As(e.Err, &pyErr) {
+			ev.Code = pyErr.Type
+		}
+		return ev
+	case agent.TextStart:
+		return &TextMessageStartEvent{b(TextMessageStartType), e.MessageID, "assistant"}
+	case agent.TextContent:
+		return &TextMessageContentEvent{b(TextMessageContentType), e.MessageID, e.Delta}
+	case agent.TextEnd:
+		return &TextMessageEndEvent{b(TextMessageEndType), e.MessageID}
+	case agent.ToolCallStart:
+		return &ToolCallStartEvent{b(ToolCallStartType), e.ToolCallID, e.ToolName, a.ParentMessageID}
+	case agent.ToolCallArgs:
+		return &ToolCallArgsEvent{b(ToolCallArgsType), e.ToolCallID, e.Delta}
+	case agent.ToolCallEnd:
+		return &ToolCallEndEvent{b(ToolCallEndType), e.ToolCallID}
+	case agent.ToolCallResult:
+		return &ToolCallResultEvent{b(ToolCallResultType), e.ToolCallID + "-result", e.ToolCallID, e.Result, "tool"}
+	}
+	panic(fmt.Sprintf("agui: unknown agent event type %q", e.Type))
+}
+
+func resultJSON(v object.Value) json.RawMessage {
+	if b, err := object.ToJSON(v); err == nil {
+		return b
+	}
+	b, _ := json.Marshal(object.Repr(v))
+	return b
+}
+
+// Sink returns an agent event sink (for agent.Run or
+// Executor.ExecuteEvents) that converts each event and passes it to emit.
+func (a Adapter) Sink(emit func(Event)) func(agent.Event) {
+	return func(e agent.Event) { emit(a.Convert(e)) }
+}
+
+// WriteSSE writes e as one server-sent event ("data: <json>\n\n"), the
+// encoding AG-UI uses over HTTP.
+func WriteSSE(w io.Writer, e Event) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("agui: encoding %s: %w", e.EventType(), err)
+	}
+	buf := make([]byte, 0, len(b)+8)
+	buf = append(buf, "data: "...)
+	buf = append(buf, b...)
+	buf = append(buf, "\n\n"...)
+	_, err = w.Write(buf)
+	return err
+}

@@ -1,0 +1,134 @@
+package agui_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/agui"
+	"github.com/monty-go/monty/session/store/memstore"
+)
+
+var at = time.UnixMilli(1700000000123)
+
+// Every agent event kind maps to the AG-UI event JSON the protocol defines.
+func TestConvertEveryKind(t *testing.T) {
+	a := agui.Adapter{ThreadID: "thread-1", RunID: "run-9", ParentMessageID: "msg-assistant"}
+	for _, c := range []struct {
+		in   agent.Event
+		want string
+	}{
+		{agent.Event{Type: agent.RunStarted, RunID: "r", Time: at},
+			`{"type":"RUN_STARTED","timestamp":1700000000123,"threadId":"thread-1","runId":"run-9"}`},
+		{agent.Event{Type: agent.RunFinished, Value: object.Dict{{Key: object.Str("a"), Value: object.List{object.Int(1)}}}, Time: at},
+			`{"type":"RUN_FINISHED","timestamp":1700000000123,"threadId":"thread-1","runId":"run-9","result":{"a":[1]}}`},
+		{agent.Event{Type: agent.RunFinished, Value: object.None{}, Time: at},
+			`{"type":"RUN_FINISHED","timestamp":1700000000123,"threadId":"thread-1","runId":"run-9"}`},
+		{agent.Event{Type: agent.RunFinished, Value: object.Set{object.Int(1)}, Time: at},
+			`{"type":"RUN_FINISHED","timestamp":1700000000123,"threadId":"thread-1","runId":"run-9","result":"{1}"}`},
+		{agent.Event{Type: agent.RunError, Err: &runtime.Error{Type: "ValueError", Message: "bad", HasMessage: true}, Time: at},
+			`{"type":"RUN_ERROR","timestamp":1700000000123,"message":"ValueError: bad","code":"ValueError"}`},
+		{agent.Event{Type: agent.RunError, Err: errors.New("store down"), Time: at},
+			`{"type":"RUN_ERROR","timestamp":1700000000123,"message":"store down"}`},
+		{agent.Event{Type: agent.TextStart, MessageID: "m1", Stream: runtime.Stderr, Time: at},
+			`{"type":"TEXT_MESSAGE_START","timestamp":1700000000123,"messageId":"m1","role":"assistant"}`},
+		{agent.Event{Type: agent.TextContent, MessageID: "m1", Delta: "hi\n", Time: at},
+			`{"type":"TEXT_MESSAGE_CONTENT","timestamp":1700000000123,"messageId":"m1","delta":"hi\n"}`},
+		{agent.Event{Type: agent.TextEnd, MessageID: "m1", Time: at},
+			`{"type":"TEXT_MESSAGE_END","timestamp":1700000000123,"messageId":"m1"}`},
+		{agent.Event{Type: agent.ToolCallStart, ToolCallID: "c1", ToolName: "get_weather", Time: at},
+			`{"type":"TOOL_CALL_START","timestamp":1700000000123,"toolCallId":"c1","toolCallName":"get_weather","parentMessageId":"msg-assistant"}`},
+		{agent.Event{Type: agent.ToolCallArgs, ToolCallID: "c1", Delta: `{"city":"Oslo"}`, Time: at},
+			`{"type":"TOOL_CALL_ARGS","timestamp":1700000000123,"toolCallId":"c1","delta":"{\"city\":\"Oslo\"}"}`},
+		{agent.Event{Type: agent.ToolCallEnd, ToolCallID: "c1", Time: at},
+			`{"type":"TOOL_CALL_END","timestamp":1700000000123,"toolCallId":"c1"}`},
+		{agent.Event{Type: agent.ToolCallResult, ToolCallID: "c1", Result: `{"temp":3}`, Time: at},
+			`{"type":"TOOL_CALL_RESULT","timestamp":1700000000123,"messageId":"c1-result","toolCallId":"c1","content":"{\"temp\":3}","role":"tool"}`},
+	} {
+		ev := a.Convert(c.in)
+		got, err := json.Marshal(ev)
+		require.NoError(t, err)
+		assert.JSONEq(t, c.want, string(got), string(c.in.Type))
+		var typ struct{ Type string }
+		require.NoError(t, json.Unmarshal(got, &typ))
+		assert.Equal(t, string(ev.EventType()), typ.Type)
+	}
+
+	// Without an injected run id the run's own is used; without a parent
+	// message or a time those fields are left out.
+	got, err := json.Marshal(agui.Adapter{ThreadID: "t"}.Convert(agent.Event{Type: agent.RunStarted, RunID: "run-own"}))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"type":"RUN_STARTED","threadId":"t","runId":"run-own"}`, string(got))
+	got, err = json.Marshal(agui.Adapter{}.Convert(agent.Event{Type: agent.ToolCallStart, ToolCallID: "c", ToolName: "f"}))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"f"}`, string(got))
+
+	assert.Panics(t, func() { a.Convert(agent.Event{Type: "bogus"}) })
+}
+
+// A real run streamed as server-sent AG-UI events.
+func TestExecutorToSSE(t *testing.T) {
+	add := agent.MustFunc(agent.Schema{Name: "add", Params: []agent.Param{{Name: "a"}, {Name: "b"}}}, func(a, b int) int { return a + b })
+	reg, err := agent.NewRegistry(add)
+	require.NoError(t, err)
+	e, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: memstore.New(memstore.Options{})}, Functions: reg})
+	require.NoError(t, err)
+	defer e.Close()
+
+	var buf bytes.Buffer
+	sink := agui.Adapter{ThreadID: "th", RunID: "ag-run"}.Sink(func(ev agui.Event) {
+		require.NoError(t, agui.WriteSSE(&buf, ev))
+	})
+	res, err := e.ExecuteEvents(context.Background(), "th", json.RawMessage(`{"code":"print('x')\nadd(1, 2)"}`), sink)
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+
+	var types []string
+	frames := strings.Split(strings.TrimSuffix(buf.String(), "\n\n"), "\n\n")
+	for _, f := range frames {
+		require.True(t, strings.HasPrefix(f, "data: "), f)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(f, "data: ")), &m), f)
+		types = append(types, m["type"].(string))
+		if m["type"] == "RUN_FINISHED" {
+			assert.Equal(t, "th", m["threadId"])
+			assert.Equal(t, "ag-run", m["runId"])
+			assert.Equal(t, float64(3), m["result"])
+		}
+		if m["type"] == "TOOL_CALL_ARGS" {
+			assert.Equal(t, `{"a":1,"b":2}`, m["delta"])
+		}
+	}
+	assert.Equal(t, []string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+		"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT", "RUN_FINISHED"}, types)
+
+	// A failing run ends with RUN_ERROR carrying the exception type.
+	buf.Reset()
+	_, err = e.ExecuteEvents(context.Background(), "th", json.RawMessage(`{"code":"1/0"}`), sink)
+	require.NoError(t, err)
+	assert.Contains(t, buf.String(), `"type":"RUN_ERROR"`)
+	assert.Contains(t, buf.String(), `"code":"ZeroDivisionError"`)
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("closed") }
+
+func TestWriteSSEErrors(t *testing.T) {
+	ev := agui.Adapter{}.Convert(agent.Event{Type: agent.TextEnd, MessageID: "m"})
+	require.EqualError(t, agui.WriteSSE(failWriter{}, ev), "closed")
+	var buf bytes.Buffer
+	require.NoError(t, agui.WriteSSE(&buf, ev))
+	assert.Equal(t, "data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m\"}\n\n", buf.String())
+}
