@@ -1,0 +1,96 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/store/memstore"
+)
+
+// Adapt a plain Go function, with a context, a default and a typed error.
+func ExampleFunc() {
+	greet, err := agent.Func(agent.Schema{
+		Name:        "greet",
+		Description: "Greet someone.",
+		Params: []agent.Param{
+			{Name: "name", Description: "who to greet"},
+			{Name: "punctuation", Default: "!"},
+		},
+	}, func(ctx context.Context, name, punctuation string) (string, error) {
+		if name == "" {
+			return "", fmt.Errorf("name is empty")
+		}
+		return "Hello, " + name + punctuation, nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	greet.ErrorType = "ValueError" // Go errors raise ValueError
+	fmt.Println(greet.Signature())
+	fmt.Println(string(greet.JSONSchema()))
+	// Output:
+	// greet(name: str, punctuation: str = '!')
+	// {"type":"object","properties":{"name":{"type":"string","description":"who to greet"},"punctuation":{"type":"string","default":"!"}},"required":["name"]}
+}
+
+// The execute_python tool for one conversation: state persists between
+// calls, and Go errors are Python exceptions.
+func ExampleExecutor_Execute() {
+	double := agent.MustFunc(agent.Schema{Name: "double", Params: []agent.Param{{Name: "n"}}},
+		func(n int) (int, error) {
+			if n < 0 {
+				return 0, fmt.Errorf("negative: %d", n)
+			}
+			return 2 * n, nil
+		})
+	fns, _ := agent.NewRegistry(double)
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{
+		Session:   session.Options{Store: memstore.New(memstore.Options{})},
+		Functions: fns,
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer exec.Close()
+	ctx := context.Background()
+	for _, code := range []string{
+		"def quad(n):\n    return double(double(n))",
+		"print('quad(5) is', quad(5))",
+		"try:\n    quad(-1)\nexcept RuntimeError as e:\n    msg = str(e)\nmsg",
+	} {
+		args, _ := json.Marshal(map[string]string{"code": code})
+		res, err := exec.Execute(ctx, "thread-1", args)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%q\n", res.Text)
+	}
+	// Output:
+	// ""
+	// "quad(5) is 20"
+	// "'negative: -1'"
+}
+
+// Stream a run's events while it happens.
+func ExampleExecutor_ExecuteEvents() {
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{
+		Session: session.Options{Store: memstore.New(memstore.Options{})},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer exec.Close()
+	var kinds []string
+	_, err = exec.ExecuteEvents(context.Background(), "t", json.RawMessage(`{"code": "print('hi')\n1 + 1"}`),
+		func(e agent.Event) { kinds = append(kinds, string(e.Type)) })
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(strings.Join(kinds, " "))
+	// Output:
+	// run_started text_start text_content text_end run_finished
+}
