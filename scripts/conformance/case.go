@@ -179,6 +179,23 @@ func stripComment(v string) string {
 	return v
 }
 
+// needsTestHooks says why a case needs a test build of monty (the
+// test-hooks feature adds the gc module and sys.setrecursionlimit), or "".
+// Neither the wasm module nor the native harness enables it, so such cases
+// are skipped on both sides.
+func needsTestHooks(code string) string {
+	if strings.Contains(code, "setrecursionlimit(") {
+		return "sys.setrecursionlimit"
+	}
+	for _, l := range lines(code) {
+		l = strings.TrimLeft(l, " \t")
+		if l == "import gc" || strings.HasPrefix(l, "import gc ") || strings.HasPrefix(l, "import gc,") || strings.HasPrefix(l, "from gc ") {
+			return "the gc module"
+		}
+	}
+	return ""
+}
+
 // shorten cuts long text for one-line reports (as the native harness does).
 func shorten(s string) string {
 	const max = 600

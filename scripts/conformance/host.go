@@ -308,6 +308,9 @@ func (h *host) method(id object.UUID, name string, c *runtime.FunctionCall) (obj
 			}
 		}
 		return object.Str("Hello, " + who + "!"), nil
+	case name == "__call__":
+		// Calling the instance itself: these classes define no __call__.
+		return nil, exc("TypeError", "'%s' object is not callable", in.class.name())
 	}
 	return nil, exc("AttributeError", "'%s' object has no attribute '%s'", in.class.name(), name)
 }

@@ -217,26 +217,17 @@ func nativeResults(o options) (map[string]result, error) {
 	return res, nil
 }
 
-// buildNative builds scripts/native with cargo (a no-op when up to date)
-// and returns the binary's path.
+// buildNative builds scripts/native (a no-op when up to date) with
+// scripts/native/build.sh and returns the binary's path.
 func buildNative(root string) (string, error) {
-	dir := filepath.Join(root, "scripts", "native")
-	cmd := exec.Command("cargo", "build", "--release", "--locked", "--quiet")
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	// Debian's Rust (1.96): rustup's default toolchain is too old for monty 1.4.0.
-	if _, err := os.Stat("/usr/bin/rustc"); err == nil {
-		cmd.Env = append(os.Environ(), "PATH=/usr/bin:"+os.Getenv("PATH"), "RUSTC=/usr/bin/rustc")
+	script := filepath.Join(root, "scripts", "native", "build.sh")
+	cmd := exec.Command("bash", script)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("building the native harness (%s): %w", script, err)
 	}
-	fmt.Fprintln(os.Stderr, "conformance: building scripts/native (cargo build --release --locked)")
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building the native harness in %s: %w", dir, err)
-	}
-	target := os.Getenv("CARGO_TARGET_DIR")
-	if target == "" {
-		target = filepath.Join(dir, "target")
-	}
-	return filepath.Join(target, "release", "monty-native"), nil
+	return strings.TrimSpace(string(out)), nil
 }
 
 // goResults runs every case through the Go runtime, jobs at a time.
@@ -359,7 +350,11 @@ func report(w io.Writer, cases []*testCase, native, goRes map[string]result, kno
 	fmt.Fprintf(w, "pass natively, not through Go: %d (%d known differences, %d unexpected)\n",
 		len(knownHit)+len(unexpected), len(knownHit), len(unexpected))
 	if len(better) > 0 {
-		fmt.Fprintf(w, "pass through Go, not natively: %d (%s)\n", len(better), strings.Join(better, ", "))
+		list := better
+		if len(list) > 20 {
+			list = append(list[:20:20], "…")
+		}
+		fmt.Fprintf(w, "pass through Go, not natively: %d (%s)\n", len(better), strings.Join(list, ", "))
 	}
 	ok := true
 	if len(unexpected) > 0 {

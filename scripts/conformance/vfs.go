@@ -213,8 +213,10 @@ func (v *virtualFS) handle(c *runtime.OSCall) (runtime.Answer, bool) {
 	case "Path.rename":
 		dstV, _ := argAt(c, 1, "dst")
 		dst := normalizePath(pathString(dstV))
+		// None, as monty-fs answers: Path.rename/replace build their own
+		// result, os.rename/replace return the answer as is.
 		if err = v.rename(p, dst); err == nil {
-			out = object.Path(dst)
+			out = object.None{}
 		}
 	default:
 		return runtime.Answer{}, false

@@ -55,11 +55,13 @@ fn measure(min_time: Duration, mut op: impl FnMut()) -> (f64, u64) {
 }
 
 fn read(dir: &Path, name: &str) -> Result<String, String> {
-    fs::read_to_string(dir.join(name)).map_err(|e| format!("reading {}: {e}", dir.join(name).display()))
+    fs::read_to_string(dir.join(name))
+        .map_err(|e| format!("reading {}: {e}", dir.join(name).display()))
 }
 
 fn compile(code: &str, name: &str) -> Result<MontyRun, String> {
-    MontyRun::new(code.to_owned(), name, vec![], CompileOptions::default()).map_err(|e| format!("{name}: {e}"))
+    MontyRun::new(code.to_owned(), name, vec![], CompileOptions::default())
+        .map_err(|e| format!("{name}: {e}"))
 }
 
 fn no_inputs() -> Vec<(String, MontyObject)> {
@@ -116,7 +118,11 @@ pub fn run(dir: &Path, min_time: Duration, only: &str) -> Result<(), String> {
     }
 
     if wanted("repl_dump_load_1mb") {
-        let mut repl = MontyRepl::new("main.py", ResourceTracker::default(), CompileOptions::default());
+        let mut repl = MontyRepl::new(
+            "main.py",
+            ResourceTracker::default(),
+            CompileOptions::default(),
+        );
         repl.feed_run(&data, no_inputs(), PrintWriter::Disabled)
             .map_err(|e| e.to_string())?;
         let size = dump("main.py", None, &[], SessionRef::Idle(&repl))
@@ -136,7 +142,11 @@ pub fn run(dir: &Path, min_time: Duration, only: &str) -> Result<(), String> {
 
     if wanted("new_repl") {
         let (ns, n) = measure(min_time, || {
-            let mut repl = MontyRepl::new("main.py", ResourceTracker::default(), CompileOptions::default());
+            let mut repl = MontyRepl::new(
+                "main.py",
+                ResourceTracker::default(),
+                CompileOptions::default(),
+            );
             black_box(
                 repl.feed_run(&tiny, no_inputs(), PrintWriter::Disabled)
                     .expect("first feed"),
@@ -150,7 +160,10 @@ pub fn run(dir: &Path, min_time: Duration, only: &str) -> Result<(), String> {
         });
     }
 
-    let mut out = format!("{{\"monty_version\": \"{}\", \"workloads\": {{", monty_types::MONTY_VERSION);
+    let mut out = format!(
+        "{{\"monty_version\": \"{}\", \"workloads\": {{",
+        monty_types::MONTY_VERSION
+    );
     for (i, m) in results.iter().enumerate() {
         if i > 0 {
             out.push_str(", ");

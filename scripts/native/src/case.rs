@@ -79,11 +79,17 @@ pub struct Case {
     pub config: Config,
 }
 
+/// Builds an expectation from the text after its prefix.
+type MakeExpect = fn(String) -> Expect;
+
 const TRACEBACK_MARKER: &str = "\"\"\"\nTRACEBACK:\n";
 
 /// Parses a case file.
 pub fn parse(file_name: &str, content: &str) -> Case {
-    let name = file_name.strip_suffix(".py").unwrap_or(file_name).to_owned();
+    let name = file_name
+        .strip_suffix(".py")
+        .unwrap_or(file_name)
+        .to_owned();
     let config = parse_header(content);
     let (code, expect) = parse_expectation(content);
     Case {
@@ -99,7 +105,12 @@ fn parse_expectation(content: &str) -> (String, Expect) {
     if let Some(pos) = content.find(TRACEBACK_MARKER) {
         let after = &content[pos + TRACEBACK_MARKER.len()..];
         if let Some(end) = after.find("\n\"\"\"") {
-            let code = content[..pos].lines().collect::<Vec<_>>().join("\n").trim_end().to_owned();
+            let code = content[..pos]
+                .lines()
+                .collect::<Vec<_>>()
+                .join("\n")
+                .trim_end()
+                .to_owned();
             return (code, Expect::Traceback(after[..end].to_owned()));
         }
     }
@@ -107,7 +118,7 @@ fn parse_expectation(content: &str) -> (String, Expect) {
     let Some(last) = lines.last() else {
         return (String::new(), Expect::NoException);
     };
-    let prefixes: [(&str, fn(String) -> Expect); 5] = [
+    let prefixes: [(&str, MakeExpect); 5] = [
         ("# ref-counts=", Expect::RefCounts),
         ("# Return.str=", Expect::ReturnStr),
         ("# Return.type=", Expect::ReturnType),
@@ -116,7 +127,10 @@ fn parse_expectation(content: &str) -> (String, Expect) {
     ];
     for (prefix, make) in prefixes {
         if let Some(expected) = last.strip_prefix(prefix) {
-            return (lines[..lines.len() - 1].join("\n"), make(expected.to_owned()));
+            return (
+                lines[..lines.len() - 1].join("\n"),
+                make(expected.to_owned()),
+            );
         }
     }
     (lines.join("\n"), Expect::NoException)
@@ -134,7 +148,9 @@ fn parse_header(content: &str) -> Config {
         if line == "# ///" {
             break;
         }
-        let Some(body) = line.strip_prefix('#') else { break };
+        let Some(body) = line.strip_prefix('#') else {
+            break;
+        };
         let body = body.trim();
         if body.is_empty() || body.starts_with('#') {
             continue;
@@ -149,7 +165,9 @@ fn parse_header(content: &str) -> Config {
             "call-external" => config.call_external = value == "true",
             "run-async" => config.run_async = value == "true",
             "mount-fs" => config.mount_fs = value == "true",
-            "xfail" => config.xfail_monty = value.contains("'monty'") || value.contains("\"monty\""),
+            "xfail" => {
+                config.xfail_monty = value.contains("'monty'") || value.contains("\"monty\"");
+            }
             "timezone" => config.timezone = Some(value.trim_matches(['\'', '"']).to_owned()),
             "gc-interval" => config.gc_interval = value.parse().ok(),
             // Only the CPython side of monty's harness reads these.
@@ -174,10 +192,32 @@ fn strip_comment(value: &str) -> &str {
     value
 }
 
+/// Why a case needs a test build of monty (the `test-hooks` feature adds
+/// the `gc` module and `sys.setrecursionlimit`), or `None`. Neither the wasm
+/// module nor this harness enables that feature, so such cases are skipped.
+pub fn needs_test_hooks(code: &str) -> Option<&'static str> {
+    if code.contains("setrecursionlimit(") {
+        return Some("sys.setrecursionlimit");
+    }
+    let imports_gc = code.lines().any(|l| {
+        let l = l.trim_start();
+        l == "import gc"
+            || l.starts_with("import gc ")
+            || l.starts_with("import gc,")
+            || l.starts_with("from gc ")
+    });
+    imports_gc.then_some("the gc module")
+}
+
 /// Describes a mismatch for the report: expected and got, shortened.
 pub fn mismatch(what: &str, expected: &str, got: &str) -> String {
     let mut s = String::new();
-    let _ = write!(s, "{what}: expected {:?}, got {:?}", shorten(expected), shorten(got));
+    let _ = write!(
+        s,
+        "{what}: expected {:?}, got {:?}",
+        shorten(expected),
+        shorten(got)
+    );
     s
 }
 
@@ -206,14 +246,23 @@ mod tests {
         );
         assert!(c.config.call_external);
         assert!(c.config.xfail_monty);
-        assert_eq!(c.expect, Expect::Raise("ZeroDivisionError('division by zero')".into()));
+        assert_eq!(
+            c.expect,
+            Expect::Raise("ZeroDivisionError('division by zero')".into())
+        );
         assert!(c.code.ends_with("1/0"));
     }
 
     #[test]
     fn traceback() {
-        let c = parse("t.py", "foo()\n\"\"\"\nTRACEBACK:\nTraceback...\nNameError: x\n\"\"\"\n");
-        assert_eq!(c.expect, Expect::Traceback("Traceback...\nNameError: x".into()));
+        let c = parse(
+            "t.py",
+            "foo()\n\"\"\"\nTRACEBACK:\nTraceback...\nNameError: x\n\"\"\"\n",
+        );
+        assert_eq!(
+            c.expect,
+            Expect::Traceback("Traceback...\nNameError: x".into())
+        );
         assert_eq!(c.code, "foo()");
     }
 }

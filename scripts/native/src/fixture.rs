@@ -30,7 +30,8 @@ impl FixtureDir {
     pub fn new() -> io::Result<Self> {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("monty-native-fixture-{}-{n}", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("monty-native-fixture-{}-{n}", std::process::id()));
         if path.exists() {
             fs::remove_dir_all(&path)?;
         }

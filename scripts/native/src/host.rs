@@ -51,8 +51,8 @@ use std::{
 };
 
 use monty_types::{
-    CallArgs, ExcType, ExtFunctionResult, MontyException, MontyObject, MontyUuid, NameLookupResult, ObjectRef,
-    OsFunctionCall, dir_stat, file_stat, normalize_virtual_path,
+    CallArgs, ExcType, ExtFunctionResult, MontyException, MontyObject, MontyUuid, NameLookupResult,
+    ObjectRef, OsFunctionCall, dir_stat, file_stat, normalize_virtual_path,
 };
 
 /// Functions answered synchronously.
@@ -87,6 +87,10 @@ const CLASS_ID_BASE: u128 = 0x100;
 const TOOLS_ID: u128 = 0x7001;
 const TOOLS_NESTED_ID: u128 = 0x7002;
 const INSTANCE_ID_BASE: u128 = 0x1000;
+
+/// The value of `CONST_FLOAT` the cases expect (not pi).
+#[allow(clippy::approx_constant)]
+const CONST_FLOAT: f64 = 3.14;
 
 /// Modification time of every `/virtual` entry.
 pub const VFS_MTIME: f64 = 1_700_000_000.0;
@@ -168,7 +172,10 @@ impl Host {
     /// A host for a case; `external` for call-external cases, `mounts` for
     /// mount-fs cases.
     pub fn new(external: bool, mounts: Option<monty_fs::MountTable>) -> Self {
-        let seed = SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1;
+        let seed = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+            | 1;
         Self {
             external,
             instances: HashMap::new(),
@@ -203,25 +210,36 @@ impl Host {
     fn sync_function(&mut self, name: &str, args: &CallArgs) -> ExtFunctionResult {
         let result = match name {
             "add_ints" => positional::<2>(name, args).and_then(|[a, b]| {
-                match (a.as_int(), b.as_int(), a.as_bool().is_none() && b.as_bool().is_none()) {
-                    (Some(a), Some(b), true) => a
-                        .checked_add(b)
-                        .map(MontyObject::int)
-                        .ok_or_else(|| exc(ExcType::OverflowError, "add_ints: result does not fit in 64 bits")),
+                match (
+                    a.as_int(),
+                    b.as_int(),
+                    a.as_bool().is_none() && b.as_bool().is_none(),
+                ) {
+                    (Some(a), Some(b), true) => {
+                        a.checked_add(b).map(MontyObject::int).ok_or_else(|| {
+                            exc(
+                                ExcType::OverflowError,
+                                "add_ints: result does not fit in 64 bits",
+                            )
+                        })
+                    }
                     _ => Err(exc(ExcType::TypeError, "add_ints expects two ints")),
                 }
             }),
-            "concat_strings" => positional::<2>(name, args).and_then(|[a, b]| match (a.as_str(), b.as_str()) {
-                (Some(a), Some(b)) => Ok(MontyObject::string(format!("{a}{b}"))),
-                _ => Err(exc(ExcType::TypeError, "concat_strings expects two strs")),
-            }),
+            "concat_strings" => {
+                positional::<2>(name, args).and_then(|[a, b]| match (a.as_str(), b.as_str()) {
+                    (Some(a), Some(b)) => Ok(MontyObject::string(format!("{a}{b}"))),
+                    _ => Err(exc(ExcType::TypeError, "concat_strings expects two strs")),
+                })
+            }
             "return_value" => positional::<1>(name, args).map(|[x]| x.to_owned()),
             "get_list" => positional::<0>(name, args).map(|[]| list_123()),
             "raise_error" => return raise_from_args(name, args),
-            "make_point" => positional::<0>(name, args).map(|[]| self.make(Class::Point, point_fields(1, 2))),
-            "make_mutable_point" => {
-                positional::<0>(name, args).map(|[]| self.make(Class::MutablePoint, point_fields(1, 2)))
+            "make_point" => {
+                positional::<0>(name, args).map(|[]| self.make(Class::Point, point_fields(1, 2)))
             }
+            "make_mutable_point" => positional::<0>(name, args)
+                .map(|[]| self.make(Class::MutablePoint, point_fields(1, 2))),
             "make_user" => positional::<1>(name, args).and_then(|[n]| match n.as_str() {
                 Some(n) => Ok(self.make(
                     Class::User,
@@ -243,7 +261,13 @@ impl Host {
         let id = MontyUuid::from_u128(self.next_instance);
         self.next_instance += 1;
         let value = MontyObject::class_instance(
-            MontyObject::class_type(class.name(), MontyUuid::from_u128(class.id()), true, true, []),
+            MontyObject::class_type(
+                class.name(),
+                MontyUuid::from_u128(class.id()),
+                true,
+                true,
+                [],
+            ),
             id,
             fields
                 .iter()
@@ -256,21 +280,31 @@ impl Host {
     /// A method call on a host instance.
     fn method(&mut self, id: MontyUuid, name: &str, args: &CallArgs) -> ExtFunctionResult {
         let Some(inst) = self.instances.get(&id).cloned() else {
-            return exc(ExcType::RuntimeError, &format!("unknown host object for method {name}")).into();
+            return exc(
+                ExcType::RuntimeError,
+                &format!("unknown host object for method {name}"),
+            )
+            .into();
         };
-        let field = |n: &str| inst.fields.iter().find(|(k, _)| *k == n).and_then(|(_, v)| v.as_ref().as_int());
+        let field = |n: &str| {
+            inst.fields
+                .iter()
+                .find(|(k, _)| *k == n)
+                .and_then(|(_, v)| v.as_ref().as_int())
+        };
         let point = matches!(inst.class, Class::Point | Class::MutablePoint);
         let result = match (name, point) {
-            ("sum", true) => positional::<0>(name, args).map(|[]| {
-                MontyObject::int(field("x").unwrap_or(0) + field("y").unwrap_or(0))
-            }),
-            ("add", true) => positional::<2>(name, args).and_then(|[dx, dy]| match (dx.as_int(), dy.as_int()) {
-                (Some(dx), Some(dy)) => Ok(self.make(
-                    inst.class,
-                    point_fields(field("x").unwrap_or(0) + dx, field("y").unwrap_or(0) + dy),
-                )),
-                _ => Err(exc(ExcType::TypeError, "add expects two ints")),
-            }),
+            ("sum", true) => positional::<0>(name, args)
+                .map(|[]| MontyObject::int(field("x").unwrap_or(0) + field("y").unwrap_or(0))),
+            ("add", true) => {
+                positional::<2>(name, args).and_then(|[dx, dy]| match (dx.as_int(), dy.as_int()) {
+                    (Some(dx), Some(dy)) => Ok(self.make(
+                        inst.class,
+                        point_fields(field("x").unwrap_or(0) + dx, field("y").unwrap_or(0) + dy),
+                    )),
+                    _ => Err(exc(ExcType::TypeError, "add expects two ints")),
+                })
+            }
             ("scale", true) => positional::<1>(name, args).and_then(|[k]| match k.as_int() {
                 Some(k) => Ok(self.make(
                     inst.class,
@@ -279,7 +313,10 @@ impl Host {
                 None => Err(exc(ExcType::TypeError, "scale expects an int")),
             }),
             ("describe", true) => {
-                let label = args.arg(0).or_else(|| args.kwarg("label")).and_then(|l| l.as_str());
+                let label = args
+                    .arg(0)
+                    .or_else(|| args.kwarg("label"))
+                    .and_then(|l| l.as_str());
                 match label {
                     Some(label) => Ok(MontyObject::string(format!(
                         "{label}({}, {})",
@@ -289,15 +326,22 @@ impl Host {
                     None => Err(exc(ExcType::TypeError, "describe expects a str label")),
                 }
             }
-            ("greeting", false) if inst.class == Class::User => positional::<0>(name, args).map(|[]| {
-                let who = inst
-                    .fields
-                    .iter()
-                    .find(|(k, _)| *k == "name")
-                    .and_then(|(_, v)| v.as_ref().as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                MontyObject::string(format!("Hello, {who}!"))
-            }),
+            ("greeting", false) if inst.class == Class::User => {
+                positional::<0>(name, args).map(|[]| {
+                    let who = inst
+                        .fields
+                        .iter()
+                        .find(|(k, _)| *k == "name")
+                        .and_then(|(_, v)| v.as_ref().as_str().map(str::to_owned))
+                        .unwrap_or_default();
+                    MontyObject::string(format!("Hello, {who}!"))
+                })
+            }
+            // Calling the instance itself: these classes define no __call__.
+            ("__call__", _) => Err(exc(
+                ExcType::TypeError,
+                &format!("'{}' object is not callable", inst.class.name()),
+            )),
             _ => Err(no_attribute(inst.class, name)),
         };
         result.into_ext()
@@ -312,8 +356,12 @@ impl Host {
                 return NameLookupResult::Undefined;
             };
             return match (inst.class, name) {
-                (Class::Point | Class::MutablePoint, "dimensions") => NameLookupResult::Value(MontyObject::int(2)),
-                (Class::MutablePoint, "boom") => NameLookupResult::Error(exc(ExcType::KeyError, "boom")),
+                (Class::Point | Class::MutablePoint, "dimensions") => {
+                    NameLookupResult::Value(MontyObject::int(2))
+                }
+                (Class::MutablePoint, "boom") => {
+                    NameLookupResult::Error(exc(ExcType::KeyError, "boom"))
+                }
                 _ => NameLookupResult::Undefined,
             };
         }
@@ -323,7 +371,7 @@ impl Host {
         match name {
             "CONST_INT" => MontyObject::int(42).into(),
             "CONST_STR" => MontyObject::string("hello".to_owned()).into(),
-            "CONST_FLOAT" => MontyObject::float(3.14).into(),
+            "CONST_FLOAT" => MontyObject::float(CONST_FLOAT).into(),
             "CONST_BOOL" => MontyObject::bool(true).into(),
             "CONST_LIST" => list_123().into(),
             "CONST_NONE" => MontyObject::none().into(),
@@ -340,12 +388,16 @@ impl Host {
     pub fn os(&mut self, call: OsFunctionCall) -> OsReply {
         match call {
             OsFunctionCall::Sleep(d) | OsFunctionCall::SystemSleep(d) => return OsReply::Sleep(d),
-            OsFunctionCall::AsyncSleep(d) | OsFunctionCall::AsyncSystemSleep(d) => return OsReply::AsyncSleep(d),
+            OsFunctionCall::AsyncSleep(d) | OsFunctionCall::AsyncSystemSleep(d) => {
+                return OsReply::AsyncSleep(d);
+            }
             _ => {}
         }
         let call = match self.mounts.as_mut() {
             Some(mounts) => match mounts.handle_os_call(call) {
-                monty_fs::MountCallOutcome::Handled(Ok(v)) => return OsReply::Now(ExtFunctionResult::Return(v)),
+                monty_fs::MountCallOutcome::Handled(Ok(v)) => {
+                    return OsReply::Now(ExtFunctionResult::Return(v));
+                }
                 monty_fs::MountCallOutcome::Handled(Err(e)) => {
                     return OsReply::Now(ExtFunctionResult::Error(e.into_exception()));
                 }
@@ -367,10 +419,12 @@ impl Host {
                 Some(v) => MontyObject::string(v.to_owned()).into(),
                 None => a.default.clone().into(),
             },
-            OsFunctionCall::GetEnviron => MontyObject::dict(
-                ENV.iter()
-                    .map(|(k, v)| (MontyObject::string((*k).to_owned()), MontyObject::string((*v).to_owned()))),
-            )
+            OsFunctionCall::GetEnviron => MontyObject::dict(ENV.iter().map(|(k, v)| {
+                (
+                    MontyObject::string((*k).to_owned()),
+                    MontyObject::string((*v).to_owned()),
+                )
+            }))
             .into(),
             OsFunctionCall::Urandom(a) => {
                 let n = usize::try_from(a.size).unwrap_or(usize::MAX);
@@ -452,7 +506,11 @@ fn env_value(key: &str) -> Option<&'static str> {
 }
 
 fn list_123() -> MontyObject {
-    MontyObject::list([MontyObject::int(1), MontyObject::int(2), MontyObject::int(3)])
+    MontyObject::list([
+        MontyObject::int(1),
+        MontyObject::int(2),
+        MontyObject::int(3),
+    ])
 }
 
 fn point_fields(x: i64, y: i64) -> Vec<(&'static str, MontyObject)> {
@@ -464,7 +522,10 @@ fn tools_module() -> MontyObject {
         "tools.nested",
         MontyUuid::from_u128(TOOLS_NESTED_ID),
         [
-            (MontyObject::string("VERSION".to_owned()), MontyObject::int(7)),
+            (
+                MontyObject::string("VERSION".to_owned()),
+                MontyObject::int(7),
+            ),
             (
                 MontyObject::string("return_value".to_owned()),
                 MontyObject::function("return_value".to_owned(), None),
@@ -496,12 +557,18 @@ fn no_attribute(class: Class, name: &str) -> MontyException {
 }
 
 /// Exactly `N` positional arguments and no keywords.
-fn positional<const N: usize>(name: &str, args: &CallArgs) -> Result<[ObjectRef<'_>; N], MontyException> {
-    let given: Vec<ObjectRef<'_>> = args.args().collect();
+fn positional<'a, const N: usize>(
+    name: &str,
+    args: &'a CallArgs,
+) -> Result<[ObjectRef<'a>; N], MontyException> {
+    let given: Vec<ObjectRef<'a>> = args.args().collect();
     if args.kwargs().len() != 0 || given.len() != N {
         return Err(exc(
             ExcType::TypeError,
-            &format!("{name}() takes {N} positional arguments ({} given)", given.len()),
+            &format!(
+                "{name}() takes {N} positional arguments ({} given)",
+                given.len()
+            ),
         ));
     }
     Ok(given.try_into().unwrap_or_else(|_| unreachable!()))
@@ -510,9 +577,16 @@ fn positional<const N: usize>(name: &str, args: &CallArgs) -> Result<[ObjectRef<
 /// `raise_error(type, msg)` / `async_fail(type, msg)`: the exception to raise.
 fn raise_from_args(name: &str, args: &CallArgs) -> ExtFunctionResult {
     match positional::<2>(name, args) {
-        Ok([t, m]) => match (t.as_str().and_then(|t| t.parse::<ExcType>().ok()), m.as_str()) {
+        Ok([t, m]) => match (
+            t.as_str().and_then(|t| t.parse::<ExcType>().ok()),
+            m.as_str(),
+        ) {
             (Some(t), Some(m)) => exc(t, m).into(),
-            _ => exc(ExcType::TypeError, &format!("{name} expects an exception type name and a message")).into(),
+            _ => exc(
+                ExcType::TypeError,
+                &format!("{name} expects an exception type name and a message"),
+            )
+            .into(),
         },
         Err(e) => e.into(),
     }
@@ -567,14 +641,26 @@ impl VirtualFs {
         };
         let tree = BTreeMap::from([
             ("/virtual".to_owned(), Entry::Dir),
-            ("/virtual/file.txt".to_owned(), file(b"hello world\n", 0o644)),
-            ("/virtual/data.bin".to_owned(), file(b"\x00\x01\x02\x03", 0o644)),
+            (
+                "/virtual/file.txt".to_owned(),
+                file(b"hello world\n", 0o644),
+            ),
+            (
+                "/virtual/data.bin".to_owned(),
+                file(b"\x00\x01\x02\x03", 0o644),
+            ),
             ("/virtual/empty.txt".to_owned(), file(b"", 0o644)),
             ("/virtual/readonly.txt".to_owned(), file(b"readonly", 0o444)),
             ("/virtual/subdir".to_owned(), Entry::Dir),
-            ("/virtual/subdir/nested.txt".to_owned(), file(b"nested content", 0o644)),
+            (
+                "/virtual/subdir/nested.txt".to_owned(),
+                file(b"nested content", 0o644),
+            ),
             ("/virtual/subdir/deep".to_owned(), Entry::Dir),
-            ("/virtual/subdir/deep/file.txt".to_owned(), file(b"deep", 0o644)),
+            (
+                "/virtual/subdir/deep/file.txt".to_owned(),
+                file(b"deep", 0o644),
+            ),
         ]);
         Self { tree }
     }
@@ -592,7 +678,12 @@ impl VirtualFs {
         let parent = parent(path);
         match self.tree.get(parent) {
             Some(Entry::Dir) => Ok(()),
-            Some(Entry::File { .. }) => Err(os_error(ExcType::NotADirectoryError, 20, "Not a directory", path)),
+            Some(Entry::File { .. }) => Err(os_error(
+                ExcType::NotADirectoryError,
+                20,
+                "Not a directory",
+                path,
+            )),
             None => Err(not_found(path)),
         }
     }
@@ -600,7 +691,12 @@ impl VirtualFs {
     fn write(&mut self, path: &str, data: &[u8], append: bool) -> Result<(), MontyException> {
         self.parent_is_dir(path)?;
         match self.tree.get_mut(path) {
-            Some(Entry::Dir) => Err(os_error(ExcType::IsADirectoryError, 21, "Is a directory", path)),
+            Some(Entry::Dir) => Err(os_error(
+                ExcType::IsADirectoryError,
+                21,
+                "Is a directory",
+                path,
+            )),
             Some(Entry::File { data: d, .. }) => {
                 if !append {
                     d.clear();
@@ -628,32 +724,60 @@ impl VirtualFs {
         let entry = self.tree.get(p).cloned();
         let r: Result<MontyObject, MontyException> = match call {
             OsFunctionCall::Exists(_) => Ok(MontyObject::bool(entry.is_some())),
-            OsFunctionCall::IsFile(_) => Ok(MontyObject::bool(matches!(entry, Some(Entry::File { .. })))),
+            OsFunctionCall::IsFile(_) => {
+                Ok(MontyObject::bool(matches!(entry, Some(Entry::File { .. }))))
+            }
             OsFunctionCall::IsDir(_) => Ok(MontyObject::bool(matches!(entry, Some(Entry::Dir)))),
             OsFunctionCall::IsSymlink(_) => Ok(MontyObject::bool(false)),
             OsFunctionCall::ReadText(_) => match entry {
                 Some(Entry::File { data, .. }) => String::from_utf8(data)
                     .map(MontyObject::string)
-                    .map_err(|_| exc(ExcType::UnicodeDecodeError, "'utf-8' codec can't decode bytes")),
-                Some(Entry::Dir) => Err(os_error(ExcType::IsADirectoryError, 21, "Is a directory", p)),
+                    .map_err(|_| {
+                        exc(
+                            ExcType::UnicodeDecodeError,
+                            "'utf-8' codec can't decode bytes",
+                        )
+                    }),
+                Some(Entry::Dir) => Err(os_error(
+                    ExcType::IsADirectoryError,
+                    21,
+                    "Is a directory",
+                    p,
+                )),
                 None => Err(not_found(p)),
             },
             OsFunctionCall::ReadBytes(_) => match entry {
                 Some(Entry::File { data, .. }) => Ok(MontyObject::bytes(data)),
-                Some(Entry::Dir) => Err(os_error(ExcType::IsADirectoryError, 21, "Is a directory", p)),
+                Some(Entry::Dir) => Err(os_error(
+                    ExcType::IsADirectoryError,
+                    21,
+                    "Is a directory",
+                    p,
+                )),
                 None => Err(not_found(p)),
             },
             OsFunctionCall::Stat(_) => match entry {
-                Some(Entry::File { data, mode }) => Ok(file_stat(mode, data.len() as i64, VFS_MTIME)),
+                Some(Entry::File { data, mode }) => {
+                    Ok(file_stat(mode, data.len() as i64, VFS_MTIME))
+                }
                 Some(Entry::Dir) => Ok(dir_stat(0o755, VFS_MTIME)),
                 None => Err(not_found(p)),
             },
             OsFunctionCall::Iterdir(_) => match entry {
-                Some(Entry::Dir) => Ok(MontyObject::list(self.children(p).into_iter().map(MontyObject::string))),
-                Some(Entry::File { .. }) => Err(os_error(ExcType::NotADirectoryError, 20, "Not a directory", p)),
+                Some(Entry::Dir) => Ok(MontyObject::list(
+                    self.children(p).into_iter().map(MontyObject::string),
+                )),
+                Some(Entry::File { .. }) => Err(os_error(
+                    ExcType::NotADirectoryError,
+                    20,
+                    "Not a directory",
+                    p,
+                )),
                 None => Err(not_found(p)),
             },
-            OsFunctionCall::Resolve(_) | OsFunctionCall::Absolute(_) => Ok(MontyObject::path(path.clone())),
+            OsFunctionCall::Resolve(_) | OsFunctionCall::Absolute(_) => {
+                Ok(MontyObject::path(path.clone()))
+            }
             OsFunctionCall::WriteText(a) => self
                 .write(p, a.data.as_bytes(), false)
                 .map(|()| MontyObject::int(a.data.chars().count() as i64)),
@@ -666,13 +790,20 @@ impl VirtualFs {
             OsFunctionCall::AppendBytes(a) => self
                 .write(p, &a.data, true)
                 .map(|()| MontyObject::int(a.data.len() as i64)),
-            OsFunctionCall::Mkdir(a) => self.mkdir(p, a.parents, a.exist_ok).map(|()| MontyObject::none()),
+            OsFunctionCall::Mkdir(a) => self
+                .mkdir(p, a.parents, a.exist_ok)
+                .map(|()| MontyObject::none()),
             OsFunctionCall::Unlink(_) => match entry {
                 Some(Entry::File { .. }) => {
                     self.tree.remove(p);
                     Ok(MontyObject::none())
                 }
-                Some(Entry::Dir) => Err(os_error(ExcType::IsADirectoryError, 21, "Is a directory", p)),
+                Some(Entry::Dir) => Err(os_error(
+                    ExcType::IsADirectoryError,
+                    21,
+                    "Is a directory",
+                    p,
+                )),
                 None => Err(not_found(p)),
             },
             OsFunctionCall::Rmdir(_) => match entry {
@@ -683,12 +814,19 @@ impl VirtualFs {
                     self.tree.remove(p);
                     Ok(MontyObject::none())
                 }
-                Some(Entry::File { .. }) => Err(os_error(ExcType::NotADirectoryError, 20, "Not a directory", p)),
+                Some(Entry::File { .. }) => Err(os_error(
+                    ExcType::NotADirectoryError,
+                    20,
+                    "Not a directory",
+                    p,
+                )),
                 None => Err(not_found(p)),
             },
             OsFunctionCall::Rename(a) => {
                 let dst = normalize_virtual_path(&a.dst).into_owned();
-                self.rename(p, &dst).map(|()| MontyObject::path(dst))
+                // None, as monty-fs answers: Path.rename/replace build their
+                // own result, os.rename/replace return the answer as is.
+                self.rename(p, &dst).map(|()| MontyObject::none())
             }
             _ => return None,
         };
@@ -712,7 +850,12 @@ impl VirtualFs {
                 return Err(not_found(p));
             }
             if matches!(self.tree.get(cur), Some(Entry::File { .. })) {
-                return Err(os_error(ExcType::NotADirectoryError, 20, "Not a directory", p));
+                return Err(os_error(
+                    ExcType::NotADirectoryError,
+                    20,
+                    "Not a directory",
+                    p,
+                ));
             }
             for d in chain.into_iter().rev() {
                 self.tree.insert(d, Entry::Dir);
@@ -755,7 +898,12 @@ fn parent(path: &str) -> &str {
 }
 
 fn not_found(path: &str) -> MontyException {
-    os_error(ExcType::FileNotFoundError, 2, "No such file or directory", path)
+    os_error(
+        ExcType::FileNotFoundError,
+        2,
+        "No such file or directory",
+        path,
+    )
 }
 
 fn os_error(t: ExcType, errno: u32, what: &str, path: &str) -> MontyException {

@@ -41,7 +41,10 @@ fn main() -> ExitCode {
     }
 }
 
-fn value<'a>(args: &mut impl Iterator<Item = &'a String>, flag: &str) -> Result<&'a String, String> {
+fn value<'a>(
+    args: &mut impl Iterator<Item = &'a String>,
+    flag: &str,
+) -> Result<&'a String, String> {
     args.next().ok_or_else(|| format!("{flag} needs a value"))
 }
 

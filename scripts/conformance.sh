@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs monty's own test cases (test_cases/*.py of the monty 1.4.0 crate)
+# natively (scripts/native) and through the Go runtime, and prints a
+# side-by-side table (see docs/conformance.md).
+#
+#   scripts/conformance.sh [flags for scripts/conformance, e.g. -quiet, -run NAME]
+#
+# Needs Go and Rust 1.96 (Debian's, in /usr/bin, is preferred: see
+# scripts/native/build.sh). Exits non-zero when a case that passes natively
+# does not pass through Go and is not in
+# testdata/conformance/known-differences.txt.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+
+command -v go >/dev/null || { echo "conformance.sh: go not found" >&2; exit 1; }
+
+# The test cases ship inside the monty crate: fetch it, then ask cargo where
+# it was unpacked.
+scripts/native/build.sh fetch
+if [ -x /usr/bin/cargo ]; then cargo=/usr/bin/cargo; else cargo=cargo; fi
+manifest=$(cd scripts/native && "$cargo" metadata --format-version 1 --locked --offline |
+  grep -o '"manifest_path":"[^"]*/monty-1\.4\.0/Cargo\.toml"' | head -1 | sed 's/^"manifest_path":"//; s/"$//')
+if [ -z "$manifest" ]; then
+  echo "conformance.sh: cannot locate the monty 1.4.0 crate (cargo metadata in scripts/native)" >&2
+  exit 1
+fi
+cases=$(dirname "$manifest")/test_cases
+if [ ! -d "$cases" ]; then
+  echo "conformance.sh: $cases does not exist" >&2
+  exit 1
+fi
+
+native_bin=$(scripts/native/build.sh)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "conformance.sh: native run of $cases" >&2
+"$native_bin" conformance "$cases" >"$tmp/native.jsonl"
+
+export MONTY_CACHE_DIR=${MONTY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/wazero}
+mkdir -p "$MONTY_CACHE_DIR"
+echo "conformance.sh: Go run (MONTY_CACHE_DIR=$MONTY_CACHE_DIR)" >&2
+go run ./scripts/conformance -cases "$cases" -native "$tmp/native.jsonl" "$@"
