@@ -21,14 +21,14 @@ var testKey = []byte("0123456789abcdef-test-signing-key")
 
 // server is a Handler behind a real loopback HTTP server.
 type server struct {
-	t     *testing.T
+	t     testing.TB
 	h     *httpapi.Handler
 	srv   *httptest.Server
 	store store.Store
 }
 
 // newServer starts a Handler; a nil opts.Store means a fresh memory store.
-func newServer(t *testing.T, opts httpapi.Options) *server {
+func newServer(t testing.TB, opts httpapi.Options) *server {
 	t.Helper()
 	if opts.Store == nil {
 		opts.Store = memstore.New(memstore.Options{})
@@ -117,7 +117,7 @@ type apiErr struct {
 	Message string `json:"message"`
 }
 
-func decode(t *testing.T, status int, data []byte) (int, *httpapi.ExecResponse, apiErr) {
+func decode(t testing.TB, status int, data []byte) (int, *httpapi.ExecResponse, apiErr) {
 	t.Helper()
 	if status != http.StatusOK {
 		var e apiErr
