@@ -330,6 +330,12 @@ func (s *Session) ExecWith(ctx context.Context, code string, inputs ...runtime.I
 	if s.closed {
 		return nil, ErrClosed
 	}
+	if s.repl == nil || s.it == nil || s.it.Dead() != nil {
+		// An earlier failure left no usable interpreter: rebuild the saved state.
+		if err := s.rollback(ctx); err != nil {
+			return nil, fmt.Errorf("session %s: restoring the saved state after an earlier failure: %w", s.id, err)
+		}
+	}
 	s.it.SetLimits(s.opts.Limits)
 	s.it.SetPrintFunc(s.opts.Print)
 	host := s.opts.Host
@@ -366,8 +372,11 @@ func (s *Session) describe(res *Result) {
 	}
 }
 
-// rollback puts the interpreter back to the last saved state.
+// rollback puts the interpreter back to the last saved state. It runs to
+// completion even when ctx is cancelled: a cancelled call is exactly when
+// it is needed.
 func (s *Session) rollback(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
 	if s.saved == nil {
 		return s.freshInterpreter(ctx)
 	}
@@ -384,66 +393,51 @@ func (s *Session) rollback(ctx context.Context) error {
 	return s.restoreBlob(ctx, s.saved)
 }
 
-// viewExpr evaluates, at module level, to the public global names and the
-// public globals whose values are plain JSON data (checked in Python, so
-// values that cannot cross the boundary faithfully never do).
-const viewExpr = `(lambda g, ok: (
-    [k for k in g if not k.startswith('_')],
-    {k: v for k, v in g.items() if not k.startswith('_') and ok(v, ok)},
-))(locals(), lambda v, ok: v is None or type(v) in (bool, int, float, str)
-    or (type(v) in (list, tuple) and all(ok(x, ok) for x in v))
-    or (type(v) is dict and all(type(k) is str and ok(x, ok) for k, x in v.items())))`
+// viewCode defines a helper and evaluates, at module level, to the public
+// global names and the JSON text of an object holding the public globals
+// that json.dumps accepts (Monty's own json module: no user code runs, NaN
+// and infinities are refused, non-string keys become strings as in
+// CPython). Only strings cross the boundary, so values that cannot cross it
+// faithfully never do. Monty has no del statement, so the helper stays
+// in the session as the private global __monty_view (redefined before
+// every use, so a user binding of that name cannot change the view).
+const viewCode = `def __monty_view(g):
+    import json
+    names = [k for k in g if not k.startswith('_')]
+    parts = []
+    for k in names:
+        try:
+            parts.append(json.dumps(k) + ': ' + json.dumps(g[k], allow_nan=False))
+        except Exception:
+            pass
+    return names, '{' + ', '.join(parts) + '}'
+__monty_view(locals())`
 
-// namesExpr lists the public global names only, for when viewExpr fails
-// (for example on data nested deeper than the recursion limit).
-const namesExpr = `(lambda g: ([k for k in g if not k.startswith('_')], {}))(locals())`
-
-// snapshot computes the names and JSON view of the public globals.
+// snapshot computes the names and JSON view of the public globals. It runs
+// to completion even when ctx is cancelled (the code it runs is bounded by
+// the session's limits): the call it follows has already succeeded.
 func (s *Session) snapshot(ctx context.Context) ([]string, []byte, error) {
-	v, err := s.repl.Run(ctx, viewExpr)
+	v, err := s.repl.Run(context.WithoutCancel(ctx), viewCode)
 	if err != nil {
-		var pyErr *runtime.Error
-		if !errors.As(err, &pyErr) {
-			return nil, nil, fmt.Errorf("session: reading globals: %w", err)
-		}
-		if v, err = s.repl.Run(ctx, namesExpr); err != nil {
-			return nil, nil, fmt.Errorf("session: reading globals: %w", err)
-		}
+		return nil, nil, fmt.Errorf("session: reading globals: %w", err)
 	}
 	pair, _ := v.(object.Tuple)
-	if len(pair) != 2 {
+	var view object.Str
+	var list object.List
+	if len(pair) == 2 {
+		list, _ = pair[0].(object.List)
+		view, _ = pair[1].(object.Str)
+	}
+	if list == nil || !json.Valid([]byte(view)) {
 		return nil, nil, fmt.Errorf("session: reading globals: unexpected %s", object.Repr(v))
 	}
-	var names []string
-	if list, ok := pair[0].(object.List); ok {
-		for _, n := range list {
-			if name, ok := n.(object.Str); ok {
-				names = append(names, string(name))
-			}
+	names := make([]string, 0, len(list))
+	for _, n := range list {
+		if name, ok := n.(object.Str); ok {
+			names = append(names, string(name))
 		}
 	}
-	globals, _ := pair[1].(object.Dict)
-	var view bytes.Buffer
-	view.WriteByte('{')
-	for _, p := range globals {
-		k, ok := p.Key.(object.Str)
-		if !ok || !object.JSONCompatible(p.Value) {
-			continue
-		}
-		js, err := object.ToJSON(p.Value)
-		if err != nil {
-			continue
-		}
-		if view.Len() > 1 {
-			view.WriteByte(',')
-		}
-		key, _ := json.Marshal(string(k))
-		view.Write(key)
-		view.WriteByte(':')
-		view.Write(js)
-	}
-	view.WriteByte('}')
-	return names, view.Bytes(), nil
+	return names, []byte(view), nil
 }
 
 // save persists the state after a call.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -110,6 +111,31 @@ func TestLimitErrorsRollBack(t *testing.T) {
 	require.NotNil(t, res.Err)
 	assert.ErrorIs(t, res.Err, runtime.ErrMemoryLimit)
 	assert.Equal(t, object.Str("yes"), exec(t, s, "keep").Value)
+}
+
+// TestCancelledCallRollsBack cancels a call mid-run (a deadline, then an
+// explicit cancel) and checks that the session is as before and usable.
+func TestCancelledCallRollsBack(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	s := open(t, "cancel", session.Options{Store: st})
+	exec(t, s, "x = 1\ndef f():\n    return x + 1")
+	for _, stop := range []func(context.Context) (context.Context, context.CancelFunc){
+		func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(ctx, 100*time.Millisecond)
+		},
+		func(ctx context.Context) (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(ctx)
+			time.AfterFunc(100*time.Millisecond, cancel)
+			return ctx, cancel
+		},
+	} {
+		ctx, cancel := stop(context.Background())
+		_, err := s.Exec(ctx, "x = 2\nwhile True:\n    pass")
+		cancel()
+		require.ErrorIs(t, err, runtime.ErrCancelled)
+		assert.Equal(t, object.Int(2), exec(t, s, "f()").Value)
+	}
+	assert.Equal(t, object.Int(3), exec(t, s, "x += 1\nf()").Value)
 }
 
 func TestSizeCap(t *testing.T) {

@@ -1,0 +1,200 @@
+package session_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/store/storeurl"
+)
+
+// Benchmarks of saving and loading session state of several sizes on each
+// store, with a plain encoding/json round trip of the same data as the
+// in-run baseline. Run them with the servers of scripts/services.sh:
+//
+//	scripts/services.sh start && eval "$(scripts/services.sh env)"
+//	go test -run '^$' -bench 'State|JSONRoundTrip|ManagerMemory' ./session/
+//
+// Without MONTY_TEST_REDIS_URL / MONTY_TEST_S3_* the Redis and S3 cases
+// are skipped (benchmarks only; the tests require the servers).
+
+// stateSizes are the sizes of the JSON form of the benchmark state, as in
+// seed 004's published figures.
+var stateSizes = []struct {
+	name  string
+	bytes int
+}{{"1KB", 1 << 10}, {"100KB", 100 << 10}, {"1MB", 1 << 20}, {"10MB", 10 << 20}}
+
+// stateItem is one record of the benchmark state; its JSON is about 80 bytes.
+type stateItem struct {
+	ID    int      `json:"id"`
+	Name  string   `json:"name"`
+	Score float64  `json:"score"`
+	Tags  []string `json:"tags"`
+}
+
+func itemCount(size int) int { return max(1, size/80) }
+
+// makeState is the Python code that builds the benchmark state.
+func makeState(size int) string {
+	return fmt.Sprintf("data = [{'id': i, 'name': 'item-%%08d' %% i, 'score': i * 0.5, 'tags': ['alpha', 'beta']} for i in range(%d)]", itemCount(size))
+}
+
+func goState(size int) []stateItem {
+	items := make([]stateItem, itemCount(size))
+	for i := range items {
+		items[i] = stateItem{ID: i, Name: fmt.Sprintf("item-%08d", i), Score: float64(i) * 0.5, Tags: []string{"alpha", "beta"}}
+	}
+	return items
+}
+
+// benchStores opens every store available to the benchmark.
+func benchStores(b *testing.B) []struct {
+	name string
+	st   store.Store
+} {
+	ctx := context.Background()
+	specs := []struct{ name, spec string }{{"memory", "mem:"}, {"dir", b.TempDir()}}
+	if u := os.Getenv("MONTY_TEST_REDIS_URL"); u != "" {
+		specs = append(specs, struct{ name, spec string }{"redis", u + "?prefix=monty-bench:"})
+	}
+	if ep := os.Getenv("MONTY_TEST_S3_ENDPOINT"); ep != "" {
+		u := url.URL{Scheme: "s3", Host: ep, Path: "/" + os.Getenv("MONTY_TEST_S3_BUCKET"), RawQuery: "prefix=bench/",
+			User: url.UserPassword(os.Getenv("MONTY_TEST_S3_ACCESS_KEY"), os.Getenv("MONTY_TEST_S3_SECRET_KEY"))}
+		specs = append(specs, struct{ name, spec string }{"s3", u.String()})
+	}
+	var out []struct {
+		name string
+		st   store.Store
+	}
+	for _, s := range specs {
+		st, err := storeurl.Open(ctx, s.spec)
+		require.NoError(b, err, s.name)
+		b.Cleanup(func() { st.Close() })
+		out = append(out, struct {
+			name string
+			st   store.Store
+		}{s.name, st})
+	}
+	return out
+}
+
+// BenchmarkStateSave measures one save: a call that changes a variable,
+// then snapshot, dump, compress, sign and store of the whole state.
+func BenchmarkStateSave(b *testing.B) {
+	ctx := context.Background()
+	for _, st := range benchStores(b) {
+		for _, size := range stateSizes {
+			b.Run(st.name+"/"+size.name, func(b *testing.B) {
+				id := "bench-save-" + size.name
+				s, err := session.Open(ctx, id, session.Options{Store: st.st, SigningKey: []byte("bench")})
+				require.NoError(b, err)
+				defer s.Close(ctx)
+				res, err := s.Exec(ctx, makeState(size.bytes)+"\nn = 0")
+				require.NoError(b, err)
+				require.Nil(b, res.Err)
+				for b.Loop() {
+					res, err = s.Exec(ctx, "n += 1")
+					if err != nil || !res.Saved {
+						b.Fatalf("save: %v %+v", err, res)
+					}
+				}
+				b.ReportMetric(float64(res.StateSize), "state-bytes")
+				_ = st.st.Delete(ctx, id)
+			})
+		}
+	}
+}
+
+// BenchmarkStateLoad measures one load: fetch, verify, decompress and
+// restore the state into a fresh interpreter, ready for the next call.
+func BenchmarkStateLoad(b *testing.B) {
+	ctx := context.Background()
+	for _, st := range benchStores(b) {
+		for _, size := range stateSizes {
+			b.Run(st.name+"/"+size.name, func(b *testing.B) {
+				id := "bench-load-" + size.name
+				opts := session.Options{Store: st.st, SigningKey: []byte("bench")}
+				s, err := session.Open(ctx, id, opts)
+				require.NoError(b, err)
+				res, err := s.Exec(ctx, makeState(size.bytes))
+				require.NoError(b, err)
+				require.True(b, res.Saved)
+				require.NoError(b, s.Close(ctx))
+				for b.Loop() {
+					s, err := session.Open(ctx, id, opts)
+					if err != nil || !s.Restored().Found || s.Restored().FromJSON {
+						b.Fatalf("load: %v %+v", err, s.Restored())
+					}
+					_ = s.Close(ctx)
+				}
+				_ = st.st.Delete(ctx, id)
+			})
+		}
+	}
+}
+
+// BenchmarkJSONRoundTrip is the baseline: encoding/json Marshal and
+// Unmarshal of the same data in Go.
+func BenchmarkJSONRoundTrip(b *testing.B) {
+	for _, size := range stateSizes {
+		b.Run(size.name, func(b *testing.B) {
+			data := goState(size.bytes)
+			for b.Loop() {
+				raw, err := json.Marshal(data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var back []stateItem
+				if err := json.Unmarshal(raw, &back); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkManagerMemory reports the resident memory of a manager that
+// knows 1,000 sessions (all stored, each with a little state) of which 50
+// are live.
+func BenchmarkManagerMemory(b *testing.B) {
+	ctx := context.Background()
+	const known, live = 1000, 50
+	for b.Loop() {
+		b.StopTimer()
+		st, err := storeurl.Open(ctx, b.TempDir())
+		require.NoError(b, err)
+		before := residentBytes(b)
+		m := session.NewManager(session.Options{Store: st}, session.ManagerOptions{MaxLive: live})
+		for i := range known {
+			_, err := m.Exec(ctx, fmt.Sprintf("s%04d", i), fmt.Sprintf("x = %d\nitems = list(range(20))\ndef f(a):\n    return a + x", i))
+			require.NoError(b, err)
+		}
+		require.Equal(b, live, m.Live())
+		after := residentBytes(b)
+		b.ReportMetric(float64(after-before)/(1<<20), "rss-MiB")
+		b.ReportMetric(float64(after-before)/live/(1<<20), "rss-MiB/live")
+		m.Close()
+		st.Close()
+		b.StartTimer()
+	}
+}
+
+// residentBytes reads the process's resident set size from /proc.
+func residentBytes(b *testing.B) int64 {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		b.Skipf("resident memory needs /proc: %v", err)
+	}
+	var size, resident int64
+	_, err = fmt.Sscan(string(data), &size, &resident)
+	require.NoError(b, err)
+	return resident * int64(os.Getpagesize())
+}
