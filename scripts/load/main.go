@@ -24,6 +24,7 @@ func main() {
 	key := flag.String("api-key", "", "x-api-key to send")
 	conc := flag.Int("c", 4, "concurrent clients")
 	dur := flag.Duration("d", 10*time.Second, "duration of each scenario")
+	perSession := flag.Int("per-session", 100, "requests per session before a client starts a new one (a session's state grows with every call)")
 	flag.Parse()
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: *conc * 2}}
 	fmt.Printf("%-28s %8s %10s %8s %8s %8s %8s %6s\n", "scenario", "requests", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "429s")
@@ -35,7 +36,7 @@ func main() {
 		{"tiny, new session each", false, "1 + 1"},
 		{"tiny, continuing a session", true, "try:\n    n += 1\nexcept NameError:\n    n = 1\nn"},
 	} {
-		if err := scenario(client, *url, *key, sc.name, sc.code, sc.session, *conc, *dur); err != nil {
+		if err := scenario(client, *url, *key, sc.name, sc.code, sc.session, *conc, *perSession, *dur); err != nil {
 			fmt.Fprintln(os.Stderr, "load:", err)
 			os.Exit(1)
 		}
@@ -43,7 +44,7 @@ func main() {
 }
 
 // scenario runs conc clients for dur and prints one line of figures.
-func scenario(client *http.Client, url, key, name, code string, session bool, conc int, dur time.Duration) error {
+func scenario(client *http.Client, url, key, name, code string, session bool, conc, perSession int, dur time.Duration) error {
 	var (
 		mu        sync.Mutex
 		latencies []time.Duration
@@ -57,12 +58,15 @@ func scenario(client *http.Client, url, key, name, code string, session bool, co
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req := map[string]any{"code": code}
-			if session {
-				req["session_id"] = fmt.Sprintf("load-%d-%d", start.UnixNano(), w)
-			}
-			body, _ := json.Marshal(req)
-			for time.Now().Before(end) {
+			var body []byte
+			for i := 0; time.Now().Before(end); i++ {
+				if i%perSession == 0 {
+					req := map[string]any{"code": code}
+					if session {
+						req["session_id"] = fmt.Sprintf("load-%d-%d-%d", start.UnixNano(), w, i)
+					}
+					body, _ = json.Marshal(req)
+				}
 				t0 := time.Now()
 				status, data, err := post(client, url+"/exec", key, body)
 				lat := time.Since(t0)
