@@ -28,6 +28,7 @@ const usage = `usage: monty [flags] -c CODE
        monty [flags]              (interactive)
        monty session ls | show ID | rm ID | export ID FILE | import ID FILE
        monty serve [flags]        (HTTP API; monty serve -h)
+       monty mcp [flags]          (MCP server on stdio; monty mcp -h)
        monty precompile --cache-dir DIR
 
 Runs Python code in Monty's sandbox. print() output goes to stdout as it is
@@ -43,6 +44,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if len(args) > 0 && args[0] == "serve" {
 		return serveCommand(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "mcp" {
+		return mcpCommand(ctx, args[1:], stdin, stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "precompile" {
 		return precompileCommand(ctx, args[1:], stdout, stderr)

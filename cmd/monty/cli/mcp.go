@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/mcpserver"
+)
+
+const mcpUsage = `usage: monty mcp [flags]
+
+Serves the execute_python and reset_session tools over the Model Context
+Protocol on stdin/stdout, for MCP clients that start it as a command. Python
+state persists in the session store between calls and between server runs.
+Logs go to stderr.
+
+flags:
+`
+
+// mcpCommand runs `monty mcp`.
+func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("monty mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, mcpUsage)
+		fs.PrintDefaults()
+	}
+	storeSpec := fs.String("store", "", "session store: a `DIR`, mem:, redis://…, s3://… or HOT,COLD (default: "+defaultStoreHint+")")
+	thread := fs.String("thread", mcpserver.DefaultThreadKey, "conversation `KEY` the sessions belong to (servers sharing a store and key share sessions)")
+	timeout := fs.Duration("timeout", agent.DefaultTimeout, "longest wall time of one call, host calls included")
+	maxMemory := fs.String("max-memory", "16MiB", "largest interpreter heap of one call")
+	maxLive := fs.Int("max-live", 0, "most sessions kept in memory at once (0: the manager's default)")
+	signingKeyFile := fs.String("signing-key-file", "", "sign stored state with the key in `FILE` (or set MONTY_SIGNING_KEY); default unsigned, like monty --session")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "monty mcp: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return ExitUsage
+	}
+	mem, err := parseBytes(*maxMemory)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty mcp: --max-memory:", err)
+		return ExitUsage
+	}
+	logger, err := newLogger("text", *logLevel, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty mcp:", err)
+		return ExitUsage
+	}
+	var key []byte
+	if *signingKeyFile != "" || os.Getenv("MONTY_SIGNING_KEY") != "" {
+		if key, err = signingKey(*signingKeyFile); err != nil {
+			fmt.Fprintln(stderr, "monty mcp:", err)
+			return ExitUsage
+		}
+	}
+	st, err := openStore(ctx, *storeSpec)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty mcp:", err)
+		return storeExit(err)
+	}
+	defer st.Close()
+	limits := runtime.DefaultLimits()
+	limits.MaxMemory = mem
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{
+		Session: session.Options{Store: st, SigningKey: key, Limits: limits},
+		Manager: session.ManagerOptions{MaxLive: *maxLive},
+		Timeout: *timeout,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "monty mcp:", err)
+		return ExitUsage
+	}
+	defer exec.Close()
+	srv, err := mcpserver.New(mcpserver.Options{Executor: exec, ThreadKey: *thread, Version: version(), Logger: logger})
+	if err != nil {
+		fmt.Fprintln(stderr, "monty mcp:", err)
+		return ExitUsage
+	}
+	logger.Info("monty mcp: serving on stdio", "thread", *thread, "timeout", timeout.String(), "max_memory", mem)
+	start := time.Now()
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, io.EOF) {
+		logger.Error("monty mcp: connection ended", "error", err)
+		return ExitException
+	}
+	logger.Info("monty mcp: client disconnected", "uptime", time.Since(start).Round(time.Millisecond).String())
+	return ExitOK
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// version is the module version the binary was built from ("devel" in a
+// work tree).
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "devel"
+}

@@ -1,0 +1,139 @@
+// Package mcpserver offers Python execution to any Model Context Protocol
+// client: an MCP server (github.com/modelcontextprotocol/go-sdk) with two
+// tools,
+//
+//   - execute_python: run code in a persistent session (variables,
+//     functions and classes survive between calls and, through the
+//     executor's store, between server processes); optional session_id
+//     selects one of several named sessions;
+//   - reset_session: forget a session's state.
+//
+// The tools are served by an agent.Executor, so host functions registered
+// there are callable from the code and listed in the tool's description.
+// `monty mcp` runs this server over stdio.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/monty-go/monty/session/agent"
+)
+
+// DefaultThreadKey is the conversation key of sessions created through
+// MCP when Options.ThreadKey is empty.
+const DefaultThreadKey = "mcp"
+
+// resetSchema is the input schema of reset_session.
+const resetSchema = `{
+  "type": "object",
+  "properties": {
+    "session_id": {
+      "type": "string",
+      "description": "The named session to reset, as given to execute_python; omit it for the default session."
+    }
+  },
+  "additionalProperties": false
+}`
+
+// Options configure a server.
+type Options struct {
+	// Executor runs the code. Required; the caller closes it after the
+	// server is done.
+	Executor *agent.Executor
+	// ThreadKey is the conversation the sessions belong to (see
+	// agent.Executor.Execute); DefaultThreadKey when empty. Servers sharing
+	// a store and a thread key share sessions.
+	ThreadKey string
+	// Version is reported to clients as the server's version.
+	Version string
+	// Logger receives a record per tool call; nil logs nothing.
+	Logger *slog.Logger
+}
+
+// New returns an MCP server offering execute_python and reset_session.
+// Run it with (*mcp.Server).Run over a transport, e.g. &mcp.StdioTransport{}.
+// The server is safe for concurrent use, as the executor is: calls for one
+// session run one at a time, others in parallel.
+func New(opts Options) (*mcp.Server, error) {
+	if opts.Executor == nil {
+		return nil, errors.New("mcpserver: Options.Executor is required")
+	}
+	if opts.ThreadKey == "" {
+		opts.ThreadKey = DefaultThreadKey
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	h := &handlers{exec: opts.Executor, thread: opts.ThreadKey, log: logger}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "monty", Title: "Monty Python sandbox", Version: opts.Version}, &mcp.ServerOptions{
+		Instructions: "Run Python in a sandbox with execute_python. State persists between calls: define a variable " +
+			"or function in one call and use it in the next. Use reset_session to start over.",
+	})
+	tool := opts.Executor.Tool()
+	srv.AddTool(&mcp.Tool{Name: tool.Name, Description: tool.Description, InputSchema: tool.Parameters}, h.execute)
+	srv.AddTool(&mcp.Tool{
+		Name:        "reset_session",
+		Description: "Forget everything a Python session holds (variables, functions, classes), so the next execute_python call starts empty.",
+		InputSchema: json.RawMessage(resetSchema),
+	}, h.reset)
+	return srv, nil
+}
+
+type handlers struct {
+	exec   *agent.Executor
+	thread string
+	log    *slog.Logger
+}
+
+// execute runs one execute_python call. Failures of the code (exceptions,
+// limits, bad arguments) are tool errors the model can read and correct;
+// protocol errors are reserved for failures of the server itself.
+func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	res, err := h.exec.Execute(ctx, h.thread, req.Params.Arguments)
+	if errors.Is(err, agent.ErrBadArgs) {
+		h.log.Info("execute_python", "error", err)
+		return toolError(err.Error()), nil
+	}
+	if err != nil {
+		h.log.Error("execute_python", "error", err)
+		return toolError("the call could not run: " + err.Error()), nil
+	}
+	h.log.Info("execute_python", "session", res.SessionID, "run", res.RunID, "error_type", res.ErrorType, "saved", res.Saved)
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: res.Text}},
+		StructuredContent: res,
+		IsError:           res.Err != nil,
+	}, nil
+}
+
+// reset runs one reset_session call.
+func (h *handlers) reset(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		SessionID string `json:"session_id"`
+	}
+	if len(req.Params.Arguments) > 0 {
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+			return toolError(fmt.Sprintf("invalid arguments: %v; want {\"session_id\": \"name\"} or {}", err)), nil
+		}
+	}
+	if err := h.exec.Reset(ctx, h.thread, args.SessionID); err != nil {
+		h.log.Error("reset_session", "session_id", args.SessionID, "error", err)
+		return toolError("the session could not be reset: " + err.Error()), nil
+	}
+	h.log.Info("reset_session", "session_id", args.SessionID)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "The session was reset; the next call starts empty."}}}, nil
+}
+
+func toolError(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: true}
+}
