@@ -7,14 +7,19 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/monty-go/monty/object"
 )
 
 // DirFS mounts a host directory at a virtual directory. Access is confined
 // with os.Root: "..", absolute paths and symbolic links cannot reach
-// outside the directory. It is safe for concurrent use; Close it when done.
+// outside the directory, and listings (Path.iterdir, os.scandir, os.walk,
+// Path.glob) leave out symbolic links that dangle or lead outside. Errors
+// follow monty's own monty-fs mounts. It is safe for concurrent use; Close
+// it when done.
 type DirFS struct {
 	m    mount
 	root *os.Root
@@ -93,20 +98,63 @@ func (b *dirBackend) remove(name string, dir bool) error {
 	return hostErr(b.root.Remove(name))
 }
 
-func (b *dirBackend) rename(from, to string) error { return hostErr(b.root.Rename(from, to)) }
+func (b *dirBackend) rename(from, to string) error {
+	// os.Root.Rename refuses any existing directory as the destination;
+	// POSIX rename(2), which monty-fs uses, replaces an empty one.
+	dst, err := b.root.Lstat(to)
+	if err == nil && dst.IsDir() {
+		src, err := b.root.Lstat(from)
+		switch {
+		case err != nil:
+			return hostErr(err)
+		case os.SameFile(src, dst):
+			return nil
+		case !src.IsDir():
+			return errIsDir
+		}
+		entries, err := b.list(to)
+		if err != nil {
+			return err
+		}
+		if len(entries) > 0 {
+			return errNotEmpty
+		}
+		if err := b.root.Remove(to); err != nil {
+			return hostErr(err)
+		}
+	}
+	return hostErr(b.root.Rename(from, to))
+}
 
-func (b *dirBackend) readDir(name string) ([]string, error) {
+func (b *dirBackend) list(name string) ([]scanEntry, error) {
 	f, err := b.root.Open(name)
 	if err != nil {
 		return nil, hostErr(err)
 	}
 	defer f.Close()
-	names, err := f.Readdirnames(-1)
+	dirents, err := f.ReadDir(-1)
 	if err != nil {
 		return nil, hostErr(err)
 	}
-	slices.Sort(names)
-	return names, nil
+	out := make([]scanEntry, 0, len(dirents))
+	for _, d := range dirents {
+		if !utf8.ValidString(d.Name()) {
+			continue // sandbox paths are UTF-8: such a name cannot be spelled there
+		}
+		e := scanEntry{name: d.Name(), isDir: d.IsDir(), isFile: d.Type().IsRegular()}
+		if d.Type()&fs.ModeSymlink != 0 {
+			// Resolved through the root, so a link leaving the mount (or
+			// dangling) is not listed, as monty-fs hides them.
+			fi, err := b.root.Stat(path.Join(name, d.Name()))
+			if err != nil {
+				continue
+			}
+			e = scanEntry{name: d.Name(), isDir: fi.IsDir(), isFile: fi.Mode().IsRegular(), isSymlink: true}
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b scanEntry) int { return strings.Compare(a.name, b.name) })
+	return out, nil
 }
 
 // hostErr maps errno values to the errors pyFSError knows, and hides host
@@ -121,6 +169,8 @@ func hostErr(err error) error {
 		return errNotDir
 	case errors.Is(err, syscall.EISDIR):
 		return errIsDir
+	case errors.Is(err, syscall.EINVAL):
+		return errInvalid // e.g. a directory renamed into itself
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrExist), errors.Is(err, fs.ErrPermission):
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

@@ -21,7 +21,10 @@ type fileSystem interface {
 	mkdir(name string, parents bool) error
 	remove(name string, dir bool) error
 	rename(from, to string) error
-	readDir(name string) ([]string, error)
+	// list returns a directory's visible entries sorted by name, each
+	// described as os.DirEntry would (a symlink by its target inside the
+	// mount; links that dangle or leave the mount are left out).
+	list(name string) ([]scanEntry, error)
 }
 
 // mount dispatches the filesystem OS calls under a virtual directory to a
@@ -58,6 +61,7 @@ var writeCalls = map[string]bool{
 	"Path.mkdir": true, "Path.unlink": true, "Path.rmdir": true, "Path.rename": true,
 }
 
+// HandleOS serves the filesystem OS calls whose path lies inside the mount.
 func (m *mount) HandleOS(_ context.Context, call *OSCall) (object.Value, error) {
 	if !strings.HasPrefix(call.Name, "Path.") && call.Name != "open" {
 		return nil, ErrNotHandled
@@ -70,6 +74,13 @@ func (m *mount) HandleOS(_ context.Context, call *OSCall) (object.Value, error) 
 	if !ok {
 		return nil, ErrNotHandled
 	}
+	if err := checkPathLength(p); err != nil {
+		if existenceChecks[call.Name] {
+			// CPython's predicates answer False rather than raise.
+			return object.Bool(false), nil
+		}
+		return nil, err
+	}
 	write := writeCalls[call.Name]
 	var mode string
 	if call.Name == "open" {
@@ -77,11 +88,55 @@ func (m *mount) HandleOS(_ context.Context, call *OSCall) (object.Value, error) 
 		write = strings.ContainsAny(mode, "wax+")
 	}
 	if write && m.readOnly {
-		return nil, &Exception{Type: "PermissionError", Message: "[Errno 30] Read-only file system: '" + p + "'"}
+		return nil, &Exception{Type: "PermissionError", Message: "[Errno 30] Read-only file system: " + quote(p)}
 	}
 	v, err := m.serve(call, name, p, mode)
 	return v, pyFSError(err, p)
 }
+
+// existenceChecks are the predicates that answer False instead of raising.
+var existenceChecks = map[string]bool{
+	"Path.exists": true, "Path.is_file": true, "Path.is_dir": true, "Path.is_symlink": true,
+}
+
+// Path limits, as monty-fs applies them to every path before serving it:
+// PATH_MAX bytes in all, NAME_MAX bytes per component, and at most
+// maxPathDepth components (counting the empty one before a leading "/").
+const (
+	maxPathBytes = 4096
+	maxNameBytes = 255
+	maxPathDepth = 64
+)
+
+// checkPathLength refuses an over-long path with monty-fs's
+// "[Errno 36] File name too long" (the path elided in the middle).
+func checkPathLength(p string) error {
+	tooLong := len(p) > maxPathBytes
+	for i, c := range strings.Split(p, "/") {
+		if tooLong || i >= maxPathDepth || len(c) > maxNameBytes {
+			tooLong = true
+			break
+		}
+	}
+	if !tooLong {
+		return nil
+	}
+	return &Exception{Type: "OSError", Message: "[Errno 36] File name too long: " + quote(elide(p))}
+}
+
+// elide shortens a path longer than 40 characters to its first and last 20,
+// joined by "…", as monty-fs names over-long paths in errors.
+func elide(p string) string {
+	const edge = 20
+	r := []rune(p)
+	if len(r) <= 2*edge {
+		return p
+	}
+	return string(r[:edge]) + "…" + string(r[len(r)-edge:])
+}
+
+// quote spells a path as Python's repr does, as CPython's OSError messages do.
+func quote(p string) string { return object.Repr(object.Str(p)) }
 
 func (m *mount) serve(call *OSCall, name, p, mode string) (object.Value, error) {
 	switch call.Name {
@@ -106,6 +161,9 @@ func (m *mount) serve(call *OSCall, name, p, mode string) (object.Value, error) 
 		}
 		if call.Name == "Path.read_bytes" {
 			return object.Bytes(b), nil
+		}
+		if err := checkUTF8(b); err != nil {
+			return nil, err
 		}
 		return object.Str(b), nil
 	case "Path.write_text", "Path.append_text", "Path.write_bytes", "Path.append_bytes":
@@ -132,21 +190,32 @@ func (m *mount) serve(call *OSCall, name, p, mode string) (object.Value, error) 
 		}
 		return statResult(fi), nil
 	case "Path.iterdir":
-		names, err := m.fs.readDir(name)
+		entries, err := m.fs.list(name)
 		if err != nil {
 			return nil, err
 		}
-		out := make(object.List, len(names))
-		for i, n := range names {
-			out[i] = object.Path(m.virtual(path.Join(name, n)))
+		out := make(object.List, len(entries))
+		for i, e := range entries {
+			out[i] = object.Path(m.virtual(path.Join(name, e.name)))
 		}
 		return out, nil
 	case "Path.resolve", "Path.absolute":
 		return object.Path(m.virtual(name)), nil
 	case "Path.mkdir":
-		parents := kwBool(call, "parents")
+		parents, existOK := kwBool(call, "parents"), kwBool(call, "exist_ok")
+		if parents {
+			// Creating the missing parents succeeds on an existing
+			// directory, so check first, as monty-fs does: an existing
+			// directory is an error unless exist_ok, a file always is.
+			if fi, err := m.fs.stat(name); err == nil {
+				if fi.IsDir() && existOK {
+					return object.None{}, nil
+				}
+				return nil, fs.ErrExist
+			}
+		}
 		err := m.fs.mkdir(name, parents)
-		if errors.Is(err, fs.ErrExist) && kwBool(call, "exist_ok") {
+		if errors.Is(err, fs.ErrExist) && existOK {
 			if fi, serr := m.fs.stat(name); serr == nil && fi.IsDir() {
 				err = nil
 			}
@@ -161,11 +230,24 @@ func (m *mount) serve(call *OSCall, name, p, mode string) (object.Value, error) 
 		if err != nil {
 			return nil, err
 		}
+		if err := checkPathLength(dst); err != nil {
+			return nil, err
+		}
 		to, ok := m.rel(dst)
 		if !ok {
-			return nil, &Exception{Type: "OSError", Message: "[Errno 18] Invalid cross-device link: '" + dst + "'"}
+			return nil, &Exception{Type: "OSError", Message: "[Errno 18] Invalid cross-device link: " + quote(p) + " -> " + quote(dst)}
 		}
-		return object.Path(m.virtual(to)), m.fs.rename(name, to)
+		for _, end := range [][2]string{{name, p}, {to, dst}} {
+			if end[0] == "." {
+				// The mount's root has no name inside the mount.
+				return nil, &Exception{Type: "PermissionError", Message: "[Errno 13] Permission denied: " + quote(end[1])}
+			}
+		}
+		// monty-fs answers None (os.rename and os.replace return it;
+		// Path.rename builds its result in the sandbox).
+		return object.None{}, nameErr(m.fs.rename(name, to), dst)
+	case "Path.scan":
+		return m.scan(call, name, p)
 	case "open":
 		return m.open(name, p, mode)
 	}
@@ -232,7 +314,11 @@ func pyFSError(err error, p string) error {
 	if errors.As(err, &exc) {
 		return err
 	}
-	q := " '" + p + "'"
+	var named *namedError
+	if errors.As(err, &named) {
+		p = named.path
+	}
+	q := " " + quote(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return &Exception{Type: "FileNotFoundError", Message: "[Errno 2] No such file or directory:" + q}
@@ -246,12 +332,34 @@ func pyFSError(err error, p string) error {
 		return &Exception{Type: "NotADirectoryError", Message: "[Errno 20] Not a directory:" + q}
 	case errors.Is(err, errNotEmpty):
 		return &Exception{Type: "OSError", Message: "[Errno 39] Directory not empty:" + q}
+	case errors.Is(err, errInvalid):
+		return &Exception{Type: "OSError", Message: "[Errno 22] Invalid argument:" + q}
 	}
 	return &Exception{Type: "OSError", Message: err.Error()}
+}
+
+// namedError reports a filesystem error about another path than the
+// call's first argument (a rename's destination).
+type namedError struct {
+	err  error
+	path string // virtual path
+}
+
+func (e *namedError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *namedError) Unwrap() error { return e.err }
+
+// nameErr marks the backend errors that concern a rename's destination
+// (directory not empty) as naming it.
+func nameErr(err error, dst string) error {
+	if errors.Is(err, errNotEmpty) {
+		return &namedError{err: err, path: dst}
+	}
+	return err
 }
 
 var (
 	errIsDir    = errors.New("is a directory")
 	errNotDir   = errors.New("not a directory")
 	errNotEmpty = errors.New("directory not empty")
+	errInvalid  = errors.New("invalid argument")
 )

@@ -213,6 +213,24 @@ func (b *memBackend) rename(from, to string) error {
 	if err := b.parentDir(to); err != nil {
 		return err
 	}
+	if from == to {
+		return nil
+	}
+	if e.dir && strings.HasPrefix(to, from+"/") {
+		return errInvalid // into itself
+	}
+	// POSIX rename: a directory may replace an empty directory, a file a
+	// file; nothing else replaces an existing entry.
+	if old, ok := b.tree[to]; ok {
+		switch {
+		case old.dir && !e.dir:
+			return errIsDir
+		case !old.dir && e.dir:
+			return errNotDir
+		case old.dir && len(b.children(to)) > 0:
+			return errNotEmpty
+		}
+	}
 	if e.dir {
 		for k, v := range b.tree {
 			if strings.HasPrefix(k, from+"/") {
@@ -226,7 +244,7 @@ func (b *memBackend) rename(from, to string) error {
 	return nil
 }
 
-func (b *memBackend) readDir(name string) ([]string, error) {
+func (b *memBackend) list(name string) ([]scanEntry, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.tree[name]
@@ -236,5 +254,11 @@ func (b *memBackend) readDir(name string) ([]string, error) {
 	case !e.dir:
 		return nil, errNotDir
 	}
-	return b.children(name), nil
+	names := b.children(name)
+	out := make([]scanEntry, len(names))
+	for i, n := range names {
+		c := b.tree[path.Join(name, n)]
+		out[i] = scanEntry{name: n, isDir: c.dir, isFile: !c.dir}
+	}
+	return out, nil
 }
