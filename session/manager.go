@@ -6,6 +6,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/monty-go/monty/runtime"
 )
 
 // Manager keeps live sessions by id (for example one per conversation
@@ -18,6 +20,11 @@ type Manager struct {
 	opts        Options
 	maxLive     int
 	idleTimeout time.Duration
+	warm        int
+
+	poolOnce sync.Once
+	pool     *runtime.Pool // own pool, closed with the manager
+	poolErr  error
 
 	mu      sync.Mutex
 	live    map[string]*list.Element // of *managed
@@ -44,6 +51,10 @@ type ManagerOptions struct {
 	// IdleTimeout closes sessions unused for this long; 0 means 15 minutes,
 	// negative disables it.
 	IdleTimeout time.Duration
+	// Warm is how many interpreters are kept instantiated in the
+	// background for sessions about to open (Options.Pool, unless set):
+	// 0 means 2, negative none.
+	Warm int
 }
 
 // NewManager returns a manager opening sessions with opts.
@@ -52,6 +63,7 @@ func NewManager(opts Options, mo ManagerOptions) *Manager {
 		opts:        opts,
 		maxLive:     mo.MaxLive,
 		idleTimeout: mo.IdleTimeout,
+		warm:        mo.Warm,
 		live:        map[string]*list.Element{},
 		lru:         list.New(),
 		opening:     map[string]chan struct{}{},
@@ -62,6 +74,9 @@ func NewManager(opts Options, mo ManagerOptions) *Manager {
 	}
 	if m.idleTimeout == 0 {
 		m.idleTimeout = 15 * time.Minute
+	}
+	if m.warm == 0 {
+		m.warm = 2
 	}
 	if m.idleTimeout > 0 {
 		m.wg.Add(1)
@@ -114,7 +129,7 @@ func (m *Manager) Acquire(ctx context.Context, id string) (*Session, func(), err
 		m.opening[id] = done
 		m.mu.Unlock()
 
-		s, err := Open(ctx, id, m.opts)
+		s, err := Open(ctx, id, m.sessionOptions(ctx))
 
 		m.mu.Lock()
 		delete(m.opening, id)
@@ -216,6 +231,26 @@ func (m *Manager) closeIdle(before time.Time) {
 	}
 }
 
+// sessionOptions are the options sessions open with: m.opts, plus the
+// manager's own pool of warm interpreters, started on first use.
+func (m *Manager) sessionOptions(ctx context.Context) Options {
+	if m.opts.Pool != nil || m.warm < 0 {
+		return m.opts
+	}
+	m.poolOnce.Do(func() {
+		eng := m.opts.Engine
+		if eng == nil {
+			eng, m.poolErr = runtime.Default(ctx)
+		}
+		if m.poolErr == nil {
+			m.pool = runtime.NewPool(eng, m.warm)
+		}
+	})
+	opts := m.opts
+	opts.Pool = m.pool // nil when the engine failed: Open reports it
+	return opts
+}
+
 // Close closes every live session and stops the janitor.
 func (m *Manager) Close() {
 	m.mu.Lock()
@@ -230,4 +265,8 @@ func (m *Manager) Close() {
 	m.mu.Unlock()
 	close(m.stop)
 	m.wg.Wait()
+	m.poolOnce.Do(func() {}) // no pool starts after this
+	if m.pool != nil {
+		m.pool.Close(context.Background())
+	}
 }

@@ -36,6 +36,11 @@ type Options struct {
 	Store store.Store
 	// Engine runs the interpreters; nil means runtime.Default.
 	Engine *runtime.Engine
+	// Pool, when set, supplies warm interpreters (of Engine), so opening or
+	// reloading a session skips the instantiation. A session closes its
+	// interpreters rather than returning them: one that held a session's
+	// state is not reused for another. A Manager sets up its own pool.
+	Pool *runtime.Pool
 	// SigningKey, when set, signs every stored blob with HMAC-SHA256 and
 	// refuses to load a blob whose signature is missing or wrong.
 	SigningKey []byte
@@ -261,7 +266,13 @@ func (s *Session) newInterpreter(ctx context.Context) error {
 	if s.it != nil {
 		_ = s.it.Close(ctx)
 	}
-	it, err := s.eng.NewInterpreter(ctx)
+	var it *runtime.Interpreter
+	var err error
+	if s.opts.Pool != nil {
+		it, err = s.opts.Pool.Get(ctx)
+	} else {
+		it, err = s.eng.NewInterpreter(ctx)
+	}
 	if err != nil {
 		return err
 	}
