@@ -20,7 +20,8 @@
 // Security: with API keys configured every request but /healthz and
 // /metrics needs a valid x-api-key (compared in constant time), and each key
 // has its own namespace of session ids, so another key's id behaves as not
-// found. State blobs are signed with HMAC-SHA256 (Options.SigningKey); an
+// found: session id ID is stored as "k<24 hex of the key's sha256>/ID", or
+// "public/ID" when no keys are configured. State blobs are signed with HMAC-SHA256 (Options.SigningKey); an
 // uploaded blob is checked (format, checksum, signature) before it is stored,
 // and nothing unverified ever reaches Monty's deserialiser. Request bodies,
 // per-request limits and concurrency are bounded: when every execution slot

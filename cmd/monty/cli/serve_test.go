@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestServeConfigErrors(t *testing.T) {
+	t.Setenv("MONTY_SIGNING_KEY", "")
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte("a-signing-key-long-enough\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--store", "mem:"}, "signing key of at least 16 bytes is required"},
+		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--log-format", "xml"}, "--log-format"},
+		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--api-key", "short"}, "shorter than 8"},
+		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--max-memory", "lots"}, "--max-memory"},
+		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--tls-cert", "c.pem"}, "--tls-cert and --tls-key"},
+		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "extra"}, "unexpected argument"},
+	} {
+		var out, errOut bytes.Buffer
+		code := Run(context.Background(), append([]string{"serve"}, tc.args...), nil, &out, &errOut)
+		if code != ExitUsage || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("serve %v: exit %d, stderr %q; want exit %d mentioning %q", tc.args, code, errOut.String(), ExitUsage, tc.want)
+		}
+	}
+}
+
+func TestServeEnvAndKeys(t *testing.T) {
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys")
+	if err := os.WriteFile(keys, []byte("# team keys\nkey-from-file-1\n\nkey-from-file-2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MONTY_API_KEYS", "env-key-0001, env-key-0002")
+	got, err := apiKeys(nil, keys)
+	if err != nil || strings.Join(got, " ") != "env-key-0001 env-key-0002 key-from-file-1 key-from-file-2" {
+		t.Fatalf("apiKeys: %v %v", got, err)
+	}
+	// Flags replace MONTY_API_KEYS.
+	if got, _ := apiKeys([]string{"flag-key-001"}, ""); strings.Join(got, " ") != "flag-key-001" {
+		t.Fatalf("apiKeys with a flag: %v", got)
+	}
+	t.Setenv("MONTY_SIGNING_KEY", "0123456789abcdef")
+	t.Setenv("MONTY_MAX_DURATION", "soon")
+	var errOut bytes.Buffer
+	if code := Run(context.Background(), []string{"serve", "--store", "mem:"}, nil, &bytes.Buffer{}, &errOut); code != ExitUsage || !strings.Contains(errOut.String(), "MONTY_MAX_DURATION") {
+		t.Fatalf("bad MONTY_MAX_DURATION: exit %d %q", code, errOut.String())
+	}
+}
+
+func TestPrecompile(t *testing.T) {
+	var out, errOut bytes.Buffer
+	t.Setenv("MONTY_CACHE_DIR", "")
+	if code := Run(context.Background(), []string{"precompile"}, nil, &out, &errOut); code != ExitUsage {
+		t.Fatalf("precompile without a directory: exit %d", code)
+	}
+	dir := filepath.Join(t.TempDir(), "cache")
+	if code := Run(context.Background(), []string{"precompile", "--cache-dir", dir}, nil, &out, &errOut); code != ExitOK || !strings.Contains(out.String(), "compiled Monty") {
+		t.Fatalf("precompile: exit %d %q %q", code, out.String(), errOut.String())
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) == 0 {
+		t.Fatalf("cache dir after precompile: %v %v", entries, err)
+	}
+}
