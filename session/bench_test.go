@@ -42,9 +42,19 @@ type stateItem struct {
 
 func itemCount(size int) int { return max(1, size/80) }
 
-// makeState is the Python code that builds the benchmark state.
-func makeState(size int) string {
-	return fmt.Sprintf("data = [{'id': i, 'name': 'item-%%08d' %% i, 'score': i * 0.5, 'tags': ['alpha', 'beta']} for i in range(%d)]", itemCount(size))
+// stateShapes are the two kinds of benchmark state: many small records
+// (about 80 bytes of JSON each; the cost follows the number of objects)
+// and one text of the given size (the cost follows the bytes).
+var stateShapes = []struct {
+	name string
+	code func(size int) string
+}{
+	{"records", func(size int) string {
+		return fmt.Sprintf("data = [{'id': i, 'name': 'item-%%08d' %% i, 'score': i * 0.5, 'tags': ['alpha', 'beta']} for i in range(%d)]", itemCount(size))
+	}},
+	{"text", func(size int) string {
+		return fmt.Sprintf("data = ''.join([str(i %% 997) + ' lorem ipsum dolor ' for i in range(%d)])[:%d]", size/16+1, size)
+	}},
 }
 
 func goState(size int) []stateItem {
@@ -91,24 +101,26 @@ func benchStores(b *testing.B) []struct {
 func BenchmarkStateSave(b *testing.B) {
 	ctx := context.Background()
 	for _, st := range benchStores(b) {
-		for _, size := range stateSizes {
-			b.Run(st.name+"/"+size.name, func(b *testing.B) {
-				id := "bench-save-" + size.name
-				s, err := session.Open(ctx, id, session.Options{Store: st.st, SigningKey: []byte("bench")})
-				require.NoError(b, err)
-				defer s.Close(ctx)
-				res, err := s.Exec(ctx, makeState(size.bytes)+"\nn = 0")
-				require.NoError(b, err)
-				require.Nil(b, res.Err)
-				for b.Loop() {
-					res, err = s.Exec(ctx, "n += 1")
-					if err != nil || !res.Saved {
-						b.Fatalf("save: %v %+v", err, res)
+		for _, shape := range stateShapes {
+			for _, size := range stateSizes {
+				b.Run(st.name+"/"+shape.name+"/"+size.name, func(b *testing.B) {
+					id := "bench-save-" + shape.name + "-" + size.name
+					s, err := session.Open(ctx, id, session.Options{Store: st.st, SigningKey: []byte("bench")})
+					require.NoError(b, err)
+					defer s.Close(ctx)
+					res, err := s.Exec(ctx, shape.code(size.bytes)+"\nn = 0")
+					require.NoError(b, err)
+					require.Nil(b, res.Err)
+					for b.Loop() {
+						res, err = s.Exec(ctx, "n += 1")
+						if err != nil || !res.Saved {
+							b.Fatalf("save: %v %+v", err, res)
+						}
 					}
-				}
-				b.ReportMetric(float64(res.StateSize), "state-bytes")
-				_ = st.st.Delete(ctx, id)
-			})
+					b.ReportMetric(float64(res.StateSize), "state-bytes")
+					_ = st.st.Delete(ctx, id)
+				})
+			}
 		}
 	}
 }
@@ -118,31 +130,33 @@ func BenchmarkStateSave(b *testing.B) {
 func BenchmarkStateLoad(b *testing.B) {
 	ctx := context.Background()
 	for _, st := range benchStores(b) {
-		for _, size := range stateSizes {
-			b.Run(st.name+"/"+size.name, func(b *testing.B) {
-				id := "bench-load-" + size.name
-				opts := session.Options{Store: st.st, SigningKey: []byte("bench")}
-				s, err := session.Open(ctx, id, opts)
-				require.NoError(b, err)
-				res, err := s.Exec(ctx, makeState(size.bytes))
-				require.NoError(b, err)
-				require.True(b, res.Saved)
-				require.NoError(b, s.Close(ctx))
-				for b.Loop() {
+		for _, shape := range stateShapes {
+			for _, size := range stateSizes {
+				b.Run(st.name+"/"+shape.name+"/"+size.name, func(b *testing.B) {
+					id := "bench-load-" + shape.name + "-" + size.name
+					opts := session.Options{Store: st.st, SigningKey: []byte("bench")}
 					s, err := session.Open(ctx, id, opts)
-					if err != nil || !s.Restored().Found || s.Restored().FromJSON {
-						b.Fatalf("load: %v %+v", err, s.Restored())
+					require.NoError(b, err)
+					res, err := s.Exec(ctx, shape.code(size.bytes))
+					require.NoError(b, err)
+					require.True(b, res.Saved)
+					require.NoError(b, s.Close(ctx))
+					for b.Loop() {
+						s, err := session.Open(ctx, id, opts)
+						if err != nil || !s.Restored().Found || s.Restored().FromJSON {
+							b.Fatalf("load: %v %+v", err, s.Restored())
+						}
+						_ = s.Close(ctx)
 					}
-					_ = s.Close(ctx)
-				}
-				_ = st.st.Delete(ctx, id)
-			})
+					_ = st.st.Delete(ctx, id)
+				})
+			}
 		}
 	}
 }
 
 // BenchmarkJSONRoundTrip is the baseline: encoding/json Marshal and
-// Unmarshal of the same data in Go.
+// Unmarshal in Go of the same records as the "records" state.
 func BenchmarkJSONRoundTrip(b *testing.B) {
 	for _, size := range stateSizes {
 		b.Run(size.name, func(b *testing.B) {
