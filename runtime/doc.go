@@ -21,6 +21,9 @@
 //     concurrently under asyncio.gather) and an [OSHandler].
 //   - Programs, paused executions and REPLs dump to bytes and load into any
 //     interpreter of a compatible module, in this process or another.
+//   - [MemFS] and [DirFS] serve files under a virtual directory with the
+//     semantics of Monty's own mounts; [WithCwd] starts the code in one, and
+//     [WithTimezone] sets the sandbox's local time zone (UTC by default).
 //
 // Python exceptions come back as *[Error] (type, message, traceback); the
 // limits in [Limits] raise errors that match [ErrTimeLimit],

@@ -34,6 +34,10 @@ var (
 	// ErrBadState matches misuse of the API: resuming something that is not
 	// paused, feeding a REPL that is paused, using a freed handle.
 	ErrBadState = errors.New("monty: invalid state for this operation")
+
+	// ErrInvalidOption is returned by Compile and NewREPL for an option the
+	// module cannot apply (an unknown time zone, a relative working directory).
+	ErrInvalidOption = errors.New("monty: invalid option")
 )
 
 // LimitKind says which resource limit, if any, raised an exception.
@@ -159,6 +163,9 @@ func apiError(msg string) error {
 	if strings.HasPrefix(msg, "cannot load state") || strings.HasPrefix(msg, "not a compiled program") ||
 		strings.HasPrefix(msg, "state is not of the requested kind") {
 		return fmt.Errorf("%w: %s", ErrInvalidDump, msg)
+	}
+	if strings.HasPrefix(msg, "unknown time zone") || strings.HasPrefix(msg, "working directory") {
+		return fmt.Errorf("%w: %s", ErrInvalidOption, msg)
 	}
 	return fmt.Errorf("%w: %s", ErrBadState, msg)
 }

@@ -97,6 +97,9 @@ func checkUTF8(b []byte) error {
 		}
 		start += size
 	}
+	if start >= len(b) {
+		return nil // not reached: utf8.Valid found an invalid sequence
+	}
 	n, complete := invalidUTF8Len(b[start:])
 	reason := "invalid start byte"
 	switch {

@@ -3,8 +3,10 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime/internal/wire"
 )
 
 // DefaultScriptName names code in tracebacks when no name is given.
@@ -17,6 +19,8 @@ type compileConfig struct {
 	script    string
 	inputs    []string
 	hostClock bool
+	timezone  string // IANA name; "" for UTC
+	cwd       string // absolute virtual path; "" for "/"
 }
 
 // WithScriptName names the code in tracebacks (default "main.py").
@@ -37,12 +41,51 @@ func WithHostClock() CompileOption {
 	return func(c *compileConfig) { c.hostClock = true }
 }
 
+// WithTimezone sets the sandbox's local time zone, an IANA name such as
+// "Europe/London" resolved against the tz database built into the module
+// (not the host's): naive datetime.now() and date.today() read the local
+// time there, and astimezone(), time.localtime(), time.timezone, time.tzname
+// and %Z report it, daylight saving time included. The default is UTC. An
+// unknown name makes Compile and NewREPL fail with ErrInvalidOption.
+func WithTimezone(name string) CompileOption {
+	return func(c *compileConfig) { c.timezone = name }
+}
+
+// WithCwd sets the sandbox's initial working directory, an absolute virtual
+// path such as "/mnt" (default "/"): os.getcwd() reports it and relative
+// paths in open(), os and pathlib calls resolve against it before they
+// reach the OSHandler. Each run of a Program starts there; a REPL starts
+// there and keeps whatever os.chdir leaves between snippets. A path that is
+// not absolute makes Compile and NewREPL fail with ErrInvalidOption.
+func WithCwd(dir string) CompileOption {
+	return func(c *compileConfig) { c.cwd = dir }
+}
+
 func compileOptions(opts []CompileOption) compileConfig {
 	c := compileConfig{script: DefaultScriptName}
 	for _, o := range opts {
 		o(&c)
 	}
 	return c
+}
+
+// check refuses options the module would refuse, before any call.
+func (c *compileConfig) check() error {
+	if c.cwd != "" && !strings.HasPrefix(c.cwd, "/") {
+		return fmt.Errorf("%w: working directory %q is not an absolute path", ErrInvalidOption, c.cwd)
+	}
+	return nil
+}
+
+// sandboxed reports whether a request needs its optional last element,
+// [timezone|null, cwd|null] (docs/abi.md); without it the module keeps UTC
+// and "/", so requests stay those of modules that predate the element.
+func (c *compileConfig) sandboxed() bool { return c.timezone != "" || c.cwd != "" }
+
+func (c *compileConfig) writeSandbox(w *wire.Writer) {
+	w.Array(2)
+	w.OptText(c.timezone, c.timezone != "")
+	w.OptText(c.cwd, c.cwd != "")
 }
 
 // Program is compiled Python code held by an Interpreter. It can run any
@@ -58,9 +101,16 @@ type Program struct {
 // type SyntaxError with the line in its traceback.
 func (it *Interpreter) Compile(ctx context.Context, code string, opts ...CompileOption) (*Program, error) {
 	c := compileOptions(opts)
+	if err := c.check(); err != nil {
+		return nil, err
+	}
 	w := &it.req
 	w.Reset()
-	w.Array(4)
+	if c.sandboxed() {
+		w.Array(5)
+	} else {
+		w.Array(4)
+	}
 	w.Text(code)
 	w.Text(c.script)
 	w.Array(len(c.inputs))
@@ -68,6 +118,9 @@ func (it *Interpreter) Compile(ctx context.Context, code string, opts ...Compile
 		w.Text(n)
 	}
 	w.Bool(c.hostClock)
+	if c.sandboxed() {
+		c.writeSandbox(w)
+	}
 	r, err := it.call(ctx, opCompile, 0)
 	if err != nil {
 		return nil, err

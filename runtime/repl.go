@@ -22,14 +22,25 @@ type Input struct {
 	Value object.Value
 }
 
-// NewREPL creates an empty REPL (WithScriptName names it in tracebacks).
+// NewREPL creates an empty REPL (WithScriptName names it in tracebacks;
+// WithHostClock, WithTimezone and WithCwd apply to every snippet).
 func (it *Interpreter) NewREPL(ctx context.Context, opts ...CompileOption) (*REPL, error) {
 	c := compileOptions(opts)
+	if err := c.check(); err != nil {
+		return nil, err
+	}
 	w := &it.req
 	w.Reset()
-	w.Array(2)
+	if c.sandboxed() {
+		w.Array(3)
+	} else {
+		w.Array(2)
+	}
 	w.Text(c.script)
 	w.Bool(c.hostClock)
+	if c.sandboxed() {
+		c.writeSandbox(w)
+	}
 	r, err := it.call(ctx, opREPLNew, 0)
 	if err != nil {
 		return nil, err

@@ -39,12 +39,6 @@ func runCase(ctx context.Context, eng *runtime.Engine, c *testCase) result {
 		r.Detail = "needs " + what + ", which only monty's test-hooks build has (neither the wasm module nor this harness enables it)"
 		return r
 	}
-	if c.Config.Timezone != "" {
-		r.Status = "skip"
-		r.Detail = fmt.Sprintf("needs the sandbox time zone %s: the Go runtime has no option to set it "+
-			"(the shim always runs with OsPolicy::default(), i.e. UTC)", c.Config.Timezone)
-		return r
-	}
 	v, err, infra := execute(ctx, eng, c)
 	if infra != nil {
 		r.Status, r.Detail = "fail", "runtime error (not a Python exception): "+shorten(infra.Error())
@@ -191,6 +185,10 @@ func execute(ctx context.Context, eng *runtime.Engine, c *testCase) (object.Valu
 	it.SetLimits(runtime.Limits{MaxDuration: caseTimeLimit, MaxRecursion: recursionLimit, MaxOutput: 10 << 20})
 
 	opts := []runtime.CompileOption{runtime.WithScriptName(c.FileName)}
+	if c.Config.Timezone != "" {
+		// As natively: OsPolicy.timezone = SandboxTimeZone::named(...).
+		opts = append(opts, runtime.WithTimezone(c.Config.Timezone))
+	}
 	var inputs []object.Value
 	var mount runtime.OSHandler
 	if c.Config.MountFS {
@@ -205,7 +203,9 @@ func execute(ctx context.Context, eng *runtime.Engine, c *testCase) (object.Valu
 		}
 		defer fs.Close()
 		mount = fs
-		opts = append(opts, runtime.WithInputs("root"))
+		// As natively, and as monty's own harness does: the run starts in
+		// the mount (MontyRun::set_cwd("/mnt")).
+		opts = append(opts, runtime.WithInputs("root"), runtime.WithCwd("/mnt"))
 		inputs = append(inputs, object.Path("/mnt"))
 	}
 	p, err := it.Compile(ctx, c.Code, opts...)

@@ -8,7 +8,7 @@ use monty::{
 };
 use monty_types::{
     CallArgs, CompileOptions, DateTimeSource, ExcType, ExtFunctionResult, MontyException, MontyObject, MontyUuid,
-    NameLookupResult, OsFunctionCall, OsPolicy, PrintWriter, ResourceLimits, ResourceTracker,
+    NameLookupResult, OsFunctionCall, OsPolicy, PrintWriter, ResourceLimits, ResourceTracker, SandboxTimeZone,
 };
 
 use crate::{
@@ -246,9 +246,63 @@ fn os_policy(host_clock: bool) -> OsPolicy {
     }
 }
 
-/// `[code, script_name, [input names], host_clock]` → handle
+/// The optional last element of compile and REPL requests:
+/// `[timezone|null, cwd|null]`. Requests without it keep UTC and `/`.
+#[derive(Default)]
+struct Sandbox {
+    /// The sandbox's local zone (an IANA name such as `Europe/London`).
+    timezone: Option<SandboxTimeZone>,
+    /// The initial working directory (an absolute virtual path).
+    cwd: Option<String>,
+}
+
+impl Sandbox {
+    /// Reads the element if the request has one more than `base` items.
+    fn read(r: &mut Reader<'_>, items: usize, base: usize) -> Result<Self, Failure> {
+        if items == base {
+            return Ok(Self::default());
+        }
+        r.array_of(2)?;
+        let timezone = match r.opt_text()? {
+            Some(name) => {
+                Some(SandboxTimeZone::named(name).map_err(|_| Failure::Api(format!("unknown time zone {name:?}")))?)
+            }
+            None => None,
+        };
+        let cwd = match r.opt_text()? {
+            Some(cwd) if !cwd.starts_with('/') => {
+                return Err(Failure::Api(format!(
+                    "working directory {cwd:?} is not an absolute path"
+                )));
+            }
+            cwd => cwd.map(str::to_owned),
+        };
+        Ok(Self { timezone, cwd })
+    }
+
+    /// The OS policy with this sandbox's zone.
+    fn policy(&mut self, host_clock: bool) -> OsPolicy {
+        let mut policy = os_policy(host_clock);
+        if let Some(zone) = self.timezone.take() {
+            policy.timezone = zone;
+        }
+        policy
+    }
+}
+
+/// Reads a request array of `base` items, or `base + 1` with a [`Sandbox`]
+/// last; returns its length.
+fn request_array(r: &mut Reader<'_>, base: usize) -> Result<usize, Failure> {
+    let n = r.array()?;
+    if n != base && n != base + 1 {
+        return Err(Failure::Api("bad request: array has the wrong length".to_owned()));
+    }
+    Ok(n)
+}
+
+/// `[code, script_name, [input names], host_clock, sandbox?]` → handle
 fn compile(r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
-    r.array_of(4)?;
+    let items = request_array(r, 4)?;
     let code = r.text()?.to_owned();
     let script = r.text()?.to_owned();
     let n = r.array()?;
@@ -257,9 +311,13 @@ fn compile(r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
         names.push(r.text()?.to_owned());
     }
     let host_clock = r.bool()?;
-    let run = MontyRun::new(code, &script, names, CompileOptions::default())
+    let mut sandbox = Sandbox::read(r, items, 4)?;
+    let mut run = MontyRun::new(code, &script, names, CompileOptions::default())
         .map_err(Failure::Exception)?
-        .with_os_policy(os_policy(host_clock));
+        .with_os_policy(sandbox.policy(host_clock));
+    if let Some(cwd) = &sandbox.cwd {
+        run.set_cwd(cwd);
+    }
     w.uint(u64::from(t.insert(Slot::Program {
         run: Box::new(run),
         script,
@@ -561,13 +619,17 @@ fn finish_repl(handle: u32, result: ReplResult, script: String, w: &mut Writer, 
     }
 }
 
-/// `[script_name, host_clock]` → handle
+/// `[script_name, host_clock, sandbox?]` → handle
 fn repl_new(r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
-    r.array_of(2)?;
+    let items = request_array(r, 2)?;
     let script = r.text()?.to_owned();
     let host_clock = r.bool()?;
-    let repl = MontyRepl::new(&script, ResourceTracker::default(), CompileOptions::default())
-        .with_os_policy(os_policy(host_clock));
+    let mut sandbox = Sandbox::read(r, items, 2)?;
+    let mut repl = MontyRepl::new(&script, ResourceTracker::default(), CompileOptions::default())
+        .with_os_policy(sandbox.policy(host_clock));
+    if let Some(cwd) = &sandbox.cwd {
+        repl.set_cwd(cwd);
+    }
     w.uint(u64::from(t.insert(Slot::Repl {
         repl: Repl::Idle(Box::new(repl)),
         script,
