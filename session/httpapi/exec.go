@@ -254,6 +254,7 @@ func (h *Handler) run(ctx context.Context, id, code string, inputs []runtime.Inp
 	s, err := session.Open(ctx, id, session.Options{
 		Store:        h.opts.Store,
 		Engine:       h.opts.Engine,
+		Pool:         h.warmPool(ctx),
 		SigningKey:   h.opts.SigningKey,
 		MaxStateSize: h.opts.MaxStateSize,
 		Limits:       limits,

@@ -29,6 +29,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -69,6 +70,9 @@ type Options struct {
 	SigningKey []byte
 	// Engine runs the interpreters; nil means runtime.Default.
 	Engine *runtime.Engine
+	// Warm is how many interpreters are kept instantiated in the background,
+	// so a request does not wait for one: 0 means 2, negative none.
+	Warm int
 	// APIKeys, when not empty, are the accepted x-api-key values; each key
 	// sees only the sessions created with it. Empty means no authentication
 	// (every client shares one namespace).
@@ -106,6 +110,9 @@ type Handler struct {
 	draining bool
 	inflight sync.WaitGroup
 	running  atomic.Int64
+
+	poolOnce sync.Once
+	pool     *runtime.Pool // warm interpreters, started on first use
 }
 
 // New checks opts and returns a Handler.
@@ -171,7 +178,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // running ones to finish and store their state, and returns. If ctx ends
 // first, the running executions are cancelled: their sessions keep the
 // state stored before the call, and Shutdown returns ctx's error once they
-// have stopped. Call it together with http.Server.Shutdown.
+// have stopped. It also closes the pool of warm interpreters. Call it
+// together with http.Server.Shutdown.
 func (h *Handler) Shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	h.draining = true
@@ -184,11 +192,40 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 		h.stop()
+		h.closePool()
 		return nil
 	case <-ctx.Done():
 		h.stop()
 		<-done
+		h.closePool()
 		return fmt.Errorf("httpapi: shutdown: running executions were cancelled: %w", ctx.Err())
+	}
+}
+
+// warmPool returns the pool of warm interpreters (nil when Warm is
+// negative or the engine cannot start; opening a session then reports it).
+func (h *Handler) warmPool(ctx context.Context) *runtime.Pool {
+	if h.opts.Warm < 0 {
+		return nil
+	}
+	h.poolOnce.Do(func() {
+		eng := h.opts.Engine
+		if eng == nil {
+			var err error
+			if eng, err = runtime.Default(ctx); err != nil {
+				return
+			}
+		}
+		h.pool = runtime.NewPool(eng, cmp.Or(h.opts.Warm, 2))
+	})
+	return h.pool
+}
+
+// closePool stops the warm pool; none starts afterwards.
+func (h *Handler) closePool() {
+	h.poolOnce.Do(func() {})
+	if h.pool != nil {
+		h.pool.Close(context.Background())
 	}
 }
 
