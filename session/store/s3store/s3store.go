@@ -3,10 +3,21 @@
 //
 // # Objects
 //
-// A blob is one object whose body is the data and whose user metadata
-// (x-amz-meta-monty-*) holds its version, creation, modification and expiry
-// times (Unix nanoseconds) and SHA-256. Body and metadata are written by one
-// PUT and read by one GET, so they always belong together.
+// A blob is one object whose body is the data and whose user metadata holds,
+// in the single value x-amz-meta-monty-info, its version, creation,
+// modification and expiry times (Unix nanoseconds), SHA-256 and MD5. Body
+// and metadata are written by one PUT and read by one GET.
+//
+// Reads check that they are consistent before anything relies on them: a
+// GET's body must match the SHA-256 in its metadata, and a HEAD's ETag the
+// MD5. Some gateways serve a read while a write replaces the object and
+// can answer with the old body or metadata and the new ETag (versitygw does:
+// it reads the ETag and the metadata from the file system separately). Such
+// a torn read is retried; acting on it could let a compare-and-set succeed
+// against a version that is no longer stored. One metadata value rather
+// than several keeps the fields of one read together. Where the ETag is not
+// the MD5 of the body (AWS with SSE-KMS), a HEAD is accepted when two reads
+// in a row agree.
 //
 // Object keys are Prefix + the id with each '/'-separated segment kept as
 // is, except that the last segment gets a '=' appended and an empty segment
@@ -54,6 +65,8 @@ package s3store
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -218,38 +231,53 @@ func (s *Store) idOf(key string) (string, bool) {
 	return id, true
 }
 
-// Metadata names (as canonical x-amz-meta-* headers).
+// metaInfo is the metadata header (canonical x-amz-meta-* form) that holds
+// a blob's info; metaInfoKey is the name it is written under.
 const (
-	metaVersion  = "X-Amz-Meta-Monty-Version"
-	metaCreated  = "X-Amz-Meta-Monty-Created"
-	metaModified = "X-Amz-Meta-Monty-Modified"
-	metaExpires  = "X-Amz-Meta-Monty-Expires"
-	metaSHA      = "X-Amz-Meta-Monty-Sha256"
+	metaInfo    = "X-Amz-Meta-Monty-Info"
+	metaInfoKey = "Monty-Info"
+	infoFormat  = "v1"
 )
 
-func nanos(h http.Header, name string) time.Time {
-	n, _ := strconv.ParseInt(h.Get(name), 10, 64)
-	return storeutil.FromUnixNano(n)
+// encodeInfo is the metadata value of a blob: fields separated by ';'.
+func encodeInfo(inf store.Info, md5hex string) string {
+	return strings.Join([]string{infoFormat, inf.Version,
+		strconv.FormatInt(inf.Created.UnixNano(), 10),
+		strconv.FormatInt(inf.Modified.UnixNano(), 10),
+		strconv.FormatInt(storeutil.UnixNano(inf.Expires), 10),
+		inf.SHA256, md5hex}, ";")
 }
 
-// info returns the Info described by an object's headers; ok is false when
-// they lack this store's metadata.
-func info(id string, oi minio.ObjectInfo) (store.Info, bool) {
-	h := oi.Metadata
-	if h.Get(metaVersion) == "" {
-		return store.Info{}, false
+// info returns the Info described by an object's metadata and the MD5 of
+// its body recorded there; ok is false when it lacks this store's metadata.
+func info(id string, oi minio.ObjectInfo) (inf store.Info, md5hex string, ok bool) {
+	f := strings.Split(oi.Metadata.Get(metaInfo), ";")
+	if len(f) != 7 || f[0] != infoFormat || f[1] == "" {
+		return store.Info{}, "", false
+	}
+	nanos := func(s string) time.Time {
+		n, _ := strconv.ParseInt(s, 10, 64)
+		return storeutil.FromUnixNano(n)
 	}
 	return store.Info{
 		ID:       id,
 		Size:     oi.Size,
-		SHA256:   h.Get(metaSHA),
-		Version:  h.Get(metaVersion),
-		Created:  nanos(h, metaCreated),
-		Modified: nanos(h, metaModified),
-		Expires:  nanos(h, metaExpires),
+		Version:  f[1],
+		Created:  nanos(f[2]),
+		Modified: nanos(f[3]),
+		Expires:  nanos(f[4]),
+		SHA256:   f[5],
 		Source:   Source,
-	}, true
+	}, f[6], true
 }
+
+// etagIs reports whether an ETag is the given MD5 (hex).
+func etagIs(etag, md5hex string) bool {
+	return strings.EqualFold(strings.Trim(etag, `"`), md5hex)
+}
+
+// readAttempts bounds the re-reads of an object whose read was torn.
+const readAttempts = 8
 
 func isNotFound(err error) bool {
 	r := minio.ToErrorResponse(err)
@@ -268,19 +296,44 @@ func isPreconditionFailed(err error) bool {
 // object. An expired object is returned as it is (callers decide).
 func (s *Store) head(ctx context.Context, id string) (inf store.Info, etag string, exists bool, err error) {
 	key := s.Key(id)
-	oi, err := s.core.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
-	if isNotFound(err) {
-		return store.Info{}, "", false, nil
+	var prev minio.ObjectInfo
+	for attempt := 0; ; attempt++ {
+		oi, err := s.core.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
+		if isNotFound(err) {
+			return store.Info{}, "", false, nil
+		}
+		if err != nil {
+			return store.Info{}, "", false, s.unavailable("stat", key, err)
+		}
+		inf, md5hex, ok := info(id, oi)
+		if !ok {
+			return store.Info{}, "", false, fmt.Errorf("%w: s3store: object %s on %s has no monty metadata (not written by this store; delete it or use another Prefix)",
+				store.ErrUnavailable, key, s.where)
+		}
+		stable := attempt > 0 && oi.ETag == prev.ETag && oi.Metadata.Get(metaInfo) == prev.Metadata.Get(metaInfo)
+		if etagIs(oi.ETag, md5hex) || stable {
+			return inf, oi.ETag, true, nil
+		}
+		if attempt == readAttempts {
+			return store.Info{}, "", false, fmt.Errorf("%w: s3store: object %s on %s keeps changing while read; retry", store.ErrUnavailable, key, s.where)
+		}
+		prev = oi
+		if err := pause(ctx, attempt); err != nil {
+			return store.Info{}, "", false, err
+		}
 	}
-	if err != nil {
-		return store.Info{}, "", false, s.unavailable("stat", key, err)
+}
+
+// pause waits a little longer on each attempt of a torn read.
+func pause(ctx context.Context, attempt int) error {
+	t := time.NewTimer(time.Duration(attempt+1) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	inf, ok := info(id, oi)
-	if !ok {
-		return store.Info{}, "", false, fmt.Errorf("%w: s3store: object %s on %s has no monty metadata (not written by this store; delete it or use another Prefix)",
-			store.ErrUnavailable, key, s.where)
-	}
-	return inf, oi.ETag, true, nil
 }
 
 // Get returns the blob under id, or store.ErrNotFound. Data and metadata come
@@ -290,33 +343,49 @@ func (s *Store) Get(ctx context.Context, id string) (store.Object, error) {
 		return store.Object{}, err
 	}
 	key := s.Key(id)
+	for attempt := 0; ; attempt++ {
+		obj, torn, err := s.get(ctx, id, key)
+		if !torn {
+			return obj, err
+		}
+		if attempt == readAttempts {
+			return store.Object{}, fmt.Errorf("%w: s3store: object %s on %s does not match its checksum (read again; if it persists the object is damaged)",
+				store.ErrUnavailable, key, s.where)
+		}
+		if err := pause(ctx, attempt); err != nil {
+			return store.Object{}, err
+		}
+	}
+}
+
+// get is one GET of Get; torn is true when the body does not match the
+// metadata (a write raced with the read, or the object is damaged).
+func (s *Store) get(ctx context.Context, id, key string) (obj store.Object, torn bool, err error) {
 	body, oi, _, err := s.core.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
 	if isNotFound(err) {
-		return store.Object{}, storeutil.NotFound(id)
+		return store.Object{}, false, storeutil.NotFound(id)
 	}
 	if err != nil {
-		return store.Object{}, s.unavailable("get", key, err)
+		return store.Object{}, false, s.unavailable("get", key, err)
 	}
 	defer body.Close()
-	inf, ok := info(id, oi)
+	inf, _, ok := info(id, oi)
 	if !ok {
-		return store.Object{}, fmt.Errorf("%w: s3store: object %s on %s has no monty metadata", store.ErrUnavailable, key, s.where)
+		return store.Object{}, false, fmt.Errorf("%w: s3store: object %s on %s has no monty metadata", store.ErrUnavailable, key, s.where)
 	}
 	if storeutil.Expired(inf.Expires, storeutil.Now()) {
 		s.dropExpired(ctx, id, oi.ETag)
-		return store.Object{}, storeutil.NotFound(id)
+		return store.Object{}, false, storeutil.NotFound(id)
 	}
-	data := make([]byte, 0, max(oi.Size, 0))
-	buf := bytes.NewBuffer(data)
+	buf := bytes.NewBuffer(make([]byte, 0, max(oi.Size, 0)))
 	if _, err := io.Copy(buf, body); err != nil {
-		return store.Object{}, s.unavailable("read", key, err)
+		return store.Object{}, false, s.unavailable("read", key, err)
 	}
-	data = buf.Bytes()
+	data := buf.Bytes()
 	if int64(len(data)) != inf.Size || store.Checksum(data) != inf.SHA256 {
-		return store.Object{}, fmt.Errorf("%w: s3store: object %s on %s does not match its checksum (read again; if it persists the object is damaged)",
-			store.ErrUnavailable, key, s.where)
+		return store.Object{}, true, nil
 	}
-	return store.Object{Data: data, Info: inf}, nil
+	return store.Object{Data: data, Info: inf}, false, nil
 }
 
 // Stat returns the info of the blob under id, or store.ErrNotFound (one HEAD).
@@ -382,13 +451,8 @@ func (s *Store) Put(ctx context.Context, id string, data []byte, cond store.Cond
 				inf.Expires = storeutil.Expiry(inf.Modified, s.ttl)
 			}
 		}
-		meta := map[string]string{
-			"Monty-Version":  inf.Version,
-			"Monty-Created":  strconv.FormatInt(inf.Created.UnixNano(), 10),
-			"Monty-Modified": strconv.FormatInt(inf.Modified.UnixNano(), 10),
-			"Monty-Expires":  strconv.FormatInt(storeutil.UnixNano(inf.Expires), 10),
-			"Monty-Sha256":   inf.SHA256,
-		}
+		sum := md5.Sum(data) // the ETag of a single-part upload, for checking reads
+		meta := map[string]string{metaInfoKey: encodeInfo(inf, hex.EncodeToString(sum[:]))}
 		opts := minio.PutObjectOptions{
 			UserMetadata:     meta,
 			ContentType:      "application/octet-stream",

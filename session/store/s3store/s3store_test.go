@@ -89,7 +89,11 @@ func TestDefaultsAndMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if oi.Metadata.Get("X-Amz-Meta-Monty-Version") != info.Version || oi.Size != 4 {
+	// One metadata value: format, version, created, modified, expires,
+	// sha256, md5 (the ETag of the body).
+	fields := strings.Split(oi.Metadata.Get("X-Amz-Meta-Monty-Info"), ";")
+	if len(fields) != 7 || fields[0] != "v1" || fields[1] != info.Version || fields[5] != store.Checksum([]byte("data")) ||
+		fields[6] != "8d777f385d3dfec8815d20f7496026dc" || oi.Size != 4 {
 		t.Errorf("object metadata %v size %d", oi.Metadata, oi.Size)
 	}
 	// Objects under the prefix that the store did not write are skipped by List.
@@ -99,6 +103,51 @@ func TestDefaultsAndMetadata(t *testing.T) {
 	list, err := s.List(ctx)
 	if err != nil || len(list) != 1 || list[0].ID != "a/b" {
 		t.Errorf("List = %v, %v", list, err)
+	}
+}
+
+// TestInconsistentObjects writes objects whose metadata does not describe
+// their body, as a torn read would show them: a body that does not match its
+// checksum is never returned, and a HEAD whose ETag is not the recorded MD5
+// is trusted only once two reads agree (servers whose ETags are not MD5s).
+func TestInconsistentObjects(t *testing.T) {
+	ctx := storetest.Ctx(t)
+	s := open(t, options(t, 0))
+	good, err := s.Put(ctx, "good", []byte("data"), store.Cond{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oi, err := s.Client().StatObject(ctx, s.Bucket(), s.Key("good"), minio.StatObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := oi.Metadata.Get("X-Amz-Meta-Monty-Info")
+	// Same metadata, another body: the checksum does not match.
+	if _, err := s.Client().PutObject(ctx, s.Bucket(), s.Key("bad"), strings.NewReader("DATA"), 4,
+		minio.PutObjectOptions{UserMetadata: map[string]string{"Monty-Info": meta}}); err != nil {
+		t.Fatal(err)
+	}
+	if obj, err := s.Get(ctx, "bad"); !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "checksum") {
+		t.Errorf("Get of a body that does not match its metadata = %q, %v", obj.Data, err)
+	}
+	// Stat (a HEAD) cannot see the body; its ETag is not the recorded MD5,
+	// but two reads agree, so it is taken as it is.
+	st, err := s.Stat(ctx, "bad")
+	if err != nil || st.Version != good.Version {
+		t.Errorf("Stat = %+v, %v", st, err)
+	}
+	// A conditional Put against it uses the ETag the server has.
+	if _, err := s.Put(ctx, "bad", []byte("new"), store.Cond{IfVersion: good.Version}); err != nil {
+		t.Errorf("Put over a stable object: %v", err)
+	}
+	mustData(t, s, "bad", "new")
+}
+
+func mustData(t *testing.T, s *s3store.Store, id, want string) {
+	t.Helper()
+	obj, err := s.Get(storetest.Ctx(t), id)
+	if err != nil || string(obj.Data) != want {
+		t.Fatalf("Get(%q) = %q, %v; want %q", id, obj.Data, err, want)
 	}
 }
 
