@@ -9,7 +9,7 @@
 #   scripts/services.sh start   install what is missing, start both (a no-op when running)
 #   scripts/services.sh env     print the export line for the tests (MONTY_TEST_*)
 #   scripts/services.sh stop    stop both and remove their data
-#   scripts/services.sh status  say what runs
+#   scripts/services.sh status  say what runs (exit 0 only when both run)
 #
 # Typical use:  scripts/services.sh start && eval "$(scripts/services.sh env)"
 # Settings:
@@ -214,14 +214,16 @@ cmd_env() {
 }
 
 cmd_status() {
-  local name
+  local name rc=0
   for name in redis s3; do
     if alive "$STATE/$name.pid"; then
       echo "$name: running (pid $(cat "$STATE/$name.pid"), port $(cat "$STATE/$name.port" 2>/dev/null))"
     else
       echo "$name: stopped"
+      rc=1
     fi
   done
+  return $rc
 }
 
 case "${1:-}" in

@@ -8,8 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # --- session store services: real Redis and S3-compatible servers for the
 # tests of session/store/{redisstore,s3store,tiered} (see scripts/services.sh).
-scripts/services.sh start
-trap 'scripts/services.sh stop' EXIT
+# Servers that were already running (a developer's) are left running.
+if ! scripts/services.sh status >/dev/null 2>&1; then
+  scripts/services.sh start
+  trap 'scripts/services.sh stop' EXIT
+fi
 eval "$(scripts/services.sh env)"
 # --- end of session store services
 export MONTY_CACHE_DIR=${MONTY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/wazero}
