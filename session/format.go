@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // The stored blob (docs/state-format.md):
@@ -120,15 +121,18 @@ func decodeBlob(data, key []byte) (*blob, error) {
 	if got := sha256.Sum256(content); !bytes.Equal(got[:], sum) {
 		return nil, corrupt("checksum mismatch (damaged or truncated)")
 	}
+	if len(content) < 7 {
+		return nil, corrupt("truncated header")
+	}
 	r := bytes.NewReader(content[6:])
 	vlen, _ := r.ReadByte()
 	version := make([]byte, vlen)
 	b := &blob{JSONOnly: flags&flagJSONOnly != 0}
-	if _, err := r.Read(version); err != nil && vlen > 0 {
+	if _, err := io.ReadFull(r, version); err != nil {
 		return nil, corrupt("truncated header")
 	}
 	b.MontyVersion = string(version)
-	if _, err := r.Read(b.ModuleSum[:]); err != nil {
+	if _, err := io.ReadFull(r, b.ModuleSum[:]); err != nil {
 		return nil, corrupt("truncated header")
 	}
 	parts := make([][]byte, 3)
@@ -138,7 +142,9 @@ func decodeBlob(data, key []byte) (*blob, error) {
 			return nil, corrupt("truncated section")
 		}
 		parts[i] = make([]byte, n)
-		_, _ = r.Read(parts[i])
+		if _, err := io.ReadFull(r, parts[i]); err != nil {
+			return nil, corrupt("truncated section")
+		}
 	}
 	if r.Len() != 0 {
 		return nil, corrupt("trailing bytes")

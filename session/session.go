@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
@@ -180,10 +179,11 @@ func (s *Session) load(ctx context.Context) error {
 	if err == nil {
 		err = s.restoreBlob(ctx, b)
 	}
-	if err != nil && !errors.Is(err, runtime.ErrDead) {
+	if errors.Is(err, ErrCorrupt) {
 		return s.quarantine(ctx, obj.Data, err)
 	}
 	if err != nil {
+		// Cancelled, no interpreter, a dead one: the blob is not to blame.
 		return err
 	}
 	s.version, s.saved, s.info = obj.Info.Version, b, obj.Info
@@ -203,7 +203,7 @@ func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
 				return nil
 			}
 			if !errors.Is(err, runtime.ErrInvalidDump) {
-				return err
+				return blobFault(ctx, err, "the dump does not load")
 			}
 			s.restore.Reason = "the dump could not be loaded: " + err.Error()
 		} else {
@@ -222,16 +222,30 @@ func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
 			}
 		}
 	}
-	return s.injectJSON(ctx, view)
+	return blobFault(ctx, s.injectJSON(ctx, view), "the JSON view does not load")
+}
+
+// blobFault classifies an error met while restoring a decoded blob: a
+// failure of the blob itself (ErrCorrupt, so the blob is kept aside) unless
+// it is the caller's cancellation or a dead interpreter, which say nothing
+// about the blob.
+func blobFault(ctx context.Context, err error, what string) error {
+	if err == nil || ctx.Err() != nil || errors.Is(err, runtime.ErrCancelled) || errors.Is(err, runtime.ErrDead) {
+		return err
+	}
+	return corrupt("%s: %v", what, err)
 }
 
 // quarantine keeps an unloadable blob aside, then fails or starts fresh.
+// The copy is named after the blob's content, so meeting the same blob
+// again (every call on a session until someone repairs it) keeps one copy.
 func (s *Session) quarantine(ctx context.Context, data []byte, cause error) error {
-	qid := fmt.Sprintf("%s.corrupt.%d", s.id, time.Now().UnixNano())
+	sum := sha256.Sum256(data)
+	qid := fmt.Sprintf("%s.corrupt.%x", s.id, sum[:8])
 	if len(qid) > 200 {
-		qid = fmt.Sprintf("corrupt.%x.%d", sha256.Sum256([]byte(s.id)), time.Now().UnixNano())
+		qid = fmt.Sprintf("corrupt.%x.%x", sha256.Sum256([]byte(s.id)), sum[:8])
 	}
-	if _, err := s.opts.Store.Put(ctx, qid, data, store.Cond{IfAbsent: true}); err != nil {
+	if _, err := s.opts.Store.Put(ctx, qid, data, store.Cond{IfAbsent: true}); err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("session %s: stored state cannot be loaded (%w) and keeping it aside failed: %v; it was left in place", s.id, cause, err)
 	}
 	s.restore.QuarantinedAs = qid
@@ -372,7 +386,16 @@ func (s *Session) ExecWith(ctx context.Context, code string, inputs ...runtime.I
 		s.describe(res)
 		return res, err
 	}
-	return res, s.save(ctx, res)
+	err = s.save(ctx, res)
+	if err != nil || !res.Saved {
+		// Not stored (store failure, conflict, size cap): the live state
+		// goes back to what is stored, so that it never holds changes a
+		// later call could save as if this one had succeeded.
+		if rerr := s.rollback(ctx); rerr != nil {
+			return res, errors.Join(err, rerr)
+		}
+	}
+	return res, err
 }
 
 // describe fills the state fields from the last stored blob.
@@ -426,8 +449,15 @@ __monty_view(locals())`
 
 // snapshot computes the names and JSON view of the public globals. It runs
 // to completion even when ctx is cancelled (the code it runs is bounded by
-// the session's limits): the call it follows has already succeeded.
+// the session's time limit, not its memory limit): the call it follows has
+// already succeeded.
 func (s *Session) snapshot(ctx context.Context) ([]string, []byte, error) {
+	// The values exist already; their JSON text may not fit the call's
+	// memory limit, and a save must not fail on that.
+	lim := s.opts.Limits
+	lim.MaxMemory = 0
+	s.it.SetLimits(lim)
+	defer s.it.SetLimits(s.opts.Limits)
 	v, err := s.repl.Run(context.WithoutCancel(ctx), viewCode)
 	if err != nil {
 		return nil, nil, fmt.Errorf("session: reading globals: %w", err)

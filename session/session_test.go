@@ -186,15 +186,11 @@ func TestCorruptTruncatedTamperedBlobs(t *testing.T) {
 			got, err := st.Get(ctx, id)
 			require.NoError(t, err)
 			assert.Equal(t, data, got.Data)
-			list, err := st.List(ctx)
-			require.NoError(t, err)
-			var copies int
-			for _, in := range list {
-				if strings.HasPrefix(in.ID, id+".corrupt.") {
-					copies++
-				}
-			}
-			assert.Equal(t, 1, copies)
+			assert.Equal(t, 1, corruptCopies(t, st, id))
+			// Meeting the same blob again keeps no second copy.
+			_, err = session.Open(ctx, id, session.Options{Store: st, SigningKey: key})
+			require.ErrorIs(t, err, session.ErrCorrupt)
+			assert.Equal(t, 1, corruptCopies(t, st, id))
 
 			// Asked to, the session starts fresh (the copy stays).
 			fresh, err := session.Open(ctx, id, session.Options{Store: st, SigningKey: key, FreshOnCorrupt: true})
@@ -206,6 +202,98 @@ func TestCorruptTruncatedTamperedBlobs(t *testing.T) {
 			assert.True(t, res.Saved)
 		})
 	}
+}
+
+func corruptCopies(t *testing.T, st store.Store, id string) int {
+	t.Helper()
+	list, err := st.List(context.Background())
+	require.NoError(t, err)
+	var copies int
+	for _, in := range list {
+		if strings.HasPrefix(in.ID, id+".corrupt.") {
+			copies++
+		}
+	}
+	return copies
+}
+
+// cancelAfterGet is a store whose Get cancels the caller's context once the
+// blob is fetched, so that the restore runs cancelled.
+type cancelAfterGet struct {
+	store.Store
+	cancel context.CancelFunc
+}
+
+func (c cancelAfterGet) Get(ctx context.Context, id string) (store.Object, error) {
+	obj, err := c.Store.Get(ctx, id)
+	c.cancel()
+	return obj, err
+}
+
+// TestCancelledLoadIsNotCorruption cancels the context while a good blob is
+// being restored: the open fails with the context's error and the blob is
+// not taken for a damaged one.
+func TestCancelledLoadIsNotCorruption(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	s := open(t, "good", session.Options{Store: st})
+	exec(t, s, "x = [1, 2, 3]")
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := session.Open(ctx, "good", session.Options{Store: cancelAfterGet{st, cancel}})
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, session.ErrCorrupt)
+	assert.Equal(t, 0, corruptCopies(t, st, "good"))
+	again := open(t, "good", session.Options{Store: st})
+	assert.Equal(t, object.Int(3), exec(t, again, "len(x)").Value)
+}
+
+// failingPuts is a store whose Puts fail while down is set.
+type failingPuts struct {
+	store.Store
+	down *bool
+}
+
+func (f failingPuts) Put(ctx context.Context, id string, data []byte, cond store.Cond) (store.Info, error) {
+	if *f.down {
+		return store.Info{}, fmt.Errorf("%w: test outage", store.ErrUnavailable)
+	}
+	return f.Store.Put(ctx, id, data, cond)
+}
+
+// TestUnsavedCallRollsBack checks that a call whose state could not be
+// stored (the store is down, or the state is over the size cap) leaves the
+// live session as stored, so a later call cannot persist its changes.
+func TestUnsavedCallRollsBack(t *testing.T) {
+	down := false
+	st := failingPuts{memstore.New(memstore.Options{}), &down}
+	s := open(t, "outage", session.Options{Store: st, MaxStateSize: 64 << 10})
+	exec(t, s, "n = 0")
+	down = true
+	_, err := s.Exec(context.Background(), "n += 1")
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	down = false
+	assert.Equal(t, object.Int(1), exec(t, s, "n += 1\nn").Value, "the failed call's increment must not survive")
+
+	res := exec(t, s, "big = 'x' * 200000\nn += 10\nlen(big)")
+	assert.Equal(t, object.Int(200000), res.Value)
+	assert.False(t, res.Saved)
+	assert.Equal(t, object.Int(1), exec(t, s, "n").Value)
+	res, err = s.Exec(context.Background(), "big")
+	require.NoError(t, err)
+	require.NotNil(t, res.Err)
+	assert.Equal(t, "NameError", res.Err.Type)
+}
+
+// TestLargeGlobalUnderMemoryLimit keeps a value whose JSON text alone is
+// about the size of the memory limit: computing the JSON view must not fail
+// the save.
+func TestLargeGlobalUnderMemoryLimit(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	s := open(t, "large", session.Options{Store: st, Limits: runtime.Limits{MaxMemory: 16 << 20}})
+	res := exec(t, s, "x = 'a' * 5000000\nlen(x)")
+	require.Nil(t, res.Err)
+	assert.True(t, res.Saved)
+	assert.Equal(t, object.Int(5000000), exec(t, s, "len(x)").Value)
+	assert.Len(t, s.State()["x"], 5000000)
 }
 
 func TestConflictBetweenWriters(t *testing.T) {
