@@ -20,6 +20,10 @@ type Limits struct {
 	MaxOutput int
 }
 
+// DefaultMaxRecursion is the interpreter's call depth limit when
+// Limits.MaxRecursion is zero.
+const DefaultMaxRecursion = 1000
+
 // DefaultLimits are the limits of a new Interpreter: no time or memory
 // limit, the interpreter's recursion default, and 1 MiB of print output.
 func DefaultLimits() Limits {

@@ -3,7 +3,10 @@ package httpapi_test
 import (
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -126,6 +129,43 @@ func TestExecLimitsClamped(t *testing.T) {
 	status, resp, _ = c.exec(map[string]any{"code": "def f(n): return f(n + 1)\nf(0)", "limits": map[string]any{"recursion": 50}})
 	if status != 200 || resp.Error == nil || resp.Error.Limit != "recursion" {
 		t.Fatalf("recursion limit: %d %+v", status, resp)
+	}
+	// The server sets no recursion maximum, which means the interpreter's
+	// default depth: asking for more gets that, never an unbounded stack.
+	depth := "def f(n):\n    try:\n        return f(n + 1)\n    except RecursionError:\n        return n\nf(0)"
+	status, resp, _ = c.exec(map[string]any{"code": depth, "limits": map[string]any{"recursion": 100_000_000}})
+	if status != 200 || resp.Error != nil || string(resp.Result) == "" {
+		t.Fatalf("deep recursion request: %d %+v", status, resp)
+	}
+	var reached int
+	if err := json.Unmarshal(resp.Result, &reached); err != nil || reached > runtime.DefaultMaxRecursion {
+		t.Fatalf("recursion reached depth %s; want at most the default %d", resp.Result, runtime.DefaultMaxRecursion)
+	}
+}
+
+// TestDefaultLimits builds a handler with no limits configured: it applies
+// DefaultLimits (a service must not run code without bounds).
+func TestDefaultLimits(t *testing.T) {
+	h, err := httpapi.New(httpapi.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	// More than the default 256 MiB of heap.
+	body := `{"code": "x = 'a' * (300 * 1024 * 1024)"}`
+	res, err := http.Post(srv.URL+"/exec", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var resp httpapi.ExecResponse
+	if err := json.NewDecoder(res.Body).Decode(&resp); err != nil || resp.Error == nil || resp.Error.Limit != "memory" {
+		t.Fatalf("300 MiB under the default limits: %v %+v", err, resp)
+	}
+	if d := httpapi.DefaultLimits(); d.MaxDuration <= 0 || d.MaxMemory <= 0 {
+		t.Fatalf("DefaultLimits %+v leave time or memory unbounded", d)
 	}
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -231,7 +232,11 @@ func (h *Handler) limits(req *RequestLimits) runtime.Limits {
 	}
 	l.MaxDuration = clamp(time.Duration(req.DurationMS)*time.Millisecond, l.MaxDuration)
 	l.MaxMemory = clamp(req.MemoryBytes, l.MaxMemory)
-	l.MaxRecursion = clamp(req.Recursion, l.MaxRecursion)
+	// The server's 0 is the interpreter's default depth, not "no maximum":
+	// deep recursion is slow to stop, so it is never unbounded here.
+	if req.Recursion > 0 {
+		l.MaxRecursion = min(req.Recursion, cmp.Or(l.MaxRecursion, runtime.DefaultMaxRecursion))
+	}
 	l.MaxOutput = clamp(req.OutputBytes, l.MaxOutput)
 	return l
 }

@@ -79,8 +79,8 @@ type Options struct {
 	APIKeys []string
 	// Limits are the server's maxima for one execution, and the limits of a
 	// request that asks for none. A request's own limits are clamped to
-	// them; a zero field puts no maximum on that resource. The zero value
-	// means runtime.DefaultLimits().
+	// them; a zero field puts no maximum on that resource (recursion: the
+	// interpreter's default depth). The zero value means DefaultLimits().
 	Limits runtime.Limits
 	// MaxStateSize caps a stored blob and an upload (default
 	// session.DefaultMaxStateSize).
@@ -115,6 +115,18 @@ type Handler struct {
 	pool     *runtime.Pool // warm interpreters, started on first use
 }
 
+// DefaultLimits are the server's maxima when Options.Limits is the zero
+// value: 30 s of run time, 256 MiB of heap, the interpreter's recursion
+// default and 1 MiB of print output per execution. (runtime.DefaultLimits
+// has no time or memory limit: right for trusted code, not for a service.)
+func DefaultLimits() runtime.Limits {
+	return runtime.Limits{MaxDuration: 30 * time.Second, MaxMemory: 256 << 20, MaxOutput: 1 << 20}
+}
+
+// shutdownGrace is how long Shutdown waits, after cancelling the running
+// executions, for them to stop.
+const shutdownGrace = 5 * time.Second
+
 // New checks opts and returns a Handler.
 func New(opts Options) (*Handler, error) {
 	if opts.Store == nil {
@@ -124,7 +136,7 @@ func New(opts Options) (*Handler, error) {
 		return nil, fmt.Errorf("%w: Options.SigningKey must be at least %d bytes (uploaded state is trusted only when its signature verifies)", ErrConfig, MinSigningKey)
 	}
 	if opts.Limits == (runtime.Limits{}) {
-		opts.Limits = runtime.DefaultLimits()
+		opts.Limits = DefaultLimits()
 	}
 	if opts.MaxStateSize <= 0 {
 		opts.MaxStateSize = session.DefaultMaxStateSize
@@ -196,7 +208,13 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		h.stop()
-		<-done
+		select {
+		case <-done:
+		case <-time.After(shutdownGrace):
+			// Cancelled executions that do not stop in time are left to
+			// the process's exit; their sessions keep their stored state.
+			return fmt.Errorf("httpapi: shutdown: running executions were cancelled and %d did not stop within %v: %w", h.running.Load(), shutdownGrace, ctx.Err())
+		}
 		h.closePool()
 		return fmt.Errorf("httpapi: shutdown: running executions were cancelled: %w", ctx.Err())
 	}
