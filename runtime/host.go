@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/monty-go/monty/object"
@@ -73,15 +74,22 @@ type drive struct {
 	results  chan FutureResult
 	inflight int
 	ready    map[uint32]FutureResult
+	running  sync.WaitGroup // async call goroutines
 }
 
 // Drive answers e's pauses until it finishes, and returns its value. On
 // error the execution is over (a REPL stays usable); async calls still
-// running are cancelled.
+// running are cancelled, and Drive returns once they have returned (or
+// after a short grace period for host functions that ignore cancellation).
 func (h *Host) Drive(ctx context.Context, e *Execution) (object.Value, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	d := &drive{h: h, ctx: ctx, results: make(chan FutureResult, 16), ready: map[uint32]FutureResult{}}
+	defer func() {
+		// Async calls the run left behind are cancelled; give them a
+		// moment to return, so that they do not outlive the run.
+		cancel()
+		d.waitAsync(asyncGrace)
+	}()
 	for !e.Done() {
 		a, limitErr := d.answer(e.Pause())
 		if err := e.Resume(ctx, a); err != nil {
@@ -184,7 +192,9 @@ func (d *drive) callSync(fn func(context.Context) (object.Value, error)) (Answer
 func (d *drive) startAsync(id uint32, fn func(context.Context) (object.Value, error)) {
 	d.inflight++
 	ctx, cancel := d.callCtx()
+	d.running.Add(1)
 	go func() {
+		defer d.running.Done()
 		defer cancel()
 		v, err := fn(ctx)
 		r := FutureResult{CallID: id, Value: orNone(v)}
@@ -197,6 +207,26 @@ func (d *drive) startAsync(id uint32, fn func(context.Context) (object.Value, er
 		case <-d.ctx.Done():
 		}
 	}()
+}
+
+// asyncGrace bounds how long Drive waits, when a run ends, for the async
+// host calls it cancelled (host functions should return when their context
+// is cancelled; one that does not is left running).
+const asyncGrace = 2 * time.Second
+
+// waitAsync waits up to grace for the async calls still running.
+func (d *drive) waitAsync(grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		d.running.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // await waits until at least one of the awaited futures has a result, then

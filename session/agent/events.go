@@ -92,6 +92,7 @@ type recorder struct {
 	open   string // id of the open text message, if any
 	stream runtime.Stream
 	out    strings.Builder
+	done   bool // finished: later events (an async call the run left behind) are dropped
 }
 
 func recorderFrom(ctx context.Context) *recorder {
@@ -99,8 +100,13 @@ func recorderFrom(ctx context.Context) *recorder {
 	return r
 }
 
-// emit delivers an event; callers hold mu.
+// emit delivers an event; callers hold mu. After the run's last event
+// nothing more is delivered: the stream always ends with RunFinished or
+// RunError, and the sink is never called after the run returned.
 func (r *recorder) emit(e Event) {
+	if r.done {
+		return
+	}
 	r.seq++
 	e.Seq, e.RunID, e.Time = r.seq, r.runID, time.Now()
 	if r.sink != nil {
@@ -174,9 +180,10 @@ func (r *recorder) finish(v object.Value, err error) {
 	r.endText()
 	if err != nil {
 		r.emit(Event{Type: RunError, Err: err})
-		return
+	} else {
+		r.emit(Event{Type: RunFinished, Value: v})
 	}
-	r.emit(Event{Type: RunFinished, Value: v})
+	r.done = true
 }
 
 func (r *recorder) output() string {

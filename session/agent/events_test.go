@@ -181,6 +181,32 @@ await main()`, c.add)
 	}
 }
 
+// TestAsyncCallsLeftBehind ends runs while async calls are still running
+// (a gather that fails early, a call never awaited): the stream still ends
+// with the run's last event and nothing arrives after Run returned.
+func TestAsyncCallsLeftBehind(t *testing.T) {
+	for name, code := range map[string]string{
+		"gather fails early": "import asyncio\nasync def boom():\n    raise ValueError('early')\nawait asyncio.gather(fetch('slow', 300), boom())",
+		"never awaited":      "x = fetch('slow', 300)\n'done'",
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := openSession(t, testRegistry(t))
+			var c collector
+			_, err := agent.Run(context.Background(), s, "left", code, c.add)
+			require.NoError(t, err)
+			c.mu.Lock()
+			n := len(c.events)
+			last := c.events[n-1].Type
+			c.mu.Unlock()
+			assert.Contains(t, []agent.EventType{agent.RunFinished, agent.RunError}, last)
+			time.Sleep(500 * time.Millisecond) // longer than the left-behind call
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			assert.Len(t, c.events, n, "events after the run returned: %v", brief(c.events[n:]))
+		})
+	}
+}
+
 // Without an event stream the host functions still work; help returns its
 // text instead of printing it.
 func TestRegistryHostWithoutEvents(t *testing.T) {
