@@ -188,10 +188,15 @@ func (m *Manager) Live() int {
 	return len(m.live)
 }
 
-// Forget closes the live session id, if open and idle (its stored state stays).
+// Forget closes the live session id, if open and idle (its stored state
+// stays). It fails with ErrBusy while a call holds the session and with
+// ErrClosed once the manager is closed.
 func (m *Manager) Forget(id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
 	el, ok := m.live[id]
 	if !ok {
 		return nil

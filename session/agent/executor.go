@@ -74,6 +74,7 @@ type ExecutorOptions struct {
 // An Executor is safe for concurrent use.
 type Executor struct {
 	mgr     *session.Manager
+	store   store.Store
 	fns     *Registry
 	timeout time.Duration
 
@@ -112,6 +113,7 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 	}
 	return &Executor{
 		mgr:     session.NewManager(sopts, opts.Manager),
+		store:   sopts.Store,
 		fns:     fns,
 		timeout: timeout,
 		turns:   map[string]*turn{},
@@ -338,12 +340,13 @@ func (e *Executor) Reset(ctx context.Context, threadKey, sessionID string) error
 		return err
 	}
 	defer release()
-	s, done, err := e.mgr.Acquire(ctx, id)
-	if err != nil {
-		return fmt.Errorf("agent: session %s: %w", id, err)
+	// Close the live session, if any, and delete the stored state without
+	// loading it: a reset must also work when the stored state cannot be
+	// loaded (its copy kept aside stays).
+	if err := e.mgr.Forget(id); err != nil {
+		return fmt.Errorf("agent: reset session %s: %w", id, err)
 	}
-	defer done()
-	if err := s.Clear(ctx); err != nil {
+	if err := e.store.Delete(ctx, id); err != nil {
 		return fmt.Errorf("agent: reset session %s: %w", id, err)
 	}
 	return nil

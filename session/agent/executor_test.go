@@ -16,6 +16,7 @@ import (
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
 )
 
@@ -317,6 +318,32 @@ func TestReset(t *testing.T) {
 	// Reset is persisted: another executor on the store sees it.
 	e2 := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
 	assert.Contains(t, execute(t, e2, "r", "x").Text, "NameError")
+}
+
+// TestResetUnloadableSession stores a blob that cannot be loaded under a
+// conversation: calls fail, reset_session repairs it (the blob's copy kept
+// aside stays, once).
+func TestResetUnloadableSession(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	_, err := st.Put(ctx, "broken", []byte("not a session blob"), store.Cond{})
+	require.NoError(t, err)
+	e := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
+	for range 2 {
+		_, err = e.Execute(ctx, "broken", codeArgs("1"))
+		require.ErrorIs(t, err, session.ErrCorrupt)
+	}
+	require.NoError(t, e.Reset(ctx, "broken", ""))
+	assert.Equal(t, "2", ok(t, e, "broken", "1 + 1"))
+	list, err := st.List(ctx)
+	require.NoError(t, err)
+	var copies int
+	for _, in := range list {
+		if strings.HasPrefix(in.ID, "broken.corrupt.") {
+			copies++
+		}
+	}
+	assert.Equal(t, 1, copies)
 }
 
 func TestExecutorClosedAndOptions(t *testing.T) {
