@@ -179,8 +179,9 @@ func ParseArgs(raw json.RawMessage) (ToolArgs, error) {
 
 // SessionID is the store id of the session a call runs in: the thread key
 // alone, or threadKey/session_id when the call names a session (session_id
-// alone when the thread key is empty). session_id may not contain "/", so
-// a call cannot reach another thread's sessions. Errors match ErrBadArgs.
+// alone when the thread key is empty). Neither may contain "/", so that
+// different threads never share an id and a call cannot reach another
+// thread's sessions. Errors match ErrBadArgs.
 func SessionID(threadKey, sessionID string) (string, error) {
 	id := threadKey
 	switch {
@@ -188,6 +189,8 @@ func SessionID(threadKey, sessionID string) (string, error) {
 		return "", fmt.Errorf("%w: no thread key and no session_id", ErrBadArgs)
 	case strings.Contains(sessionID, "/"):
 		return "", fmt.Errorf("%w: session_id %q may not contain '/'", ErrBadArgs, sessionID)
+	case strings.Contains(threadKey, "/"):
+		return "", fmt.Errorf("%w: thread key %q may not contain '/'", ErrBadArgs, threadKey)
 	case sessionID != "" && threadKey != "":
 		id = threadKey + "/" + sessionID
 	case sessionID != "":

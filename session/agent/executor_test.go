@@ -78,6 +78,7 @@ func TestExecuteBadArgs(t *testing.T) {
 		"slash":           {"t", `{"code": "1", "session_id": "../x"}`},
 		"bad id":          {"t", `{"code": "1", "session_id": "a b"}`},
 		"bad thread":      {"..", `{"code": "1"}`},
+		"thread with /":   {"a/b", `{"code": "1"}`}, // would share thread "a"'s session "b"
 	} {
 		_, err := e.Execute(context.Background(), c.thread, json.RawMessage(c.args))
 		assert.ErrorIs(t, err, agent.ErrBadArgs, name)

@@ -7,6 +7,8 @@
 //	s3://KEY:SECRET@host:port/bucket an S3-compatible server (s3store)
 //	HOT,COLD                         two of the above: a tiered store with
 //	                                 HOT read first and COLD as the archive
+//	                                 (so a single directory's name cannot
+//	                                 contain a comma)
 //
 // Query parameters, removed before the URL reaches the client library:
 //
@@ -50,7 +52,10 @@ func Open(ctx context.Context, spec string) (store.Store, error) {
 	if spec == "" {
 		return nil, badSpec(spec, "empty; give a directory, mem:, redis://…, s3://… or HOT,COLD")
 	}
-	if hot, cold, ok := strings.Cut(spec, ","); ok && isURL(hot) && isURL(cold) {
+	if hot, cold, ok := strings.Cut(spec, ","); ok {
+		if strings.TrimSpace(hot) == "" || strings.TrimSpace(cold) == "" || strings.Contains(cold, ",") {
+			return nil, badSpec(spec, "a tiered store is HOT,COLD: two stores, comma-separated (a directory name may not contain a comma)")
+		}
 		return openTiered(ctx, spec, hot, cold)
 	}
 	st, tierOpts, err := openOne(ctx, spec)

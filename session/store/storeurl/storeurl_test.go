@@ -123,6 +123,9 @@ func TestBadSpecs(t *testing.T) {
 		"file://elsewhere/dir",
 		"mem:?archive_after=1h,mem:?colour=blue",
 		"mem:?archive_after=forever,mem:",
+		"mem:,",
+		",mem:",
+		"mem:,mem:,mem:",
 	} {
 		st, err := storeurl.Open(storetest.Ctx(t), spec)
 		if !errors.Is(err, storeurl.ErrBadSpec) {
@@ -142,6 +145,27 @@ func TestUnreachableServer(t *testing.T) {
 	_, err := storeurl.Open(storetest.Ctx(t), "redis://127.0.0.1:1/0")
 	if err == nil || errors.Is(err, storeurl.ErrBadSpec) {
 		t.Fatalf("Open of an unreachable Redis = %v; want a connection error", err)
+	}
+}
+
+func TestTieredSpecWithDirectory(t *testing.T) {
+	dir := t.TempDir()
+	st := open(t, dir+",mem:")
+	if _, ok := st.(*tiered.Store); !ok {
+		t.Fatalf("DIR,mem: opened %T", st)
+	}
+	roundTrip(t, st, "hot")
+	// The hot tier is the directory.
+	if _, err := st.Put(storetest.Ctx(t), "k", []byte("v"), store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dirstore.Open(dir, dirstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	if _, err := ds.Stat(storetest.Ctx(t), "k"); err != nil {
+		t.Errorf("the blob is not in the directory: %v", err)
 	}
 }
 
