@@ -138,6 +138,11 @@ func (m *Manager) Acquire(ctx context.Context, id string) (*Session, func(), err
 			m.mu.Unlock()
 			return nil, nil, err
 		}
+		if m.closed { // closed while this one was opening
+			m.mu.Unlock()
+			_ = s.Close(context.WithoutCancel(ctx))
+			return nil, nil, ErrClosed
+		}
 		el := m.lru.PushFront(&managed{s: s, lastUsed: time.Now(), inUse: 1})
 		m.live[id] = el
 		m.mu.Unlock()
@@ -245,7 +250,8 @@ func (m *Manager) sessionOptions(ctx context.Context) Options {
 	m.poolOnce.Do(func() {
 		eng := m.opts.Engine
 		if eng == nil {
-			eng, m.poolErr = runtime.Default(ctx)
+			// Not the first caller's cancellation: the pool serves all.
+			eng, m.poolErr = runtime.Default(context.WithoutCancel(ctx))
 		}
 		if m.poolErr == nil {
 			m.pool = runtime.NewPool(eng, m.warm)

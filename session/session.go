@@ -567,6 +567,9 @@ func (s *Session) Clear(ctx context.Context) error {
 	defer s.busy.Store(false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
 	if err := s.opts.Store.Delete(ctx, s.id); err != nil {
 		return err
 	}

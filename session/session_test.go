@@ -344,6 +344,12 @@ func TestClear(t *testing.T) {
 	require.NotNil(t, res.Err)
 	assert.Equal(t, "NameError", res.Err.Type)
 	assert.Empty(t, s.State())
+
+	exec(t, s, "y = 2")
+	require.NoError(t, s.Close(context.Background()))
+	require.ErrorIs(t, s.Clear(context.Background()), session.ErrClosed)
+	_, err := st.Get(context.Background(), "clear")
+	require.NoError(t, err, "Clear of a closed session must not delete its state")
 }
 
 // The JSON-only mode follows seed 000's session design, case by case.

@@ -230,7 +230,8 @@ func (h *Handler) warmPool(ctx context.Context) *runtime.Pool {
 		eng := h.opts.Engine
 		if eng == nil {
 			var err error
-			if eng, err = runtime.Default(ctx); err != nil {
+			// Not this request's cancellation: the pool serves all.
+			if eng, err = runtime.Default(context.WithoutCancel(ctx)); err != nil {
 				return
 			}
 		}
