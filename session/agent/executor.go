@@ -234,6 +234,10 @@ type Result struct {
 	Saved     bool   `json:"saved"`
 	StateSize int64  `json:"state_size,omitempty"`
 	StateHash string `json:"state_hash,omitempty"`
+	// NotSaved says why the state of a call that succeeded was not stored
+	// (it is over the session size cap); the call's changes are then not
+	// kept. Text mentions it too.
+	NotSaved string `json:"not_saved,omitempty"`
 }
 
 // Execute runs an execute_python tool call for a conversation: args is the
@@ -286,7 +290,7 @@ func (e *Executor) execute(ctx context.Context, id, code string, sink func(Event
 	}
 	defer cancel()
 	rec, sres, err := run(runCtx, s, "", code, sink)
-	res := &Result{Output: sres.Output, SessionID: id, RunID: rec.runID, Saved: sres.Saved}
+	res := &Result{Output: sres.Output, SessionID: id, RunID: rec.runID, Saved: sres.Saved, NotSaved: sres.NotSavedReason}
 	if sres.HasState {
 		res.StateSize, res.StateHash = sres.StateSize, sres.StateHash
 	}
@@ -326,6 +330,9 @@ func text(r *Result) string {
 		parts = append(parts, r.Error)
 	} else if r.Repr != "" {
 		parts = append(parts, r.Repr)
+	}
+	if r.NotSaved != "" {
+		parts = append(parts, "Note: the session was not saved ("+r.NotSaved+"), so this call's changes to variables are not kept.")
 	}
 	return strings.Join(parts, "\n")
 }

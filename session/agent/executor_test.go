@@ -359,6 +359,19 @@ func TestExecutorClosedAndOptions(t *testing.T) {
 	require.True(t, errors.Is(e.Reset(context.Background(), "t", ""), session.ErrClosed))
 }
 
+// TestExecuteNotSaved goes over the session size cap: the model is told the
+// state was not saved, and the call's variables are gone.
+func TestExecuteNotSaved(t *testing.T) {
+	e := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: memstore.New(memstore.Options{}), MaxStateSize: 32 << 10}})
+	ok(t, e, "cap", "keep = 1")
+	res := execute(t, e, "cap", "big = 'x' * 100000\nlen(big)")
+	assert.False(t, res.Saved)
+	assert.Contains(t, res.NotSaved, "limit")
+	assert.True(t, strings.HasPrefix(res.Text, "100000\nNote: the session was not saved ("), res.Text)
+	assert.Contains(t, execute(t, e, "cap", "big").Text, "NameError")
+	assert.Equal(t, "1", ok(t, e, "cap", "keep"))
+}
+
 func TestExecuteOutput(t *testing.T) {
 	e := newExecutor(t, agent.ExecutorOptions{})
 	assert.Equal(t, "", ok(t, e, "o", "x = 1"))
