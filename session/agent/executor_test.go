@@ -165,7 +165,7 @@ func TestExecuteAsyncGather(t *testing.T) {
 	elapsed := time.Since(start)
 	require.NoError(t, res.Err, res.Text)
 	assert.Equal(t, "['doc:x', 'doc:y', 'doc:z']", res.Text)
-	assert.Less(t, elapsed, 250*time.Millisecond)
+	assert.Less(t, elapsed, 290*time.Millisecond, "three 100 ms calls ran concurrently (one after the other: 300 ms)")
 }
 
 func TestExecuteTimeout(t *testing.T) {

@@ -312,13 +312,14 @@ func TestAtCapacity(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c.run("", "import time\ntime.sleep(0.6)")
+		c.run("", "import time\ntime.sleep(1.5)")
 	}()
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
 	start := time.Now()
 	status, hdr, body := c.do("POST", "/exec", []byte(`{"code": "1"}`))
 	wantError(t, "second exec", status, body, http.StatusTooManyRequests, "at_capacity")
-	if hdr.Get("Retry-After") == "" || time.Since(start) > 150*time.Millisecond {
+	// Queued, it would have waited for the first one (over a second more).
+	if hdr.Get("Retry-After") == "" || time.Since(start) > 800*time.Millisecond {
 		t.Fatalf("429 should come at once with Retry-After: %v after %v", hdr, time.Since(start))
 	}
 	// State endpoints do not need an execution slot.
