@@ -98,22 +98,11 @@ func (s *Store) Put(ctx context.Context, id string, data []byte, cond store.Cond
 	if err := storeutil.Check(id, cond, old != nil, version(old)); err != nil {
 		return store.Info{}, err
 	}
-	info := store.Info{
-		ID:       id,
-		Size:     int64(len(data)),
-		SHA256:   store.Checksum(data),
-		Version:  storeutil.NewVersion(),
-		Created:  now,
-		Modified: now,
-		Expires:  storeutil.Expiry(now, s.ttl),
-		Source:   Source,
-	}
+	var prev *store.Info
 	if old != nil {
-		info.Created = old.info.Created
-		if !now.After(old.info.Modified) { // keep Modified strictly increasing
-			info.Modified = old.info.Modified.Add(time.Nanosecond)
-		}
+		prev = &old.info
 	}
+	info := storeutil.NextInfo(id, data, now, s.ttl, Source, prev)
 	s.entries[id] = &entry{data: clone(data), info: info}
 	return info, nil
 }

@@ -434,23 +434,11 @@ func (s *Store) Put(ctx context.Context, id string, data []byte, cond store.Cond
 		if err := storeutil.Check(id, cond, live, old.Version); err != nil {
 			return store.Info{}, err
 		}
-		inf := store.Info{
-			ID:       id,
-			Size:     int64(len(data)),
-			SHA256:   store.Checksum(data),
-			Version:  storeutil.NewVersion(),
-			Created:  now,
-			Modified: now,
-			Expires:  storeutil.Expiry(now, s.ttl),
-			Source:   Source,
-		}
+		var prev *store.Info
 		if live {
-			inf.Created = old.Created
-			if !inf.Modified.After(old.Modified) { // keep Modified strictly increasing
-				inf.Modified = old.Modified.Add(time.Nanosecond)
-				inf.Expires = storeutil.Expiry(inf.Modified, s.ttl)
-			}
+			prev = &old
 		}
+		inf := storeutil.NextInfo(id, data, now, s.ttl, Source, prev)
 		sum := md5.Sum(data) // the ETag of a single-part upload, for checking reads
 		meta := map[string]string{metaInfoKey: encodeInfo(inf, hex.EncodeToString(sum[:]))}
 		opts := minio.PutObjectOptions{

@@ -35,6 +35,31 @@ func Expiry(now time.Time, ttl time.Duration) time.Time {
 	return now.Add(ttl)
 }
 
+// NextInfo is the info of data stored under id at now with a fresh
+// version. When prev (the live blob it replaces) is not nil, the creation
+// time carries over and the modification time is kept strictly after
+// prev's, even if the clock repeated or stepped back; the expiry follows
+// the modification time.
+func NextInfo(id string, data []byte, now time.Time, ttl time.Duration, source string, prev *store.Info) store.Info {
+	inf := store.Info{
+		ID:       id,
+		Size:     int64(len(data)),
+		SHA256:   store.Checksum(data),
+		Version:  NewVersion(),
+		Created:  now,
+		Modified: now,
+		Source:   source,
+	}
+	if prev != nil {
+		inf.Created = prev.Created
+		if !now.After(prev.Modified) {
+			inf.Modified = prev.Modified.Add(time.Nanosecond)
+		}
+	}
+	inf.Expires = Expiry(inf.Modified, ttl)
+	return inf
+}
+
 // Expired reports whether a blob with the given expiry time is expired at now.
 func Expired(expires, now time.Time) bool {
 	return !expires.IsZero() && !now.Before(expires)
