@@ -74,6 +74,7 @@ type drive struct {
 	results  chan FutureResult
 	inflight int
 	ready    map[uint32]FutureResult
+	started  int            // async calls started
 	running  sync.WaitGroup // async call goroutines
 }
 
@@ -191,6 +192,7 @@ func (d *drive) callSync(fn func(context.Context) (object.Value, error)) (Answer
 
 func (d *drive) startAsync(id uint32, fn func(context.Context) (object.Value, error)) {
 	d.inflight++
+	d.started++
 	ctx, cancel := d.callCtx()
 	d.running.Add(1)
 	go func() {
@@ -216,6 +218,9 @@ const asyncGrace = 2 * time.Second
 
 // waitAsync waits up to grace for the async calls still running.
 func (d *drive) waitAsync(grace time.Duration) {
+	if d.started == 0 {
+		return // the common case: no goroutine, no timer
+	}
 	done := make(chan struct{})
 	go func() {
 		d.running.Wait()
