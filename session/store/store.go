@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -30,6 +32,18 @@ var (
 	ErrInvalidID = errors.New("store: invalid session id")
 	// ErrUnavailable wraps failures to reach a backend (network, disk).
 	ErrUnavailable = errors.New("store: backend unavailable")
+	// ErrUnreadable: an entry is damaged. The backend answered, but what it
+	// holds there cannot be read as a blob of this store: a garbage or
+	// truncated file, a file this process may not read, a Redis key of
+	// another type, an object or hash with missing or garbled metadata, a
+	// blob that does not match its checksum.
+	//
+	// List matches it with an *UnreadableError, returned together with the
+	// entries it could read (see Store.List). Get and Stat of a damaged id
+	// return an error that matches both ErrUnreadable and, as damage was
+	// reported before ErrUnreadable existed, ErrUnavailable. Deleting the id
+	// removes the damaged entry.
+	ErrUnreadable = errors.New("store: unreadable entry")
 )
 
 // Info describes a stored blob.
@@ -77,6 +91,28 @@ type Store interface {
 	// Stat returns the info of the blob under id, or ErrNotFound.
 	Stat(ctx context.Context, id string) (Info, error)
 	// List returns the info of every stored blob, sorted by id.
+	//
+	// Entries it cannot read (see ErrUnreadable) do not make it fail: it
+	// skips them and returns the readable ones together with an
+	// *UnreadableError naming the skipped ones; the list is then complete
+	// but for those. Any other error (the backend is unreachable, the
+	// directory is missing, ctx ended) fails the whole call and comes with
+	// no list. Callers that can go on without the damaged entries use
+	// SplitListError:
+	//
+	//	infos, err := st.List(ctx)
+	//	skipped, err := store.SplitListError(err)
+	//	if err != nil {
+	//		return err // nothing was listed
+	//	}
+	//	for _, sk := range skipped {
+	//		log.Printf("skipping %s: %v", sk.Name(), sk.Err)
+	//	}
+	//
+	// A caller that only checks err != nil keeps failing on damage, as
+	// before. Names the store never produces (a stray file, a key with an
+	// invalid id, an object key of another layout) are not entries: they
+	// are ignored, not reported.
 	List(ctx context.Context) ([]Info, error)
 	// Close releases connections and files.
 	Close() error
@@ -99,4 +135,85 @@ func CheckID(id string) error {
 func Checksum(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
+}
+
+// Skipped is an entry that List could not read.
+type Skipped struct {
+	// ID is the session id of the entry, or "" when the entry does not
+	// reveal it (a directory store's file is named by a hash of the id, and
+	// its id is in the header that could not be read).
+	ID string
+	// Key names the entry in the backend: a file path, a Redis key, an
+	// object key; the id when the backend has no other name for it (a
+	// tiered store's blob that is not an envelope).
+	Key string
+	// Err says what is wrong; it matches ErrUnreadable.
+	Err error
+}
+
+// Name is the ID of the entry in quotes, or its Key when the ID is not
+// known: for messages.
+func (s Skipped) Name() string {
+	if s.ID != "" {
+		return fmt.Sprintf("session %q", s.ID)
+	}
+	return s.Key
+}
+
+// UnreadableError is the error List returns, together with the entries it
+// could read, when it skipped entries it could not read. It matches
+// ErrUnreadable (and not ErrUnavailable: the backend answered).
+type UnreadableError struct {
+	// Skipped lists the entries left out, sorted by ID, then Key.
+	Skipped []Skipped
+}
+
+// NewUnreadableError returns an *UnreadableError for the skipped entries
+// (sorted), or nil when there are none: what a List implementation returns
+// as its error once the readable entries are listed.
+func NewUnreadableError(skipped []Skipped) error {
+	if len(skipped) == 0 {
+		return nil
+	}
+	sorted := append([]Skipped(nil), skipped...)
+	sort.Slice(sorted, func(i, j int) bool {
+		if sorted[i].ID != sorted[j].ID {
+			return sorted[i].ID < sorted[j].ID
+		}
+		return sorted[i].Key < sorted[j].Key
+	})
+	return &UnreadableError{Skipped: sorted}
+}
+
+// Error names the skipped entries and why (the first three in full).
+func (e *UnreadableError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v: %d skipped by List", ErrUnreadable, len(e.Skipped))
+	for i, sk := range e.Skipped {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Skipped)-i)
+			break
+		}
+		fmt.Fprintf(&b, "; %s: %v", sk.Name(), sk.Err)
+	}
+	return b.String()
+}
+
+// Is reports whether target is ErrUnreadable. The errors of the single
+// entries are not wrapped, so that an UnreadableError never matches
+// ErrUnavailable.
+func (e *UnreadableError) Is(target error) bool { return target == ErrUnreadable }
+
+// SplitListError splits the error of a List call into the entries it
+// skipped (when err is an *UnreadableError, possibly wrapped with %w: the
+// list is valid, but for those) and a failure of the whole call (any other
+// non-nil err, joined errors included: there is no list). A nil err yields
+// nil, nil.
+func SplitListError(err error) (skipped []Skipped, fatal error) {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if ue, ok := e.(*UnreadableError); ok {
+			return ue.Skipped, nil
+		}
+	}
+	return nil, err
 }

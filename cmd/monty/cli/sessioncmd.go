@@ -48,7 +48,7 @@ func sessionCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return storeExit(err)
 	}
 	defer st.Close()
-	if err := runSessionCommand(ctx, st, rest, stdout); err != nil {
+	if err := runSessionCommand(ctx, st, rest, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
 		if errors.Is(err, store.ErrInvalidID) {
 			return ExitUsage
@@ -58,10 +58,21 @@ func sessionCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	return ExitOK
 }
 
-func runSessionCommand(ctx context.Context, st store.Store, args []string, stdout io.Writer) error {
+// runSessionCommand runs one session subcommand on st.
+//
+// ls lists the sessions it can read. Entries the store cannot read (a
+// corrupt file, a foreign key under the Redis prefix, an object without
+// metadata) are left out and reported on stderr, one line each starting
+// with "monty: warning: skipping", and ls still exits 0: every session
+// that can be used is listed, and the damaged ones can neither be shown
+// nor resumed anyway (they are named so that they can be removed). Only a
+// store that cannot be listed at all (unreachable, missing directory)
+// makes ls fail.
+func runSessionCommand(ctx context.Context, st store.Store, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "ls":
 		infos, err := st.List(ctx)
+		skipped, err := store.SplitListError(err)
 		if err != nil {
 			return err
 		}
@@ -70,7 +81,13 @@ func runSessionCommand(ctx context.Context, st store.Store, args []string, stdou
 		for _, in := range infos {
 			fmt.Fprintf(tw, "%s\t%d\t%s\n", in.ID, in.Size, in.Modified.Local().Format(time.DateTime))
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, sk := range skipped {
+			fmt.Fprintf(stderr, "monty: warning: skipping %s: %v\n", sk.Name(), sk.Err)
+		}
+		return nil
 	case "show":
 		obj, err := st.Get(ctx, args[1])
 		if err != nil {

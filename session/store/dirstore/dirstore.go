@@ -27,7 +27,8 @@
 // the previous complete blob or the new one; never a torn file. Leftover
 // temporary files are never read as sessions and are removed by Open once
 // they are older than an hour. Get verifies size and checksum anyway and
-// reports a mismatch as store.ErrUnavailable.
+// reports a mismatch as store.ErrUnreadable (which matches
+// store.ErrUnavailable too); List skips and reports such files (see List).
 //
 // # Concurrency
 //
@@ -179,40 +180,65 @@ func unavailable(op, path string, err error) error {
 		store.ErrUnavailable, op, path, err)
 }
 
+// corrupt reports a damaged file: store.ErrUnreadable (and, as before,
+// store.ErrUnavailable).
 func corrupt(path, why string) error {
-	return fmt.Errorf("%w: dirstore: %s is corrupt: %s (delete the file or restore it from a backup)",
-		store.ErrUnavailable, path, why)
+	return storeutil.Unreadable("dirstore: %s is corrupt: %s (delete the file or restore it from a backup)", path, why)
 }
 
 // errMissing reports a missing file internally.
 var errMissing = errors.New("missing")
 
+// openEntry opens the .session file at path and reads its header, checking
+// it against the file's size. A missing file yields errMissing; a damaged
+// file, or one this process may not read, an error matching
+// store.ErrUnreadable (with the header when it could be read, so that the
+// caller can name the id); any other failure store.ErrUnavailable. On
+// success the caller reads the data from r and closes f.
+func openEntry(path string) (f *os.File, r *bufio.Reader, h *header, err error) {
+	f, err = os.Open(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil, nil, errMissing
+	case errors.Is(err, fs.ErrPermission):
+		return nil, nil, nil, storeutil.Unreadable("dirstore: cannot read %s: %v (fix its permissions, or delete it)", path, err)
+	case err != nil:
+		return nil, nil, nil, unavailable("open", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+		}
+	}()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, nil, unavailable("stat", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, nil, corrupt(path, "not a regular file")
+	}
+	r = bufio.NewReaderSize(f, maxHeader)
+	h, hlen, err := parseHeader(r)
+	if err != nil {
+		return nil, nil, nil, corrupt(path, err.Error())
+	}
+	if got := fi.Size() - int64(hlen); got != h.Size {
+		return nil, nil, h, corrupt(path, fmt.Sprintf("%d bytes of data, header says %d", got, h.Size))
+	}
+	return f, r, h, nil
+}
+
 // readFile reads the header of the file for id and, when withData, the
 // data. A missing file yields errMissing.
 func (s *Store) readFile(id string, withData bool) (*header, []byte, error) {
 	path := s.dataPath(name(id))
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, errMissing
-	}
+	f, r, h, err := openEntry(path)
 	if err != nil {
-		return nil, nil, unavailable("open", path, err)
+		return nil, nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, unavailable("stat", path, err)
-	}
-	r := bufio.NewReaderSize(f, maxHeader)
-	h, hlen, err := parseHeader(r)
-	if err != nil {
-		return nil, nil, corrupt(path, err.Error())
-	}
 	if h.ID != id {
 		return nil, nil, corrupt(path, fmt.Sprintf("it holds id %q, not %q", h.ID, id))
-	}
-	if got := fi.Size() - int64(hlen); got != h.Size {
-		return nil, nil, corrupt(path, fmt.Sprintf("%d bytes of data, header says %d", got, h.Size))
 	}
 	if !withData {
 		return h, nil, nil
@@ -423,7 +449,17 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 }
 
 // List returns the info of every live blob, sorted by id, and removes the
-// files of expired ones. Temporary and lock files are ignored.
+// files of expired ones. Temporary and lock files, and files whose names
+// the store never produces, are ignored.
+//
+// A .session file that cannot be read (not a session file, a truncated or
+// garbled header, data shorter or longer than the header says, a header
+// naming an id that belongs in another file, no permission to read it, not
+// a regular file) is skipped and reported in a *store.UnreadableError
+// returned with the readable entries; its Skipped.ID is set when the header
+// could be read. List reads headers and file sizes, not the data: a
+// checksum mismatch shows at Get. Failing to read the directory, or an I/O
+// error other than a missing permission, fails the whole call.
 func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -436,25 +472,30 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 		return nil, unavailable("read directory", s.dir, err)
 	}
 	now := storeutil.Now()
-	var list []store.Info
+	list := []store.Info{}
+	var skipped []store.Skipped
 	for _, e := range entries {
 		base, ok := strings.CutSuffix(e.Name(), dataSuffix)
-		if !ok || !isName(base) || !e.Type().IsRegular() {
+		if !ok || !isName(base) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		path := filepath.Join(s.dir, e.Name())
-		h, err := readHeaderAt(path)
-		if errors.Is(err, fs.ErrNotExist) {
+		h, err := listEntry(path, base, e.Type())
+		switch {
+		case err == errMissing:
 			continue // deleted meanwhile
-		}
-		if err != nil {
+		case errors.Is(err, store.ErrUnreadable):
+			sk := store.Skipped{Key: path, Err: err}
+			if h != nil && name(h.ID) == base {
+				sk.ID = h.ID
+			}
+			skipped = append(skipped, sk)
+			continue
+		case err != nil:
 			return nil, err
-		}
-		if name(h.ID) != base {
-			return nil, corrupt(path, fmt.Sprintf("it holds id %q", h.ID))
 		}
 		if h.expired(now) {
 			s.dropExpired(ctx, h.ID)
@@ -463,24 +504,24 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 		list = append(list, h.info())
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-	if list == nil {
-		list = []store.Info{}
-	}
-	return list, nil
+	return list, store.NewUnreadableError(skipped)
 }
 
-func readHeaderAt(path string) (*header, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		return nil, unavailable("open", path, err)
+// listEntry reads the header of the file at path, named base+".session",
+// of type typ (as the directory listing has it), for List; errors as
+// openEntry's. A header may come with an error.
+func listEntry(path, base string, typ fs.FileMode) (*header, error) {
+	if !typ.IsRegular() && typ&fs.ModeSymlink == 0 {
+		// Not opened: opening a named pipe would block.
+		return nil, corrupt(path, "not a regular file")
 	}
-	defer f.Close()
-	h, _, err := parseHeader(bufio.NewReaderSize(f, maxHeader))
+	f, _, h, err := openEntry(path)
 	if err != nil {
-		return nil, corrupt(path, err.Error())
+		return h, err
+	}
+	_ = f.Close()
+	if name(h.ID) != base {
+		return nil, corrupt(path, fmt.Sprintf("it holds id %q, whose file has another name", h.ID))
 	}
 	return h, nil
 }

@@ -461,3 +461,171 @@ func BenchmarkSaveLoad(b *testing.B) {
 	defer s.Close()
 	storetest.Bench(b, s)
 }
+
+// fileOf is the path of the .session file of id in dir.
+func fileOf(dir, id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return filepath.Join(dir, fmt.Sprintf("%x.session", sum))
+}
+
+// dirDamages are the damaged entries a directory store can hold.
+func dirDamages() []storetest.Damage {
+	dirOf := func(s store.Store) string { return s.(*dirstore.Store).Dir() }
+	put := func(t *testing.T, s store.Store, id string, n int) string {
+		t.Helper()
+		if _, err := s.Put(storetest.Ctx(t), id, bytes.Repeat([]byte{'x'}, n), store.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+		return fileOf(dirOf(s), id)
+	}
+	truncate := func(t *testing.T, path string, size int64) {
+		t.Helper()
+		if err := os.Truncate(path, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []storetest.Damage{
+		{Name: "Garbage", Plant: func(t *testing.T, s store.Store) string {
+			if err := os.WriteFile(fileOf(dirOf(s), "junk"), []byte("not a session file\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return "" // the id is in the header, which is garbage
+		}},
+		{Name: "Empty", Plant: func(t *testing.T, s store.Store) string {
+			truncate(t, put(t, s, "empty", 10), 0)
+			return ""
+		}},
+		{Name: "TruncatedHeader", Plant: func(t *testing.T, s store.Store) string {
+			truncate(t, put(t, s, "cut/header", 10), int64(len("monty-session-v1\n{\"id\":")))
+			return ""
+		}},
+		{Name: "TruncatedData", Plant: func(t *testing.T, s store.Store) string {
+			path := put(t, s, "cut/data", 1000)
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			truncate(t, path, fi.Size()-10)
+			return "cut/data" // the header survived: it names the id
+		}},
+		{Name: "GarbledHeader", Plant: func(t *testing.T, s store.Store) string {
+			path := put(t, s, "garbled", 10)
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw = bytes.Replace(raw, []byte(`"size":10`), []byte(`"size":"ten"`), 1)
+			if err := os.WriteFile(path, raw, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return ""
+		}},
+		{Name: "Misplaced", Plant: func(t *testing.T, s store.Store) string {
+			// A file holding another id than the one its name is the hash of.
+			if err := os.Rename(put(t, s, "elsewhere", 10), fileOf(dirOf(s), "here")); err != nil {
+				t.Fatal(err)
+			}
+			return ""
+		}},
+		{Name: "NoPermission", Plant: func(t *testing.T, s store.Store) string {
+			if os.Geteuid() == 0 {
+				t.Skip("root reads files whatever their permissions")
+			}
+			if err := os.Chmod(put(t, s, "locked", 10), 0); err != nil {
+				t.Fatal(err)
+			}
+			return ""
+		}},
+		{Name: "NotAFile", Plant: func(t *testing.T, s store.Store) string {
+			if err := os.Mkdir(fileOf(dirOf(s), "dir"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			return ""
+		}},
+	}
+}
+
+// TestUnreadable: one damaged file does not make List fail; it is skipped
+// and reported, and the others are listed.
+func TestUnreadable(t *testing.T) {
+	storetest.RunUnreadable(t, func(t *testing.T) store.Store {
+		return open(t, t.TempDir(), dirstore.Options{})
+	}, dirDamages())
+}
+
+// TestUnreadableNoPermission: a file the process may not read is skipped
+// by List and refused by Get and Stat as unreadable (not as an outage of
+// the whole store). Root reads every file, so it runs only as another user.
+func TestUnreadableNoPermission(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads files whatever their permissions")
+	}
+	ctx := storetest.Ctx(t)
+	dir := t.TempDir()
+	s := open(t, dir, dirstore.Options{})
+	for _, id := range []string{"ok", "locked"} {
+		if _, err := s.Put(ctx, id, []byte(id), store.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(fileOf(dir, "locked"), 0); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.List(ctx)
+	skipped, fatal := store.SplitListError(err)
+	if fatal != nil || len(list) != 1 || list[0].ID != "ok" || len(skipped) != 1 || skipped[0].Key != fileOf(dir, "locked") {
+		t.Fatalf("List = %v, %v", list, err)
+	}
+	for what, err := range map[string]error{
+		"Get":  func() error { _, err := s.Get(ctx, "locked"); return err }(),
+		"Stat": func() error { _, err := s.Stat(ctx, "locked"); return err }(),
+	} {
+		if !errors.Is(err, store.ErrUnreadable) || !strings.Contains(err.Error(), "permission") {
+			t.Errorf("%s of an unreadable file: %v", what, err)
+		}
+	}
+	if err := s.Delete(ctx, "locked"); err != nil {
+		t.Errorf("Delete of an unreadable file: %v", err)
+	}
+}
+
+// TestListIgnoresStrayFiles: files whose names the store never gives a
+// blob are not entries: List neither lists nor reports them.
+func TestListIgnoresStrayFiles(t *testing.T) {
+	ctx := storetest.Ctx(t)
+	dir := t.TempDir()
+	s := open(t, dir, dirstore.Options{})
+	if _, err := s.Put(ctx, "kept", []byte("x"), store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	base := strings.TrimSuffix(filepath.Base(fileOf(dir, "gone")), ".session")
+	for _, name := range []string{
+		".tmp-" + base + "-12345", // a Put in progress, or one that died
+		base + ".lock",            // a lock file without its blob
+		"notes.session",           // not a hash
+		strings.ToUpper(base) + ".session",
+		"README",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("garbage"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := s.List(ctx)
+	if err != nil || len(list) != 1 || list[0].ID != "kept" {
+		t.Errorf("List = %v, %v; want just kept, no error", list, err)
+	}
+}
+
+// TestListFailsWithoutDirectory: a directory that cannot be read is an
+// outage of the whole store, not a skipped entry.
+func TestListFailsWithoutDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	s := open(t, dir, dirstore.Options{})
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.List(storetest.Ctx(t))
+	if _, fatal := store.SplitListError(err); fatal == nil || !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrUnreadable) || list != nil {
+		t.Errorf("List of a missing directory = %v, %v; want ErrUnavailable and no list", list, err)
+	}
+}

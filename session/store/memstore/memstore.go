@@ -133,7 +133,8 @@ func (s *Store) Stat(ctx context.Context, id string) (store.Info, error) {
 }
 
 // List returns the info of every live blob, sorted by id, and drops expired
-// ones.
+// ones. Memory holds no damaged entries: it never returns a
+// *store.UnreadableError.
 func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -207,23 +208,77 @@ func micros(s string) time.Time {
 }
 
 // info builds an Info from HMGET values of version, created, modified,
-// expires, sha, size; ok is false when the hash does not exist.
-func info(id string, vals []any) (store.Info, bool) {
+// expires, sha, size. ok is false when none of the fields is set (no such
+// key, or expired). Fields that are missing or garbled (a hash written by
+// something else) yield a store.ErrUnreadable error naming key.
+func info(id, key string, vals []any) (inf store.Info, ok bool, err error) {
 	str := func(i int) string { x, _ := vals[i].(string); return x }
-	if str(0) == "" {
-		return store.Info{}, false
+	if !slices.ContainsFunc(vals, func(v any) bool { return v != nil }) {
+		return store.Info{}, false, nil
 	}
-	size, _ := strconv.ParseInt(str(5), 10, 64)
+	bad := func(why string) (store.Info, bool, error) {
+		return store.Info{}, true, storeutil.Unreadable(
+			"redisstore: key %s holds a hash with %s (damaged, or not written by this store: delete it, or use another Prefix)", key, why)
+	}
+	num := func(i int, min int64) (int64, bool) {
+		n, err := strconv.ParseInt(str(i), 10, 64)
+		return n, err == nil && n >= min
+	}
+	created, okC := num(1, 1)
+	modified, okM := num(2, 1)
+	_, okE := num(3, 0)
+	size, okN := num(5, 0)
+	switch {
+	case str(0) == "":
+		return bad("no version (field " + fVersion + ")")
+	case !okC || !okM || !okE:
+		return bad(fmt.Sprintf("garbled times (fields %s, %s, %s: %q, %q, %q)",
+			fCreated, fModified, fExpires, str(1), str(2), str(3)))
+	case !isSHA256(str(4)):
+		return bad(fmt.Sprintf("a garbled checksum (field %s: %q)", fSHA, str(4)))
+	case !okN:
+		return bad(fmt.Sprintf("a garbled size (field %s: %q)", fSize, str(5)))
+	}
 	return store.Info{
 		ID:       id,
 		Size:     size,
 		SHA256:   str(4),
 		Version:  str(0),
-		Created:  micros(str(1)),
-		Modified: micros(str(2)),
+		Created:  time.UnixMicro(created).UTC(),
+		Modified: time.UnixMicro(modified).UTC(),
 		Expires:  micros(str(3)),
 		Source:   Source,
-	}, true
+	}, true, nil
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// wrongType is the error for a key under the prefix that is not a hash.
+func wrongType(key, typ string) error {
+	return storeutil.Unreadable("redisstore: key %s holds a %s, not a hash (not written by this store: delete it, or use another Prefix)", key, typ)
+}
+
+// readErr is the error of a read of key that failed with err: a key of
+// another type is an unreadable entry, anything else an outage.
+func (s *Store) readErr(ctx context.Context, op, key string, err error) error {
+	if isWrongType(err) {
+		typ, terr := s.rdb.Type(ctx, key).Result()
+		if terr != nil {
+			typ = "value of another type"
+		}
+		return wrongType(key, typ)
+	}
+	return s.unavailable(op, err)
 }
 
 var metaFields = []string{fVersion, fCreated, fModified, fExpires, fSHA, fSize}
@@ -234,15 +289,23 @@ func (s *Store) Get(ctx context.Context, id string) (store.Object, error) {
 	if err := store.CheckID(id); err != nil {
 		return store.Object{}, err
 	}
-	vals, err := s.rdb.HMGet(ctx, s.key(id), append(metaFields, fData)...).Result()
+	key := s.key(id)
+	vals, err := s.rdb.HMGet(ctx, key, append(metaFields, fData)...).Result()
 	if err != nil {
-		return store.Object{}, s.unavailable("get", err)
+		return store.Object{}, s.readErr(ctx, "get", key, err)
 	}
-	inf, ok := info(id, vals)
+	inf, ok, err := info(id, key, vals[:len(metaFields)])
+	if err != nil {
+		return store.Object{}, err
+	}
 	if !ok {
 		return store.Object{}, storeutil.NotFound(id)
 	}
 	data, _ := vals[len(metaFields)].(string)
+	if int64(len(data)) != inf.Size {
+		return store.Object{}, storeutil.Unreadable("redisstore: key %s holds %d bytes of data, its size field says %d (delete it)",
+			key, len(data), inf.Size)
+	}
 	return store.Object{Data: []byte(data), Info: inf}, nil
 }
 
@@ -252,11 +315,15 @@ func (s *Store) Stat(ctx context.Context, id string) (store.Info, error) {
 	if err := store.CheckID(id); err != nil {
 		return store.Info{}, err
 	}
-	vals, err := s.rdb.HMGet(ctx, s.key(id), metaFields...).Result()
+	key := s.key(id)
+	vals, err := s.rdb.HMGet(ctx, key, metaFields...).Result()
 	if err != nil {
-		return store.Info{}, s.unavailable("stat", err)
+		return store.Info{}, s.readErr(ctx, "stat", key, err)
 	}
-	inf, ok := info(id, vals)
+	inf, ok, err := info(id, key, vals)
+	if err != nil {
+		return store.Info{}, err
+	}
 	if !ok {
 		return store.Info{}, storeutil.NotFound(id)
 	}
@@ -276,8 +343,14 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 
 // List returns the info of every blob under the prefix, sorted by id. It
 // walks the keys with SCAN (never blocking the server) and fetches their
-// metadata in pipelined batches; keys under the prefix that are not valid
-// ids or not hashes of this store are skipped.
+// types and metadata in batches, each in one MULTI/EXEC transaction (so a
+// key that expires meanwhile is seen either whole or gone). Keys under the
+// prefix that are not valid ids are ignored. Keys with a valid id that hold
+// another type than a hash, or a hash whose metadata fields are missing or
+// garbled (what Stat refuses), are skipped and reported in a
+// *store.UnreadableError returned with the readable entries; like Stat, List
+// does not read the data (Get checks its length). A failure to reach the
+// server fails the whole call.
 func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 	var keys []string
 	iter := s.rdb.Scan(ctx, 0, globEscape(s.prefix)+"*", 1000).Iterator()
@@ -289,35 +362,56 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 	}
 	sort.Strings(keys)
 	keys = dedupe(keys) // SCAN may return a key twice
+	keys = slices.DeleteFunc(keys, func(k string) bool { return store.CheckID(strings.TrimPrefix(k, s.prefix)) != nil })
 	list := []store.Info{}
+	var skipped []store.Skipped
 	const batch = 500
+	type cmds struct {
+		typ  *redis.StatusCmd
+		meta *redis.SliceCmd
+	}
 	for start := 0; start < len(keys); start += batch {
 		chunk := keys[start:min(start+batch, len(keys))]
-		cmds := make([]*redis.SliceCmd, len(chunk))
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cs := make([]cmds, len(chunk))
+		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			for i, k := range chunk {
-				cmds[i] = p.HMGet(ctx, k, metaFields...)
+				cs[i] = cmds{p.Type(ctx, k), p.HMGet(ctx, k, metaFields...)}
 			}
 			return nil
 		})
 		if err != nil && !isWrongType(err) {
-			return nil, s.unavailable("list (HMGET)", err)
+			return nil, s.unavailable("list (TYPE, HMGET)", err)
 		}
 		for i, k := range chunk {
 			id := strings.TrimPrefix(k, s.prefix)
-			if store.CheckID(id) != nil {
+			typ, err := cs[i].typ.Result()
+			if err != nil {
+				return nil, s.unavailable("list (TYPE)", err)
+			}
+			switch typ {
+			case "none":
+				continue // deleted or expired meanwhile
+			case "hash":
+			default:
+				skipped = append(skipped, store.Skipped{ID: id, Key: k, Err: wrongType(k, typ)})
 				continue
 			}
-			vals, err := cmds[i].Result()
+			vals, err := cs[i].meta.Result()
 			if err != nil {
-				continue // not a hash: not ours
+				return nil, s.unavailable("list (HMGET)", err)
 			}
-			if inf, ok := info(id, vals); ok { // else deleted or expired meanwhile
-				list = append(list, inf)
+			inf, ok, err := info(id, k, vals)
+			if err == nil && !ok { // Stat would say "not found": List knows the key exists
+				err = storeutil.Unreadable("redisstore: key %s holds a hash without this store's fields (not written by this store: delete it, or use another Prefix)", k)
 			}
+			if err != nil {
+				skipped = append(skipped, store.Skipped{ID: id, Key: k, Err: err})
+				continue
+			}
+			list = append(list, inf)
 		}
 	}
-	return list, nil
+	return list, store.NewUnreadableError(skipped)
 }
 
 func isWrongType(err error) bool {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/redisstore"
 	"github.com/monty-go/monty/session/store/storetest"
@@ -62,12 +64,95 @@ func TestDefaultsAndLayout(t *testing.T) {
 	if len(fields) != 7 {
 		t.Errorf("hash fields %v", fields)
 	}
-	// A foreign key under the prefix (not a hash) does not break List.
+	// A foreign key under the prefix (not a hash) does not break List: it
+	// is reported when its name is an id, ignored when not.
 	s.Client().Set(ctx, s.Prefix()+"stray", "x", time.Minute)
 	s.Client().Set(ctx, s.Prefix()+"bad id", "x", time.Minute)
 	list, err := s.List(ctx)
-	if err != nil || len(list) != 1 || list[0].ID != "a/b" {
+	skipped, fatal := store.SplitListError(err)
+	if fatal != nil || len(list) != 1 || list[0].ID != "a/b" || len(skipped) != 1 || skipped[0].ID != "stray" {
 		t.Errorf("List = %v, %v", list, err)
+	}
+}
+
+// TestUnreadable: keys under the prefix that are not blobs of this store
+// are skipped and reported by List, without hiding the others.
+func TestUnreadable(t *testing.T) {
+	rdb := func(s store.Store) (*redis.Client, string) {
+		rs := s.(*redisstore.Store)
+		return rs.Client(), rs.Prefix()
+	}
+	// garble writes a blob under id, then changes one field of its hash.
+	garble := func(field, value string) func(t *testing.T, s store.Store) string {
+		return func(t *testing.T, s store.Store) string {
+			ctx := storetest.Ctx(t)
+			id := "garbled/" + field
+			if _, err := s.Put(ctx, id, []byte("data"), store.Cond{}); err != nil {
+				t.Fatal(err)
+			}
+			c, prefix := rdb(s)
+			var err error
+			if value == "" {
+				err = c.HDel(ctx, prefix+id, field).Err()
+			} else {
+				err = c.HSet(ctx, prefix+id, field, value).Err()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+	}
+	storetest.RunUnreadable(t, func(t *testing.T) store.Store { return newStore(t, 0) }, []storetest.Damage{
+		{Name: "String", Plant: func(t *testing.T, s store.Store) string {
+			c, prefix := rdb(s)
+			if err := c.Set(storetest.Ctx(t), prefix+"stray", "written by someone else", time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			return "stray"
+		}},
+		{Name: "List", Plant: func(t *testing.T, s store.Store) string {
+			c, prefix := rdb(s)
+			if err := c.RPush(storetest.Ctx(t), prefix+"queue", "job").Err(); err != nil {
+				t.Fatal(err)
+			}
+			return "queue"
+		}},
+		{Name: "NoVersion", Plant: garble("v", "")},
+		{Name: "GarbledModified", Plant: garble("m", "yesterday")},
+		{Name: "ZeroCreated", Plant: garble("c", "0")},
+		{Name: "GarbledExpiry", Plant: garble("e", "-5")},
+		{Name: "GarbledChecksum", Plant: garble("s", "not-a-sha")},
+		{Name: "GarbledSize", Plant: garble("n", "4 bytes")},
+	})
+}
+
+// TestForeignHash: a hash under the prefix with none of this store's
+// fields reads as absent (Get and Stat cannot tell it from a missing key
+// without another round trip), but List, which sees the key, reports it.
+func TestForeignHash(t *testing.T) {
+	ctx := storetest.Ctx(t)
+	s := newStore(t, 0)
+	if _, err := s.Put(ctx, "ok", []byte("x"), store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Client().HSet(ctx, s.Prefix()+"foreign", "name", "value").Err(); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.List(ctx)
+	skipped, fatal := store.SplitListError(err)
+	if fatal != nil || len(list) != 1 || list[0].ID != "ok" || len(skipped) != 1 || skipped[0].ID != "foreign" {
+		t.Errorf("List = %v, %v", list, err)
+	}
+	if _, err := s.Get(ctx, "foreign"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get of a foreign hash: %v", err)
+	}
+	// Data that is not as long as the size field says shows at Get.
+	if err := s.Client().HSet(ctx, s.Prefix()+"ok", "d", "longer").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "ok"); !errors.Is(err, store.ErrUnreadable) {
+		t.Errorf("Get of a blob whose data is not its size: %v", err)
 	}
 }
 
@@ -101,6 +186,11 @@ func TestUnavailable(t *testing.T) {
 	_ = s.Close()
 	if _, err := s.Get(ctx, "x"); !errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("Get after Close: %v", err)
+	}
+	// An outage fails List as a whole; it is no skipped entry.
+	list, err := s.List(ctx)
+	if _, fatal := store.SplitListError(err); !errors.Is(fatal, store.ErrUnavailable) || errors.Is(err, store.ErrUnreadable) || list != nil {
+		t.Errorf("List after Close = %v, %v", list, err)
 	}
 }
 

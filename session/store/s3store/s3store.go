@@ -249,26 +249,49 @@ func encodeInfo(inf store.Info, md5hex string) string {
 }
 
 // info returns the Info described by an object's metadata and the MD5 of
-// its body recorded there; ok is false when it lacks this store's metadata.
-func info(id string, oi minio.ObjectInfo) (inf store.Info, md5hex string, ok bool) {
-	f := strings.Split(oi.Metadata.Get(metaInfo), ";")
-	if len(f) != 7 || f[0] != infoFormat || f[1] == "" {
-		return store.Info{}, "", false
+// its body recorded there. An object without this store's metadata, or
+// with a value it cannot parse, yields a store.ErrUnreadable error.
+func (s *Store) info(id string, oi minio.ObjectInfo) (inf store.Info, md5hex string, err error) {
+	raw := oi.Metadata.Get(metaInfo)
+	if raw == "" {
+		return store.Info{}, "", storeutil.Unreadable("s3store: object %s on %s has no monty metadata (not written by this store: delete it, or use another Prefix)",
+			s.Key(id), s.where)
 	}
-	nanos := func(s string) time.Time {
-		n, _ := strconv.ParseInt(s, 10, 64)
-		return storeutil.FromUnixNano(n)
+	f := strings.Split(raw, ";")
+	var times [3]int64
+	ok := len(f) == 7 && f[0] == infoFormat && f[1] != "" && isHex(f[5], 64) && isHex(f[6], 32)
+	for i := 0; ok && i < 3; i++ {
+		n, err := strconv.ParseInt(f[2+i], 10, 64)
+		ok = err == nil && (n > 0 || i == 2 && n == 0)
+		times[i] = n
+	}
+	if !ok {
+		return store.Info{}, "", storeutil.Unreadable("s3store: object %s on %s has garbled monty metadata %q (delete it)",
+			s.Key(id), s.where, raw)
 	}
 	return store.Info{
 		ID:       id,
 		Size:     oi.Size,
 		Version:  f[1],
-		Created:  nanos(f[2]),
-		Modified: nanos(f[3]),
-		Expires:  nanos(f[4]),
+		Created:  storeutil.FromUnixNano(times[0]),
+		Modified: storeutil.FromUnixNano(times[1]),
+		Expires:  storeutil.FromUnixNano(times[2]),
 		SHA256:   f[5],
 		Source:   Source,
-	}, f[6], true
+	}, f[6], nil
+}
+
+// isHex reports whether s is n lowercase hex digits.
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // etagIs reports whether an ETag is the given MD5 (hex).
@@ -305,10 +328,9 @@ func (s *Store) head(ctx context.Context, id string) (inf store.Info, etag strin
 		if err != nil {
 			return store.Info{}, "", false, s.unavailable("stat", key, err)
 		}
-		inf, md5hex, ok := info(id, oi)
-		if !ok {
-			return store.Info{}, "", false, fmt.Errorf("%w: s3store: object %s on %s has no monty metadata (not written by this store; delete it or use another Prefix)",
-				store.ErrUnavailable, key, s.where)
+		inf, md5hex, err := s.info(id, oi)
+		if err != nil {
+			return store.Info{}, "", false, err
 		}
 		stable := attempt > 0 && oi.ETag == prev.ETag && oi.Metadata.Get(metaInfo) == prev.Metadata.Get(metaInfo)
 		if etagIs(oi.ETag, md5hex) || stable {
@@ -349,8 +371,8 @@ func (s *Store) Get(ctx context.Context, id string) (store.Object, error) {
 			return obj, err
 		}
 		if attempt == readAttempts {
-			return store.Object{}, fmt.Errorf("%w: s3store: object %s on %s does not match its checksum (read again; if it persists the object is damaged)",
-				store.ErrUnavailable, key, s.where)
+			return store.Object{}, storeutil.Unreadable("s3store: object %s on %s does not match its checksum (read again; if it persists the object is damaged: delete it)",
+				key, s.where)
 		}
 		if err := pause(ctx, attempt); err != nil {
 			return store.Object{}, err
@@ -369,9 +391,9 @@ func (s *Store) get(ctx context.Context, id, key string) (obj store.Object, torn
 		return store.Object{}, false, s.unavailable("get", key, err)
 	}
 	defer body.Close()
-	inf, _, ok := info(id, oi)
-	if !ok {
-		return store.Object{}, false, fmt.Errorf("%w: s3store: object %s on %s has no monty metadata", store.ErrUnavailable, key, s.where)
+	inf, _, err := s.info(id, oi)
+	if err != nil {
+		return store.Object{}, false, err
 	}
 	if storeutil.Expired(inf.Expires, storeutil.Now()) {
 		s.dropExpired(ctx, id, oi.ETag)
@@ -487,7 +509,11 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 
 // List returns the info of every live blob under the prefix, sorted by id:
 // one listing plus one HEAD per object (eight at a time). Objects whose
-// keys this store does not produce are skipped; expired ones are deleted.
+// keys this store does not produce are ignored; expired ones are deleted.
+// Objects with a key of this store but without its metadata, or with
+// metadata it cannot parse, are skipped and reported in a
+// *store.UnreadableError returned with the readable entries. Any other
+// failure (the listing or a HEAD fails) fails the whole call.
 func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -503,6 +529,7 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 	var (
 		mu       sync.Mutex
 		list     = []store.Info{}
+		skipped  []store.Skipped
 		firstErr error
 		wg       sync.WaitGroup
 		sem      = make(chan struct{}, 8)
@@ -519,6 +546,8 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 			case err == nil:
 				list = append(list, inf)
 			case errors.Is(err, store.ErrNotFound): // deleted or expired meanwhile
+			case errors.Is(err, store.ErrUnreadable):
+				skipped = append(skipped, store.Skipped{ID: id, Key: s.Key(id), Err: err})
 			case firstErr == nil:
 				firstErr = err
 				cancel()
@@ -530,7 +559,7 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 		return nil, firstErr
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-	return list, nil
+	return list, store.NewUnreadableError(skipped)
 }
 
 // Close releases idle connections.

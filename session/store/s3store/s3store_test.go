@@ -3,7 +3,10 @@ package s3store_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,6 +226,111 @@ func TestUnavailable(t *testing.T) {
 	if _, err := s3store.New(ctx, opts); !errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("New with a wrong secret: %v", err)
 	}
+}
+
+// TestUnreadable: objects under a key of this store whose metadata is
+// missing or garbled are skipped and reported by List, without hiding the
+// others.
+func TestUnreadable(t *testing.T) {
+	// plant writes "data" under id's key with the given monty metadata
+	// (none when empty).
+	plant := func(id, meta string) func(t *testing.T, s store.Store) string {
+		return func(t *testing.T, s store.Store) string {
+			ss := s.(*s3store.Store)
+			var opts minio.PutObjectOptions
+			if meta != "" {
+				opts.UserMetadata = map[string]string{"Monty-Info": meta}
+			}
+			if _, err := ss.Client().PutObject(storetest.Ctx(t), ss.Bucket(), ss.Key(id), strings.NewReader("data"), 4, opts); err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+	}
+	sha := store.Checksum([]byte("data"))
+	const md5hex = "8d777f385d3dfec8815d20f7496026dc"
+	storetest.RunUnreadable(t, func(t *testing.T) store.Store { return open(t, options(t, 0)) }, []storetest.Damage{
+		{Name: "NoMetadata", Plant: plant("foreign/upload", "")},
+		{Name: "GarbledMetadata", Plant: plant("garbled", "v1;only;three")},
+		{Name: "OtherFormat", Plant: plant("v2", "v2;abc;1;2;0;"+sha+";"+md5hex)},
+		{Name: "GarbledTimes", Plant: plant("times", "v1;abc;1;soon;0;"+sha+";"+md5hex)},
+		{Name: "GarbledChecksum", Plant: plant("checksum", "v1;abc;1;2;0;nope;"+md5hex)},
+	})
+}
+
+// TestListOutage: a server that stops answering fails List as a whole;
+// it is no skipped entry.
+func TestListOutage(t *testing.T) {
+	ctx := storetest.Ctx(t)
+	opts := options(t, 0)
+	addr, stop := proxy(t, opts.Endpoint)
+	opts.Endpoint = addr
+	retries := minio.MaxRetry
+	minio.MaxRetry = 1 // read when the client is made: fail fast once the server is gone
+	s := open(t, opts)
+	minio.MaxRetry = retries
+	if _, err := s.Put(ctx, "x", []byte("x"), store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := s.List(ctx); err != nil || len(list) != 1 {
+		t.Fatalf("List through the proxy = %v, %v", list, err)
+	}
+	stop()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	list, err := s.List(ctx)
+	if _, fatal := store.SplitListError(err); !errors.Is(fatal, store.ErrUnavailable) || errors.Is(err, store.ErrUnreadable) || list != nil {
+		t.Errorf("List with the server gone = %v, %v", list, err)
+	}
+}
+
+// proxy forwards TCP connections from a loopback port to target until
+// stop, which also cuts the open connections.
+func proxy(t *testing.T, target string) (addr string, stop func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		wg    sync.WaitGroup
+	)
+	track := func(c net.Conn) { mu.Lock(); conns = append(conns, c); mu.Unlock() }
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			track(c)
+			track(up)
+			wg.Add(2)
+			go func() { defer wg.Done(); _, _ = io.Copy(up, c); _ = up.Close() }()
+			go func() { defer wg.Done(); _, _ = io.Copy(c, up); _ = c.Close() }()
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = ln.Close()
+			mu.Lock()
+			for _, c := range conns {
+				_ = c.Close()
+			}
+			mu.Unlock()
+			wg.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	return ln.Addr().String(), stop
 }
 
 func BenchmarkSaveLoad(b *testing.B) {

@@ -6,7 +6,8 @@
 // Run checks the contract of store.Store: round trips, Info fields, ids,
 // conditional writes, deletion, listing, empty and large blobs and
 // concurrent compare-and-set. RunTTL checks expiry for stores configured
-// with a short time to live.
+// with a short time to live. RunUnreadable checks that List skips and
+// reports damaged entries, for stores whose backend can hold them.
 package storetest
 
 import (
@@ -564,6 +565,82 @@ func testTTLRefresh(t *testing.T, s store.Store, ttl time.Duration) {
 	time.Sleep(time.Until(second.Expires) + ttl/2 + 50*time.Millisecond)
 	_, err := s.Get(ctx, "r")
 	wantErr(t, "Get after refreshed expiry", err, store.ErrNotFound)
+}
+
+// Damage plants one unreadable entry into a store's backend, for
+// RunUnreadable.
+type Damage struct {
+	// Name names the subtest.
+	Name string
+	// Plant damages the backend of s (a store from the newStore passed to
+	// RunUnreadable) so that it holds one unreadable entry, and returns the
+	// id that List must report in Skipped.ID: the session id the entry
+	// belongs to, or "" when the entry does not reveal it. It may call
+	// t.Skip when the damage cannot be planted here.
+	Plant func(t *testing.T, s store.Store) (id string)
+}
+
+// RunUnreadable checks, in one subtest per damage, that one damaged entry
+// does not break List: List returns every readable blob and an
+// *store.UnreadableError that names the damaged entry and matches
+// store.ErrUnreadable but not store.ErrUnavailable. When the entry's id is
+// known, Get and Stat of it fail with store.ErrUnreadable, and Delete
+// removes it so that List succeeds again.
+func RunUnreadable(t *testing.T, newStore func(t *testing.T) store.Store, damages []Damage) {
+	for _, d := range damages {
+		t.Run("Unreadable/"+d.Name, func(t *testing.T) { testUnreadable(t, newStore(t), d) })
+	}
+}
+
+func testUnreadable(t *testing.T, s store.Store, d Damage) {
+	ctx := Ctx(t)
+	good := []string{"a", "m/1", "z"}
+	infos := map[string]store.Info{}
+	for _, id := range good {
+		infos[id] = mustPut(t, s, id, []byte("readable "+id), store.Cond{})
+	}
+	id := d.Plant(t, s)
+	checkList := func(what string, list []store.Info) {
+		t.Helper()
+		if got := infoIDs(list); !slices.Equal(got, good) {
+			t.Fatalf("%s: List ids = %q, want the readable ones %q", what, got, good)
+		}
+		for _, info := range list {
+			SameInfo(t, what+": List entry "+info.ID, info, infos[info.ID])
+		}
+	}
+	list, err := s.List(ctx)
+	skipped, fatal := store.SplitListError(err)
+	if fatal != nil {
+		t.Fatalf("List failed as a whole on one damaged entry: %v", fatal)
+	}
+	if !errors.Is(err, store.ErrUnreadable) || errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("List error %v: want one matching ErrUnreadable and not ErrUnavailable", err)
+	}
+	if len(skipped) != 1 {
+		t.Fatalf("List skipped %+v; want the one damaged entry", skipped)
+	}
+	sk := skipped[0]
+	if sk.ID != id || sk.Key == "" || !errors.Is(sk.Err, store.ErrUnreadable) {
+		t.Errorf("skipped %+v; want ID %q, a Key and an Err matching ErrUnreadable", sk, id)
+	}
+	t.Logf("skipped %s: %v", sk.Name(), sk.Err)
+	checkList("with a damaged entry", list)
+	if id == "" {
+		return
+	}
+	_, err = s.Get(ctx, id)
+	wantErr(t, "Get of the damaged entry", err, store.ErrUnreadable)
+	_, err = s.Stat(ctx, id)
+	wantErr(t, "Stat of the damaged entry", err, store.ErrUnreadable)
+	if err := s.Delete(ctx, id); err != nil {
+		t.Fatalf("Delete of the damaged entry: %v", err)
+	}
+	list, err = s.List(ctx)
+	if err != nil {
+		t.Fatalf("List after deleting the damaged entry: %v", err)
+	}
+	checkList("after Delete", list)
 }
 
 func infoIDs(list []store.Info) []string {

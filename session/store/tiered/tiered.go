@@ -198,8 +198,8 @@ func encode(env envelope, data []byte) []byte {
 
 func decode(id string, blob []byte) (envelope, []byte, error) {
 	bad := func(why string) error {
-		return fmt.Errorf("%w: tiered: blob %q is not a tiered-store envelope (%s): was it written by another kind of store sharing the tier?",
-			store.ErrUnavailable, id, why)
+		return storeutil.Unreadable("tiered: blob %q is not a tiered-store envelope (%s): was it written by another kind of store sharing the tier? (delete it)",
+			id, why)
 	}
 	rest, ok := bytes.CutPrefix(blob, []byte(magic))
 	if !ok {
@@ -451,17 +451,40 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // in both is reported as the hot tier has it. Blobs whose envelope header
 // this process has not cached are read in full, so a first List of a large
 // archive transfers all of it.
+//
+// Entries that either tier skips as unreadable, and blobs that are not
+// envelopes or fail their tier's checks when read, are skipped and reported
+// in a *store.UnreadableError returned with the readable entries (each
+// Skipped.Err names the tier). An id that is unreadable in the hot tier is
+// not listed from the archive either: Get would fail on the hot copy. A
+// failure of either tier's List, or of a read for another reason than
+// damage, fails the whole call.
 func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 	hot, err := s.hot.List(ctx)
+	hotSkipped, err := store.SplitListError(err)
 	if err != nil {
 		return nil, err
 	}
 	cold, err := s.cold.List(ctx)
+	coldSkipped, err := store.SplitListError(err)
 	if err != nil {
 		return nil, err
 	}
 	list := []store.Info{}
 	seen := map[string]bool{}
+	var skipped []store.Skipped
+	skip := func(sks []store.Skipped, source string) {
+		for _, sk := range sks {
+			if sk.ID != "" && seen[sk.ID] {
+				continue
+			}
+			if sk.ID != "" {
+				seen[sk.ID] = true
+			}
+			sk.Err = fmt.Errorf("%s tier: %w", source, sk.Err)
+			skipped = append(skipped, sk)
+		}
+	}
 	add := func(infos []store.Info, cold bool, source string) error {
 		for _, tinfo := range infos {
 			if seen[tinfo.ID] {
@@ -470,9 +493,14 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 			env, ok := s.cached(tinfo.ID, cold, tinfo.Version)
 			if !ok {
 				var err error
-				env, _, tinfo, err = s.read(ctx, tinfo.ID, cold)
+				id := tinfo.ID
+				env, _, tinfo, err = s.read(ctx, id, cold)
 				if errors.Is(err, store.ErrNotFound) {
 					continue // deleted or expired meanwhile
+				}
+				if errors.Is(err, store.ErrUnreadable) {
+					skip([]store.Skipped{{ID: id, Key: id, Err: err}}, source)
+					continue
 				}
 				if err != nil {
 					return err
@@ -485,14 +513,16 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 		}
 		return nil
 	}
+	skip(hotSkipped, SourceHot)
 	if err := add(hot, false, SourceHot); err != nil {
 		return nil, err
 	}
+	skip(coldSkipped, SourceArchive)
 	if err := add(cold, true, SourceArchive); err != nil {
 		return nil, err
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-	return list, nil
+	return list, store.NewUnreadableError(skipped)
 }
 
 // Close stops the archiver and closes both tiers.
@@ -542,9 +572,7 @@ func (s *Store) run(stop, stopped chan struct{}) {
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
 	for {
-		if _, err := s.ArchiveOnce(ctx); err != nil && ctx.Err() == nil {
-			s.log("tiered: archiver: %v", err)
-		}
+		_, _ = s.ArchiveOnce(ctx) // it logs its errors
 		select {
 		case <-stop:
 			return
@@ -556,20 +584,32 @@ func (s *Store) run(stop, stopped chan struct{}) {
 // ArchiveOnce runs one archiver pass: it copies into the archive every hot
 // blob last written more than ArchiveAfter ago whose version the archive
 // does not hold yet, removes archived copies of deleted blobs, and returns
-// how many blobs it copied. Errors on single blobs
-// are counted, logged and returned joined; the pass goes on.
+// how many blobs it copied. Errors on single blobs are counted, logged (see
+// Options.Logf) and returned joined; the pass goes on. So are the entries
+// the hot tier's List skips as unreadable: the *store.UnreadableError is
+// among the joined errors (errors.Is(err, store.ErrUnreadable) holds). A
+// failure of the hot tier's List ends the pass.
 func (s *Store) ArchiveOnce(ctx context.Context) (int, error) {
 	s.count(func(st *Stats) { st.Passes++ })
-	hot, err := s.hot.List(ctx)
+	hot, listErr := s.hot.List(ctx)
+	skipped, err := store.SplitListError(listErr)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.count(func(st *Stats) { st.ArchiveErrors++ })
+			s.log("tiered: archiver: listing the hot tier: %v", err)
 		}
 		return 0, err
 	}
+	var errs []error
+	if len(skipped) > 0 {
+		for _, sk := range skipped {
+			s.count(func(st *Stats) { st.ArchiveErrors++ })
+			s.log("tiered: archiver: skipping %s in the hot tier: %v", sk.Name(), sk.Err)
+		}
+		errs = append(errs, listErr)
+	}
 	cutoff := storeutil.Now().Add(-s.archiveAfter)
 	n := 0
-	var errs []error
 	for _, tinfo := range hot {
 		if ctx.Err() != nil {
 			return n, ctx.Err()

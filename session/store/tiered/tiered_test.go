@@ -2,9 +2,15 @@ package tiered_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +19,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/store/dirstore"
 	"github.com/monty-go/monty/session/store/memstore"
 	"github.com/monty-go/monty/session/store/redisstore"
 	"github.com/monty-go/monty/session/store/s3store"
@@ -457,6 +464,131 @@ func TestRedisS3ConcurrentWhileArchiving(t *testing.T) {
 	if st.Archived == 0 {
 		t.Error("nothing was archived while the counter ran: the test proved nothing")
 	}
+}
+
+// withTiers is a tiered store that keeps its tiers at hand, for planting
+// damage.
+type withTiers struct {
+	*tiered.Store
+	hot, cold store.Store
+}
+
+// hotDir is the directory of the dirstore hot tier of s.
+func hotDir(s store.Store) string { return s.(withTiers).hot.(*dirstore.Store).Dir() }
+
+// sessionFile is the file of id in a dirstore directory.
+func sessionFile(dir, id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return filepath.Join(dir, hex.EncodeToString(sum[:])+".session")
+}
+
+// TestUnreadable: a damaged entry in either tier (one the tier itself
+// cannot read, or a blob that is not a tiered-store envelope) is skipped
+// and reported by List; the other blobs are listed.
+func TestUnreadable(t *testing.T) {
+	notEnvelope := func(cold bool) func(t *testing.T, s store.Store) string {
+		return func(t *testing.T, s store.Store) string {
+			tier := s.(withTiers).hot
+			if cold {
+				tier = s.(withTiers).cold
+			}
+			if _, err := tier.Put(storetest.Ctx(t), "raw", []byte("written by another kind of store"), store.Cond{}); err != nil {
+				t.Fatal(err)
+			}
+			return "raw"
+		}
+	}
+	storetest.RunUnreadable(t, func(t *testing.T) store.Store {
+		hot, cold := memTiers(0)
+		return withTiers{newTiered(t, hot, cold, tiered.Options{}), hot, cold}
+	}, []storetest.Damage{
+		{Name: "NotAnEnvelopeHot", Plant: notEnvelope(false)},
+		{Name: "NotAnEnvelopeArchive", Plant: notEnvelope(true)},
+	})
+	storetest.RunUnreadable(t, func(t *testing.T) store.Store {
+		hot, err := dirstore.Open(t.TempDir(), dirstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cold := memstore.New(memstore.Options{})
+		return withTiers{newTiered(t, hot, cold, tiered.Options{}), hot, cold}
+	}, []storetest.Damage{
+		{Name: "GarbageFileInHot", Plant: func(t *testing.T, s store.Store) string {
+			if err := os.WriteFile(sessionFile(hotDir(s), "junk"), []byte("garbage"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return ""
+		}},
+		{Name: "TruncatedFileInHot", Plant: func(t *testing.T, s store.Store) string {
+			if _, err := s.Put(storetest.Ctx(t), "cut", []byte("some state"), store.Cond{}); err != nil {
+				t.Fatal(err)
+			}
+			path := sessionFile(hotDir(s), "cut")
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, fi.Size()-3); err != nil {
+				t.Fatal(err)
+			}
+			return "cut"
+		}},
+	})
+}
+
+// TestArchiverSkipsUnreadable: a corrupt file in a directory hot tier does
+// not stop the archiver: it archives every other blob, and counts and logs
+// the damaged one.
+func TestArchiverSkipsUnreadable(t *testing.T) {
+	ctx := storetest.Ctx(t)
+	dir := t.TempDir()
+	hot, err := dirstore.Open(dir, dirstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold := memstore.New(memstore.Options{})
+	var (
+		mu   sync.Mutex
+		logs []string
+	)
+	s, err := tiered.New(tiered.Options{Hot: hot, Cold: cold, ArchiveAfter: time.Nanosecond,
+		Logf: func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			logs = append(logs, fmt.Sprintf(format, args...))
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ids := []string{"a", "b/1", "c"}
+	for _, id := range ids {
+		if _, err := s.Put(ctx, id, []byte("state of "+id), store.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	junk := sessionFile(dir, "junk")
+	if err := os.WriteFile(junk, []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.ArchiveOnce(ctx)
+	if n != len(ids) || !errors.Is(err, store.ErrUnreadable) {
+		t.Errorf("ArchiveOnce = %d, %v; want %d archived and the corrupt file reported", n, err, len(ids))
+	}
+	for _, id := range ids {
+		if _, err := cold.Stat(ctx, id); err != nil {
+			t.Errorf("%s not archived: %v", id, err)
+		}
+	}
+	if st := s.Stats(); st.Archived != len(ids) || st.ArchiveErrors != 1 {
+		t.Errorf("Stats %+v; want %d archived, 1 error", st, len(ids))
+	}
+	mu.Lock()
+	t.Logf("logged: %q", logs)
+	if len(logs) != 1 || !strings.Contains(logs[0], junk) {
+		t.Errorf("logged %q; want one line naming %s", logs, junk)
+	}
+	mu.Unlock()
 }
 
 func TestNew(t *testing.T) {

@@ -109,3 +109,18 @@ func Check(id string, cond store.Cond, exists bool, version string) error {
 	}
 	return nil
 }
+
+// Unreadable returns the error for a damaged entry (the message says which
+// and why): it matches store.ErrUnreadable and, as stores reported damage
+// as store.ErrUnavailable before ErrUnreadable existed, that too.
+func Unreadable(format string, args ...any) error {
+	return &unreadable{msg: store.ErrUnreadable.Error() + ": " + fmt.Sprintf(format, args...)}
+}
+
+type unreadable struct{ msg string }
+
+func (e *unreadable) Error() string { return e.msg }
+
+func (e *unreadable) Is(target error) bool {
+	return target == store.ErrUnreadable || target == store.ErrUnavailable
+}
