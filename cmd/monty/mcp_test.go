@@ -1,7 +1,11 @@
 package main_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -104,4 +108,142 @@ func TestMCPUsageErrors(t *testing.T) {
 	assert.Contains(t, errOut, "--max-memory")
 	code, _, _ = run(t, "mcp", "extra")
 	assert.Equal(t, 2, code)
+}
+
+// A malformed input line gets a JSON-RPC error and the server keeps
+// serving: each shape is answered in turn, then a whole conversation runs
+// on the same process.
+func TestMCPMalformedInput(t *testing.T) {
+	cmd := exec.Command(binary, "mcp", "--store", "mem:")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{}) // closed when the process has exited, with waitErr set
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	lines := make(chan []byte)
+	go func() {
+		r := bufio.NewReader(stdout)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				close(lines)
+				return
+			}
+			lines <- line
+		}
+	}()
+	send := func(line string) {
+		t.Helper()
+		_, err := io.WriteString(stdin, line+"\n")
+		require.NoError(t, err)
+	}
+	type response struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	recv := func() response {
+		t.Helper()
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				<-exited
+				t.Fatalf("monty mcp closed stdout (exit: %v); stderr:\n%s", waitErr, &stderr)
+			}
+			var r response
+			require.NoError(t, json.Unmarshal(line, &r), "%s", line)
+			return r
+		case <-exited:
+			t.Fatalf("monty mcp exited (%v); stderr:\n%s", waitErr, &stderr)
+		case <-time.After(time.Minute):
+			t.Fatal("no answer from monty mcp")
+		}
+		return response{}
+	}
+
+	for _, tc := range []struct {
+		name string
+		line string
+		code int
+		id   string
+	}{
+		{"not JSON", "junk", -32700, "null"},
+		{"NUL bytes", "\x00\x00", -32700, "null"},
+		{"truncated", `{"jsonrpc":"2.0","id":1,"method":"ping"`, -32700, "null"},
+		{"empty object", `{}`, -32600, "null"},
+		{"empty array", `[]`, -32600, "null"},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, -32600, "null"},
+		{"scalar", `17`, -32600, "null"},
+		{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":2,"method":"ping"}`, -32600, "2"},
+		{"id an object", `{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, -32600, "null"},
+		{"id an array", `{"jsonrpc":"2.0","id":[3],"method":"ping"}`, -32600, "null"},
+		{"method a number", `{"jsonrpc":"2.0","id":"m","method":4}`, -32600, `"m"`},
+		{"params a string", `{"jsonrpc":"2.0","id":5,"method":"ping","params":"x"}`, -32600, "5"},
+		{"deep nesting", strings.Repeat("[", 100000) + strings.Repeat("]", 100000), -32600, "null"},
+		{"line over 16 MiB", `{"jsonrpc":"2.0","id":6,"method":"ping","params":{"p":"` + strings.Repeat("x", 16<<20) + `"}}`, -32600, "null"},
+		{"initialize with bad params", `{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":2025}}`, -32602, "7"},
+	} {
+		send(tc.line)
+		r := recv()
+		require.NotNil(t, r.Error, tc.name)
+		assert.Equal(t, tc.code, r.Error.Code, "%s: %s", tc.name, r.Error.Message)
+		assert.JSONEq(t, tc.id, string(r.ID), tc.name)
+	}
+
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
+	r := recv()
+	require.Nil(t, r.Error)
+	assert.Equal(t, "1", string(r.ID))
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_python","arguments":{"code":"x = 6\nx * 7"}}}`)
+	r = recv()
+	require.Nil(t, r.Error)
+	assert.Equal(t, "2", string(r.ID))
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	require.NoError(t, json.Unmarshal(r.Result, &res))
+	require.Len(t, res.Content, 1)
+	assert.False(t, res.IsError, res.Content[0].Text)
+	assert.Equal(t, "42", strings.TrimSpace(res.Content[0].Text))
+
+	// Still alive and serving; it ends cleanly when stdin closes.
+	send(`junk`)
+	assert.Equal(t, -32700, recv().Error.Code)
+	send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	r = recv()
+	assert.Equal(t, "3", string(r.ID))
+	assert.Nil(t, r.Error)
+	select {
+	case <-exited:
+		t.Fatalf("monty mcp exited: %v", waitErr)
+	default:
+	}
+	require.NoError(t, stdin.Close())
+	select {
+	case <-exited:
+		assert.NoError(t, waitErr, "stderr:\n%s", &stderr)
+	case <-time.After(time.Minute):
+		t.Fatal("monty mcp did not exit at the end of its input")
+	}
+	assert.Contains(t, stderr.String(), "rejected input line")
+	assert.Less(t, stderr.Len(), 64<<10, "rejected lines are logged truncated")
 }

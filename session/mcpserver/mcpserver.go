@@ -10,7 +10,9 @@
 //
 // The tools are served by an agent.Executor, so host functions registered
 // there are callable from the code and listed in the tool's description.
-// `monty mcp` runs this server over stdio.
+// `monty mcp` runs this server over stdio with NewStdioTransport, which
+// answers malformed input lines with JSON-RPC errors instead of ending the
+// connection.
 package mcpserver
 
 import (
@@ -57,7 +59,8 @@ type Options struct {
 }
 
 // New returns an MCP server offering execute_python and reset_session.
-// Run it with (*mcp.Server).Run over a transport, e.g. &mcp.StdioTransport{}.
+// Run it with (*mcp.Server).Run over a transport, e.g.
+// NewStdioTransport(os.Stdin, os.Stdout, logger).
 // The server is safe for concurrent use, as the executor is: calls for one
 // session run one at a time, others in parallel.
 func New(opts Options) (*mcp.Server, error) {

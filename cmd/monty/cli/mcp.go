@@ -23,7 +23,8 @@ const mcpUsage = `usage: monty mcp [flags]
 Serves the execute_python and reset_session tools over the Model Context
 Protocol on stdin/stdout, for MCP clients that start it as a command. Python
 state persists in the session store between calls and between server runs.
-Logs go to stderr.
+A malformed input line is answered with a JSON-RPC error and skipped. Logs
+go to stderr.
 
 flags:
 `
@@ -96,7 +97,9 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	logger.Info("monty mcp: serving on stdio", "thread", *thread, "timeout", timeout.String(), "max_memory", mem)
 	start := time.Now()
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	// Malformed input lines are answered with JSON-RPC errors and skipped
+	// instead of ending the connection.
+	err = srv.Run(ctx, mcpserver.NewStdioTransport(stdin, stdout, logger))
 	if err != nil && ctx.Err() == nil && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, io.EOF) {
 		logger.Error("monty mcp: connection ended", "error", err)
 		return ExitException
@@ -104,10 +107,6 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	logger.Info("monty mcp: client disconnected", "uptime", time.Since(start).Round(time.Millisecond).String())
 	return ExitOK
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // version is the module version the binary was built from ("devel" in a
 // work tree).
