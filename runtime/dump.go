@@ -1,8 +1,10 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 
@@ -97,20 +99,66 @@ func (it *Interpreter) checkDump(b []byte, kind byte) ([]byte, error) {
 	return payload, nil
 }
 
+// StateLimitError reports state too large to load under Limits.MaxMemory:
+// its dump alone, or the heap it restored, is over the limit. Nothing was
+// loaded (the interpreter stays usable, unless Dead says otherwise). It
+// matches ErrMemoryLimit.
+type StateLimitError struct {
+	// Need is the bytes the state needs at least: the dump's size, or the
+	// heap measured after loading it.
+	Need int64
+	// Limit is the MaxMemory in force.
+	Limit int64
+}
+
+func (e *StateLimitError) Error() string {
+	return fmt.Sprintf("monty: memory limit exceeded: the state needs at least %s of heap, more than the memory limit of %s; "+
+		"nothing was loaded: raise the memory limit, or start from fresh state", byteSize(e.Need), byteSize(e.Limit))
+}
+
+// Is makes errors.Is(err, ErrMemoryLimit) true.
+func (e *StateLimitError) Is(target error) bool { return target == ErrMemoryLimit }
+
+// byteSize formats n bytes for a message ("3.2 MiB").
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // load sends a dump to the module and returns the new handle and a reader
-// at the progress item (null when not paused).
+// at the progress item (null when not paused). Under a memory limit, a dump
+// larger than the limit is refused before it reaches the module (a heap is
+// never smaller than its dump), the module loads it under the limit's hard
+// ceiling, and a restored heap over the limit is freed again: each is a
+// *StateLimitError.
 func (it *Interpreter) load(ctx context.Context, b []byte, kind byte) (uint32, *wire.Reader, error) {
 	payload, err := it.checkDump(b, kind)
 	if err != nil {
 		return 0, nil, err
 	}
+	limit := it.limits.MaxMemory
+	if limit > 0 && int64(len(payload)) > limit {
+		return 0, nil, &StateLimitError{Need: int64(len(payload)), Limit: limit}
+	}
 	w := &it.req
 	w.Reset()
-	w.Array(2)
+	w.Array(3)
 	w.Uint(uint64(kind))
 	w.Bytes(payload)
+	w.OptUint(uint64(max(limit, 0)))
 	r, err := it.call(ctx, opLoad, 0)
 	if err != nil {
+		if limit > 0 && errors.Is(err, ErrDead) {
+			// The hard ceiling ended the instance while the heap was restored.
+			return 0, nil, fmt.Errorf("%w (%w)", &StateLimitError{Need: 2 * limit, Limit: limit}, err)
+		}
 		return 0, nil, err
 	}
 	if err := r.ArrayOf(3); err != nil {
@@ -122,6 +170,19 @@ func (it *Interpreter) load(ctx context.Context, b []byte, kind byte) (uint32, *
 	}
 	if _, err := r.Uint(); err != nil {
 		return 0, nil, err
+	}
+	if limit > 0 {
+		// The reader aliases a response the next call overwrites: keep it.
+		rest := bytes.Clone(r.Rest())
+		used, err := it.MemoryUsage(ctx)
+		if err != nil {
+			return 0, nil, err
+		}
+		if used > limit {
+			it.free(h)
+			return 0, nil, &StateLimitError{Need: used, Limit: limit}
+		}
+		r = wire.NewReader(rest)
 	}
 	return h, r, nil
 }

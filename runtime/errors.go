@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Sentinel errors, for use with errors.Is.
@@ -16,6 +18,12 @@ var (
 	ErrRecursionLimit = errors.New("monty: recursion limit exceeded")
 	// ErrOutputLimit matches an *Error raised because Limits.MaxOutput was exceeded.
 	ErrOutputLimit = errors.New("monty: print output limit exceeded")
+	// ErrIntLimit matches an *Error raised because an operation would have
+	// produced an integer larger than Limits.MaxIntBits.
+	ErrIntLimit = errors.New("monty: integer size limit exceeded")
+	// ErrResultLimit matches the error returned when a value leaving the
+	// sandbox (a result, host call arguments) is larger than Limits.MaxResult.
+	ErrResultLimit = errors.New("monty: result size limit exceeded")
 	// ErrHostCallLimit matches an error returned when a run made more host
 	// calls, or spent longer in them, than the Host allows.
 	ErrHostCallLimit = errors.New("monty: host call limit exceeded")
@@ -43,14 +51,49 @@ var (
 // LimitKind says which resource limit, if any, raised an exception.
 type LimitKind uint8
 
-// Limit kinds.
+// Limit kinds. The first six are raised inside the sandbox (Error.Limit);
+// LimitOf also reports the two the host enforces.
 const (
 	NoLimit LimitKind = iota
 	TimeLimit
 	MemoryLimit
 	RecursionLimit
 	OutputLimit
+	IntLimit
+	ResultLimit
+	HostCallLimit
 )
+
+var limitNames = [...]string{"", "time_limit", "memory_limit", "recursion_limit", "output_limit",
+	"int_size_limit", "result_size_limit", "host_call_limit"}
+
+// String is a stable machine-readable name ("time_limit", "memory_limit",
+// ...), empty for NoLimit; the service surfaces use it as an error code.
+func (k LimitKind) String() string {
+	if int(k) < len(limitNames) {
+		return limitNames[k]
+	}
+	return "limit"
+}
+
+// limitSentinels maps each kind to its sentinel error.
+var limitSentinels = [...]error{nil, ErrTimeLimit, ErrMemoryLimit, ErrRecursionLimit, ErrOutputLimit,
+	ErrIntLimit, ErrResultLimit, ErrHostCallLimit}
+
+// LimitOf reports which limit err is about, or NoLimit: a limit the code
+// ran into, as opposed to a fault of the host. Every surface uses it to
+// tell a client error ("your code used too much") from a server error.
+func LimitOf(err error) LimitKind {
+	if err == nil {
+		return NoLimit
+	}
+	for k := TimeLimit; k <= HostCallLimit; k++ {
+		if errors.Is(err, limitSentinels[k]) {
+			return k
+		}
+	}
+	return NoLimit
+}
 
 // Frame is one entry of a Python traceback.
 type Frame struct {
@@ -101,6 +144,10 @@ func (e *Error) Is(target error) bool {
 		return e.Limit == RecursionLimit
 	case ErrOutputLimit:
 		return e.Limit == OutputLimit
+	case ErrIntLimit:
+		return e.Limit == IntLimit
+	case ErrResultLimit:
+		return e.Limit == ResultLimit
 	}
 	return false
 }
@@ -125,6 +172,43 @@ type Exception struct {
 // Error returns "Type: message".
 func (e *Exception) Error() string { return e.Type + ": " + e.Message }
 
+// timeLimitCause is the cause of a context whose deadline is a call's
+// MaxDuration (see Interpreter.withDeadline).
+type timeLimitCause struct{ limit time.Duration }
+
+func (c *timeLimitCause) Error() string { return c.message() }
+
+func (c *timeLimitCause) message() string {
+	return fmt.Sprintf("time limit exceeded: the call ran for longer than %s (wall clock, sleeps and host calls included)", c.limit)
+}
+
+// asError is the TimeoutError a call stopped by this cause ends with, with
+// the traceback of the code it interrupted, if any.
+func (c *timeLimitCause) asError(interrupted *Error) *Error {
+	line := "TimeoutError: " + c.message()
+	e := &Error{Type: "TimeoutError", Message: c.message(), HasMessage: true, Limit: TimeLimit, Text: line}
+	if interrupted != nil {
+		e.Traceback = interrupted.Traceback
+		text := strings.TrimRight(interrupted.Text, "\n")
+		if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+			e.Text = text[:i+1] + line
+		}
+	}
+	return e
+}
+
+// stopError is the error of a call that ctx stopped: the call's time limit
+// when ctx's deadline was its MaxDuration, otherwise a cancellation.
+// interrupted is the exception the stop raised in the code, if any.
+func stopError(ctx context.Context, interrupted *Error) error {
+	cause := context.Cause(ctx)
+	var tl *timeLimitCause
+	if errors.As(cause, &tl) {
+		return tl.asError(interrupted)
+	}
+	return &cancelledError{cause: cause}
+}
+
 // cancelledError is returned when the context ended a run.
 type cancelledError struct{ cause error }
 
@@ -145,24 +229,47 @@ type TrapError struct {
 }
 
 func (e *TrapError) Error() string {
-	msg := "monty: interpreter aborted: " + e.Cause.Error()
+	if e.MemoryCeiling() {
+		return "monty: memory limit exceeded: an allocation passed the interpreter's hard memory ceiling " +
+			"(twice the memory limit plus 64 MiB), which ends the interpreter; use less memory or raise the limit"
+	}
+	// wazero's text goes on with a wasm stack trace: only its first line
+	// means anything to a reader.
+	cause, _, _ := strings.Cut(e.Cause.Error(), "\n")
+	msg := "monty: interpreter aborted: " + cause
 	if s := strings.TrimSpace(e.Stderr); s != "" {
 		msg += " (" + s + ")"
 	}
 	return msg + "; the interpreter is dead, use a new one"
 }
 
-// Is makes errors.Is(err, ErrDead) true.
-func (e *TrapError) Is(target error) bool { return target == ErrDead }
+// MemoryCeiling reports whether the allocator's hard memory ceiling ended
+// the instance (the error then also matches ErrMemoryLimit).
+func (e *TrapError) MemoryCeiling() bool {
+	return strings.Contains(e.Stderr, "exceeds the memory limit")
+}
+
+// Is makes errors.Is(err, ErrDead) true, and ErrMemoryLimit when the hard
+// memory ceiling ended the instance.
+func (e *TrapError) Is(target error) bool {
+	return target == ErrDead || (target == ErrMemoryLimit && e.MemoryCeiling())
+}
 
 // Unwrap returns wazero's error.
 func (e *TrapError) Unwrap() error { return e.Cause }
+
+// valueTooLarge starts the module's message for a value over the MaxResult cap.
+const valueTooLarge = "value too large to transfer"
 
 // apiError is a request the module refused (misuse of handles or state).
 func apiError(msg string) error {
 	if strings.HasPrefix(msg, "cannot load state") || strings.HasPrefix(msg, "not a compiled program") ||
 		strings.HasPrefix(msg, "state is not of the requested kind") {
 		return fmt.Errorf("%w: %s", ErrInvalidDump, msg)
+	}
+	if strings.HasPrefix(msg, valueTooLarge) {
+		return fmt.Errorf("%w: %s; return a smaller value (or raise Limits.MaxResult)", ErrResultLimit,
+			strings.TrimPrefix(msg, valueTooLarge+": "))
 	}
 	if strings.HasPrefix(msg, "unknown time zone") || strings.HasPrefix(msg, "working directory") {
 		return fmt.Errorf("%w: %s", ErrInvalidOption, msg)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime/internal/wire"
@@ -134,11 +135,12 @@ type FutureResult struct {
 // Pause returns non-nil it waits for Resume; once Done, Value holds the
 // result. An Execution belongs to its Interpreter (not goroutine-safe).
 type Execution struct {
-	it     *Interpreter
-	handle uint32 // paused run; 0 when done or for REPL feeds
-	repl   *REPL
-	pause  Pause
-	value  object.Value
+	it      *Interpreter
+	handle  uint32 // paused run; 0 when done or for REPL feeds
+	repl    *REPL
+	pause   Pause
+	value   object.Value
+	started time.Time // when Start or Feed began; zero for loaded executions
 }
 
 // Pause returns what the execution waits for, or nil when it is done.
@@ -167,7 +169,7 @@ func (e *Execution) Resume(ctx context.Context, a Answer) error {
 	w := &e.it.req
 	w.Reset()
 	w.Array(2)
-	w.Null()
+	e.it.writeLimits(ctx) // the caps on values and integers hold on every resume
 	if err := writeAnswer(w, a); err != nil {
 		return err
 	}

@@ -74,17 +74,34 @@ type drive struct {
 	results  chan FutureResult
 	inflight int
 	ready    map[uint32]FutureResult
-	started  int            // async calls started
-	running  sync.WaitGroup // async call goroutines
+	started  int             // async calls started
+	running  sync.WaitGroup  // async call goroutines
+	limit    *timeLimitCause // the interpreter's MaxDuration, if any
+	deadline time.Time       // when it passes
 }
 
 // Drive answers e's pauses until it finishes, and returns its value. On
 // error the execution is over (a REPL stays usable); async calls still
 // running are cancelled, and Drive returns once they have returned (or
 // after a short grace period for host functions that ignore cancellation).
+//
+// The interpreter's MaxDuration bounds the whole execution in wall-clock
+// time from its Start or Feed: sleeps, host function calls and awaits
+// count. A sleep that would end past it fails at once; a host function
+// still running when it passes is abandoned (its context is cancelled and
+// the run ends with ErrTimeLimit without waiting for it to return).
 func (h *Host) Drive(ctx context.Context, e *Execution) (object.Value, error) {
+	start := e.started
+	if start.IsZero() {
+		start = time.Now()
+	}
+	ctx, cancelDeadline := e.it.withDeadline(ctx, start)
+	defer cancelDeadline()
 	ctx, cancel := context.WithCancel(ctx)
 	d := &drive{h: h, ctx: ctx, results: make(chan FutureResult, 16), ready: map[uint32]FutureResult{}}
+	if lim := e.it.limits.MaxDuration; lim > 0 {
+		d.limit, d.deadline = &timeLimitCause{limit: lim}, start.Add(lim)
+	}
 	defer func() {
 		// Async calls the run left behind are cancelled; give them a
 		// moment to return, so that they do not outlive the run.
@@ -92,15 +109,48 @@ func (h *Host) Drive(ctx context.Context, e *Execution) (object.Value, error) {
 		d.waitAsync(asyncGrace)
 	}()
 	for !e.Done() {
-		a, limitErr := d.answer(e.Pause())
-		if err := e.Resume(ctx, a); err != nil {
-			if limitErr != nil {
-				return nil, limitErr
+		a, stop := d.answer(e.Pause())
+		if stop == nil && ctx.Err() != nil {
+			// The deadline passed or the caller gave up while the host
+			// was answering: the code must not go on.
+			stop = stopError(ctx, nil)
+			a = abortFor(stop)
+		}
+		rctx := ctx
+		if stop != nil {
+			// Deliver the abort even though ctx is done, so the execution
+			// ends inside the module too (a REPL must not stay paused); a
+			// short bound of its own still interrupts it.
+			var cancelAbort context.CancelFunc
+			rctx, cancelAbort = context.WithTimeout(context.WithoutCancel(ctx), abortGrace)
+			defer cancelAbort()
+		}
+		if err := e.Resume(rctx, a); err != nil {
+			if stop != nil {
+				return nil, stop
 			}
 			return nil, err
 		}
+		if stop != nil {
+			// The code completed despite the abort (it cannot catch it,
+			// so this means it finished first): report the stop anyway.
+			return nil, stop
+		}
 	}
 	return e.Value(), nil
+}
+
+// abortGrace bounds the resume that delivers an abort to the module.
+const abortGrace = time.Second
+
+// abortFor is the answer that ends a run for a stop error: TimeoutError for
+// the time limit, RuntimeError otherwise. Python code cannot catch it.
+func abortFor(stop error) Answer {
+	var pyErr *Error
+	if errors.As(stop, &pyErr) {
+		return Abort(pyErr.Type, pyErr.Message)
+	}
+	return Abort("RuntimeError", stop.Error())
 }
 
 func (d *drive) maxCalls() int {
@@ -129,7 +179,7 @@ func (d *drive) answer(p Pause) (Answer, error) {
 		return NotFound(), nil
 	case *FunctionCall:
 		if err := d.count(); err != nil {
-			return Abort("RuntimeError", err.Error()), err
+			return abortFor(err), err
 		}
 		f, ok := d.h.Functions[p.Name]
 		if !ok || p.ObjectID != nil {
@@ -146,9 +196,9 @@ func (d *drive) answer(p Pause) (Answer, error) {
 		})
 	case *OSCall:
 		if err := d.count(); err != nil {
-			return Abort("RuntimeError", err.Error()), err
+			return abortFor(err), err
 		}
-		return d.osCall(p), nil
+		return d.osCall(p)
 	case *AwaitFutures:
 		return d.await(p)
 	}
@@ -174,16 +224,42 @@ func (d *drive) callCtx() (context.Context, context.CancelFunc) {
 	return d.ctx, func() {}
 }
 
+// callSync calls fn and waits for its answer. When the run can be stopped
+// (a deadline or a cancellable context), fn runs in its own goroutine so
+// that a host function ignoring its context cannot hold the run past its
+// limit: it is abandoned and the run stops.
 func (d *drive) callSync(fn func(context.Context) (object.Value, error)) (Answer, error) {
 	ctx, cancel := d.callCtx()
 	defer cancel()
 	start := time.Now()
-	v, err := fn(ctx)
+	var v object.Value
+	var err error
+	if d.ctx.Done() == nil {
+		v, err = fn(ctx)
+	} else {
+		type result struct {
+			v   object.Value
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			v, err := fn(ctx)
+			done <- result{v, err}
+		}()
+		select {
+		case r := <-done:
+			v, err = r.v, r.err
+		case <-d.ctx.Done():
+			d.spent += time.Since(start)
+			stop := stopError(d.ctx, nil)
+			return abortFor(stop), stop
+		}
+	}
 	d.spent += time.Since(start)
 	if err != nil {
 		if d.h.MaxCallTime > 0 && d.spent > d.h.MaxCallTime && errors.Is(err, context.DeadlineExceeded) {
 			lim := fmt.Errorf("%w: host calls took longer than %s in total", ErrHostCallLimit, d.h.MaxCallTime)
-			return Abort("RuntimeError", lim.Error()), lim
+			return abortFor(lim), lim
 		}
 		return raiseFor(err), nil
 	}
@@ -272,7 +348,8 @@ func (d *drive) await(p *AwaitFutures) (Answer, error) {
 				}
 			}
 		case <-d.ctx.Done():
-			return Abort("RuntimeError", "cancelled"), &cancelledError{cause: context.Cause(d.ctx)}
+			stop := stopError(d.ctx, nil)
+			return abortFor(stop), stop
 		}
 	}
 }

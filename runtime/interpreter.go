@@ -43,8 +43,14 @@ const (
 // clockJump is added to the instance's monotonic clock to cancel a run: the
 // module always arms a time budget (ten years when the caller sets none),
 // and a clock that leaps past it makes the interpreter stop with an
-// uncatchable TimeoutError at its next check, a few microseconds later.
-const clockJump = int64(100 * 365 * 24 * time.Hour)
+// uncatchable TimeoutError at its next check, a few microseconds later. The
+// clock leaps again at every read until the call returns, so that a budget
+// window opened after the first leap (Monty restarts its window after an
+// inline sleep) also runs out; maxClockJumps keeps the sum inside int64.
+const (
+	clockJump     = int64(11 * 365 * 24 * time.Hour)
+	maxClockJumps = 24
+)
 
 // Interpreter is one instance of the interpreter module, with its own
 // memory. The programs, executions and REPLs it creates live inside it and
@@ -59,6 +65,7 @@ type Interpreter struct {
 	fnABI  api.Function
 	fnRes  api.Function
 	fnCall api.Function
+	fnRel  api.Function
 	stack  [3]uint64
 
 	reqPtr, reqCap uint32
@@ -99,6 +106,7 @@ func (e *Engine) NewInterpreter(ctx context.Context) (*Interpreter, error) {
 	it.fnABI = mod.ExportedFunction("monty_abi_version")
 	it.fnRes = mod.ExportedFunction("monty_reserve")
 	it.fnCall = mod.ExportedFunction("monty_call")
+	it.fnRel = mod.ExportedFunction("monty_release")
 	e.instances.Store(mod, it)
 	return it, nil
 }
@@ -146,7 +154,9 @@ func (it *Interpreter) SetPrintFunc(f PrintFunc) {
 // Feed began (both streams, in order), when no writer or callback is set.
 func (it *Interpreter) Output() string { return it.output.collected.String() }
 
-// MemoryUsage reports the bytes the interpreter's heap holds now.
+// MemoryUsage reports the bytes the interpreter's heap holds now, as
+// Limits.MaxMemory counts them (everything allocated since the instance
+// started, the heap of loaded state included).
 func (it *Interpreter) MemoryUsage(ctx context.Context) (int64, error) {
 	it.req.Reset()
 	r, err := it.call(ctx, opMemory, 0)
@@ -159,7 +169,11 @@ func (it *Interpreter) MemoryUsage(ctx context.Context) (int64, error) {
 
 func (it *Interpreter) nanotime() int64 {
 	it.clockReads.Add(1)
-	return int64(time.Since(it.engine.epoch)) + it.jump.Load()
+	jump := it.jump.Load()
+	if jump != 0 && jump < maxClockJumps*clockJump && it.interrupted.Load() {
+		jump = it.jump.Add(clockJump)
+	}
+	return int64(time.Since(it.engine.epoch)) + jump
 }
 
 // nanosleep serves time.sleep inside Run: it sleeps in short steps so a
@@ -184,11 +198,40 @@ func (it *Interpreter) interrupt() {
 // buffered when it streams somewhere, including a WithPrintFunc of ctx.
 func (it *Interpreter) writeLimits(ctx context.Context) {
 	w := &it.req
-	w.Array(4)
-	w.OptUint(uint64(max(it.limits.MaxDuration, 0)))
-	w.OptUint(uint64(max(it.limits.MaxMemory, 0)))
-	w.OptUint(uint64(max(it.limits.MaxRecursion, 0)))
+	l := &it.limits
+	w.Array(6)
+	w.OptUint(uint64(max(l.MaxDuration, 0)))
+	w.OptUint(uint64(max(l.MaxMemory, 0)))
+	w.OptUint(uint64(max(l.MaxRecursion, 0)))
 	w.Bool(it.output.streaming() || printFuncFrom(ctx) != nil)
+	w.OptUint(uint64(l.valueCap()))
+	w.OptUint(uint64(l.intBits()))
+}
+
+// releaseAbove is the request or response size past which the module's
+// buffers are freed after a call: they would otherwise stay allocated
+// inside the instance and count against MaxMemory.
+const releaseAbove = 1 << 20
+
+// releaseBuffers frees the module's request and response buffers.
+func (it *Interpreter) releaseBuffers(ctx context.Context) {
+	if _, err := it.fnRel.Call(ctx); err != nil {
+		it.kill(err)
+		return
+	}
+	it.reqPtr, it.reqCap = 0, 0
+	if cap(it.req.Buf) > releaseAbove {
+		it.req.Buf = nil
+	}
+}
+
+// withDeadline bounds ctx to MaxDuration of wall-clock time from start; a
+// call it stops reports ErrTimeLimit rather than a cancellation.
+func (it *Interpreter) withDeadline(ctx context.Context, start time.Time) (context.Context, context.CancelFunc) {
+	if it.limits.MaxDuration <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithDeadlineCause(ctx, start.Add(it.limits.MaxDuration), &timeLimitCause{limit: it.limits.MaxDuration})
 }
 
 // call sends it.req.Buf as operation op on handle and returns a reader
@@ -198,7 +241,7 @@ func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wir
 		return nil, it.dead
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, &cancelledError{cause: context.Cause(ctx)}
+		return nil, stopError(ctx, nil)
 	}
 	req := it.req.Buf
 	if uint32(len(req)) > it.reqCap {
@@ -233,8 +276,18 @@ func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wir
 	if !ok {
 		return nil, it.kill(errors.New("response outside memory"))
 	}
-	it.resp = append(it.resp[:0], b...)
-	r := wire.NewReader(it.resp)
+	resp := b
+	if len(b) > releaseAbove {
+		// A large response is copied for this call only, not kept for reuse.
+		resp = bytes.Clone(b)
+	} else {
+		it.resp = append(it.resp[:0], b...)
+		resp = it.resp
+	}
+	if len(req) > releaseAbove || len(b) > releaseAbove {
+		it.releaseBuffers(context.WithoutCancel(ctx))
+	}
+	r := wire.NewReader(resp)
 	if err := r.ArrayOf(2); err != nil {
 		return nil, err
 	}
@@ -247,7 +300,7 @@ func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wir
 		if cancelled {
 			// The code may have seen a sleep cut short: its result is not
 			// trustworthy, so the call reports cancellation.
-			return nil, &cancelledError{cause: context.Cause(ctx)}
+			return nil, stopError(ctx, nil)
 		}
 		return r, nil
 	case statusException:
@@ -256,7 +309,7 @@ func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wir
 			return nil, err
 		}
 		if cancelled && pyErr.Limit == TimeLimit {
-			return nil, &cancelledError{cause: context.Cause(ctx)}
+			return nil, stopError(ctx, pyErr)
 		}
 		return nil, pyErr
 	case statusFailure:

@@ -3,13 +3,19 @@ package runtime
 import "time"
 
 // Limits bound what one call may use. Zero values mean "no limit", except
-// MaxRecursion, where zero means the interpreter default (1000).
+// MaxRecursion and MaxIntBits, where zero means the interpreter default.
 type Limits struct {
-	// MaxDuration bounds the time Python code runs in one call (Run, or a
-	// Start/Feed with all its resumes); time spent in the host between
-	// resumes does not count.
+	// MaxDuration bounds the wall-clock time of one call: Run, or a Start or
+	// Feed driven to its end by a Host, with every sleep, host function call
+	// and await included. A sleep that would end past the limit fails at
+	// once. Code running past it is stopped with TimeoutError
+	// (ErrTimeLimit). When you drive an Execution yourself with Resume, the
+	// time between your Resume calls is yours and does not count; the time
+	// Python runs still does.
 	MaxDuration time.Duration
-	// MaxMemory bounds the interpreter's heap, in bytes. Exceeding it raises
+	// MaxMemory bounds the interpreter's heap, in bytes, including the heap
+	// of state loaded from a dump (a REPL whose heap is already larger is
+	// refused with ErrMemoryLimit when loaded). Exceeding it raises
 	// MemoryError; the interpreter stays usable. A hard ceiling of twice the
 	// limit plus 64 MiB ends the instance if an allocation jumps past both.
 	MaxMemory int64
@@ -22,14 +28,54 @@ type Limits struct {
 	// MaxOutput bounds print() output per call, in bytes. Output beyond it is
 	// dropped and the print raises MemoryError (ErrOutputLimit).
 	MaxOutput int
+	// MaxResult bounds the encoded size, in bytes, of a value leaving the
+	// sandbox: a call's result and the arguments of each host call. A larger
+	// one fails with ErrResultLimit before it is copied out. 0 means
+	// MaxMemory when that is set (a value cannot take more than the heap
+	// may), otherwise no limit.
+	MaxResult int64
+	// MaxIntBits bounds the integers one multiplication, power, left shift
+	// or math.factorial/comb/perm may produce, in bits, so that a single
+	// native operation cannot run far past MaxDuration (Monty checks the
+	// clock between operations, not inside one). 0 means DefaultMaxIntBits;
+	// negative means no cap. Exceeding it raises an uncatchable
+	// OverflowError (ErrIntLimit).
+	MaxIntBits int64
 }
 
 // DefaultMaxRecursion is the interpreter's call depth limit when
 // Limits.MaxRecursion is zero.
 const DefaultMaxRecursion = 1000
 
+// DefaultMaxIntBits is the integer size cap when Limits.MaxIntBits is zero:
+// 2^21 bits (about 630,000 decimal digits). The slowest single operation
+// that reaches it, a power, was measured at 0.4 s in the module (0.06 s for
+// a multiplication); at 2^22 bits it takes 1.3 s. See README "Security and
+// limits".
+const DefaultMaxIntBits = 1 << 21
+
 // DefaultLimits are the limits of a new Interpreter: no time or memory
-// limit, the interpreter's recursion default, and 1 MiB of print output.
+// limit, the interpreter's recursion and integer size defaults, 1 MiB of
+// print output and 64 MiB for a result.
 func DefaultLimits() Limits {
-	return Limits{MaxOutput: 1 << 20}
+	return Limits{MaxOutput: 1 << 20, MaxResult: 64 << 20}
+}
+
+// valueCap is the effective MaxResult: 0 when there is none.
+func (l Limits) valueCap() int64 {
+	if l.MaxResult > 0 {
+		return l.MaxResult
+	}
+	return max(l.MaxMemory, 0)
+}
+
+// intBits is the effective MaxIntBits: 0 when there is no cap.
+func (l Limits) intBits() int64 {
+	switch {
+	case l.MaxIntBits == 0:
+		return DefaultMaxIntBits
+	case l.MaxIntBits < 0:
+		return 0
+	}
+	return l.MaxIntBits
 }

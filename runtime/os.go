@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -50,26 +51,27 @@ func denied(call *OSCall) error {
 	return &Exception{Type: "PermissionError", Message: call.Name + " is not permitted in this sandbox"}
 }
 
-// osCall answers an OSCall: sleeps directly, the rest through Host.OS.
-func (d *drive) osCall(c *OSCall) Answer {
+// osCall answers an OSCall: sleeps directly, the rest through Host.OS. A
+// non-nil error stops the run (the time limit, or cancellation).
+func (d *drive) osCall(c *OSCall) (Answer, error) {
 	switch c.Name {
 	case "system.sleep", "time.sleep":
-		if err := sleepCtx(d.ctx, sleepArg(c)); err != nil {
-			return raiseFor(err)
+		if err := d.sleep(d.ctx, sleepArg(c)); err != nil {
+			return abortFor(err), err
 		}
-		return Return(object.None{})
+		return Return(object.None{}), nil
 	case "asyncio.sleep", "system.async_sleep":
 		dur := sleepArg(c)
 		if c.EagerAwait {
-			if err := sleepCtx(d.ctx, dur); err != nil {
-				return raiseFor(err)
+			if err := d.sleep(d.ctx, dur); err != nil {
+				return abortFor(err), err
 			}
-			return Return(object.None{})
+			return Return(object.None{}), nil
 		}
 		d.startAsync(c.CallID, func(ctx context.Context) (object.Value, error) {
 			return object.None{}, sleepCtx(ctx, dur)
 		})
-		return Pending()
+		return Pending(), nil
 	}
 	handler := d.h.OS
 	if handler == nil {
@@ -79,23 +81,45 @@ func (d *drive) osCall(c *OSCall) Answer {
 	switch {
 	case errors.Is(err, ErrNotHandled):
 		if c.Name == "import" || c.Name == "import_stubs" {
-			return NotFound()
+			return NotFound(), nil
 		}
-		return raiseFor(denied(c))
+		return raiseFor(denied(c)), nil
 	case err != nil:
 		var exc *Exception
 		if errors.As(err, &exc) {
-			return Raise(exc.Type, exc.Message)
+			return Raise(exc.Type, exc.Message), nil
 		}
-		return Raise("OSError", err.Error())
+		return Raise("OSError", err.Error()), nil
 	}
-	return Return(orNone(v))
+	return Return(orNone(v)), nil
 }
 
+// sleep waits for dur, or fails at once when the run's time limit would
+// pass first (nobody waits for a failure that is certain).
+func (d *drive) sleep(ctx context.Context, dur time.Duration) error {
+	if d.limit != nil {
+		if left := time.Until(d.deadline); dur > left {
+			msg := fmt.Sprintf("time limit exceeded: sleeping %s would pass the limit of %s (%s left)",
+				dur, d.limit.limit, max(left, 0).Round(time.Millisecond))
+			return &Error{Type: "TimeoutError", Message: msg, HasMessage: true, Limit: TimeLimit,
+				Text: "TimeoutError: " + msg}
+		}
+	}
+	if err := sleepCtx(ctx, dur); err != nil {
+		return stopError(ctx, nil)
+	}
+	return nil
+}
+
+// sleepArg is the delay of a sleep call; the longest one Go can express
+// when it is too large (the time limit, if any, stops it first).
 func sleepArg(c *OSCall) time.Duration {
 	if len(c.Args) == 1 {
 		if f, ok := c.Args[0].(object.Float); ok && f > 0 {
-			return time.Duration(float64(f) * float64(time.Second))
+			if s := float64(f); s < float64(math.MaxInt64)/float64(time.Second) {
+				return time.Duration(s * float64(time.Second))
+			}
+			return time.Duration(math.MaxInt64)
 		}
 	}
 	return 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime/internal/wire"
@@ -162,6 +163,8 @@ func (p *Program) writeInputs(ctx context.Context, inputs []object.Value) error 
 // the interpreter does not know raises NameError; use Start or a Host to
 // provide functions.
 func (p *Program) Run(ctx context.Context, inputs ...object.Value) (object.Value, error) {
+	ctx, cancel := p.it.withDeadline(ctx, time.Now())
+	defer cancel()
 	if err := p.writeInputs(ctx, inputs); err != nil {
 		return nil, err
 	}
@@ -180,11 +183,12 @@ func (p *Program) Start(ctx context.Context, inputs ...object.Value) (*Execution
 		return nil, err
 	}
 	p.it.output.begin()
+	started := time.Now()
 	r, err := p.it.call(ctx, opStart, p.handle)
 	if err != nil {
 		return nil, p.it.outputErr(err)
 	}
-	e := &Execution{it: p.it}
+	e := &Execution{it: p.it, started: started}
 	if err := e.readRunProgress(r); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/monty-go/monty/object"
 )
@@ -76,11 +77,12 @@ func (r *REPL) Feed(ctx context.Context, code string, inputs ...Input) (*Executi
 	}
 	r.it.writeLimits(ctx)
 	r.it.output.begin()
+	started := time.Now()
 	resp, err := r.it.call(ctx, opFeed, r.handle)
 	if err != nil {
 		return nil, r.it.outputErr(err)
 	}
-	e := &Execution{it: r.it, repl: r}
+	e := &Execution{it: r.it, repl: r, started: started}
 	r.exec = e
 	if err := e.readProgress(resp); err != nil {
 		return nil, err

@@ -35,6 +35,9 @@ export RUSTFLAGS="-L /usr/lib/wasm32-wasi \
  --remap-path-prefix=$target_dir=/target \
  --remap-path-prefix=/usr/lib/rustlib/src/rust=/rustc"
 
+# monty with the carried patches (wasm/patches/), which wasm/Cargo.toml uses.
+"$repo/scripts/patch-monty.sh"
+
 echo "build-wasm: cargo build (release, fat LTO; takes several minutes)" >&2
 cargo build --locked --release --target wasm32-wasip1 \
   -Zbuild-std=std,panic_abort \

@@ -14,9 +14,9 @@ if [ "$(/usr/bin/rustc --version 2>/dev/null)" = "$RUSTC_VERSION" ] && [ -f /usr
 fi
 sudo=""
 [ "$(id -u)" = 0 ] || sudo=sudo
-want=${DEBIAN_PACKAGES%% *}
-if ! apt-cache policy rustc-web 2>/dev/null | grep -qF "${want#*=}"; then
-  # The pinned Rust comes from bookworm-security.
+# The pinned Rust comes from bookworm-security: add the suite only when no
+# source names it yet (a second entry with other options breaks apt).
+if ! grep -rqs 'bookworm-security' /etc/apt/sources.list /etc/apt/sources.list.d/; then
   echo "deb http://deb.debian.org/debian-security bookworm-security main" | $sudo tee /etc/apt/sources.list.d/monty-security.list >/dev/null
 fi
 $sudo apt-get update -qq

@@ -8,5 +8,7 @@ cd "$(dirname "$0")/.."
   echo wasm/Cargo.lock
   echo scripts/build-wasm.sh
   echo scripts/toolchain.env
+  echo scripts/patch-monty.sh
+  find wasm/patches -name '*.patch'
   find wasm/src -name '*.rs'
 } | LC_ALL=C sort

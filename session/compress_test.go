@@ -42,7 +42,7 @@ func BenchmarkCompression(b *testing.B) {
 		for b.Loop() {
 			c := compressDump(dump)
 			size = len(c)
-			d, err := decompressDump(c)
+			d, err := decompressDump(c, 0)
 			if err != nil || len(d) != len(dump) {
 				b.Fatal(err)
 			}

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/monty-go/monty/runtime"
 )
 
 // The stored blob (docs/state-format.md):
@@ -36,8 +38,9 @@ type blob struct {
 	ModuleSum    [32]byte
 	Names        []string        // public global names when saved
 	JSON         json.RawMessage // JSON view: {"name": value, ...}
-	Dump         []byte          // runtime REPL dump (uncompressed here)
+	Dump         []byte          // runtime REPL dump
 	JSONOnly     bool
+	compressed   bool // Dump is still zstd-compressed (parseBlob only)
 }
 
 func corrupt(format string, args ...any) error {
@@ -84,9 +87,48 @@ func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// decodeBlob checks and parses a stored blob. With a key, unsigned blobs and
-// bad signatures are refused before anything else is parsed.
-func decodeBlob(data, key []byte) (*blob, error) {
+// decodeBlob checks and parses a stored blob. With keys, unsigned blobs and
+// signatures that none of them verifies are refused before anything else is
+// parsed. maxDump > 0 bounds the decompressed dump (a
+// *runtime.StateLimitError past it).
+func decodeBlob(data []byte, keys [][]byte, maxDump int64) (*blob, error) {
+	b, err := parseBlobKeys(data, keys)
+	if err != nil || len(b.Dump) == 0 || !b.compressed {
+		return b, err
+	}
+	d, err := decompressDump(b.Dump, maxDump)
+	if errors.Is(err, runtime.ErrMemoryLimit) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, corrupt("dump does not decompress: %v", err)
+	}
+	b.Dump, b.compressed = d, false
+	return b, nil
+}
+
+// parseBlobKeys is parseBlob with the first of keys that verifies the
+// signature (all of them are tried; nil keys: the blob need not be signed).
+func parseBlobKeys(data []byte, keys [][]byte) (*blob, error) {
+	if len(keys) == 0 {
+		return parseBlob(data, nil)
+	}
+	var first error
+	for _, key := range keys {
+		b, err := parseBlob(data, key)
+		if err == nil {
+			return b, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return nil, first
+}
+
+// parseBlob checks a blob's checksum and signature and splits it into its
+// parts, leaving the dump as stored (maybe compressed).
+func parseBlob(data, key []byte) (*blob, error) {
 	if len(data) < 7 || string(data[:4]) != blobMagic {
 		return nil, corrupt("not a monty-go session blob")
 	}
@@ -157,13 +199,7 @@ func decodeBlob(data, key []byte) (*blob, error) {
 		return nil, corrupt("JSON view is not valid JSON")
 	}
 	b.Dump = parts[2]
-	if flags&flagCompressed != 0 {
-		d, err := decompressDump(b.Dump)
-		if err != nil {
-			return nil, corrupt("dump does not decompress: %v", err)
-		}
-		b.Dump = d
-	}
+	b.compressed = flags&flagCompressed != 0
 	return b, nil
 }
 
@@ -177,17 +213,28 @@ type Inspection struct {
 	JSON json.RawMessage
 	// JSONOnly is true for JSON-only sessions (no dump).
 	JSONOnly bool
-	// DumpSize is the size of the uncompressed interpreter dump.
-	DumpSize int
+	// DumpSize is the size of the uncompressed interpreter dump, as the
+	// blob declares it (the dump is not decompressed to inspect it).
+	DumpSize int64
 }
 
 // Inspect checks a stored blob (its checksum, and its signature when key is
-// set) and describes it. It returns an error matching ErrCorrupt for
-// damaged, foreign or mis-signed blobs.
+// set) and describes it, without decompressing the dump: the cost is the
+// blob's own size, whatever it expands to. It returns an error matching
+// ErrCorrupt for damaged, foreign or mis-signed blobs, and for a compressed
+// dump that declares no size.
 func Inspect(data, key []byte) (*Inspection, error) {
-	b, err := decodeBlob(data, key)
+	b, err := parseBlob(data, key)
 	if err != nil {
 		return nil, err
 	}
-	return &Inspection{MontyVersion: b.MontyVersion, Globals: b.Names, JSON: b.JSON, JSONOnly: b.JSONOnly, DumpSize: len(b.Dump)}, nil
+	size := int64(len(b.Dump))
+	if b.compressed {
+		n, ok := declaredSize(b.Dump)
+		if !ok || n > 1<<62 {
+			return nil, corrupt("compressed dump declares no size")
+		}
+		size = int64(n)
+	}
+	return &Inspection{MontyVersion: b.MontyVersion, Globals: b.Names, JSON: b.JSON, JSONOnly: b.JSONOnly, DumpSize: size}, nil
 }

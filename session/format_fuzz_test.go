@@ -31,7 +31,7 @@ func FuzzDecodeBlob(f *testing.F) {
 			data = append(data[:len(data):len(data)], sum[:]...)
 		}
 		for _, key := range [][]byte{nil, []byte("key")} {
-			b, err := decodeBlob(data, key)
+			b, err := decodeBlob(data, [][]byte{key}, 0)
 			if (b == nil) == (err == nil) {
 				t.Fatalf("decodeBlob = %v, %v", b, err)
 			}

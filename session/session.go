@@ -20,6 +20,10 @@ import (
 // DefaultMaxStateSize caps a session's stored state when Options.MaxStateSize is 0.
 const DefaultMaxStateSize = 50 << 20
 
+// DefaultMaxViewSize caps the JSON view of the state when Options.MaxViewSize
+// is 0.
+const DefaultMaxViewSize = 8 << 20
+
 // Errors, for use with errors.Is.
 var (
 	// ErrBusy: the session is running another call. Calls on one session
@@ -43,10 +47,20 @@ type Options struct {
 	// SigningKey, when set, signs every stored blob with HMAC-SHA256 and
 	// refuses to load a blob whose signature is missing or wrong.
 	SigningKey []byte
+	// VerifyKeys are further keys whose signatures are accepted when
+	// reading (for example the key blobs were signed with before a key
+	// change); new blobs are always signed with SigningKey.
+	VerifyKeys [][]byte
 	// MaxStateSize caps the stored blob (default DefaultMaxStateSize). A call
 	// whose state would exceed it still returns its result; the state is not
 	// saved and the previously saved state is kept.
 	MaxStateSize int64
+	// MaxViewSize caps the JSON text of the state's JSON view (default: the
+	// smaller of MaxStateSize and DefaultMaxViewSize). The view is built
+	// inside the sandbox with a memory budget of its own, a few times this
+	// size; globals whose JSON does not fit are left out of the view
+	// (Result.ViewOmitted) and kept in the dump.
+	MaxViewSize int64
 	// JSONOnly keeps only the JSON-serialisable public globals between calls
 	// (functions, classes, modules and other values are dropped after every
 	// call), for portable, inspectable state.
@@ -67,6 +81,25 @@ type Options struct {
 	// Print, when set, receives print() output as it is produced instead of
 	// collecting it in Result.Output.
 	Print runtime.PrintFunc
+}
+
+// maxViewSize is the budget of the JSON view: Options.MaxViewSize, or the
+// state size cap (a larger view could not be stored anyway), at most
+// DefaultMaxViewSize.
+func (o *Options) maxViewSize() int64 {
+	if o.MaxViewSize > 0 {
+		return o.MaxViewSize
+	}
+	return min(o.maxStateSize(), DefaultMaxViewSize)
+}
+
+// readKeys are the keys a blob may be signed with: SigningKey first, then
+// VerifyKeys; nil when blobs are not signed.
+func (o *Options) readKeys() [][]byte {
+	if o.SigningKey == nil {
+		return nil
+	}
+	return append([][]byte{o.SigningKey}, o.VerifyKeys...)
 }
 
 func (o *Options) maxStateSize() int64 {
@@ -110,6 +143,10 @@ type Result struct {
 	// why not when the code succeeded but the state was not stored.
 	Saved          bool
 	NotSavedReason string
+	// ViewOmitted lists public globals left out of the JSON view because
+	// their JSON text did not fit its budget (Options.MaxViewSize); the
+	// dump keeps them in full.
+	ViewOmitted []string
 }
 
 // Session is a Python REPL whose globals, functions, classes and instances
@@ -175,9 +212,14 @@ func (s *Session) load(ctx context.Context) error {
 		return err
 	}
 	s.restore.Found = true
-	b, err := decodeBlob(obj.Data, s.opts.SigningKey)
+	b, err := decodeBlob(obj.Data, s.opts.readKeys(), s.opts.Limits.MaxMemory)
 	if err == nil {
 		err = s.restoreBlob(ctx, b)
+	}
+	if errors.Is(err, runtime.ErrMemoryLimit) {
+		// The state is intact but too large for this session's limit: it
+		// stays stored as it is, for a caller with a larger limit.
+		return fmt.Errorf("session %s: the stored state does not fit the memory limit, and is kept unchanged: %w", s.id, err)
 	}
 	if errors.Is(err, ErrCorrupt) {
 		return s.quarantine(ctx, obj.Data, err)
@@ -201,6 +243,9 @@ func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
 			if err == nil {
 				s.repl = repl
 				return nil
+			}
+			if errors.Is(err, runtime.ErrMemoryLimit) {
+				return err
 			}
 			if !errors.Is(err, runtime.ErrInvalidDump) {
 				return blobFault(ctx, err, "the dump does not load")
@@ -432,9 +477,10 @@ func (s *Session) rollback(ctx context.Context) error {
 // that json.dumps accepts (Monty's own json module: no user code runs, NaN
 // and infinities are refused, non-string keys become strings as in
 // CPython). Only strings cross the boundary, so values that cannot cross it
-// faithfully never do. Monty has no del statement, so the helper stays
-// in the session as the private global __monty_view (redefined before
-// every use, so a user binding of that name cannot change the view).
+// faithfully never do. Monty has no del statement, so the helpers stay in
+// the session as the private globals __monty_view and __monty_view_one
+// (redefined before every use, so a user binding of those names cannot
+// change the view).
 const viewCode = `def __monty_view(g):
     import json
     names = [k for k in g if not k.startswith('_')]
@@ -445,48 +491,119 @@ const viewCode = `def __monty_view(g):
         except Exception:
             pass
     return names, '{' + ', '.join(parts) + '}'
+def __monty_view_one(g, k):
+    import json
+    try:
+        return json.dumps(k) + ': ' + json.dumps(g[k], allow_nan=False)
+    except Exception:
+        return None
 __monty_view(locals())`
 
+// viewOneCode is the JSON member of the global named by __monty_view_name,
+// or None (run after viewCode has defined the helper).
+const viewOneCode = `__monty_view_one(locals(), __monty_view_name)`
+
 // snapshot computes the names and JSON view of the public globals. It runs
-// to completion even when ctx is cancelled (the code it runs is bounded by
-// the session's time limit, not its memory limit): the call it follows has
-// already succeeded.
-func (s *Session) snapshot(ctx context.Context) ([]string, []byte, error) {
-	// The values exist already; their JSON text may not fit the call's
-	// memory limit, and a save must not fail on that.
+// to completion even when ctx is cancelled (the call it follows has
+// already succeeded), under the call's time limit and a memory budget of
+// its own: the heap as it is plus a few times the view's size cap, so a
+// view of a huge structure is cut short instead of taking the host's
+// memory. When the whole view does not fit, each global is tried on its
+// own and those that do not fit are left out (omitted).
+func (s *Session) snapshot(ctx context.Context) (names []string, view []byte, omitted []string, err error) {
+	ctx = context.WithoutCancel(ctx)
+	budget := s.opts.maxViewSize()
+	used, err := s.it.MemoryUsage(ctx)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("session: reading globals: %w", err)
+	}
 	lim := s.opts.Limits
-	lim.MaxMemory = 0
+	lim.MaxMemory = used + 4*budget + 8<<20
+	lim.MaxResult = 2*budget + 1<<20
 	s.it.SetLimits(lim)
 	defer s.it.SetLimits(s.opts.Limits)
-	v, err := s.repl.Run(context.WithoutCancel(ctx), viewCode)
-	if err != nil {
-		return nil, nil, fmt.Errorf("session: reading globals: %w", err)
+	v, err := s.repl.Run(ctx, viewCode)
+	if err != nil && !overBudget(err) {
+		return nil, nil, nil, fmt.Errorf("session: reading globals: %w", err)
 	}
 	pair, _ := v.(object.Tuple)
-	var view object.Str
+	var text object.Str
 	var list object.List
 	if len(pair) == 2 {
 		list, _ = pair[0].(object.List)
-		view, _ = pair[1].(object.Str)
+		text, _ = pair[1].(object.Str)
 	}
-	if list == nil || !json.Valid([]byte(view)) {
-		return nil, nil, fmt.Errorf("session: reading globals: unexpected %s", object.Repr(v))
+	if err == nil && int64(len(text)) > budget {
+		err = runtime.ErrResultLimit
 	}
-	names := make([]string, 0, len(list))
+	if err != nil {
+		// Too large as a whole: one global at a time.
+		return s.snapshotEach(ctx, budget)
+	}
+	if list == nil || !json.Valid([]byte(text)) {
+		return nil, nil, nil, fmt.Errorf("session: reading globals: unexpected %s", object.Repr(v))
+	}
+	return strs(list), []byte(text), nil, nil
+}
+
+// snapshotEach builds the view one global at a time, leaving out those
+// whose JSON does not fit what is left of the budget.
+func (s *Session) snapshotEach(ctx context.Context, budget int64) (names []string, view []byte, omitted []string, err error) {
+	v, err := s.repl.Run(ctx, "[k for k in locals() if not k.startswith('_')]")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("session: reading globals: %w", err)
+	}
+	list, _ := v.(object.List)
+	names = strs(list)
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for _, name := range names {
+		m, err := s.repl.Run(ctx, viewOneCode, runtime.Input{Name: "__monty_view_name", Value: object.Str(name)})
+		member, _ := m.(object.Str)
+		switch {
+		case overBudget(err) || (err == nil && int64(b.Len()+len(member)+2) > budget):
+			omitted = append(omitted, name)
+			continue
+		case err != nil:
+			return nil, nil, nil, fmt.Errorf("session: reading global %q: %w", name, err)
+		case m == nil || member == "":
+			continue // not JSON-serialisable
+		}
+		if b.Len() > 1 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(member))
+	}
+	b.WriteByte('}')
+	if !json.Valid(b.Bytes()) {
+		return nil, nil, nil, errors.New("session: reading globals: the JSON view is not valid JSON")
+	}
+	return names, b.Bytes(), omitted, nil
+}
+
+// overBudget reports an error of the view's own memory or size budget.
+func overBudget(err error) bool {
+	return errors.Is(err, runtime.ErrMemoryLimit) || errors.Is(err, runtime.ErrResultLimit)
+}
+
+// strs keeps the strings of a list.
+func strs(list object.List) []string {
+	out := make([]string, 0, len(list))
 	for _, n := range list {
 		if name, ok := n.(object.Str); ok {
-			names = append(names, string(name))
+			out = append(out, string(name))
 		}
 	}
-	return names, []byte(view), nil
+	return out
 }
 
 // save persists the state after a call.
 func (s *Session) save(ctx context.Context, res *Result) error {
-	names, view, err := s.snapshot(ctx)
+	names, view, omitted, err := s.snapshot(ctx)
 	if err != nil {
 		return err
 	}
+	res.ViewOmitted = omitted
 	b := &blob{MontyVersion: s.eng.MontyVersion(), ModuleSum: moduleSum(), Names: names, JSON: view, JSONOnly: s.opts.JSONOnly}
 	if !s.opts.JSONOnly {
 		if b.Dump, err = s.repl.Dump(ctx); err != nil {

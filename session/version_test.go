@@ -26,7 +26,7 @@ func TestOtherMontyVersionFallsBackToJSON(t *testing.T) {
 
 	obj, err := st.Get(ctx, "old")
 	require.NoError(t, err)
-	b, err := decodeBlob(obj.Data, key)
+	b, err := decodeBlob(obj.Data, [][]byte{key}, 0)
 	require.NoError(t, err)
 	b.MontyVersion = "0.0.1"
 	data, err := b.encode(key, true)

@@ -26,15 +26,18 @@ func TestModuleChecksum(t *testing.T) {
 func TestStamp(t *testing.T) {
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)
-	inputs := []string{"wasm/Cargo.toml", "wasm/Cargo.lock", "scripts/build-wasm.sh", "scripts/toolchain.env"}
-	err = filepath.WalkDir(filepath.Join(root, "wasm", "src"), func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".rs") {
-			rel, _ := filepath.Rel(root, p)
-			inputs = append(inputs, filepath.ToSlash(rel))
-		}
-		return err
-	})
-	require.NoError(t, err)
+	inputs := []string{"wasm/Cargo.toml", "wasm/Cargo.lock", "scripts/build-wasm.sh", "scripts/toolchain.env",
+		"scripts/patch-monty.sh"}
+	for dir, suffix := range map[string]string{"src": ".rs", "patches": ".patch"} {
+		err = filepath.WalkDir(filepath.Join(root, "wasm", dir), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, suffix) {
+				rel, _ := filepath.Rel(root, p)
+				inputs = append(inputs, filepath.ToSlash(rel))
+			}
+			return err
+		})
+		require.NoError(t, err)
+	}
 	sort.Strings(inputs)
 	var b strings.Builder
 	b.WriteString("# Inputs of wasm/monty.wasm; regenerate with: make wasm\n")

@@ -216,13 +216,16 @@ type Result struct {
 	// Repr is repr(Value) unless Value is None or nil.
 	Repr string `json:"result,omitempty"`
 	// Err is why the code failed: a *runtime.Error for a Python exception
-	// (limits included: errors.Is(err, runtime.ErrMemoryLimit)), or an error
-	// matching ErrTimeout or runtime.ErrHostCallLimit. The session is left
-	// as it was before the call (unless Session.CaptureOnError).
+	// (limits included: errors.Is(err, runtime.ErrMemoryLimit)), an error
+	// matching ErrTimeout, or another limit the host enforces
+	// (runtime.LimitOf(err) names it: host calls, result size, the memory
+	// ceiling, stored state too large to load). The session is left as it
+	// was before the call (unless Session.CaptureOnError).
 	Err error `json:"-"`
 	// ErrorType is the Python exception type of Err ("TimeoutError" for
-	// ErrTimeout, "RuntimeError" for the host call limit); Error is its
-	// text (the traceback for an exception).
+	// ErrTimeout, "RuntimeError" for the host call limit, "MemoryError" for
+	// memory and size limits); Error is its text (the traceback for an
+	// exception).
 	ErrorType string `json:"error_type,omitempty"`
 	Error     string `json:"error,omitempty"`
 	// SessionID is the store id of the session; RunID names the run in its
@@ -280,6 +283,14 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 // execute runs code in session id; the caller holds its turn.
 func (e *Executor) execute(ctx context.Context, id, code string, sink func(Event)) (*Result, error) {
 	s, done, err := e.mgr.Acquire(ctx, id)
+	if err != nil && runtime.LimitOf(err) != runtime.NoLimit {
+		// The stored state does not fit the limits: the code's failure to
+		// report (the state stays stored as it is), not the executor's.
+		res := &Result{SessionID: id, Err: err, ErrorType: limitType(err),
+			Error: limitType(err) + ": " + strings.TrimPrefix(err.Error(), "monty: ")}
+		res.Text = text(res)
+		return res, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("agent: session %s: %w", id, err)
 	}
@@ -308,9 +319,11 @@ func (e *Executor) execute(ctx context.Context, id, code string, sink func(Event
 		res.Err = fmt.Errorf("%w after %s", ErrTimeout, e.timeout)
 		res.ErrorType = "TimeoutError"
 		res.Error = fmt.Sprintf("TimeoutError: the code ran longer than %s and was stopped%s", e.timeout, rolledBack)
-	case errors.Is(err, runtime.ErrHostCallLimit):
-		res.Err, res.ErrorType = err, "RuntimeError"
-		res.Error = "RuntimeError: " + strings.TrimPrefix(err.Error(), "monty: ") + rolledBack
+	case runtime.LimitOf(err) != runtime.NoLimit:
+		// A limit the host enforces (host calls, result size, the memory
+		// ceiling): the code's failure, reported like an exception.
+		res.Err, res.ErrorType = err, limitType(err)
+		res.Error = res.ErrorType + ": " + strings.TrimPrefix(err.Error(), "monty: ") + rolledBack
 	default:
 		rec.finish(nil, err)
 		return nil, fmt.Errorf("agent: session %s: %w", id, err)
@@ -318,6 +331,21 @@ func (e *Executor) execute(ctx context.Context, id, code string, sink func(Event
 	rec.finish(res.Value, res.Err)
 	res.Text = text(res)
 	return res, nil
+}
+
+// limitType is the Python exception type a limit failure is reported as.
+func limitType(err error) string {
+	switch runtime.LimitOf(err) {
+	case runtime.TimeLimit:
+		return "TimeoutError"
+	case runtime.MemoryLimit, runtime.ResultLimit, runtime.OutputLimit:
+		return "MemoryError"
+	case runtime.IntLimit:
+		return "OverflowError"
+	case runtime.RecursionLimit:
+		return "RecursionError"
+	}
+	return "RuntimeError"
 }
 
 // text renders a result for the model.

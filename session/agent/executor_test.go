@@ -364,10 +364,10 @@ func TestExecutorClosedAndOptions(t *testing.T) {
 func TestExecuteNotSaved(t *testing.T) {
 	e := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: memstore.New(memstore.Options{}), MaxStateSize: 32 << 10}})
 	ok(t, e, "cap", "keep = 1")
-	res := execute(t, e, "cap", "big = 'x' * 100000\nlen(big)")
+	res := execute(t, e, "cap", "import random\nbig = [random.random() for i in range(10000)]\nlen(big)")
 	assert.False(t, res.Saved)
 	assert.Contains(t, res.NotSaved, "limit")
-	assert.True(t, strings.HasPrefix(res.Text, "100000\nNote: the session was not saved ("), res.Text)
+	assert.True(t, strings.HasPrefix(res.Text, "10000\nNote: the session was not saved ("), res.Text)
 	assert.Contains(t, execute(t, e, "cap", "big").Text, "NameError")
 	assert.Equal(t, "1", ok(t, e, "cap", "keep"))
 }

@@ -11,7 +11,10 @@ mod ops;
 mod print;
 mod value;
 
-use std::cell::RefCell;
+use std::{
+    cell::RefCell,
+    sync::atomic::{AtomicBool, Ordering},
+};
 
 use monty_alloc::LimitedAllocator;
 
@@ -34,9 +37,28 @@ pub extern "C" fn monty_abi_version() -> u32 {
     ABI_VERSION
 }
 
+/// Fixes the allocator's baseline (what `max_memory` does not count) at the
+/// instance's leanest moment, before any request, program or state exists,
+/// so everything that arrives later counts: above all the heap of a REPL
+/// loaded from a dump. Monty arms it lazily at the first limited run, which
+/// would take a heap loaded before that run into the baseline.
+fn arm_baseline() {
+    static ARMED: AtomicBool = AtomicBool::new(false);
+    if !ARMED.load(Ordering::Relaxed) {
+        // monty-alloc refuses to arm before its first allocation, which a
+        // fresh instance may not have made yet: make one.
+        let probe = std::hint::black_box(Box::new(0u8));
+        if monty_alloc::set_hard_limit(None).is_ok() {
+            ARMED.store(true, Ordering::Relaxed);
+        }
+        drop(probe);
+    }
+}
+
 /// Makes the request buffer hold at least `len` bytes and returns its address.
 #[unsafe(no_mangle)]
 pub extern "C" fn monty_reserve(len: u32) -> u32 {
+    arm_baseline();
     REQUEST.with_borrow_mut(|buf| {
         let len = len as usize;
         if buf.len() < len {
@@ -50,6 +72,7 @@ pub extern "C" fn monty_reserve(len: u32) -> u32 {
 /// Returns `(pointer << 32) | length` of the response.
 #[unsafe(no_mangle)]
 pub extern "C" fn monty_call(op: u32, handle: u32, len: u32) -> u64 {
+    arm_baseline();
     let request = REQUEST.with_borrow_mut(std::mem::take);
     let body = request.get(..len as usize).unwrap_or_default();
     let response = ops::dispatch(op, handle, body);

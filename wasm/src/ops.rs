@@ -9,6 +9,7 @@ use monty::{
 use monty_types::{
     CallArgs, CompileOptions, DateTimeSource, ExcType, ExtFunctionResult, MontyException, MontyObject, MontyUuid,
     NameLookupResult, OsFunctionCall, OsPolicy, PrintWriter, ResourceLimits, ResourceTracker, SandboxTimeZone,
+    SleepMode,
 };
 
 use crate::{
@@ -43,6 +44,8 @@ const LIMIT_TIME: u64 = 1;
 const LIMIT_MEMORY: u64 = 2;
 const LIMIT_RECURSION: u64 = 3;
 const LIMIT_OUTPUT: u64 = 4;
+const LIMIT_INT_SIZE: u64 = 5;
+const LIMIT_RESULT: u64 = 6;
 
 /// The duration armed when the host sets none: the time check must always
 /// run, because the host cancels a run by advancing this instance's
@@ -109,26 +112,50 @@ impl From<value::ValueError> for Failure {
 
 type OpResult = Result<(), Failure>;
 
-/// Per-call limits sent by the host.
+/// Per-call limits sent by the host:
+/// `[duration, memory, recursion, line_buffered, value_cap?, int_bits?]`
+/// (the last two, added later, are optional).
 struct Limits {
     duration: Option<Duration>,
     memory: Option<usize>,
     recursion: Option<usize>,
     line_buffered: bool,
+    /// Most bytes an encoded result or call argument list may take.
+    value_cap: Option<usize>,
+    /// Largest integer one operation may produce, in bits.
+    int_bits: Option<u64>,
 }
 
 impl Limits {
     fn read(r: &mut Reader<'_>) -> Result<Self, Failure> {
-        r.array_of(4)?;
-        Ok(Self {
+        let n = r.array()?;
+        if n != 4 && n != 6 {
+            return Err(Failure::Api("bad request: limits need 4 or 6 items".to_owned()));
+        }
+        let usize_of = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+        let mut limits = Self {
             duration: r.opt_uint()?.map(Duration::from_nanos),
-            memory: r.opt_uint()?.map(|v| usize::try_from(v).unwrap_or(usize::MAX)),
-            recursion: r.opt_uint()?.map(|v| usize::try_from(v).unwrap_or(usize::MAX)),
+            memory: r.opt_uint()?.map(usize_of),
+            recursion: r.opt_uint()?.map(usize_of),
             line_buffered: r.bool()?,
-        })
+            value_cap: None,
+            int_bits: None,
+        };
+        if n == 6 {
+            limits.value_cap = r.opt_uint()?.map(usize_of);
+            limits.int_bits = r.opt_uint()?;
+        }
+        Ok(limits)
+    }
+
+    /// Applies the caps that hold for every step of a run, resumes included.
+    fn apply_caps(&self) {
+        value::set_size_cap(self.value_cap);
+        monty::MAX_INT_BITS.store(self.int_bits.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
     }
 
     fn tracker(&self) -> ResourceTracker {
+        self.apply_caps();
         let mut limits = ResourceLimits {
             max_feed_duration: Some(self.duration.unwrap_or(UNLIMITED)),
             max_memory: self.memory,
@@ -139,13 +166,16 @@ impl Limits {
         if let Some(depth) = self.recursion {
             limits.max_recursion_depth = depth;
         }
-        // Errors only when the allocator is not installed, which it is.
-        let _ = monty_alloc::set_hard_limit(
-            self.memory
-                .map(|m| m.saturating_mul(2).saturating_add(HARD_LIMIT_HEADROOM)),
-        );
+        arm_hard_limit(self.memory);
         ResourceTracker::new(limits)
     }
+}
+
+/// Arms the allocator's hard ceiling for a soft memory limit: past it the
+/// instance ends (the soft limit raises `MemoryError` first).
+fn arm_hard_limit(memory: Option<usize>) {
+    // Errors only when the allocator is not installed, which it is.
+    let _ = monty_alloc::set_hard_limit(memory.map(|m| m.saturating_mul(2).saturating_add(HARD_LIMIT_HEADROOM)));
 }
 
 /// Runs one operation and returns its encoded response.
@@ -216,7 +246,10 @@ fn run_op(op: u32, handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Tabl
             Ok(())
         }
         OP_MEMORY => {
-            w.uint(monty_types::LIVE_MEMORY.load(std::sync::atomic::Ordering::Relaxed) as u64);
+            // What `max_memory` measures: live bytes above the pristine baseline.
+            let live = monty_types::LIVE_MEMORY.load(std::sync::atomic::Ordering::Relaxed);
+            let baseline = monty_types::BASELINE_MEMORY.load(std::sync::atomic::Ordering::Relaxed);
+            w.uint(live.saturating_sub(baseline) as u64);
             Ok(())
         }
         _ => Err(Failure::Api(format!("unknown operation {op}"))),
@@ -235,6 +268,8 @@ fn wrong_kind(handle: u32, want: &str) -> Failure {
 
 /// The clock policy: the system clock, or every clock read asked of the host
 /// (as `date.today`, `datetime.now` and `time.*` OS calls).
+/// Sleeps are never shortened (Monty's default caps each at ten seconds):
+/// the host waits for them and counts them against the time limit.
 fn os_policy(host_clock: bool) -> OsPolicy {
     OsPolicy {
         datetime: if host_clock {
@@ -242,6 +277,7 @@ fn os_policy(host_clock: bool) -> OsPolicy {
         } else {
             DateTimeSource::System
         },
+        sleep: SleepMode::System(Duration::MAX),
         ..OsPolicy::default()
     }
 }
@@ -361,11 +397,19 @@ fn start(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print: 
         .clone()
         .start(inputs, limits.tracker(), PrintWriter::Callback(print))
         .map_err(Failure::Exception)?;
-    finish_run(progress, script, w, t)
+    finish_run(progress, script, w, t, print)
 }
 
-/// Stores a paused run and writes `[handle, progress]`; a complete run gets handle 0.
-fn finish_run(progress: RunProgress, script: String, w: &mut Writer, t: &mut Table) -> OpResult {
+/// Stores a paused run and writes `[handle, progress]`; a complete run gets
+/// handle 0. A pause whose call arguments are over the size cap is aborted
+/// at once with `MemoryError`, as if the call had raised it.
+fn finish_run(
+    mut progress: RunProgress,
+    script: String,
+    w: &mut Writer,
+    t: &mut Table,
+    print: &mut HostPrint,
+) -> OpResult {
     w.array(2);
     if let RunProgress::Complete(v) = &progress {
         w.uint(0);
@@ -374,15 +418,38 @@ fn finish_run(progress: RunProgress, script: String, w: &mut Writer, t: &mut Tab
         value::encode(w, v)?;
         return Ok(());
     }
+    let mut body = Writer::default();
+    while let Err(e) = write_run_progress(&mut body, &progress) {
+        let exc = too_large(e)?;
+        progress =
+            resume_run(progress, Answer::Abort(exc), PrintWriter::Callback(print)).map_err(Failure::Exception)?;
+        body = Writer::default();
+        if let RunProgress::Complete(v) = &progress {
+            w.uint(0);
+            w.array(2);
+            w.uint(0);
+            value::encode(w, v)?;
+            return Ok(());
+        }
+    }
     let id = t.insert(Slot::Run {
         progress: Box::new(progress),
         script,
     });
     w.uint(u64::from(id));
-    if let Some(Slot::Run { progress, .. }) = t.slots.get(&id) {
-        write_run_progress(w, progress)?;
-    }
+    w.buf.extend_from_slice(&body.buf);
     Ok(())
+}
+
+/// The exception that aborts a pause whose description is over the size
+/// cap; any other failure to describe it is returned as is.
+fn too_large(e: Failure) -> Result<MontyException, Failure> {
+    match e {
+        Failure::Api(msg) if msg.starts_with(value::TOO_LARGE) => {
+            Ok(MontyException::new(ExcType::MemoryError, Some(msg)))
+        }
+        other => Err(other),
+    }
 }
 
 /// How the host answers a pause.
@@ -473,22 +540,25 @@ fn resume(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print:
     let line_buffered = if r.null()? {
         false
     } else {
-        // Limits on resume only change print buffering; budgets stay as started.
-        Limits::read(r)?.line_buffered
+        // Limits on resume change print buffering and the caps; budgets stay
+        // as started.
+        let limits = Limits::read(r)?;
+        limits.apply_caps();
+        limits.line_buffered
     };
     *print = HostPrint::new(line_buffered);
     let answer = Answer::read(r)?;
     match t.slots.remove(&handle) {
         Some(Slot::Run { progress, script }) => {
             let next = resume_run(*progress, answer, PrintWriter::Callback(print)).map_err(Failure::Exception)?;
-            finish_run(next, script, w, t)
+            finish_run(next, script, w, t, print)
         }
         Some(Slot::Repl {
             repl: Repl::Paused(progress),
             script,
         }) => {
             let result = resume_repl(*progress, answer, PrintWriter::Callback(print));
-            finish_repl(handle, result, script, w, t)
+            finish_repl(handle, result, script, w, t, print)
         }
         Some(other) => {
             t.slots.insert(handle, other);
@@ -575,8 +645,39 @@ fn resume_repl(progress: ReplProgress, answer: Answer, print: PrintWriter<'_>) -
     }
 }
 
-/// Stores the REPL back under `handle` (idle or paused) and writes the progress.
-fn finish_repl(handle: u32, result: ReplResult, script: String, w: &mut Writer, t: &mut Table) -> OpResult {
+/// Stores the REPL back under `handle` (idle or paused) and writes the
+/// progress. A pause whose call arguments are over the size cap is aborted
+/// at once with `MemoryError`, so the REPL never stays paused on it.
+fn finish_repl(
+    handle: u32,
+    mut result: ReplResult,
+    script: String,
+    w: &mut Writer,
+    t: &mut Table,
+    print: &mut HostPrint,
+) -> OpResult {
+    while let Ok(progress @ (ReplProgress::FunctionCall(_) | ReplProgress::OsCall(_))) = result {
+        let mut probe = Writer::default();
+        match write_repl_progress(&mut probe, &progress) {
+            Ok(()) => {
+                result = Ok(progress);
+                break;
+            }
+            Err(e) => match too_large(e) {
+                Ok(exc) => result = resume_repl(progress, Answer::Abort(exc), PrintWriter::Callback(print)),
+                Err(other) => {
+                    t.slots.insert(
+                        handle,
+                        Slot::Repl {
+                            repl: Repl::Paused(Box::new(progress)),
+                            script,
+                        },
+                    );
+                    return Err(other);
+                }
+            },
+        }
+    }
     match result {
         Ok(ReplProgress::Complete { repl, value }) => {
             t.slots.insert(
@@ -662,7 +763,7 @@ fn feed(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print: &
     };
     *repl.tracker_mut() = limits.tracker();
     let result = (*repl).feed_start(code, inputs, PrintWriter::Callback(print));
-    finish_repl(handle, result, script, w, t)
+    finish_repl(handle, result, script, w, t, print)
 }
 
 /// → `[kind, bytes]`
@@ -692,11 +793,20 @@ fn dump_op(handle: u32, w: &mut Writer, t: &Table) -> OpResult {
     Ok(())
 }
 
-/// `[kind, bytes]` → `[handle, kind, progress | null]`
+/// `[kind, bytes, memory?]` → `[handle, kind, progress | null]`. With a
+/// memory limit, the allocator's hard ceiling for it is armed first, so a
+/// dump that expands past it ends the instance instead of the host's memory.
 fn load(r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
-    r.array_of(2)?;
+    let n = r.array()?;
+    if n != 2 && n != 3 {
+        return Err(Failure::Api("bad request: array has the wrong length".to_owned()));
+    }
     let kind = r.uint()?;
     let bytes = r.bytes()?;
+    if n == 3 {
+        let memory = r.opt_uint()?.map(|v| usize::try_from(v).unwrap_or(usize::MAX));
+        arm_hard_limit(memory);
+    }
     let slot = if kind == KIND_PROGRAM {
         let run: MontyRun =
             postcard::from_bytes(bytes).map_err(|e| Failure::Api(format!("not a compiled program: {e}")))?;
@@ -845,6 +955,8 @@ fn write_exception(w: &mut Writer, exc: &MontyException, print_limit_hit: bool) 
         ExcType::TimeoutError if msg.contains("time limit exceeded") => LIMIT_TIME,
         ExcType::MemoryError if msg.starts_with("memory limit exceeded") => LIMIT_MEMORY,
         ExcType::RecursionError if msg.starts_with("maximum recursion depth exceeded") => LIMIT_RECURSION,
+        ExcType::OverflowError if msg.starts_with("integer result too large") => LIMIT_INT_SIZE,
+        ExcType::MemoryError if msg.starts_with(value::TOO_LARGE) => LIMIT_RESULT,
         _ => LIMIT_NONE,
     };
     w.array(5);

@@ -3,6 +3,8 @@
 //! Encoding walks a value's node graph from its root; decoding pushes nodes
 //! into a fresh graph in post-order (children first), as the graph expects.
 
+use std::cell::Cell;
+
 use monty_types::{
     BuiltinsFunctions, CallArgs, ExcType, FileMode, MontyDate, MontyDateTime, MontyFileHandle, MontyObject, MontyTime,
     MontyTimeDelta, MontyTimeZone, MontyType, MontyUuid, NamedValues,
@@ -46,6 +48,30 @@ const MAX_ENCODED_NODES: usize = 50_000_000;
 
 /// Why a value could not be encoded or decoded.
 pub type ValueError = String;
+
+/// Starts the message of an encoding refused by [`set_size_cap`]'s cap; the
+/// host recognises it.
+pub const TOO_LARGE: &str = "value too large to transfer";
+
+thread_local! {
+    /// Most bytes one encoded value (a result, or a call's arguments) may take.
+    static SIZE_CAP: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// Sets the most bytes an encoded value may take (`None`: no cap).
+pub fn set_size_cap(cap: Option<usize>) {
+    SIZE_CAP.set(cap.unwrap_or(usize::MAX));
+}
+
+/// Fails when `extra` more bytes would take `w` past the size cap, before
+/// anything is written: a single huge string is refused without copying it.
+fn check_room(w: &Writer, extra: usize) -> Result<(), ValueError> {
+    let cap = SIZE_CAP.get();
+    if w.buf.len().saturating_add(extra) > cap {
+        return Err(format!("{TOO_LARGE}: more than {cap} bytes encoded"));
+    }
+    Ok(())
+}
 
 /// Encodes a value.
 pub fn encode(w: &mut Writer, v: &MontyObject) -> Result<(), ValueError> {
@@ -137,9 +163,10 @@ fn enc(w: &mut Writer, g: &MontyGraph, id: NodeId, depth: usize, budget: &mut us
         return Err("value is nested too deeply to transfer (more than 1000 levels)".into());
     }
     if *budget == 0 {
-        return Err("value is too large to transfer".into());
+        return Err(format!("{TOO_LARGE}: more than {MAX_ENCODED_NODES} items"));
     }
     *budget -= 1;
+    check_room(w, 16)?;
     let d = depth + 1;
     match g.node(id) {
         MontyNode::Ellipsis => {
@@ -153,7 +180,10 @@ fn enc(w: &mut Writer, g: &MontyGraph, id: NodeId, depth: usize, budget: &mut us
         MontyNode::None => w.null(),
         MontyNode::Bool(b) => w.bool(*b),
         MontyNode::Int(i) => w.int(*i),
-        MontyNode::BigInt(b) => enc_bigint(w, b),
+        MontyNode::BigInt(b) => {
+            check_room(w, usize::try_from(b.bits() / 8).unwrap_or(usize::MAX))?;
+            enc_bigint(w, b);
+        }
         MontyNode::Float(f) => w.float(*f),
         MontyNode::Complex(c) => {
             w.tag(T_COMPLEX);
@@ -161,8 +191,14 @@ fn enc(w: &mut Writer, g: &MontyGraph, id: NodeId, depth: usize, budget: &mut us
             w.float(c.real);
             w.float(c.imag);
         }
-        MontyNode::String(s) => w.text(s),
-        MontyNode::Bytes(b) => w.bytes(b),
+        MontyNode::String(s) => {
+            check_room(w, s.len())?;
+            w.text(s);
+        }
+        MontyNode::Bytes(b) => {
+            check_room(w, b.len())?;
+            w.bytes(b);
+        }
         MontyNode::Date(x) => {
             w.tag(T_DATE);
             w.array(3);

@@ -58,7 +58,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fs.PrintDefaults()
 	}
 	code := fs.String("c", "", "run `CODE` (a program passed as a string)")
-	maxDuration := fs.Duration("max-duration", 0, "stop the code after this much run time, e.g. 5s (0: no limit)")
+	maxDuration := fs.Duration("max-duration", 0, "stop the code after this much wall-clock time, sleeps and waits included, e.g. 5s (0: no limit)")
 	maxMemory := fs.String("max-memory", "", "limit the interpreter heap, e.g. 64MB or 1GiB (empty: no limit)")
 	sessionID := fs.String("session", "", "keep Python state between runs in session `ID` (functions, classes and data survive)")
 	storeDir := fs.String("store", "", "session store: a `DIR`, or redis://…, s3://…, HOT,COLD (see docs; default: "+defaultStoreHint+")")
@@ -83,7 +83,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "monty: --max-duration must not be negative")
 		return ExitUsage
 	}
-	limits := runtime.Limits{MaxDuration: *maxDuration, MaxMemory: mem, MaxOutput: runtime.DefaultLimits().MaxOutput}
+	limits := runtime.DefaultLimits()
+	limits.MaxDuration, limits.MaxMemory = *maxDuration, mem
 	if src == "" && name == "" {
 		return interactive(ctx, *sessionID, *storeDir, limits, stdin, stdout, stderr)
 	}

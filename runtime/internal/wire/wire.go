@@ -120,6 +120,9 @@ func NewReader(b []byte) *Reader { return &Reader{data: b} }
 // Done reports whether all input was consumed.
 func (r *Reader) Done() bool { return r.pos == len(r.data) }
 
+// Rest returns the bytes not read yet (aliasing the reader's data).
+func (r *Reader) Rest() []byte { return r.data[r.pos:] }
+
 func (r *Reader) fail(what string) error {
 	return fmt.Errorf("%w: %s at byte %d", ErrMalformed, what, r.pos)
 }

@@ -1,0 +1,272 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+)
+
+// These tests are the attacks of issue 9: code written to get past a limit.
+// Durations are short; each assertion allows twice the limit (the issue's
+// bar) plus a margin for a loaded CI machine.
+
+func hostFeed(t *testing.T, h *runtime.Host, r *runtime.REPL, code string) (object.Value, time.Duration, error) {
+	t.Helper()
+	start := time.Now()
+	v, err := h.Feed(context.Background(), r, code)
+	return v, time.Since(start), err
+}
+
+func TestSleepCountsTowardTimeLimit(t *testing.T) {
+	it := newInterp(t)
+	const limit = 300 * time.Millisecond
+	it.SetLimits(runtime.Limits{MaxDuration: limit})
+	r, err := it.NewREPL(context.Background())
+	require.NoError(t, err)
+	var h runtime.Host
+	h.MaxCalls = -1
+
+	// A loop of short sleeps: each is fine, together they pass the limit.
+	_, elapsed, err := hostFeed(t, &h, r, "import time\nkept = 1\nwhile True:\n    time.sleep(0.02)")
+	require.ErrorIs(t, err, runtime.ErrTimeLimit)
+	assert.Less(t, elapsed, 2*limit+time.Second)
+	var pyErr *runtime.Error
+	require.ErrorAs(t, err, &pyErr)
+	assert.Equal(t, "TimeoutError", pyErr.Type)
+	assert.Contains(t, pyErr.Message, "time limit exceeded")
+
+	// One sleep past the limit fails at once instead of waiting.
+	_, elapsed, err = hostFeed(t, &h, r, "import time\ntime.sleep(30)")
+	require.ErrorIs(t, err, runtime.ErrTimeLimit)
+	assert.Less(t, elapsed, limit)
+	assert.Contains(t, err.Error(), "sleeping 30s would pass the limit")
+
+	// asyncio.sleep, awaited directly and gathered.
+	_, elapsed, err = hostFeed(t, &h, r, "import asyncio\nawait asyncio.gather(asyncio.sleep(5), asyncio.sleep(5))")
+	require.ErrorIs(t, err, runtime.ErrTimeLimit)
+	assert.Less(t, elapsed, 2*limit+time.Second)
+
+	// The REPL is idle and usable, with its state.
+	v, _, err := hostFeed(t, &h, r, "kept + 1")
+	require.NoError(t, err)
+	assert.Equal(t, object.Int(2), v)
+
+	// Program.Run (no host) counts sleeps too.
+	start := time.Now()
+	_, err = run(t, it, "import time\nwhile True:\n    time.sleep(0.02)")
+	require.ErrorIs(t, err, runtime.ErrTimeLimit)
+	assert.Less(t, time.Since(start), 2*limit+time.Second)
+}
+
+func TestSleepIsNotShortened(t *testing.T) {
+	// Monty caps each sleep at 10 s by default; the module asks the host to
+	// sleep the full time (and the time limit, if any, decides).
+	it := newInterp(t)
+	p, err := it.Compile(context.Background(), "import time\ntime.sleep(30)")
+	require.NoError(t, err)
+	e, err := p.Start(context.Background())
+	require.NoError(t, err)
+	call, ok := e.Pause().(*runtime.OSCall)
+	require.True(t, ok, "a sleep pauses for the host: %#v", e.Pause())
+	require.Len(t, call.Args, 1)
+	assert.Equal(t, object.Float(30), call.Args[0])
+	e.Close(context.Background())
+}
+
+func TestHostCallsCountTowardTimeLimit(t *testing.T) {
+	it := newInterp(t)
+	const limit = 300 * time.Millisecond
+	it.SetLimits(runtime.Limits{MaxDuration: limit})
+	r, err := it.NewREPL(context.Background())
+	require.NoError(t, err)
+	release := make(chan struct{})
+	defer close(release)
+	h := &runtime.Host{Functions: map[string]runtime.Function{
+		// Ignores its context: the run must not wait for it.
+		"stuck": {Func: func(context.Context, []object.Value, []object.Pair) (object.Value, error) {
+			<-release
+			return object.None{}, nil
+		}},
+		"slow": {Async: true, Func: func(ctx context.Context, _ []object.Value, _ []object.Pair) (object.Value, error) {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(10 * time.Second):
+				return object.None{}, nil
+			}
+		}},
+	}}
+	_, elapsed, err := hostFeed(t, h, r, "stuck()")
+	require.ErrorIs(t, err, runtime.ErrTimeLimit)
+	assert.Less(t, elapsed, 2*limit+time.Second)
+
+	_, elapsed, err = hostFeed(t, h, r, "import asyncio\nawait asyncio.gather(slow(), slow())")
+	require.ErrorIs(t, err, runtime.ErrTimeLimit)
+	assert.Less(t, elapsed, 2*limit+time.Second)
+
+	v, _, err := hostFeed(t, h, r, "'usable'")
+	require.NoError(t, err)
+	assert.Equal(t, object.Str("usable"), v)
+}
+
+func TestIntSizeLimit(t *testing.T) {
+	it := newInterp(t)
+	it.SetLimits(runtime.Limits{MaxDuration: 2 * time.Second, MaxMemory: 64 << 20})
+	for _, code := range []string{
+		"x = 10**10**7",
+		"x = 3**(1 << 40)",
+		"x = 1 << (1 << 30)",
+		"x = 7**(1 << 21)\ny = x * x * x",
+		"import math\nx = math.factorial(10**7)",
+		// The error cannot be caught.
+		"try:\n    x = 10**10**7\nexcept BaseException:\n    x = 0",
+	} {
+		start := time.Now()
+		_, err := run(t, it, code)
+		require.ErrorIs(t, err, runtime.ErrIntLimit, code)
+		assert.Less(t, time.Since(start), time.Second, code)
+		assert.Equal(t, runtime.IntLimit, runtime.LimitOf(err))
+		assert.Contains(t, err.Error(), "bits", code)
+	}
+	// A custom cap, and no cap.
+	it.SetLimits(runtime.Limits{MaxIntBits: 1000})
+	v, err := run(t, it, "len(str(2**499))") // Monty estimates 2 bits per power of 2
+	require.NoError(t, err)
+	assert.Equal(t, object.Int(151), v)
+	_, err = run(t, it, "2**501")
+	require.ErrorIs(t, err, runtime.ErrIntLimit)
+	it.SetLimits(runtime.Limits{MaxIntBits: -1})
+	v, err = run(t, it, "(2**(1 << 23)) > 0")
+	require.NoError(t, err)
+	assert.Equal(t, object.Bool(true), v)
+}
+
+func TestResultLimit(t *testing.T) {
+	it := newInterp(t)
+	it.SetLimits(runtime.Limits{MaxMemory: 64 << 20, MaxResult: 1 << 20})
+	for _, code := range []string{
+		"'a' * (2 << 20)",
+		"s = 'a' * 10**5\n[s] * 300", // shared: small heap, huge encoding
+		"[b'x' * 1000 for i in range(2000)]",
+	} {
+		_, err := run(t, it, code)
+		require.ErrorIs(t, err, runtime.ErrResultLimit, code)
+		assert.Equal(t, runtime.ResultLimit, runtime.LimitOf(err))
+	}
+	// Without MaxResult, MaxMemory bounds values: [s]*300 of a 1 MB string
+	// used to end the interpreter at its hard memory ceiling.
+	it.SetLimits(runtime.Limits{MaxMemory: 64 << 20})
+	r, err := it.NewREPL(context.Background())
+	require.NoError(t, err)
+	_, err = r.Run(context.Background(), "s = 'a' * 10**6\n[s] * 300")
+	require.ErrorIs(t, err, runtime.ErrResultLimit)
+	require.NoError(t, it.Dead())
+	v, err := r.Run(context.Background(), "len(s)")
+	require.NoError(t, err, "the REPL keeps its state")
+	assert.Equal(t, object.Int(1000000), v)
+
+	// Host call arguments are values leaving the sandbox too.
+	it.SetLimits(runtime.Limits{MaxResult: 1 << 20})
+	h := &runtime.Host{Functions: map[string]runtime.Function{
+		"sink": {Func: func(context.Context, []object.Value, []object.Pair) (object.Value, error) {
+			return object.None{}, nil
+		}},
+	}}
+	_, err = h.Feed(context.Background(), r, "sink('a' * (2 << 20))")
+	require.ErrorIs(t, err, runtime.ErrResultLimit)
+}
+
+// TestLoadedHeapCountsAgainstMemory is issue 9's item 3: a REPL's heap
+// loaded from a dump used to be left out of the memory limit, so each call
+// could add a limit's worth to it.
+func TestLoadedHeapCountsAgainstMemory(t *testing.T) {
+	ctx := context.Background()
+	const limit = 16 << 20
+	state := []byte(nil)
+	for i, v := range []string{"a", "b", "c"} {
+		it := newInterp(t)
+		it.SetLimits(runtime.Limits{MaxMemory: limit})
+		var r *runtime.REPL
+		var err error
+		if state == nil {
+			r, err = it.NewREPL(ctx)
+		} else {
+			r, _, err = it.LoadREPL(ctx, state)
+		}
+		require.NoError(t, err)
+		_, err = r.Run(ctx, "_"+v+" = '"+v+"' * (6 << 20)")
+		if i < 2 {
+			require.NoError(t, err, "call %d fits", i)
+			state, err = r.Dump(ctx)
+			require.NoError(t, err)
+			continue
+		}
+		require.ErrorIs(t, err, runtime.ErrMemoryLimit, "the third 6 MiB string passes the 16 MiB limit")
+		used, err := it.MemoryUsage(ctx)
+		require.NoError(t, err)
+		assert.Greater(t, used, int64(12<<20), "the loaded heap is counted")
+	}
+}
+
+func TestLoadRefusesStateOverMemoryLimit(t *testing.T) {
+	ctx := context.Background()
+	src := newInterp(t)
+	r, err := src.NewREPL(ctx)
+	require.NoError(t, err)
+	// A heap much larger than its dump: a million small ints.
+	_, err = r.Run(ctx, "x = list(range(1000000))")
+	require.NoError(t, err)
+	dump, err := r.Dump(ctx)
+	require.NoError(t, err)
+
+	dst := newInterp(t)
+	limit := int64(len(dump)) + 1<<20 // the dump fits, the heap does not
+	dst.SetLimits(runtime.Limits{MaxMemory: limit})
+	_, _, err = dst.LoadREPL(ctx, dump)
+	require.ErrorIs(t, err, runtime.ErrMemoryLimit)
+	var sl *runtime.StateLimitError
+	require.ErrorAs(t, err, &sl)
+	assert.Greater(t, sl.Need, limit)
+	assert.Contains(t, err.Error(), "nothing was loaded")
+	require.NoError(t, dst.Dead(), "the interpreter stays usable")
+	used, err := dst.MemoryUsage(ctx)
+	require.NoError(t, err)
+	assert.Less(t, used, int64(4<<20), "the refused heap was freed")
+
+	// A dump larger than the limit is refused before it is sent.
+	dst.SetLimits(runtime.Limits{MaxMemory: int64(len(dump)) / 2})
+	_, _, err = dst.LoadREPL(ctx, dump)
+	require.ErrorAs(t, err, &sl)
+	assert.InDelta(t, len(dump), sl.Need, 64, "the dump's payload")
+
+	// With room, it loads.
+	dst.SetLimits(runtime.Limits{MaxMemory: 256 << 20})
+	r2, _, err := dst.LoadREPL(ctx, dump)
+	require.NoError(t, err)
+	v, err := r2.Run(ctx, "len(x)")
+	require.NoError(t, err)
+	assert.Equal(t, object.Int(1000000), v)
+}
+
+func TestLimitOf(t *testing.T) {
+	assert.Equal(t, runtime.NoLimit, runtime.LimitOf(nil))
+	assert.Equal(t, runtime.NoLimit, runtime.LimitOf(errors.New("other")))
+	assert.Equal(t, runtime.HostCallLimit, runtime.LimitOf(runtime.ErrHostCallLimit))
+	assert.Equal(t, runtime.MemoryLimit, runtime.LimitOf(&runtime.StateLimitError{Need: 2, Limit: 1}))
+	assert.Equal(t, runtime.TimeLimit, runtime.LimitOf(&runtime.Error{Limit: runtime.TimeLimit}))
+	names := map[string]bool{}
+	for k := runtime.TimeLimit; k <= runtime.HostCallLimit; k++ {
+		name := k.String()
+		assert.True(t, strings.HasSuffix(name, "_limit"), name)
+		assert.False(t, names[name], "unique: %s", name)
+		names[name] = true
+	}
+}
