@@ -76,6 +76,38 @@ func (k LimitKind) String() string {
 	return "limit"
 }
 
+// ExceptionType is the Python exception a failure of this limit is reported
+// as ("TimeoutError", "MemoryError", "OverflowError", ...), for surfaces
+// that show every failure of the code the way Python would.
+func (k LimitKind) ExceptionType() string {
+	switch k {
+	case TimeLimit:
+		return "TimeoutError"
+	case MemoryLimit, OutputLimit, ResultLimit:
+		return "MemoryError"
+	case IntLimit:
+		return "OverflowError"
+	case RecursionLimit:
+		return "RecursionError"
+	}
+	return "RuntimeError"
+}
+
+// LimitLine renders a limit failure the host reported (not raised as a
+// Python exception) as Python would print it: "MemoryError: result size
+// limit exceeded: ...". ok is false when err is not about a limit.
+func LimitLine(err error) (line string, ok bool) {
+	k := LimitOf(err)
+	if k == NoLimit {
+		return "", false
+	}
+	var pyErr *Error
+	if errors.As(err, &pyErr) {
+		return pyErr.Error(), true
+	}
+	return k.ExceptionType() + ": " + strings.TrimPrefix(err.Error(), "monty: "), true
+}
+
 // limitSentinels maps each kind to its sentinel error.
 var limitSentinels = [...]error{nil, ErrTimeLimit, ErrMemoryLimit, ErrRecursionLimit, ErrOutputLimit,
 	ErrIntLimit, ErrResultLimit, ErrHostCallLimit}
@@ -266,10 +298,6 @@ func apiError(msg string) error {
 	if strings.HasPrefix(msg, "cannot load state") || strings.HasPrefix(msg, "not a compiled program") ||
 		strings.HasPrefix(msg, "state is not of the requested kind") {
 		return fmt.Errorf("%w: %s", ErrInvalidDump, msg)
-	}
-	if strings.HasPrefix(msg, valueTooLarge) {
-		return fmt.Errorf("%w: %s; return a smaller value (or raise Limits.MaxResult)", ErrResultLimit,
-			strings.TrimPrefix(msg, valueTooLarge+": "))
 	}
 	if strings.HasPrefix(msg, "unknown time zone") || strings.HasPrefix(msg, "working directory") {
 		return fmt.Errorf("%w: %s", ErrInvalidOption, msg)

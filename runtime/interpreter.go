@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -316,6 +317,10 @@ func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wir
 		msg, err := r.Text()
 		if err != nil {
 			return nil, err
+		}
+		if strings.HasPrefix(msg, valueTooLarge) {
+			return nil, fmt.Errorf("%w: the value is larger than the limit of %s; return a smaller one",
+				ErrResultLimit, byteSize(it.limits.valueCap()))
 		}
 		return nil, apiError(msg)
 	}

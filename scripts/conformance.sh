@@ -19,7 +19,7 @@ command -v go >/dev/null || { echo "conformance.sh: go not found" >&2; exit 1; }
 # it was unpacked.
 scripts/native/build.sh fetch
 if [ -x /usr/bin/cargo ]; then cargo=/usr/bin/cargo; else cargo=cargo; fi
-manifest=$(cd scripts/native && "$cargo" metadata --format-version 1 --locked --offline |
+manifest=$(cd scripts/native && "$cargo" metadata --format-version 1 --locked --filter-platform "$(rustc -vV | sed -n 's/^host: //p')" |
   grep -o '"manifest_path":"[^"]*/monty-1\.4\.0/Cargo\.toml"' | head -1 | sed 's/^"manifest_path":"//; s/"$//')
 if [ -z "$manifest" ]; then
   echo "conformance.sh: cannot locate the monty 1.4.0 crate (cargo metadata in scripts/native)" >&2

@@ -286,8 +286,8 @@ func (e *Executor) execute(ctx context.Context, id, code string, sink func(Event
 	if err != nil && runtime.LimitOf(err) != runtime.NoLimit {
 		// The stored state does not fit the limits: the code's failure to
 		// report (the state stays stored as it is), not the executor's.
-		res := &Result{SessionID: id, Err: err, ErrorType: limitType(err),
-			Error: limitType(err) + ": " + strings.TrimPrefix(err.Error(), "monty: ")}
+		line, _ := runtime.LimitLine(err)
+		res := &Result{SessionID: id, Err: err, ErrorType: runtime.LimitOf(err).ExceptionType(), Error: line}
 		res.Text = text(res)
 		return res, nil
 	}
@@ -322,8 +322,9 @@ func (e *Executor) execute(ctx context.Context, id, code string, sink func(Event
 	case runtime.LimitOf(err) != runtime.NoLimit:
 		// A limit the host enforces (host calls, result size, the memory
 		// ceiling): the code's failure, reported like an exception.
-		res.Err, res.ErrorType = err, limitType(err)
-		res.Error = res.ErrorType + ": " + strings.TrimPrefix(err.Error(), "monty: ") + rolledBack
+		line, _ := runtime.LimitLine(err)
+		res.Err, res.ErrorType = err, runtime.LimitOf(err).ExceptionType()
+		res.Error = line + rolledBack
 	default:
 		rec.finish(nil, err)
 		return nil, fmt.Errorf("agent: session %s: %w", id, err)
@@ -331,21 +332,6 @@ func (e *Executor) execute(ctx context.Context, id, code string, sink func(Event
 	rec.finish(res.Value, res.Err)
 	res.Text = text(res)
 	return res, nil
-}
-
-// limitType is the Python exception type a limit failure is reported as.
-func limitType(err error) string {
-	switch runtime.LimitOf(err) {
-	case runtime.TimeLimit:
-		return "TimeoutError"
-	case runtime.MemoryLimit, runtime.ResultLimit, runtime.OutputLimit:
-		return "MemoryError"
-	case runtime.IntLimit:
-		return "OverflowError"
-	case runtime.RecursionLimit:
-		return "RecursionError"
-	}
-	return "RuntimeError"
 }
 
 // text renders a result for the model.

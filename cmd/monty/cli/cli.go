@@ -153,6 +153,10 @@ func report(err error, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "KeyboardInterrupt")
 		return 130
 	}
+	if line, ok := runtime.LimitLine(err); ok {
+		fmt.Fprintln(stderr, line)
+		return ExitException
+	}
 	fmt.Fprintln(stderr, "monty:", err)
 	return ExitException
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -85,6 +86,27 @@ func TestLimitsFlags(t *testing.T) {
 	code, _, errOut = monty(t, "--max-memory", "4MB", "-c", "x = []\nwhile True:\n    x.append('a' * 1000)")
 	assert.Equal(t, cli.ExitException, code)
 	assert.Contains(t, errOut, "MemoryError")
+}
+
+// TestHostileLimits is issue 9's reproductions on the command line: each
+// ends within twice its limit with the error Python would print.
+func TestHostileLimits(t *testing.T) {
+	for _, c := range []struct{ code, want string }{
+		{"import time\nwhile True:\n    time.sleep(0.1)", "TimeoutError: time limit exceeded"},
+		{"import time\ntime.sleep(30)", "TimeoutError: time limit exceeded: sleeping 30s would pass the limit of 1s"},
+		{"x = 10**10**7", "OverflowError: integer result too large"},
+		{"x = 1 << 30000000\ny = x * x", "OverflowError: integer result too large"},
+	} {
+		start := time.Now()
+		code, _, errOut := monty(t, "--max-duration", "1s", "--max-memory", "64MB", "-c", c.code)
+		assert.Less(t, time.Since(start), 3*time.Second, c.code)
+		assert.Equal(t, cli.ExitException, code, c.code)
+		assert.Contains(t, errOut, c.want, c.code)
+	}
+	// A limit the host enforces reads like a Python exception too.
+	code, _, errOut := monty(t, "--max-memory", "64MB", "-c", "s = 'a' * 10**6\n[s] * 300")
+	assert.Equal(t, cli.ExitException, code)
+	assert.True(t, strings.HasPrefix(errOut, "MemoryError: result size limit exceeded"), errOut)
 }
 
 func TestUsageErrors(t *testing.T) {

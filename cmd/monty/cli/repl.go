@@ -125,7 +125,12 @@ func interactive(ctx context.Context, sessionID, storeSpec string, limits runtim
 		}
 		v, out, pyErr, err := feed(ctx, code)
 		fmt.Fprint(stdout, out)
+		line, limit := runtime.LimitLine(err)
 		switch {
+		case limit:
+			// The code ran into a limit the host enforces: shown like the
+			// exceptions Python raises for its own limits.
+			fmt.Fprintln(stderr, line)
 		case err != nil:
 			fmt.Fprintln(stderr, "monty:", err)
 		case pyErr != nil:
