@@ -113,27 +113,32 @@ func TestExecLimitsClamped(t *testing.T) {
 	c := newServer(t, httpapi.Options{Limits: runtime.Limits{MaxDuration: 300 * time.Millisecond, MaxMemory: 32 << 20, MaxOutput: 1000}}).client("")
 	// Asking for an hour gets the server's 300 ms.
 	start := time.Now()
-	status, resp, _ := c.exec(map[string]any{"code": "while True:\n    pass", "limits": map[string]any{"duration_ms": 3600_000}})
-	if status != 200 || resp.Error == nil || resp.Error.Limit != "time" || time.Since(start) > 5*time.Second {
-		t.Fatalf("time limit: %d %+v after %v", status, resp, time.Since(start))
+	status, _, e := c.exec(map[string]any{"code": "while True:\n    pass", "limits": map[string]any{"duration_ms": 3600_000}})
+	if wantLimit(t, "time limit", status, e, "time_limit"); e.Exception == nil || e.Exception.Limit != "time_limit" || time.Since(start) > 5*time.Second {
+		t.Fatalf("time limit: %+v after %v", e, time.Since(start))
 	}
-	// Asking for less than the maximum is honoured.
-	status, resp, _ = c.exec(map[string]any{"code": "print('x' * 500)", "limits": map[string]any{"output_bytes": 100}})
-	if status != 200 || resp.Error == nil || resp.Error.Limit != "output" {
-		t.Fatalf("output limit: %d %+v", status, resp)
+	// Asking for less than the maximum is honoured; what was printed
+	// before the limit comes back.
+	status, _, e = c.exec(map[string]any{"code": "print('x' * 500)", "limits": map[string]any{"output_bytes": 100}})
+	if wantLimit(t, "output limit", status, e, "output_limit"); e.Stdout != strings.Repeat("x", 100) || !strings.Contains(e.Message, "up to 1000 bytes") {
+		t.Fatalf("output limit: %+v", e)
 	}
-	status, resp, _ = c.exec(map[string]any{"code": "x = 'a' * (100 * 1024 * 1024)", "limits": map[string]any{"memory_bytes": 1 << 40}})
-	if status != 200 || resp.Error == nil || resp.Error.Limit != "memory" {
-		t.Fatalf("memory limit: %d %+v", status, resp)
+	status, _, e = c.exec(map[string]any{"code": "x = 'a' * (100 * 1024 * 1024)", "limits": map[string]any{"memory_bytes": 1 << 40}})
+	if wantLimit(t, "memory limit", status, e, "memory_limit"); e.Exception == nil || e.Exception.Type != "MemoryError" || !strings.Contains(e.Stderr, "MemoryError") {
+		t.Fatalf("memory limit: %+v", e)
 	}
-	status, resp, _ = c.exec(map[string]any{"code": "def f(n): return f(n + 1)\nf(0)", "limits": map[string]any{"recursion": 50}})
-	if status != 200 || resp.Error == nil || resp.Error.Limit != "recursion" {
-		t.Fatalf("recursion limit: %d %+v", status, resp)
+	status, _, e = c.exec(map[string]any{"code": "def f(n): return f(n + 1)\nf(0)", "limits": map[string]any{"recursion": 50}})
+	wantLimit(t, "recursion limit", status, e, "recursion_limit")
+	status, _, e = c.exec(map[string]any{"code": "'a' * 2000", "limits": map[string]any{"result_bytes": 1000}})
+	wantLimit(t, "result limit", status, e, "result_size_limit")
+	status, _, e = c.exec(map[string]any{"code": "'a' * 500", "limits": map[string]any{"result_bytes": 1000}})
+	if status != 200 {
+		t.Fatalf("result under the request's limit: %d %+v", status, e)
 	}
 	// The server sets no recursion maximum, which means the interpreter's
 	// default depth: asking for more gets that, never an unbounded stack.
 	depth := "def f(n):\n    try:\n        return f(n + 1)\n    except RecursionError:\n        return n\nf(0)"
-	status, resp, _ = c.exec(map[string]any{"code": depth, "limits": map[string]any{"recursion": 100_000_000}})
+	status, resp, _ := c.exec(map[string]any{"code": depth, "limits": map[string]any{"recursion": 100_000_000}})
 	if status != 200 || resp.Error != nil || string(resp.Result) == "" {
 		t.Fatalf("deep recursion request: %d %+v", status, resp)
 	}
@@ -160,12 +165,24 @@ func TestDefaultLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	var resp httpapi.ExecResponse
-	if err := json.NewDecoder(res.Body).Decode(&resp); err != nil || resp.Error == nil || resp.Error.Limit != "memory" {
-		t.Fatalf("300 MiB under the default limits: %v %+v", err, resp)
+	var e httpapi.ErrorResponse
+	if err := json.NewDecoder(res.Body).Decode(&e); err != nil || res.StatusCode != 422 || e.Error != "memory_limit" {
+		t.Fatalf("300 MiB under the default limits: %d %v %+v", res.StatusCode, err, e)
 	}
-	if d := httpapi.DefaultLimits(); d.MaxDuration <= 0 || d.MaxMemory <= 0 {
-		t.Fatalf("DefaultLimits %+v leave time or memory unbounded", d)
+	if d := httpapi.DefaultLimits(); d.MaxDuration <= 0 || d.MaxMemory <= 0 || d.MaxOutput <= 0 || d.MaxResult != httpapi.DefaultMaxResult {
+		t.Fatalf("DefaultLimits %+v leave time, memory, output or results unbounded", d)
+	}
+	if got := h.Limits(); got != httpapi.DefaultLimits() {
+		t.Fatalf("Limits() = %+v, want DefaultLimits", got)
+	}
+	// Limits without an output or result bound get the defaults: an answer
+	// is always bounded.
+	h, err = httpapi.New(httpapi.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey, Limits: runtime.Limits{MaxMemory: 4 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Limits(); got.MaxOutput != httpapi.DefaultMaxOutput || got.MaxResult != 4<<20 {
+		t.Fatalf("Limits() = %+v, want the default output bound and a result bound of MaxMemory", got)
 	}
 }
 
@@ -243,11 +260,9 @@ func TestStateEndpoints(t *testing.T) {
 	if got := c.run(s.SessionID, "print(secret)"); got.Stdout != "42\n" {
 		t.Fatalf("after upload: %+v", got)
 	}
-	// A blob can seed another session id too.
-	status, _, _ = c.do("POST", "/state/copy-1", blob)
-	if got := c.run("copy-1", "secret + 1"); status != 201 || string(got.Result) != "43" {
-		t.Fatalf("copy: %d %s", status, got.Result)
-	}
+	// A blob belongs to its session: it cannot seed another session id.
+	status, _, body = c.do("POST", "/state/copy-1", blob)
+	wantError(t, "blob of another session", status, body, 400, "invalid_state")
 	for _, path := range []string{"/state/..", "/state/a%2Fb", "/state/.x/info"} {
 		status, _, body = c.do("GET", path, nil)
 		if status != 400 && status != 404 {
@@ -322,9 +337,12 @@ func TestAtCapacity(t *testing.T) {
 	if hdr.Get("Retry-After") == "" || time.Since(start) > 800*time.Millisecond {
 		t.Fatalf("429 should come at once with Retry-After: %v after %v", hdr, time.Since(start))
 	}
-	// State endpoints do not need an execution slot.
+	// Info and delete do not need a slot.
 	if status, _, _ := c.do("GET", "/state/none/info", nil); status != 200 {
 		t.Fatalf("info while busy: %d", status)
+	}
+	if status, _, _ := c.do("DELETE", "/state/none", nil); status != 204 {
+		t.Fatalf("delete while busy: %d", status)
 	}
 	wg.Wait()
 	c.run("", "1")

@@ -37,12 +37,15 @@ type ExecRequest struct {
 }
 
 // RequestLimits are per-request execution limits; zero fields take the
-// server's value.
+// server's value, and larger ones are clamped to it.
 type RequestLimits struct {
 	DurationMS  int64 `json:"duration_ms,omitempty"`
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`
 	Recursion   int   `json:"recursion,omitempty"`
 	OutputBytes int   `json:"output_bytes,omitempty"`
+	// ResultBytes bounds the result: the value's encoded size as it leaves
+	// the sandbox, and its JSON and repr in the answer.
+	ResultBytes int64 `json:"result_bytes,omitempty"`
 }
 
 // ExecResponse is the body of a 200 answer to POST /exec.
@@ -51,11 +54,19 @@ type ExecResponse struct {
 	Stdout    string `json:"stdout"`
 	Stderr    string `json:"stderr"`
 	// Result is the value of the final expression as JSON (null after a
-	// statement, or when the value has no JSON form; see ResultRepr).
+	// statement, or when the value has no JSON form, or when its JSON text
+	// is longer than the result limit; see ResultRepr).
 	Result json.RawMessage `json:"result"`
-	// ResultRepr is Python's repr() of the value.
+	// ResultRepr is Python's repr() of the value, cut at the result limit.
 	ResultRepr string `json:"result_repr"`
-	// Error is the exception that ended the code; ExitCode is then 1.
+	// ResultTruncated is true when Result was left out (null) or
+	// ResultRepr was cut because their text is longer than the result
+	// limit (possible only for values whose JSON or repr is much longer
+	// than the value itself, such as strings of control characters).
+	ResultTruncated bool `json:"result_truncated,omitempty"`
+	// Error is the exception that ended the code; ExitCode is then 1. An
+	// exception raised by a limit is not a 200 answer but a 422 (see
+	// ErrorResponse).
 	Error    *PythonError `json:"error,omitempty"`
 	ExitCode int          `json:"exit_code"`
 	// HasState, StateSize and StateHash describe the stored state after the
@@ -76,9 +87,12 @@ type PythonError struct {
 	Message   string  `json:"message"`
 	Traceback []Frame `json:"traceback"`
 	// Text is the traceback as CPython prints it (also in stderr).
+	// Message and Text are cut at 64 KiB, and a traceback of more than 100
+	// entries keeps its first and last 50.
 	Text string `json:"text"`
-	// Limit names the resource limit that raised it: "time", "memory",
-	// "recursion" or "output"; empty otherwise.
+	// Limit names the resource limit that raised it, as the error code of
+	// the 422 answer carrying it ("time_limit", "memory_limit",
+	// "recursion_limit", "output_limit", "int_size_limit"); empty otherwise.
 	Limit string `json:"limit,omitempty"`
 }
 
@@ -135,20 +149,33 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 	}
 	defer done()
 
+	// The request's context: a client that goes away cancels the run.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(h.base, cancel)()
 
 	start := time.Now()
-	resp, err := h.run(ctx, storeID(ns, req.SessionID), req.Code, inputs, limits)
+	out, err := h.run(ctx, ns, req.SessionID, req.Code, inputs, limits)
 	elapsed := time.Since(start)
 	h.metrics.execDuration.observe(elapsed.Seconds())
+	if aerr := execLimitError(err, out.pyErr, out.resp != nil, limits, h.opts.Limits); aerr != nil {
+		h.metrics.execs.inc("limit")
+		h.metrics.limits.inc(aerr.code)
+		aerr.body = &ErrorResponse{SessionID: req.SessionID, DurationMS: durationMS(elapsed)}
+		if resp := out.resp; resp != nil {
+			b := aerr.body
+			b.Stdout, b.Stderr, b.HasState, b.StateSize, b.StateHash = resp.Stdout, resp.Stderr, resp.HasState, resp.StateSize, resp.StateHash
+			b.Exception = resp.Error
+		}
+		return aerr
+	}
 	if err != nil {
 		h.metrics.execs.inc("error")
 		return storeError(err)
 	}
+	resp := out.resp
 	resp.SessionID = req.SessionID
-	resp.DurationMS = float64(elapsed.Microseconds()) / 1000
+	resp.DurationMS = durationMS(elapsed)
 	if resp.Error != nil {
 		h.metrics.execs.inc("exception")
 	} else {
@@ -186,7 +213,7 @@ func (h *Handler) readExec(w http.ResponseWriter, r *http.Request) (*ExecRequest
 	default:
 		return nil, &apiError{status: http.StatusBadRequest, code: "unsupported_language", msg: fmt.Sprintf("lang %q: this server runs Python only (\"py\")", req.Lang)}
 	}
-	if l := req.Limits; l != nil && (l.DurationMS < 0 || l.MemoryBytes < 0 || l.Recursion < 0 || l.OutputBytes < 0) {
+	if l := req.Limits; l != nil && (l.DurationMS < 0 || l.MemoryBytes < 0 || l.Recursion < 0 || l.OutputBytes < 0 || l.ResultBytes < 0) {
 		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: "limits must not be negative"}
 	}
 	return &req, nil
@@ -230,7 +257,9 @@ func (h *Handler) limits(req *RequestLimits) runtime.Limits {
 	if req == nil {
 		return l
 	}
-	l.MaxDuration = clamp(time.Duration(req.DurationMS)*time.Millisecond, l.MaxDuration)
+	// Milliseconds past this would overflow a Duration: no limit is longer.
+	const maxMS = int64(1<<63-1) / int64(time.Millisecond)
+	l.MaxDuration = clamp(time.Duration(min(req.DurationMS, maxMS))*time.Millisecond, l.MaxDuration)
 	l.MaxMemory = clamp(req.MemoryBytes, l.MaxMemory)
 	// The server's 0 is the interpreter's default depth, not "no maximum":
 	// deep recursion is slow to stop, so it is never unbounded here.
@@ -238,6 +267,7 @@ func (h *Handler) limits(req *RequestLimits) runtime.Limits {
 		l.MaxRecursion = min(req.Recursion, cmp.Or(l.MaxRecursion, runtime.DefaultMaxRecursion))
 	}
 	l.MaxOutput = clamp(req.OutputBytes, l.MaxOutput)
+	l.MaxResult = clamp(req.ResultBytes, l.MaxResult)
 	return l
 }
 
@@ -253,17 +283,28 @@ func clamp[T int | int64 | time.Duration](want, max T) T {
 	return want
 }
 
-// run opens the stored session, runs code and stores the new state.
-func (h *Handler) run(ctx context.Context, id, code string, inputs []runtime.Input, limits runtime.Limits) (*ExecResponse, error) {
+// outcome is what run learnt: the answer (nil when the session could not
+// be opened) and the Python exception that ended the code, if any.
+type outcome struct {
+	resp  *ExecResponse
+	pyErr *runtime.Error
+}
+
+// run opens the stored session id of namespace ns, runs code and stores
+// the new state. The answer is filled in as far as the call got, also when
+// it fails (what the code printed before a limit stopped it).
+func (h *Handler) run(ctx context.Context, ns, id, code string, inputs []runtime.Input, limits runtime.Limits) (outcome, error) {
 	var stdout, stderr strings.Builder
-	s, err := session.Open(ctx, id, session.Options{
+	s, err := session.Open(ctx, storeID(ns, id), session.Options{
 		Store:        h.opts.Store,
 		Engine:       h.opts.Engine,
 		Pool:         h.warmPool(ctx),
-		SigningKey:   h.opts.SigningKey,
+		SigningKey:   h.stateKey(ns, id),
+		VerifyKeys:   h.legacyKeys(),
 		MaxStateSize: h.opts.MaxStateSize,
 		Limits:       limits,
 		Print: func(stream runtime.Stream, text string) {
+			// Bounded by limits.MaxOutput (both streams together).
 			if stream == runtime.Stderr {
 				stderr.WriteString(text)
 			} else {
@@ -272,61 +313,76 @@ func (h *Handler) run(ctx context.Context, id, code string, inputs []runtime.Inp
 		},
 	})
 	if err != nil {
-		return nil, err
+		return outcome{}, err
 	}
 	defer s.Close(context.WithoutCancel(ctx))
 	res, err := s.ExecWith(ctx, code, inputs...)
-	var trap *runtime.TrapError
-	if err != nil && errors.As(err, &trap) && res != nil {
-		// The code killed its interpreter (e.g. the hard memory ceiling):
-		// that is the code's failure, reported like an exception; the
-		// session keeps its state from before the call.
-		res.Err = &runtime.Error{Type: "InterpreterAbort", Message: trap.Error(), HasMessage: true, Text: "InterpreterAbort: " + trap.Error()}
-		err = nil
+	resp := &ExecResponse{Stdout: stdout.String(), Stderr: stderr.String(), Result: json.RawMessage("null")}
+	out := outcome{resp: resp}
+	if res != nil {
+		resp.HasState, resp.StateSize, resp.StateHash = res.HasState, res.StateSize, res.StateHash
+		resp.StateSaved, resp.StateNote = res.Saved, res.NotSavedReason
+		out.pyErr = res.Err
 	}
-	if err != nil {
-		return nil, err
-	}
-	resp := &ExecResponse{
-		Stdout: stdout.String(), Stderr: stderr.String(), Result: json.RawMessage("null"),
-		HasState: res.HasState, StateSize: res.StateSize, StateHash: res.StateHash,
-		StateSaved: res.Saved, StateNote: res.NotSavedReason,
-	}
-	if res.Value != nil {
-		resp.ResultRepr = object.Repr(res.Value)
-		if js, err := object.ToJSON(res.Value); err == nil {
-			resp.Result = js
-		}
-	}
-	if e := res.Err; e != nil {
+	if e := out.pyErr; e != nil {
 		resp.ExitCode = 1
 		resp.Error = pythonError(e)
-		text := e.Text
-		if text == "" {
-			text = e.Error()
-		}
 		if resp.Stderr != "" && !strings.HasSuffix(resp.Stderr, "\n") {
 			resp.Stderr += "\n"
 		}
-		resp.Stderr += strings.TrimRight(text, "\n") + "\n"
+		resp.Stderr += strings.TrimRight(resp.Error.Text, "\n") + "\n"
 	}
-	return resp, nil
+	if err != nil {
+		return out, err
+	}
+	if res.Value != nil {
+		setResult(resp, res.Value, limits.MaxResult)
+	}
+	return out, nil
 }
 
-func pythonError(e *runtime.Error) *PythonError {
-	pe := &PythonError{Type: e.Type, Message: e.Message, Text: e.Text, Traceback: []Frame{}}
-	for _, f := range e.Traceback {
-		pe.Traceback = append(pe.Traceback, Frame{File: f.Filename, Line: f.Line, Function: f.Name, Source: f.Source})
+// setResult puts the value's JSON and repr in the answer, each at most
+// max bytes: the runtime bounded the value's encoded size by max already,
+// but its JSON or repr can be several times longer.
+func setResult(resp *ExecResponse, v object.Value, max int64) {
+	repr := object.Repr(v)
+	if max > 0 && int64(len(repr)) > max {
+		repr = truncate(repr, int(max))
+		resp.ResultTruncated = true
 	}
-	switch e.Limit {
-	case runtime.TimeLimit:
-		pe.Limit = "time"
-	case runtime.MemoryLimit:
-		pe.Limit = "memory"
-	case runtime.RecursionLimit:
-		pe.Limit = "recursion"
-	case runtime.OutputLimit:
-		pe.Limit = "output"
+	resp.ResultRepr = repr
+	js, err := object.ToJSON(v)
+	switch {
+	case err != nil:
+	case max > 0 && int64(len(js)) > max:
+		resp.ResultTruncated = true
+	default:
+		resp.Result = js
+	}
+}
+
+// pythonError is the answer's form of an exception, its texts bounded.
+func pythonError(e *runtime.Error) *PythonError {
+	text := e.Text
+	if text == "" {
+		text = e.Error()
+	}
+	pe := &PythonError{Type: e.Type, Message: truncate(e.Message, maxErrorText), Text: truncate(text, maxErrorText),
+		Traceback: []Frame{}, Limit: e.Limit.String()}
+	frames := e.Traceback
+	omitted := 0
+	if len(frames) > maxFrames {
+		omitted = len(frames) - maxFrames
+	}
+	for i, f := range frames {
+		if omitted > 0 && i >= maxFrames/2 && i < maxFrames/2+omitted {
+			if i == maxFrames/2 {
+				pe.Traceback = append(pe.Traceback, Frame{File: "…", Function: fmt.Sprintf("[%d more frames not shown]", omitted)})
+			}
+			continue
+		}
+		pe.Traceback = append(pe.Traceback, Frame{File: truncate(f.Filename, maxFrameSource), Line: f.Line,
+			Function: truncate(f.Name, maxFrameSource), Source: truncate(f.Source, maxFrameSource)})
 	}
 	return pe
 }

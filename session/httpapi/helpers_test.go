@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,10 +113,7 @@ func (c *client) run(id, code string) *httpapi.ExecResponse {
 }
 
 // apiErr is an error body.
-type apiErr struct {
-	Error   string `json:"error"`
-	Message string `json:"message"`
-}
+type apiErr = httpapi.ErrorResponse
 
 func decode(t testing.TB, status int, data []byte) (int, *httpapi.ExecResponse, apiErr) {
 	t.Helper()
@@ -143,4 +141,74 @@ func wantError(t *testing.T, what string, status int, data []byte, wantStatus in
 	if err := json.Unmarshal(data, &e); err != nil || e.Error != wantCode || e.Message == "" {
 		t.Fatalf("%s: body %s, want error %q with a message", what, data, wantCode)
 	}
+}
+
+// wantLimit checks a 422 answer to POST /exec for code, with its message
+// and the session id, and returns it.
+func wantLimit(t *testing.T, what string, status int, e apiErr, code string) apiErr {
+	t.Helper()
+	if status != http.StatusUnprocessableEntity || e.Error != code || e.Message == "" || e.SessionID == "" {
+		t.Fatalf("%s: %d %+v, want 422 %q with a message and the session id", what, status, e, code)
+	}
+	if strings.Contains(e.Message, "wasm") || strings.Contains(e.Stderr, "wasm stack") {
+		t.Fatalf("%s: the answer shows the interpreter's internals: %+v", what, e)
+	}
+	return e
+}
+
+// signalStore is a real store that reports each Get on a channel: a
+// session load, which an execution does right after taking its slot.
+type signalStore struct {
+	store.Store
+	gets chan string
+}
+
+func newSignalStore() *signalStore {
+	return &signalStore{Store: memstore.New(memstore.Options{}), gets: make(chan string, 64)}
+}
+
+func (s *signalStore) Get(ctx context.Context, id string) (store.Object, error) {
+	select {
+	case s.gets <- id:
+	default:
+	}
+	return s.Store.Get(ctx, id)
+}
+
+// waitGet waits for the next Get.
+func (s *signalStore) waitGet(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.gets:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no store read within 10s")
+	}
+}
+
+// requestLog is a slog.Handler that reports each request record, by path,
+// once the handler has finished with the request (the record is written
+// after the execution slot is freed).
+type requestLog struct{ done chan string }
+
+func newRequestLog() *requestLog { return &requestLog{done: make(chan string, 64)} }
+
+func (l *requestLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *requestLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *requestLog) WithGroup(string) slog.Handler            { return l }
+func (l *requestLog) Handle(_ context.Context, r slog.Record) error {
+	var path, status string
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "path":
+			path = a.Value.String()
+		case "status":
+			status = a.Value.String()
+		}
+		return true
+	})
+	select {
+	case l.done <- path + " " + status:
+	default:
+	}
+	return nil
 }

@@ -21,11 +21,20 @@
 // /metrics needs a valid x-api-key (compared in constant time), and each key
 // has its own namespace of session ids, so another key's id behaves as not
 // found: session id ID is stored as "k<24 hex of the key's sha256>/ID", or
-// "public/ID" when no keys are configured. State blobs are signed with HMAC-SHA256 (Options.SigningKey); an
-// uploaded blob is checked (format, checksum, signature) before it is stored,
-// and nothing unverified ever reaches Monty's deserialiser. Request bodies,
-// per-request limits and concurrency are bounded: when every execution slot
-// is busy a request is refused at once with 429 rather than queued.
+// "public/ID" when no keys are configured. State blobs are signed with
+// HMAC-SHA256 under a key derived from Options.SigningKey, the namespace and
+// the session id, so a blob verifies only for the session (and API key) it
+// was written for; an uploaded blob is checked (format, checksum, signature,
+// declared size) before it is stored, and nothing unverified ever reaches
+// Monty's deserialiser. Request bodies, per-request limits, results and
+// concurrency are bounded: executions, uploads and downloads take a slot,
+// and when every slot is busy a request is refused at once with 429 rather
+// than queued.
+//
+// Code that runs into a limit (time, memory, recursion, output, integer
+// size, result size, host calls) gets 422 with the limit's code
+// (runtime.LimitKind.String()) and what it printed; a Python exception is a
+// 200 with exit_code 1. No failure caused by the code is a 5xx.
 package httpapi
 
 import (
@@ -53,6 +62,13 @@ import (
 const (
 	// DefaultMaxBody bounds the body of POST /exec.
 	DefaultMaxBody = 1 << 20
+	// DefaultMaxResult bounds the result of one execution (the encoded value
+	// as it leaves the sandbox, and its JSON and repr in the answer) when
+	// Options.Limits.MaxResult is 0.
+	DefaultMaxResult = 16 << 20
+	// DefaultMaxOutput bounds the print() output of one execution when
+	// Options.Limits.MaxOutput is 0.
+	DefaultMaxOutput = 1 << 20
 	// MinSigningKey is the shortest accepted Options.SigningKey, in bytes.
 	MinSigningKey = 16
 )
@@ -64,9 +80,14 @@ var ErrConfig = errors.New("httpapi: invalid configuration")
 type Options struct {
 	// Store keeps session state. Required. The Handler does not close it.
 	Store store.Store
-	// SigningKey signs every stored blob (HMAC-SHA256) and verifies uploaded
-	// ones. Required, at least MinSigningKey bytes; every instance sharing a
-	// store needs the same key.
+	// SigningKey is the secret state blobs are signed with (HMAC-SHA256).
+	// Each session's blobs are signed with a key derived from it, the API
+	// key's namespace and the session id (see docs/http.md, "Threat
+	// model"), so a blob verifies only for the session it was written for.
+	// Blobs signed with SigningKey itself (written before that binding)
+	// still load, and are signed with the session's key when next saved.
+	// Required, at least MinSigningKey bytes; every instance sharing a store
+	// needs the same key.
 	SigningKey []byte
 	// Engine runs the interpreters; nil means runtime.Default.
 	Engine *runtime.Engine
@@ -79,16 +100,21 @@ type Options struct {
 	APIKeys []string
 	// Limits are the server's maxima for one execution, and the limits of a
 	// request that asks for none. A request's own limits are clamped to
-	// them; a zero field puts no maximum on that resource (recursion: the
-	// interpreter's default depth). The zero value means DefaultLimits().
+	// them; a zero MaxDuration or MaxMemory puts no maximum on that
+	// resource, a zero MaxRecursion or MaxIntBits means the interpreter's
+	// default, and a zero MaxOutput or MaxResult means DefaultMaxOutput or
+	// DefaultMaxResult (at most MaxMemory): an answer is always bounded.
+	// The zero value means DefaultLimits().
 	Limits runtime.Limits
 	// MaxStateSize caps a stored blob and an upload (default
-	// session.DefaultMaxStateSize).
+	// session.DefaultMaxStateSize). An upload whose dump declares more
+	// bytes than Limits.MaxMemory is refused too: it could not be loaded.
 	MaxStateSize int64
 	// MaxBody caps the body of POST /exec (default DefaultMaxBody).
 	MaxBody int64
-	// MaxConcurrent bounds executions running at once; more get 429 at once.
-	// Default: 2 × GOMAXPROCS.
+	// MaxConcurrent bounds the executions, state uploads and state
+	// downloads in progress at once; more get 429 at once. Default:
+	// 2 × GOMAXPROCS.
 	MaxConcurrent int
 	// Logger receives one structured record per request; nil means
 	// slog.Default().
@@ -116,11 +142,12 @@ type Handler struct {
 }
 
 // DefaultLimits are the server's maxima when Options.Limits is the zero
-// value: 30 s of run time, 256 MiB of heap, the interpreter's recursion
-// default and 1 MiB of print output per execution. (runtime.DefaultLimits
-// has no time or memory limit: right for trusted code, not for a service.)
+// value: 30 s of run time, 256 MiB of heap, the interpreter's recursion and
+// integer size defaults, 1 MiB of print output and a 16 MiB result per
+// execution. (runtime.DefaultLimits has no time or memory limit: right for
+// trusted code, not for a service.)
 func DefaultLimits() runtime.Limits {
-	return runtime.Limits{MaxDuration: 30 * time.Second, MaxMemory: 256 << 20, MaxOutput: 1 << 20}
+	return runtime.Limits{MaxDuration: 30 * time.Second, MaxMemory: 256 << 20, MaxOutput: DefaultMaxOutput, MaxResult: DefaultMaxResult}
 }
 
 // shutdownGrace is how long Shutdown waits, after cancelling the running
@@ -137,6 +164,18 @@ func New(opts Options) (*Handler, error) {
 	}
 	if opts.Limits == (runtime.Limits{}) {
 		opts.Limits = DefaultLimits()
+	}
+	if opts.Limits.MaxDuration < 0 || opts.Limits.MaxMemory < 0 || opts.Limits.MaxRecursion < 0 || opts.Limits.MaxOutput < 0 || opts.Limits.MaxResult < 0 {
+		return nil, fmt.Errorf("%w: Options.Limits must not be negative (0 means the default)", ErrConfig)
+	}
+	if opts.Limits.MaxOutput == 0 {
+		opts.Limits.MaxOutput = DefaultMaxOutput
+	}
+	if opts.Limits.MaxResult == 0 {
+		opts.Limits.MaxResult = DefaultMaxResult
+		if m := opts.Limits.MaxMemory; m > 0 {
+			opts.Limits.MaxResult = min(opts.Limits.MaxResult, m)
+		}
 	}
 	if opts.MaxStateSize <= 0 {
 		opts.MaxStateSize = session.DefaultMaxStateSize
@@ -178,7 +217,12 @@ func New(opts Options) (*Handler, error) {
 	return h, nil
 }
 
-// Capacity is the number of executions that may run at once.
+// Limits are the server's maxima for one execution, with the defaults
+// applied.
+func (h *Handler) Limits() runtime.Limits { return h.opts.Limits }
+
+// Capacity is the number of executions (and state transfers) that may run
+// at once.
 func (h *Handler) Capacity() int { return cap(h.slots) }
 
 // ServeHTTP implements http.Handler.
@@ -272,12 +316,40 @@ func (h *Handler) begin() (func(), *apiError) {
 	}, nil
 }
 
-// apiError is an error response: {"error": code, "message": msg}.
+// ErrorResponse is the body of every error answer: {"error": code,
+// "message": what happened and what to do}. A 422 answer to POST /exec,
+// whose code ran into a limit, also carries what the call produced before
+// it was stopped (the other fields); they are absent from other errors.
+type ErrorResponse struct {
+	// Error is the machine-readable code: for a limit, the
+	// runtime.LimitKind's String ("time_limit", "memory_limit", ...).
+	Error string `json:"error"`
+	// Message says what happened and what to do about it.
+	Message string `json:"message"`
+	// SessionID is the session the code ran in; its stored state is the
+	// one from before the call (HasState, StateSize, StateHash).
+	SessionID string `json:"session_id,omitempty"`
+	// Stdout and Stderr are what the code printed before it was stopped
+	// (Stderr ends with the traceback, when there is one).
+	Stdout string `json:"stdout,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
+	// Exception is the Python exception the limit raised, when it raised
+	// one (time, memory, recursion, output and integer size limits).
+	Exception  *PythonError `json:"exception,omitempty"`
+	HasState   bool         `json:"has_state,omitempty"`
+	StateSize  int64        `json:"state_size,omitempty"`
+	StateHash  string       `json:"state_hash,omitempty"`
+	DurationMS float64      `json:"duration_ms,omitempty"`
+}
+
+// apiError is an error response: {"error": code, "message": msg}, plus
+// body's other fields when it is set.
 type apiError struct {
 	status     int
 	code       string
 	msg        string
 	retryAfter int
+	body       *ErrorResponse
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) *apiError
@@ -370,7 +442,12 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	if e.retryAfter > 0 {
 		w.Header().Set("Retry-After", fmt.Sprint(e.retryAfter))
 	}
-	writeJSON(w, e.status, map[string]string{"error": e.code, "message": e.msg})
+	body := ErrorResponse{}
+	if e.body != nil {
+		body = *e.body
+	}
+	body.Error, body.Message = e.code, e.msg
+	writeJSON(w, e.status, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -381,7 +458,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// storeError maps a store or session failure to a response.
+// storeError maps a store or session failure to a response. Failures the
+// code or the request caused (limits) are mapped by limitError first.
 func storeError(err error) *apiError {
 	switch {
 	case errors.Is(err, store.ErrNotFound):

@@ -19,10 +19,12 @@ import (
 // metrics are the counters behind GET /metrics, in Prometheus text format.
 type metrics struct {
 	requests       labelled // by "endpoint,code"
-	execs          labelled // by outcome: ok, exception, error
+	execs          labelled // by outcome: ok, exception, limit, error
+	limits         labelled // 422s by code
 	rejected       atomic.Int64
 	uploads        atomic.Int64
 	invalidUploads atomic.Int64
+	largeUploads   atomic.Int64
 	downloads      atomic.Int64
 	execDuration   *histogram
 	stateSize      *histogram
@@ -122,17 +124,23 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) *apiError
 		fmt.Fprintf(w, "monty_http_requests_total{endpoint=%q,code=%q} %d\n", endpoint, code, counts[k])
 	}
 	keys, counts = m.execs.snapshot()
-	fmt.Fprint(w, "# HELP monty_executions_total Executions by outcome: ok, exception (Python raised), error (the call failed: store, conflict, cancelled).\n# TYPE monty_executions_total counter\n")
+	fmt.Fprint(w, "# HELP monty_executions_total Executions by outcome: ok, exception (Python raised), limit (the code ran into a limit: 422), error (the call failed: store, conflict, cancelled).\n# TYPE monty_executions_total counter\n")
 	for _, k := range keys {
 		fmt.Fprintf(w, "monty_executions_total{outcome=%q} %d\n", k, counts[k])
 	}
-	counter(w, "monty_executions_rejected_total", "Executions refused with 429 because every slot was busy.", m.rejected.Load())
-	gauge(w, "monty_executions_running", "Executions running now.", float64(h.running.Load()))
-	gauge(w, "monty_executions_capacity", "Executions that may run at once.", float64(cap(h.slots)))
+	keys, counts = m.limits.snapshot()
+	fmt.Fprint(w, "# HELP monty_execution_limits_total Executions stopped by a limit (422), by error code.\n# TYPE monty_execution_limits_total counter\n")
+	for _, k := range keys {
+		fmt.Fprintf(w, "monty_execution_limits_total{limit=%q} %d\n", k, counts[k])
+	}
+	counter(w, "monty_executions_rejected_total", "Executions, uploads and downloads refused with 429 because every slot was busy.", m.rejected.Load())
+	gauge(w, "monty_executions_running", "Executions, uploads and downloads in progress now.", float64(h.running.Load()))
+	gauge(w, "monty_executions_capacity", "Executions, uploads and downloads that may be in progress at once.", float64(cap(h.slots)))
 	m.execDuration.write(w, "monty_execution_duration_seconds", "Time to load, run and store a session, per execution.")
 	m.stateSize.write(w, "monty_state_size_bytes", "Size of stored state blobs after executions and uploads.")
 	counter(w, "monty_state_uploads_total", "State blobs accepted by POST /state/{id}.", m.uploads.Load())
-	counter(w, "monty_state_uploads_invalid_total", "Uploaded state blobs refused as invalid (bad format, checksum or signature).", m.invalidUploads.Load())
+	counter(w, "monty_state_uploads_invalid_total", "Uploaded state blobs refused as invalid (bad format, checksum or signature: also another session's or API key's blob).", m.invalidUploads.Load())
+	counter(w, "monty_state_uploads_too_large_total", "Uploaded state blobs refused as too large (the blob, or the dump it declares).", m.largeUploads.Load())
 	counter(w, "monty_state_downloads_total", "State blobs served by GET /state/{id}.", m.downloads.Load())
 	return nil
 }
@@ -144,7 +152,8 @@ type Health struct {
 	Status string `json:"status"`
 	// Store is "ok" or the store's error.
 	Store string `json:"store"`
-	// Running and Capacity are the executions running now and at most.
+	// Running and Capacity are the slots in use now (executions, state
+	// uploads and downloads) and the number of slots.
 	Running  int64 `json:"running"`
 	Capacity int   `json:"capacity"`
 }

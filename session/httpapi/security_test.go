@@ -159,18 +159,104 @@ func TestHostSurvivesHostileCode(t *testing.T) {
 	for _, code := range []string{
 		"open('/etc/passwd').read()",
 		"import os\nos.getenv('HOME')",
-		"x = []\nwhile True:\n    x.append('a' * 1000000)",
-		"def f(): f()\nf()",
-		"print('a' * 2000000)",
 	} {
 		status, resp, e := c.exec(map[string]any{"code": code})
-		if status != 200 || resp.Error == nil {
+		if status != 200 || resp.Error == nil || resp.Error.Type != "PermissionError" {
 			t.Fatalf("%q: %d %+v %+v", code, status, resp, e)
 		}
-		data, _ := json.Marshal(resp.Error)
-		t.Logf("%q -> %s", code, data[:min(len(data), 200)])
+	}
+	for code, limit := range map[string]string{
+		"x = []\nwhile True:\n    x.append('a' * 1000000)": "memory_limit",
+		"def f(): f()\nf()":    "recursion_limit",
+		"print('a' * 2000000)": "output_limit",
+	} {
+		status, _, e := c.exec(map[string]any{"code": code})
+		wantLimit(t, code, status, e, limit)
 	}
 	if got := c.run("", "1 + 1"); string(got.Result) != "2" {
 		t.Fatal("server unusable after hostile code")
 	}
+}
+
+// TestStateBoundToSession: a blob verifies only for the session id and
+// API key it was written for, so a blob leaked from one key cannot be
+// uploaded under another, nor moved to another session id; the owner can
+// restore an earlier blob of the same session (If-Match guards against
+// doing so by accident).
+func TestStateBoundToSession(t *testing.T) {
+	srv := newServer(t, httpapi.Options{APIKeys: []string{"key-alice", "key-bob"}})
+	alice, bob := srv.client("key-alice"), srv.client("key-bob")
+	a := alice.run("shared-id", "owner = 'alice'")
+	_, _, aliceBlob := alice.do("GET", "/state/"+a.SessionID, nil)
+
+	// Bob, holding Alice's blob, cannot upload it: not under the same id,
+	// not under another.
+	for _, id := range []string{"shared-id", "bobs-session"} {
+		status, _, body := bob.do("POST", "/state/"+id, aliceBlob)
+		wantError(t, "alice's blob uploaded by bob to "+id, status, body, http.StatusBadRequest, "invalid_state")
+		if !strings.Contains(wantErrorBody(t, body).Message, "session id") {
+			t.Fatalf("the refusal does not say why: %s", body)
+		}
+	}
+	// Alice cannot move it to another of her sessions either.
+	status, _, body := alice.do("POST", "/state/alice-other", aliceBlob)
+	wantError(t, "alice's blob under another id", status, body, http.StatusBadRequest, "invalid_state")
+	// Nothing was stored anywhere.
+	for _, c := range []*client{alice, bob} {
+		for _, id := range []string{"bobs-session", "alice-other"} {
+			if status, _, _ := c.do("GET", "/state/"+id, nil); status != 404 {
+				t.Fatalf("a refused upload was stored under %s: %d", id, status)
+			}
+		}
+	}
+	// The owner may restore an earlier blob of the same session.
+	alice.run(a.SessionID, "owner = 'changed'")
+	if status, _, body := alice.do("POST", "/state/"+a.SessionID, aliceBlob); status != 201 {
+		t.Fatalf("owner restoring her blob: %d %s", status, body)
+	}
+	if got := alice.run(a.SessionID, "owner"); string(got.Result) != `"alice"` {
+		t.Fatalf("owner after restore = %s", got.Result)
+	}
+}
+
+// TestLegacyBlobs: blobs signed with the plain signing key (before blobs
+// were bound to sessions) still load, and are re-signed with the session's
+// key when saved; uploading one is refused.
+func TestLegacyBlobs(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	srv := newServer(t, httpapi.Options{Store: st})
+	c := srv.client("")
+	// What the server stored before the change: a blob signed with the
+	// server's key itself, under the namespaced id.
+	old, err := session.Open(ctx, "public/legacy", session.Options{Store: st, SigningKey: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Exec(ctx, "v = 'from before'"); err != nil {
+		t.Fatal(err)
+	}
+	old.Close(ctx)
+	_, _, legacy := c.do("GET", "/state/legacy", nil)
+
+	status, _, body := c.do("POST", "/state/legacy", legacy)
+	wantError(t, "legacy blob upload", status, body, http.StatusBadRequest, "invalid_state")
+	got := c.run("legacy", "v + '!'")
+	if string(got.Result) != `"from before!"` || !got.StateSaved {
+		t.Fatalf("legacy blob: %+v", got)
+	}
+	// Saved again, it is bound to the session: its download uploads.
+	_, _, bound := c.do("GET", "/state/legacy", nil)
+	if status, _, body := c.do("POST", "/state/legacy", bound); status != 201 {
+		t.Fatalf("re-signed blob: %d %s", status, body)
+	}
+}
+
+func wantErrorBody(t *testing.T, body []byte) apiErr {
+	t.Helper()
+	var e apiErr
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("error body %s: %v", body, err)
+	}
+	return e
 }

@@ -49,14 +49,34 @@ func (h *Handler) getState(w http.ResponseWriter, r *http.Request, ns string) *a
 	if aerr != nil {
 		return aerr
 	}
+	w.Header().Set("Cache-Control", "private, no-cache")
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		// The client may have the blob already: the store's metadata says,
+		// without fetching the blob or taking a slot.
+		info, err := h.opts.Store.Stat(r.Context(), sid)
+		if err != nil {
+			return storeError(err)
+		}
+		if etagMatch(inm, info.SHA256) {
+			w.Header().Set("ETag", `"`+info.SHA256+`"`)
+			w.WriteHeader(http.StatusNotModified)
+			return nil
+		}
+	}
+	// A download holds the whole blob (up to MaxStateSize) in memory: it
+	// takes a slot, so that memory is bounded by the slots.
+	done, aerr := h.begin()
+	if aerr != nil {
+		return aerr
+	}
+	defer done()
 	obj, err := h.opts.Store.Get(r.Context(), sid)
 	if err != nil {
 		return storeError(err)
 	}
-	etag := `"` + obj.Info.SHA256 + `"`
-	w.Header().Set("ETag", etag)
-	w.Header().Set("Cache-Control", "private, no-cache")
+	w.Header().Set("ETag", `"`+obj.Info.SHA256+`"`)
 	if etagMatch(r.Header.Get("If-None-Match"), obj.Info.SHA256) {
+		// Replaced between the Stat and the Get by the one the client has.
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
@@ -82,27 +102,51 @@ func etagMatch(header, hash string) bool {
 }
 
 func (h *Handler) uploadState(w http.ResponseWriter, r *http.Request, ns string) *apiError {
-	_, sid, aerr := pathID(r, ns)
+	id, sid, aerr := pathID(r, ns)
 	if aerr != nil {
 		return aerr
 	}
 	max := h.opts.MaxStateSize
 	if r.ContentLength > max {
-		return tooLarge("state_too_large", "the state", r.ContentLength, max)
+		h.metrics.largeUploads.Add(1)
+		return tooLarge(codeStateTooLarge, "the state", r.ContentLength, max)
 	}
+	// The body is held in memory (up to MaxStateSize) and hashed: an upload
+	// takes a slot like an execution, so that memory is bounded by the
+	// slots. (Slow senders are bounded by the server's read timeout.)
+	done, aerr := h.begin()
+	if aerr != nil {
+		return aerr
+	}
+	defer done()
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return tooLarge("state_too_large", "the state", -1, max)
+		h.metrics.largeUploads.Add(1)
+		return tooLarge(codeStateTooLarge, "the state", -1, max)
 	}
 	if err != nil {
 		return &apiError{status: http.StatusBadRequest, code: "invalid_state", msg: "reading the body: " + err.Error()}
 	}
 	// Verify format, checksum and signature before storing: only blobs this
-	// service (or one sharing its signing key) wrote may ever be loaded.
-	if _, err := session.Inspect(data, h.opts.SigningKey); err != nil {
+	// service (or one sharing its signing key) wrote for this very session
+	// of this API key may ever be loaded. Inspect does not decompress the
+	// dump: its cost is the blob's size, whatever the dump expands to.
+	in, err := session.Inspect(data, h.stateKey(ns, id))
+	if err != nil {
 		h.metrics.invalidUploads.Add(1)
-		return &apiError{status: http.StatusBadRequest, code: "invalid_state", msg: err.Error()}
+		msg := err.Error()
+		if strings.Contains(msg, "signature") {
+			msg += "; a blob is accepted only by the session id (and API key) it was downloaded from"
+		}
+		return &apiError{status: http.StatusBadRequest, code: "invalid_state", msg: msg}
+	}
+	if mem := h.opts.Limits.MaxMemory; mem > 0 && in.DumpSize > mem {
+		// It could never be loaded: refuse it now rather than at every /exec.
+		h.metrics.largeUploads.Add(1)
+		return &apiError{status: statusTooLarge, code: codeStateTooLarge, msg: fmt.Sprintf(
+			"the state's interpreter dump is %s, more than the server's memory limit of %s per execution, so it could never be loaded; nothing was stored",
+			byteSize(in.DumpSize), byteSize(mem))}
 	}
 	var cond store.Cond
 	if m := r.Header.Get("If-Match"); m != "" {

@@ -42,6 +42,7 @@ var serveEnv = map[string]string{
 	"max-memory":       "MONTY_MAX_MEMORY",
 	"max-recursion":    "MONTY_MAX_RECURSION",
 	"max-output":       "MONTY_MAX_OUTPUT",
+	"max-result":       "MONTY_MAX_RESULT",
 	"max-state-size":   "MONTY_MAX_STATE_SIZE",
 	"max-body":         "MONTY_MAX_BODY",
 	"concurrency":      "MONTY_CONCURRENCY",
@@ -59,6 +60,7 @@ type serveConfig struct {
 	apiKeys                                 []string
 	maxDuration, shutdownTimeout            time.Duration
 	maxMemory, maxOutput, maxState, maxBody string
+	maxResult                               string
 	maxRecursion, concurrency               int
 	tlsCert, tlsKey                         string
 	logFormat, logLevel, cacheDir           string
@@ -89,9 +91,10 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&c.maxMemory, "max-memory", "256MiB", "largest interpreter heap of one execution (empty: no limit)")
 	fs.IntVar(&c.maxRecursion, "max-recursion", 0, "deepest Python call stack (0: the interpreter's default, 1000)")
 	fs.StringVar(&c.maxOutput, "max-output", "1MiB", "most print() output of one execution")
+	fs.StringVar(&c.maxResult, "max-result", "16MiB", "largest result of one execution: the value leaving the sandbox, and its JSON and repr in the answer (at most --max-memory)")
 	fs.StringVar(&c.maxState, "max-state-size", "50MiB", "largest stored or uploaded session state")
 	fs.StringVar(&c.maxBody, "max-body", "1MiB", "largest POST /exec body")
-	fs.IntVar(&c.concurrency, "concurrency", 0, "executions running at once; more get 429 (0: 2 per CPU)")
+	fs.IntVar(&c.concurrency, "concurrency", 0, "executions, state uploads and downloads in progress at once; more get 429 (0: 2 per CPU)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long running executions may take before they are cancelled")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (with --tls-key)")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "the TLS private key `FILE`")
@@ -165,12 +168,24 @@ func (c serveConfig) options() (httpapi.Options, error) {
 		if *s.dst, err = parseBytes(s.val); err != nil {
 			return o, usageError{fmt.Errorf("--%s: %v", s.flag, err)}
 		}
+		if *s.dst < 0 || *s.dst > 1<<50 {
+			return o, usageError{fmt.Errorf("--%s: %q is too large", s.flag, s.val)}
+		}
 	}
 	out, err := parseBytes(c.maxOutput)
 	if err != nil || out == 0 || out > 1<<30 {
 		return o, usageError{fmt.Errorf("--max-output: give a size up to 1GiB, like 1MiB")}
 	}
 	o.Limits.MaxOutput = int(out)
+	res, err := parseBytes(c.maxResult)
+	if err != nil || res <= 0 || res > 1<<30 {
+		return o, usageError{fmt.Errorf("--max-result: give a size up to 1GiB, like 16MiB")}
+	}
+	if mem := o.Limits.MaxMemory; mem > 0 {
+		// A value cannot take more than the heap may.
+		res = min(res, mem)
+	}
+	o.Limits.MaxResult = res
 	o.MaxConcurrent = c.concurrency
 	return o, nil
 }
@@ -304,7 +319,7 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 		log.Warn("no API keys configured: every client can use every session (set --api-key, MONTY_API_KEYS or --api-key-file)")
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "api_keys", len(opts.APIKeys),
-		"concurrency", h.Capacity(), "max_duration", opts.Limits.MaxDuration, "max_memory", opts.Limits.MaxMemory)
+		"concurrency", h.Capacity(), "max_duration", opts.Limits.MaxDuration, "max_memory", opts.Limits.MaxMemory, "max_result", h.Limits().MaxResult)
 
 	served := make(chan error, 1)
 	go func() {

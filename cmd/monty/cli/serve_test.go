@@ -23,6 +23,9 @@ func TestServeConfigErrors(t *testing.T) {
 		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--log-format", "xml"}, "--log-format"},
 		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--api-key", "short"}, "shorter than 8"},
 		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--max-memory", "lots"}, "--max-memory"},
+		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--max-memory", "1e30"}, "--max-memory"},
+		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--max-result", "0"}, "--max-result"},
+		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--max-result", "2GiB"}, "--max-result"},
 		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--tls-cert", "c.pem"}, "--tls-cert and --tls-key"},
 		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "extra"}, "unexpected argument"},
 	} {
@@ -69,5 +72,31 @@ func TestPrecompile(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) == 0 {
 		t.Fatalf("cache dir after precompile: %v %v", entries, err)
+	}
+}
+
+// TestServeMaxResult: --max-result (MONTY_MAX_RESULT) sets the result
+// bound, 16 MiB by default, at most --max-memory.
+func TestServeMaxResult(t *testing.T) {
+	t.Setenv("MONTY_SIGNING_KEY", "0123456789abcdef")
+	base := serveConfig{maxMemory: "256MiB", maxOutput: "1MiB", maxResult: "16MiB", maxState: "50MiB", maxBody: "1MiB"}
+	for _, tc := range []struct {
+		memory, result string
+		want           int64
+	}{
+		{"256MiB", "16MiB", 16 << 20},
+		{"256MiB", "1KiB", 1 << 10},
+		{"8MiB", "16MiB", 8 << 20},
+		{"", "64MiB", 64 << 20},
+	} {
+		c := base
+		c.maxMemory, c.maxResult = tc.memory, tc.result
+		o, err := c.options()
+		if err != nil || o.Limits.MaxResult != tc.want {
+			t.Errorf("--max-memory %q --max-result %q: MaxResult %d (%v), want %d", tc.memory, tc.result, o.Limits.MaxResult, err, tc.want)
+		}
+	}
+	if serveEnv["max-result"] != "MONTY_MAX_RESULT" {
+		t.Fatal("--max-result has no environment variable")
 	}
 }
