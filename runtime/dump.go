@@ -33,7 +33,12 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // keeps truncated or corrupted bytes away from Monty's deserialiser, which
 // trusts its input; sessions add an HMAC on top for untrusted storage.
 func (it *Interpreter) dump(ctx context.Context, handle uint32, kind byte) ([]byte, error) {
-	it.req.Reset()
+	w := &it.req
+	w.Reset()
+	// The memory limit sizes the ceiling for the dump's own memory (a dump
+	// is bounded by the heap it copies).
+	w.Array(1)
+	w.OptUint(uint64(max(it.limits.MaxMemory, 0)))
 	r, err := it.call(ctx, opDump, handle)
 	if err != nil {
 		return nil, err

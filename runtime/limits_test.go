@@ -161,6 +161,14 @@ func TestResultLimit(t *testing.T) {
 		require.ErrorIs(t, err, runtime.ErrResultLimit, code)
 		assert.Equal(t, runtime.ResultLimit, runtime.LimitOf(err))
 	}
+	// Many small items decode to far more host memory than they encode
+	// to: one item per 16 bytes of the cap.
+	_, err := run(t, it, "[0] * (1 << 17)")
+	require.ErrorIs(t, err, runtime.ErrResultLimit)
+	v, err := run(t, it, "len([0] * (1 << 15))")
+	require.NoError(t, err)
+	assert.Equal(t, object.Int(1<<15), v)
+
 	// Without MaxResult, MaxMemory bounds values: [s]*300 of a 1 MB string
 	// used to end the interpreter at its hard memory ceiling.
 	it.SetLimits(runtime.Limits{MaxMemory: 64 << 20})
@@ -169,7 +177,7 @@ func TestResultLimit(t *testing.T) {
 	_, err = r.Run(context.Background(), "s = 'a' * 10**6\n[s] * 300")
 	require.ErrorIs(t, err, runtime.ErrResultLimit)
 	require.NoError(t, it.Dead())
-	v, err := r.Run(context.Background(), "len(s)")
+	v, err = r.Run(context.Background(), "len(s)")
 	require.NoError(t, err, "the REPL keeps its state")
 	assert.Equal(t, object.Int(1000000), v)
 

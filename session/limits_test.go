@@ -89,3 +89,32 @@ func TestJSONViewIsBounded(t *testing.T) {
 	s2 := open(t, "view", session.Options{Store: st, Limits: runtime.Limits{MaxMemory: 64 << 20}})
 	assert.Equal(t, object.Int(500), exec(t, s2, "len(x)").Value)
 }
+
+// TestStateNearLimitSaves: a state that fits the memory limit can be saved;
+// the dump's own memory used to trip the hard ceiling (an 80 MiB string
+// under a 128 MiB limit failed every save).
+func TestStateNearLimitSaves(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	s := open(t, "near", session.Options{Store: st, Limits: runtime.Limits{MaxMemory: 128 << 20}})
+	res := exec(t, s, "s = 'a' * (80 << 20)\nlen(s)")
+	require.Nil(t, res.Err)
+	assert.True(t, res.Saved, res.NotSavedReason)
+	s2 := open(t, "near", session.Options{Store: st, Limits: runtime.Limits{MaxMemory: 128 << 20}})
+	assert.Equal(t, object.Int(80<<20), exec(t, s2, "len(s)").Value)
+}
+
+// TestJSONStateOverLimitIsKept: a JSON-only state too large for the
+// caller's memory limit is a memory limit error, not corruption.
+func TestJSONStateOverLimitIsKept(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	big := open(t, "json", session.Options{Store: st, JSONOnly: true, MaxViewSize: 32 << 20})
+	require.Nil(t, exec(t, big, "x = 'a' * (16 << 20)").Err)
+	require.NoError(t, big.Close(ctx))
+	_, err := session.Open(ctx, "json", session.Options{Store: st, JSONOnly: true, Limits: runtime.Limits{MaxMemory: 4 << 20}})
+	require.ErrorIs(t, err, runtime.ErrMemoryLimit)
+	assert.NotErrorIs(t, err, session.ErrCorrupt)
+	list, err := st.List(ctx)
+	require.NoError(t, err)
+	assert.Len(t, list, 1, "no quarantine copy")
+}

@@ -272,10 +272,13 @@ func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
 
 // blobFault classifies an error met while restoring a decoded blob: a
 // failure of the blob itself (ErrCorrupt, so the blob is kept aside) unless
-// it is the caller's cancellation or a dead interpreter, which say nothing
-// about the blob.
+// it is the caller's cancellation, a dead interpreter or the memory limit,
+// which say nothing about the blob.
 func blobFault(ctx context.Context, err error, what string) error {
-	if err == nil || ctx.Err() != nil || errors.Is(err, runtime.ErrCancelled) || errors.Is(err, runtime.ErrDead) {
+	if err == nil || ctx.Err() != nil || errors.Is(err, runtime.ErrCancelled) || errors.Is(err, runtime.ErrDead) ||
+		errors.Is(err, runtime.ErrMemoryLimit) {
+		// Not the blob's fault: a state too large for this caller's
+		// memory limit is kept as it is.
 		return err
 	}
 	return corrupt("%s: %v", what, err)
@@ -356,8 +359,21 @@ func (s *Session) injectJSON(ctx context.Context, view object.Dict) error {
 	for _, p := range view {
 		inputs = append(inputs, runtime.Input{Name: string(p.Key.(object.Str)), Value: p.Value})
 	}
-	_, err = repl.Run(ctx, "None", inputs...)
-	return err
+	if _, err = repl.Run(ctx, "None", inputs...); err != nil {
+		return err
+	}
+	// Nothing ran that could reach the memory limit: measure, as loading
+	// a dump does.
+	if limit := s.opts.Limits.MaxMemory; limit > 0 {
+		used, err := s.it.MemoryUsage(ctx)
+		if err != nil {
+			return err
+		}
+		if used > limit {
+			return &runtime.StateLimitError{Need: used, Limit: limit}
+		}
+	}
+	return nil
 }
 
 func parseView(raw json.RawMessage) (object.Dict, error) {

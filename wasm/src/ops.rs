@@ -228,7 +228,7 @@ fn run_op(op: u32, handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Tabl
         OP_RESUME => resume(handle, r, w, t, print),
         OP_REPL_NEW => repl_new(r, w, t),
         OP_FEED => feed(handle, r, w, t, print),
-        OP_DUMP => dump_op(handle, w, t),
+        OP_DUMP => dump_op(handle, r, w, t),
         OP_LOAD => load(r, w, t),
         OP_FREE => {
             t.slots.remove(&handle);
@@ -411,19 +411,7 @@ fn finish_run(
     print: &mut HostPrint,
 ) -> OpResult {
     w.array(2);
-    if let RunProgress::Complete(v) = &progress {
-        w.uint(0);
-        w.array(2);
-        w.uint(0);
-        value::encode(w, v)?;
-        return Ok(());
-    }
-    let mut body = Writer::default();
-    while let Err(e) = write_run_progress(&mut body, &progress) {
-        let exc = too_large(e)?;
-        progress =
-            resume_run(progress, Answer::Abort(exc), PrintWriter::Callback(print)).map_err(Failure::Exception)?;
-        body = Writer::default();
+    loop {
         if let RunProgress::Complete(v) = &progress {
             w.uint(0);
             w.array(2);
@@ -431,14 +419,24 @@ fn finish_run(
             value::encode(w, v)?;
             return Ok(());
         }
+        let mut body = Writer::default();
+        match write_run_progress(&mut body, &progress) {
+            Ok(()) => {
+                let id = t.insert(Slot::Run {
+                    progress: Box::new(progress),
+                    script,
+                });
+                w.uint(u64::from(id));
+                w.buf.extend_from_slice(&body.buf);
+                return Ok(());
+            }
+            Err(e) => {
+                let exc = too_large(e)?;
+                progress = resume_run(progress, Answer::Abort(exc), PrintWriter::Callback(print))
+                    .map_err(Failure::Exception)?;
+            }
+        }
     }
-    let id = t.insert(Slot::Run {
-        progress: Box::new(progress),
-        script,
-    });
-    w.uint(u64::from(id));
-    w.buf.extend_from_slice(&body.buf);
-    Ok(())
 }
 
 /// The exception that aborts a pause whose description is over the size
@@ -766,8 +764,17 @@ fn feed(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print: &
     finish_repl(handle, result, script, w, t, print)
 }
 
-/// → `[kind, bytes]`
-fn dump_op(handle: u32, w: &mut Writer, t: &Table) -> OpResult {
+/// `[max_memory?]` (or no request) → `[kind, bytes]`. Serialising holds the
+/// heap, the dump and the response at once: with the session's memory limit
+/// the hard ceiling is armed for that (four times the limit), since a dump
+/// is bounded by the heap it copies; the response is written at its exact
+/// size.
+fn dump_op(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &Table) -> OpResult {
+    if r.array_of(1).is_ok() {
+        let memory = r.opt_uint()?.map(|v| usize::try_from(v).unwrap_or(usize::MAX));
+        // Errors only when the allocator is not installed, which it is.
+        let _ = monty_alloc::set_hard_limit(memory.map(|m| m.saturating_mul(4).saturating_add(HARD_LIMIT_HEADROOM)));
+    }
     let dump_err = |e: monty::DumpEncodeError| Failure::Api(format!("dump failed: {e:?}"));
     let (kind, bytes) = match t.slots.get(&handle) {
         Some(Slot::Program { run, .. }) => (
@@ -787,6 +794,7 @@ fn dump_op(handle: u32, w: &mut Writer, t: &Table) -> OpResult {
         }
         None => return Err(no_handle(handle)),
     };
+    w.buf.reserve_exact(bytes.len() + 32);
     w.array(2);
     w.uint(kind);
     w.bytes(&bytes);

@@ -73,17 +73,27 @@ fn check_room(w: &Writer, extra: usize) -> Result<(), ValueError> {
     Ok(())
 }
 
+/// The items one encoded value may have: fewer under a size cap (one per
+/// [`BYTES_PER_ITEM`] bytes of it), because the host's decoded form of an
+/// item costs tens of bytes however small its encoding.
+fn item_budget() -> usize {
+    MAX_ENCODED_NODES.min(SIZE_CAP.get() / BYTES_PER_ITEM)
+}
+
+/// Bytes of the size cap per item allowed (see [`item_budget`]).
+const BYTES_PER_ITEM: usize = 16;
+
 /// Encodes a value.
 pub fn encode(w: &mut Writer, v: &MontyObject) -> Result<(), ValueError> {
     let (graph, root) = unstable::graph_parts(v);
-    let mut budget = MAX_ENCODED_NODES;
+    let mut budget = item_budget();
     enc(w, graph, root, 0, &mut budget)
 }
 
 /// Encodes call arguments as `[args], [name, value, ...]`.
 pub fn encode_call_args(w: &mut Writer, args: &CallArgs) -> Result<(), ValueError> {
     let (graph, arg_ids, kwarg_ids) = unstable::call_args_parts(args);
-    let mut budget = MAX_ENCODED_NODES;
+    let mut budget = item_budget();
     w.array(arg_ids.len());
     for id in arg_ids {
         enc(w, graph, *id, 0, &mut budget)?;
@@ -163,7 +173,7 @@ fn enc(w: &mut Writer, g: &MontyGraph, id: NodeId, depth: usize, budget: &mut us
         return Err("value is nested too deeply to transfer (more than 1000 levels)".into());
     }
     if *budget == 0 {
-        return Err(format!("{TOO_LARGE}: more than {MAX_ENCODED_NODES} items"));
+        return Err(format!("{TOO_LARGE}: more than {} items", item_budget()));
     }
     *budget -= 1;
     check_room(w, 16)?;
