@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -277,4 +278,23 @@ func TestLimitOf(t *testing.T) {
 		assert.False(t, names[name], "unique: %s", name)
 		names[name] = true
 	}
+}
+
+// TestHugeExceptionIsClipped: an exception's message and traceback leave
+// the sandbox cut to 64 KiB, whatever the code made them.
+func TestHugeExceptionIsClipped(t *testing.T) {
+	it := newInterp(t)
+	_, err := run(t, it, "raise ValueError('é' * (20 << 20))")
+	var pyErr *runtime.Error
+	require.ErrorAs(t, err, &pyErr)
+	assert.Equal(t, "ValueError", pyErr.Type)
+	assert.Less(t, len(pyErr.Message), 70<<10)
+	assert.Contains(t, pyErr.Message, "more bytes]")
+	assert.Less(t, len(pyErr.Text), 70<<10)
+	assert.Contains(t, pyErr.Text, "bytes cut]")
+	assert.True(t, strings.HasPrefix(pyErr.Text, "Traceback"), pyErr.Text[:40])
+	assert.True(t, utf8.ValidString(pyErr.Message) && utf8.ValidString(pyErr.Text), "cut at character boundaries")
+	v, err := run(t, it, "'still usable'")
+	require.NoError(t, err)
+	assert.Equal(t, object.Str("still usable"), v)
 }

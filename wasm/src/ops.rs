@@ -1,6 +1,6 @@
 //! The operations behind `monty_call`, and the handle table they act on.
 
-use std::{cell::RefCell, collections::HashMap, time::Duration};
+use std::{borrow::Cow, cell::RefCell, collections::HashMap, time::Duration};
 
 use monty::{
     Dump, MontyRepl, MontyRun, ReplContinuationMode, ReplProgress, ReplStartError, RunProgress, Session, SessionRef,
@@ -969,7 +969,7 @@ fn write_exception(w: &mut Writer, exc: &MontyException, print_limit_hit: bool) 
     };
     w.array(5);
     w.text(name);
-    w.opt_text(exc.message());
+    w.opt_text(exc.message().map(|m| clip(m, MAX_EXCEPTION_TEXT)).as_deref());
     let frames = exc.traceback();
     w.array(frames.len());
     for f in frames {
@@ -982,6 +982,47 @@ fn write_exception(w: &mut Writer, exc: &MontyException, print_limit_hit: bool) 
         w.opt_text(f.frame_name.as_deref());
         w.opt_text(f.preview_line.as_deref());
     }
-    w.text(&exc.to_string());
+    w.text(&clip_middle(&exc.to_string(), MAX_EXCEPTION_TEXT));
     w.uint(limit);
+}
+
+/// Most bytes of an exception's message, and of its formatted traceback,
+/// that leave the guest: `raise Exception('x' * 10**8)` must not copy a
+/// hundred megabytes into the host.
+const MAX_EXCEPTION_TEXT: usize = 64 << 10;
+
+/// The largest character boundary of `s` at or below `at`.
+fn boundary_below(s: &str, mut at: usize) -> usize {
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// `s` cut to `max` bytes at a character boundary, saying how much was cut.
+fn clip(s: &str, max: usize) -> Cow<'_, str> {
+    if s.len() <= max {
+        return Cow::Borrowed(s);
+    }
+    let end = boundary_below(s, max);
+    Cow::Owned(format!("{}… [{} more bytes]", &s[..end], s.len() - end))
+}
+
+/// `s` with its middle cut out to fit `max` bytes: a traceback keeps its
+/// first frames and its last line (the exception).
+fn clip_middle(s: &str, max: usize) -> Cow<'_, str> {
+    if s.len() <= max {
+        return Cow::Borrowed(s);
+    }
+    let head = boundary_below(s, max / 2);
+    let mut tail = s.len() - max / 2;
+    while !s.is_char_boundary(tail) {
+        tail += 1;
+    }
+    Cow::Owned(format!(
+        "{}\n… [{} bytes cut] …\n{}",
+        &s[..head],
+        tail - head,
+        &s[tail..]
+    ))
 }

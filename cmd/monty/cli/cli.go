@@ -179,8 +179,11 @@ func parseBytes(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseFloat(s, 64)
-	if err != nil || n <= 0 {
+	if err != nil || !(n > 0) { // NaN too
 		return 0, fmt.Errorf("%q is not a positive size (examples: 64MB, 1GiB)", s)
+	}
+	if n*float64(mult) >= 1<<62 {
+		return 0, fmt.Errorf("%q is too large a size (the largest is 4 EiB)", s)
 	}
 	return int64(n * float64(mult)), nil
 }

@@ -114,6 +114,8 @@ func TestUsageErrors(t *testing.T) {
 		{"-c", "1", "file.py"},
 		{"a.py", "b.py"},
 		{"--max-memory", "lots", "-c", "1"},
+		{"--max-memory", "1e30", "-c", "1"},
+		{"--max-memory", "NaN", "-c", "1"},
 		{"--max-duration", "-1s", "-c", "1"},
 		{"--no-such-flag"},
 		{filepath.Join(t.TempDir(), "missing.py")},
