@@ -78,6 +78,9 @@ type drive struct {
 	running  sync.WaitGroup  // async call goroutines
 	limit    *timeLimitCause // the interpreter's MaxDuration, if any
 	deadline time.Time       // when it passes
+	// stoppable is false when nothing but the run's own end can cancel
+	// ctx: sync host calls then need no goroutine of their own.
+	stoppable bool
 }
 
 // Drive answers e's pauses until it finishes, and returns its value. On
@@ -97,8 +100,9 @@ func (h *Host) Drive(ctx context.Context, e *Execution) (object.Value, error) {
 	}
 	ctx, cancelDeadline := e.it.withDeadline(ctx, start)
 	defer cancelDeadline()
+	stoppable := ctx.Done() != nil // a deadline, or a caller who may give up
 	ctx, cancel := context.WithCancel(ctx)
-	d := &drive{h: h, ctx: ctx, results: make(chan FutureResult, 16), ready: map[uint32]FutureResult{}}
+	d := &drive{h: h, ctx: ctx, stoppable: stoppable, results: make(chan FutureResult, 16), ready: map[uint32]FutureResult{}}
 	if lim := e.it.limits.MaxDuration; lim > 0 {
 		d.limit, d.deadline = &timeLimitCause{limit: lim}, start.Add(lim)
 	}
@@ -234,7 +238,7 @@ func (d *drive) callSync(fn func(context.Context) (object.Value, error)) (Answer
 	start := time.Now()
 	var v object.Value
 	var err error
-	if d.ctx.Done() == nil {
+	if !d.stoppable {
 		v, err = fn(ctx)
 	} else {
 		type result struct {
