@@ -31,8 +31,10 @@ conformance:
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+	scripts/patch-monty.sh
 	cd wasm && PATH=/usr/bin:$$PATH cargo fmt
 
 lint:
 	go vet ./...
+	scripts/patch-monty.sh
 	cd wasm && PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc cargo clippy -- -D warnings && PATH=/usr/bin:$$PATH cargo fmt --check
