@@ -234,7 +234,7 @@ func info(id, key string, vals []any) (inf store.Info, ok bool, err error) {
 	case !okC || !okM || !okE:
 		return bad(fmt.Sprintf("garbled times (fields %s, %s, %s: %q, %q, %q)",
 			fCreated, fModified, fExpires, str(1), str(2), str(3)))
-	case !isSHA256(str(4)):
+	case !storeutil.IsHex(str(4), 64):
 		return bad(fmt.Sprintf("a garbled checksum (field %s: %q)", fSHA, str(4)))
 	case !okN:
 		return bad(fmt.Sprintf("a garbled size (field %s: %q)", fSize, str(5)))
@@ -249,18 +249,6 @@ func info(id, key string, vals []any) (inf store.Info, ok bool, err error) {
 		Expires:  micros(str(3)),
 		Source:   Source,
 	}, true, nil
-}
-
-func isSHA256(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // wrongType is the error for a key under the prefix that is not a hash.

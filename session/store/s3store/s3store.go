@@ -259,7 +259,7 @@ func (s *Store) info(id string, oi minio.ObjectInfo) (inf store.Info, md5hex str
 	}
 	f := strings.Split(raw, ";")
 	var times [3]int64
-	ok := len(f) == 7 && f[0] == infoFormat && f[1] != "" && isHex(f[5], 64) && isHex(f[6], 32)
+	ok := len(f) == 7 && f[0] == infoFormat && f[1] != "" && storeutil.IsHex(f[5], 64) && storeutil.IsHex(f[6], 32)
 	for i := 0; ok && i < 3; i++ {
 		n, err := strconv.ParseInt(f[2+i], 10, 64)
 		ok = err == nil && (n > 0 || i == 2 && n == 0)
@@ -279,19 +279,6 @@ func (s *Store) info(id string, oi minio.ObjectInfo) (inf store.Info, md5hex str
 		SHA256:   f[5],
 		Source:   Source,
 	}, f[6], nil
-}
-
-// isHex reports whether s is n lowercase hex digits.
-func isHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for _, c := range s {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // etagIs reports whether an ETag is the given MD5 (hex).

@@ -124,3 +124,17 @@ func (e *unreadable) Error() string { return e.msg }
 func (e *unreadable) Is(target error) bool {
 	return target == store.ErrUnreadable || target == store.ErrUnavailable
 }
+
+// IsHex reports whether s is n lowercase hex digits (a checksum as the
+// stores record it).
+func IsHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
