@@ -239,7 +239,7 @@ func (d *drive) callSync(fn func(context.Context) (object.Value, error)) (Answer
 	var v object.Value
 	var err error
 	if !d.stoppable {
-		v, err = fn(ctx)
+		v, err = safeCall(ctx, fn)
 	} else {
 		type result struct {
 			v   object.Value
@@ -247,7 +247,7 @@ func (d *drive) callSync(fn func(context.Context) (object.Value, error)) (Answer
 		}
 		done := make(chan result, 1)
 		go func() {
-			v, err := fn(ctx)
+			v, err := safeCall(ctx, fn)
 			done <- result{v, err}
 		}()
 		select {
@@ -278,7 +278,7 @@ func (d *drive) startAsync(id uint32, fn func(context.Context) (object.Value, er
 	go func() {
 		defer d.running.Done()
 		defer cancel()
-		v, err := fn(ctx)
+		v, err := safeCall(ctx, fn)
 		r := FutureResult{CallID: id, Value: orNone(v)}
 		if err != nil {
 			exc := exceptionFor(err)
@@ -289,6 +289,19 @@ func (d *drive) startAsync(id uint32, fn func(context.Context) (object.Value, er
 		case <-d.ctx.Done():
 		}
 	}()
+}
+
+// safeCall calls a host function, turning a panic into an error (raised
+// in Python as RuntimeError): arguments the code chose must not crash the
+// host, and a panic in a call's own goroutine could not be recovered by
+// the caller of Drive.
+func safeCall(ctx context.Context, fn func(context.Context) (object.Value, error)) (v object.Value, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = nil, fmt.Errorf("host function panicked: %v", p)
+		}
+	}()
+	return fn(ctx)
 }
 
 // asyncGrace bounds how long Drive waits, when a run ends, for the async

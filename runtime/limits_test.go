@@ -298,3 +298,27 @@ func TestHugeExceptionIsClipped(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, object.Str("still usable"), v)
 }
+
+// TestHostFunctionPanic: a host function that panics on what the code
+// passed it raises RuntimeError in Python; the host process goes on.
+func TestHostFunctionPanic(t *testing.T) {
+	it := newInterp(t)
+	it.SetLimits(runtime.Limits{MaxDuration: 5 * time.Second}) // sync calls in their own goroutine
+	r, err := it.NewREPL(context.Background())
+	require.NoError(t, err)
+	boom := func(_ context.Context, args []object.Value, _ []object.Pair) (object.Value, error) {
+		return args[5], nil // index out of range
+	}
+	h := &runtime.Host{Functions: map[string]runtime.Function{"boom": {Func: boom}, "aboom": {Func: boom, Async: true}}}
+	for _, code := range []string{"boom()", "await aboom()", "import asyncio\nawait asyncio.gather(aboom(), aboom())"} {
+		_, err := h.Feed(context.Background(), r, "try:\n    "+strings.ReplaceAll(code, "\n", "\n    ")+"\nexcept RuntimeError as e:\n    caught = str(e)\ncaught")
+		require.NoError(t, err, code)
+	}
+	v, err := h.Feed(context.Background(), r, "caught")
+	require.NoError(t, err)
+	assert.Contains(t, string(v.(object.Str)), "host function panicked")
+	it.SetLimits(runtime.Limits{}) // and inline
+	v, err = h.Feed(context.Background(), r, "try:\n    boom()\nexcept RuntimeError as e:\n    caught = 'inline: ' + str(e)\ncaught")
+	require.NoError(t, err)
+	assert.Contains(t, string(v.(object.Str)), "inline: host function panicked")
+}
