@@ -116,6 +116,7 @@ type StateLimitError struct {
 	Limit int64
 }
 
+// Error says what the state needs, the limit, and what to do.
 func (e *StateLimitError) Error() string {
 	return fmt.Sprintf("monty: memory limit exceeded: the state needs at least %s of heap, more than the memory limit of %s; "+
 		"nothing was loaded: raise the memory limit, or start from fresh state", byteSize(e.Need), byteSize(e.Limit))

@@ -277,7 +277,7 @@ func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wir
 	if !ok {
 		return nil, it.kill(errors.New("response outside memory"))
 	}
-	resp := b
+	var resp []byte
 	if len(b) > releaseAbove {
 		// A large response is copied for this call only, not kept for reuse.
 		resp = bytes.Clone(b)

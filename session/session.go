@@ -244,9 +244,6 @@ func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
 				s.repl = repl
 				return nil
 			}
-			if errors.Is(err, runtime.ErrMemoryLimit) {
-				return err
-			}
 			if !errors.Is(err, runtime.ErrInvalidDump) {
 				return blobFault(ctx, err, "the dump does not load")
 			}
@@ -582,8 +579,8 @@ func (s *Session) snapshotEach(ctx context.Context, budget int64) (names []strin
 			continue
 		case err != nil:
 			return nil, nil, nil, fmt.Errorf("session: reading global %q: %w", name, err)
-		case m == nil || member == "":
-			continue // not JSON-serialisable
+		case member == "":
+			continue // None: not JSON-serialisable
 		}
 		if b.Len() > 1 {
 			b.WriteString(", ")

@@ -654,66 +654,52 @@ fn finish_repl(
     t: &mut Table,
     print: &mut HostPrint,
 ) -> OpResult {
-    while let Ok(progress @ (ReplProgress::FunctionCall(_) | ReplProgress::OsCall(_))) = result {
-        let mut probe = Writer::default();
-        match write_repl_progress(&mut probe, &progress) {
-            Ok(()) => {
-                result = Ok(progress);
-                break;
+    loop {
+        let progress = match result {
+            Ok(ReplProgress::Complete { repl, value }) => {
+                t.slots.insert(
+                    handle,
+                    Slot::Repl {
+                        repl: Repl::Idle(Box::new(repl)),
+                        script,
+                    },
+                );
+                w.array(2);
+                w.uint(0);
+                value::encode(w, &value)?;
+                return Ok(());
             }
-            Err(e) => match too_large(e) {
-                Ok(exc) => result = resume_repl(progress, Answer::Abort(exc), PrintWriter::Callback(print)),
-                Err(other) => {
-                    t.slots.insert(
-                        handle,
-                        Slot::Repl {
-                            repl: Repl::Paused(Box::new(progress)),
-                            script,
-                        },
-                    );
-                    return Err(other);
+            Err(err) => {
+                let ReplStartError { repl, error } = *err;
+                t.slots.insert(
+                    handle,
+                    Slot::Repl {
+                        repl: Repl::Idle(Box::new(repl)),
+                        script,
+                    },
+                );
+                return Err(Failure::Exception(error));
+            }
+            Ok(progress) => progress,
+        };
+        let mut body = Writer::default();
+        // Arguments over the size cap abort the pause (`Err(Ok(exc))`).
+        match write_repl_progress(&mut body, &progress).map_err(too_large) {
+            Err(Ok(exc)) => result = resume_repl(progress, Answer::Abort(exc), PrintWriter::Callback(print)),
+            described => {
+                t.slots.insert(
+                    handle,
+                    Slot::Repl {
+                        repl: Repl::Paused(Box::new(progress)),
+                        script,
+                    },
+                );
+                if let Err(Err(failure)) = described {
+                    return Err(failure);
                 }
-            },
-        }
-    }
-    match result {
-        Ok(ReplProgress::Complete { repl, value }) => {
-            t.slots.insert(
-                handle,
-                Slot::Repl {
-                    repl: Repl::Idle(Box::new(repl)),
-                    script,
-                },
-            );
-            w.array(2);
-            w.uint(0);
-            value::encode(w, &value)?;
-            Ok(())
-        }
-        Ok(progress) => {
-            let mut body = Writer::default();
-            let described = write_repl_progress(&mut body, &progress);
-            t.slots.insert(
-                handle,
-                Slot::Repl {
-                    repl: Repl::Paused(Box::new(progress)),
-                    script,
-                },
-            );
-            described?;
-            w.buf.extend_from_slice(&body.buf);
-            Ok(())
-        }
-        Err(err) => {
-            let ReplStartError { repl, error } = *err;
-            t.slots.insert(
-                handle,
-                Slot::Repl {
-                    repl: Repl::Idle(Box::new(repl)),
-                    script,
-                },
-            );
-            Err(Failure::Exception(error))
+                w.buf.extend_from_slice(&body.buf);
+                return Ok(());
+            }
         }
     }
 }
