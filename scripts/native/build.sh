@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds monty-native (the native monty harness) and prints the binary's path.
 #
-#   scripts/native/build.sh [fetch]
+#   scripts/native/build.sh [fetch|check]
 #
 # With `fetch` it only downloads the locked dependencies (monty 1.4.0 and
 # friends, whose test_cases/ the conformance run reads) and prints nothing.
+# With `check` it only says (exit status 0 or 1) whether a Rust toolchain
+# that can build it is there (scripts/bench.sh installs one when not).
 #
 # monty 1.4.0 needs Rust 1.96: Debian's toolchain in /usr/bin is used when
 # present (rustup's default may be older).
@@ -22,6 +24,9 @@ have=$(rustc --version | awk '{print $2}')
 if [ "$(printf '%s\n1.96.0\n' "$have" | sort -V | head -1)" != "1.96.0" ]; then
   echo "native/build.sh: monty 1.4.0 needs rustc >= 1.96.0, found $have (scripts/install-toolchain.sh installs it)" >&2
   exit 1
+fi
+if [ "${1:-}" = check ]; then
+  exit 0
 fi
 cd "$here"
 if [ "${1:-}" = fetch ]; then

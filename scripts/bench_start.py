@@ -1,0 +1,260 @@
+"""Start-time measurements of the monty command, for scripts/bench.sh.
+
+    python3 scripts/bench_start.py MONTY_BINARY WARM_CACHE_DIR [--runs N] [--cold-runs N]
+
+Prints lines in bench.sh's results format, "start <key> <ns>":
+
+  monty_c       `monty -c 'print(1)'` in a fresh process with the compiled
+                module in WARM_CACHE_DIR (filled first by one untimed run);
+                the median of --runs runs (default 15)
+  python_c      `python3 -c 'print(1)'` likewise, with this interpreter's
+                own binary (sys.executable: not a pyenv shim)
+  serve_cold    `monty serve` with a fresh, empty MONTY_CACHE_DIR: from
+                starting the process to the first successful `POST /exec`
+                of `1 + 1`; the median of --cold-runs runs (default 3)
+  mcp_cold      `monty mcp` with a fresh, empty MONTY_CACHE_DIR: from
+                starting the process to the answer of a tools/call of
+                execute_python with `1+1` (after initialize and
+                notifications/initialized, sent at once); median likewise
+  cli_cold      `monty -c 'print(1)'` with a fresh, empty MONTY_CACHE_DIR:
+                a process that has to compile the module (once; reference)
+
+Each measured answer is checked (the printed 1, the result 2). A part that
+fails prints a message to stderr and no line, and the exit status is 1.
+Only the standard library is used, so any python3 runs it.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+API_KEY = "bench-key"
+# Straight to 127.0.0.1, whatever *_proxy variables say.
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# Plenty for a cold start on a busy 2-core machine; a run past it fails.
+TIMEOUT = 180.0
+
+
+def log(msg):
+    print(f"bench_start.py: {msg}", file=sys.stderr, flush=True)
+
+
+def report(key, ns):
+    print(f"start {key} {ns:.0f}", flush=True)
+
+
+def base_env(cache_dir):
+    env = dict(os.environ)
+    env["MONTY_CACHE_DIR"] = cache_dir
+    # Nothing of the caller's monty configuration may change what is timed.
+    for name in ("MONTY_STORE", "MONTY_ADDR", "MONTY_API_KEYS", "MONTY_API_KEY_FILE"):
+        env.pop(name, None)
+    # serve refuses to start without a signing key.
+    env["MONTY_SIGNING_KEY"] = "bench-signing-key-0123456789abcdef"
+    return env
+
+
+def timed_run(argv, env, want):
+    """Runs argv to its end; returns the wall time in ns."""
+    start = time.perf_counter_ns()
+    proc = subprocess.run(argv, env=env, capture_output=True, timeout=TIMEOUT)
+    elapsed = time.perf_counter_ns() - start
+    if proc.returncode != 0 or proc.stdout != want:
+        raise RuntimeError(
+            f"{argv[0]} exited {proc.returncode} with stdout {proc.stdout!r} (want {want!r}); "
+            f"stderr: {proc.stderr.decode(errors='replace')[-2000:]}"
+        )
+    return elapsed
+
+
+def fresh_processes(monty, cache_dir, runs):
+    """monty -c and python3 -c, interleaved so that both see the same load."""
+    env = base_env(cache_dir)
+    argv_monty = [monty, "-c", "print(1)"]
+    argv_python = [sys.executable, "-c", "print(1)"]
+    # Fill the cache (and the page cache) before anything is timed.
+    timed_run(argv_monty, env, b"1\n")
+    timed_run(argv_python, env, b"1\n")
+    m, p = [], []
+    for _ in range(runs):
+        m.append(timed_run(argv_monty, env, b"1\n"))
+        p.append(timed_run(argv_python, env, b"1\n"))
+    log(f"monty -c: {fmt_list(m)}")
+    log(f"python3 -c ({sys.executable}): {fmt_list(p)}")
+    return statistics.median(m), statistics.median(p)
+
+
+def fmt_list(ns):
+    return ", ".join(f"{x / 1e6:.0f}" for x in sorted(ns)) + " ms"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop(proc):
+    """Ends a server this script started (SIGTERM, then SIGKILL)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def serve_cold(monty, cache_dir):
+    """Process start to the first successful POST /exec, no compiled cache."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/exec"
+    body = json.dumps({"code": "1 + 1"}).encode()
+    argv = [monty, "serve", "--addr", f"127.0.0.1:{port}", "--store", "mem:", "--api-key", API_KEY,
+            "--log-level", "warn"]
+    with tempfile.TemporaryFile() as stderr:
+        start = time.perf_counter_ns()
+        proc = subprocess.Popen(argv, env=base_env(cache_dir), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=stderr)
+        try:
+            while True:
+                if proc.poll() is not None:
+                    stderr.seek(0)
+                    raise RuntimeError(f"monty serve exited {proc.returncode}: "
+                                       f"{stderr.read().decode(errors='replace')[-2000:]}")
+                if time.perf_counter_ns() - start > TIMEOUT * 1e9:
+                    raise RuntimeError(f"monty serve did not answer within {TIMEOUT:.0f} s")
+                req = urllib.request.Request(url, data=body, method="POST", headers={
+                    "content-type": "application/json", "x-api-key": API_KEY})
+                try:
+                    with OPENER.open(req, timeout=TIMEOUT) as resp:
+                        answer = json.load(resp)
+                    elapsed = time.perf_counter_ns() - start
+                    break
+                except urllib.error.HTTPError as e:
+                    if e.code == 503:  # up, but not ready yet
+                        time.sleep(0.005)
+                        continue
+                    # Any other refusal will not change: report it.
+                    raise RuntimeError(f"POST /exec answered {e.code}: {e.read()[:2000]!r}")
+                except (ConnectionError, urllib.error.URLError):
+                    time.sleep(0.005)  # not listening yet
+        finally:
+            stop(proc)
+    if answer.get("result") != 2:
+        raise RuntimeError(f"POST /exec answered {answer!r}")
+    return elapsed
+
+
+def mcp_cold(monty, cache_dir):
+    """Process start to the tools/call answer over stdio, no compiled cache."""
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "bench_start", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "execute_python", "arguments": {"code": "1+1"}}},
+    ]
+    argv = [monty, "mcp", "--store", "mem:", "--log-level", "warn"]
+    with tempfile.TemporaryFile() as stderr:
+        start = time.perf_counter_ns()
+        proc = subprocess.Popen(argv, env=base_env(cache_dir), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=stderr)
+        answers = {}
+        done = threading.Event()
+
+        def read():
+            # Lines until the answer to id 2 (or the end of the output).
+            for line in proc.stdout:
+                msg = json.loads(line)
+                if "id" in msg:
+                    answers[msg["id"]] = (msg, time.perf_counter_ns())
+                    if msg["id"] == 2:
+                        break
+            done.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            # All three at once, as a client that does not wait: the
+            # server answers initialize first either way.
+            proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+            proc.stdin.flush()
+            if not done.wait(TIMEOUT):
+                raise RuntimeError(f"monty mcp did not answer within {TIMEOUT:.0f} s")
+            if 2 not in answers:
+                stderr.seek(0)
+                raise RuntimeError(f"monty mcp ended without answering tools/call (exit {proc.poll()}): "
+                                   f"{stderr.read().decode(errors='replace')[-2000:]}")
+        finally:
+            proc.stdin.close()
+            stop(proc)
+            reader.join(5)
+    msg, at = answers[2]
+    result = msg.get("result") or {}
+    text = " ".join(c.get("text", "") for c in result.get("content", []))
+    if result.get("isError") or "2" not in text:
+        raise RuntimeError(f"tools/call answered {msg!r}")
+    return at - start
+
+
+def cold(name, fn, runs):
+    """The median of runs of fn(fresh empty cache dir), each dir removed after."""
+    times = []
+    for _ in range(runs):
+        cache_dir = tempfile.mkdtemp(prefix="monty-bench-cold-")
+        try:
+            times.append(fn(cache_dir))
+        finally:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+    log(f"{name}, no cache: {fmt_list(times)}")
+    return statistics.median(times)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("monty", help="the monty binary (go build ./cmd/monty)")
+    p.add_argument("cache_dir", help="the warm compilation cache for the fresh-process runs")
+    p.add_argument("--runs", type=int, default=15)
+    p.add_argument("--cold-runs", type=int, default=3)
+    args = p.parse_args()
+    monty = os.path.abspath(args.monty)
+    failed = False
+
+    def attempt(what, fn):
+        nonlocal failed
+        try:
+            fn()
+        except Exception as e:  # report and go on with the other parts
+            log(f"{what} failed: {e}")
+            failed = True
+
+    def fresh():
+        m, py = fresh_processes(monty, args.cache_dir, args.runs)
+        report("monty_c", m)
+        report("python_c", py)
+
+    attempt("monty -c / python3 -c (warm cache)", fresh)
+    attempt("monty serve (no cache)",
+            lambda: report("serve_cold", cold("monty serve", lambda d: serve_cold(monty, d), args.cold_runs)))
+    attempt("monty mcp (no cache)",
+            lambda: report("mcp_cold", cold("monty mcp", lambda d: mcp_cold(monty, d), args.cold_runs)))
+    attempt("monty -c (no cache)",
+            lambda: report("cli_cold", cold("monty -c", lambda d: timed_run(
+                [monty, "-c", "print(1)"], base_env(d), b"1\n"), 1)))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
