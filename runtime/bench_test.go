@@ -57,7 +57,7 @@ func BenchmarkLoop(b *testing.B) {
 	b.Run("wazero-close-on-done", func(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		e, err := runtime.NewEngine(ctx, runtime.WithCloseOnContextDone(), runtime.WithCacheDir(cacheDir(b)))
+		e, err := runtime.NewEngine(ctx, runtime.WithCloseOnContextDone())
 		require.NoError(b, err)
 		defer e.Close(ctx)
 		it, err := e.NewInterpreter(ctx)
@@ -150,10 +150,9 @@ func BenchmarkREPLDumpLoad1MB(b *testing.B) {
 // that compiles the module from the warm on-disk cache, runs `1 + 1` and
 // exits: the cold start of a serverless function.
 func BenchmarkFirstResultFreshProcess(b *testing.B) {
-	dir := cacheDir(b)
 	run := func() {
 		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), "MONTY_TEST_FIRST_RESULT=1", runtime.CacheDirEnv+"="+dir)
+		cmd.Env = append(os.Environ(), "MONTY_TEST_FIRST_RESULT=1")
 		out, err := cmd.CombinedOutput()
 		require.NoError(b, err, string(out))
 	}

@@ -2,13 +2,17 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
+	"log/slog"
+	goruntime "runtime"
 	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/monty-go/monty/wasm"
@@ -18,20 +22,68 @@ import (
 // a module reporting another version is refused.
 const ABIVersion = 1
 
-// CacheDirEnv names the environment variable that, when set, gives the
-// default engine an on-disk compilation cache (see [WithCacheDir]).
-const CacheDirEnv = "MONTY_CACHE_DIR"
+// ErrEngineClosed is returned by NewInterpreter after the Engine was closed.
+var ErrEngineClosed = errors.New("monty: engine is closed")
 
-// Engine holds the compiled interpreter module. Compiling takes a few
-// seconds (much less with a warm cache); instantiating an [Interpreter] from
-// an Engine takes about a millisecond. An Engine is safe for concurrent use.
+// Engine holds the compiled interpreter module. Compiling it to machine code
+// takes several seconds the first time; the machine code is cached on disk
+// (see [DefaultCacheDir]), so later processes load it in a fraction of a
+// second. Instantiating an [Interpreter] from an Engine takes about a
+// millisecond.
+//
+// With [WithFastStart], an Engine whose machine code is not cached yet
+// starts on wazero's interpreter engine (ready in about a second, code runs
+// several times slower) and compiles in the background; interpreters
+// created after that compilation run the machine code.
+//
+// An Engine is safe for concurrent use.
 type Engine struct {
+	epoch     time.Time
+	version   string // monty version reported by the module
+	log       *slog.Logger
+	instances sync.Map // module instance -> *Interpreter, for host imports
+	// compiled is closed once new interpreters run machine code, or the
+	// background compilation failed (compileErr).
+	compiled   chan struct{}
+	compileErr error
+	info       CompileInfo
+
+	mu       sync.Mutex
+	cur      *backend   // where new interpreters are made
+	backends []*backend // open: cur, and earlier ones with live interpreters
+	closed   bool
+}
+
+// backend is one wazero runtime holding the compiled module.
+type backend struct {
 	rt       wazero.Runtime
+	cache    wazero.CompilationCache // nil without a cache
 	compiled wazero.CompiledModule
-	epoch    time.Time
-	version  string // monty version reported by the module
-	// instances maps module instances to their Interpreter for host imports.
-	instances sync.Map
+	machine  bool // compiled to machine code (else wazero's interpreter engine)
+	live     int  // open interpreters; guarded by Engine.mu
+}
+
+func (b *backend) close(ctx context.Context) {
+	_ = b.rt.Close(ctx)
+	if b.cache != nil {
+		_ = b.cache.Close(ctx)
+	}
+}
+
+// CompileInfo tells how an Engine got its code ready.
+type CompileInfo struct {
+	// CacheDir is the cache entry used; "" when no cache was used.
+	CacheDir string
+	// Cached reports that the machine code was read from the cache.
+	Cached bool
+	// CacheError says why the cache could not be used or filled (the
+	// module was then compiled in memory), nil when it could.
+	CacheError error
+	// FastStart reports that the engine started on wazero's interpreter
+	// engine while compiling in the background (see [WithFastStart]).
+	FastStart bool
+	// Ready is how long NewEngine took.
+	Ready time.Duration
 }
 
 // EngineOption configures NewEngine.
@@ -41,11 +93,18 @@ type engineConfig struct {
 	cacheDir    string
 	module      []byte
 	memoryPages uint32
+	fastStart   bool
+	log         *slog.Logger
 	tune        func(wazero.RuntimeConfig) wazero.RuntimeConfig // tests only
 }
 
-// WithCacheDir stores compiled machine code in dir (created if missing), so
-// later processes skip compilation. Safe to share between processes.
+// WithCacheDir caches compiled machine code in dir (created if missing)
+// instead of [DefaultCacheDir]; "" turns the cache off. A cache directory
+// is safe to share between processes and between versions of the module:
+// each version has its own entry, and entries not used recently are removed.
+// A directory that cannot be written is used if it already holds this
+// module's machine code, and otherwise costs a warning and an in-memory
+// compilation, never an error.
 func WithCacheDir(dir string) EngineOption {
 	return func(c *engineConfig) { c.cacheDir = dir }
 }
@@ -62,37 +121,190 @@ func WithMaxMemoryPages(pages uint32) EngineOption {
 	return func(c *engineConfig) { c.memoryPages = pages }
 }
 
-// NewEngine compiles the interpreter module. Close it to free the machine
-// code; interpreters created from it must not be used afterwards.
+// WithFastStart makes NewEngine return as soon as wazero's interpreter
+// engine has the module (about a second) when the machine code is not
+// cached: the first interpreters run on it, several times slower, while
+// the machine code is compiled (and cached) in the background; interpreters
+// created afterwards run the machine code (see [Engine.Compiled],
+// [Interpreter.Outdated]). For long-running processes that must answer
+// soon after starting; with a warm cache it changes nothing.
+func WithFastStart() EngineOption {
+	return func(c *engineConfig) { c.fastStart = true }
+}
+
+// WithLogger receives the engine's log records (default: [slog.Default]):
+// at Info, compile_start when the module must be compiled (a cache miss),
+// compile_done when it is, and fast_start / switched around a fast start;
+// at Warn, cache_unusable and cache_damaged when the cache cannot be used;
+// at Error, compile_failed when the background compilation fails. Each
+// record carries its name in the attribute "event".
+func WithLogger(l *slog.Logger) EngineOption {
+	return func(c *engineConfig) { c.log = l }
+}
+
+// NewEngine compiles the interpreter module, or loads its machine code from
+// the cache. Close it to free the machine code; interpreters created from
+// it must not be used afterwards.
 func NewEngine(ctx context.Context, opts ...EngineOption) (*Engine, error) {
-	cfg := engineConfig{module: wasm.Module, memoryPages: 65536}
+	start := time.Now()
+	cfg := engineConfig{cacheDir: DefaultCacheDir(), module: wasm.Module, memoryPages: 65536}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(cfg.memoryPages)
+	if cfg.log == nil {
+		cfg.log = slog.Default()
+	}
+	e := &Engine{epoch: start, log: cfg.log, compiled: make(chan struct{})}
+	var cache *moduleCache
 	if cfg.cacheDir != "" {
-		cache, err := wazero.NewCompilationCacheWithDir(cfg.cacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("monty: compilation cache %s: %w", cfg.cacheDir, err)
+		var err error
+		if cache, err = openModuleCache(cfg.cacheDir, cfg.module); err != nil {
+			e.info.CacheError = err
+			e.log.Warn("the compilation cache cannot be used; compiling in memory (set "+CacheDirEnv+" to a writable directory, or to "+CacheOff+")",
+				"event", "cache_unusable", "cache_dir", cfg.cacheDir, "error", err)
 		}
-		rc = rc.WithCompilationCache(cache)
+	}
+	if cache != nil {
+		e.info.CacheDir, e.info.Cached = cache.entry, cache.warm
+	}
+	var err error
+	if cfg.fastStart && !e.info.Cached {
+		err = e.fastStart(ctx, &cfg, cache)
+	} else {
+		var b *backend
+		if b, err = e.compile(ctx, &cfg, cache, goruntime.GOMAXPROCS(0)); err == nil {
+			e.adopt(b)
+		}
+		close(e.compiled)
+	}
+	if err != nil {
+		return nil, err
+	}
+	e.updateInfo(func(i *CompileInfo) { i.Ready = time.Since(start) })
+	return e, nil
+}
+
+// updateInfo changes e.info under the lock (a background compilation may
+// change it while callers read it).
+func (e *Engine) updateInfo(f func(*CompileInfo)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f(&e.info)
+}
+
+// fastStart loads the module on wazero's interpreter engine and compiles
+// the machine code in the background, leaving a core for the first
+// requests.
+func (e *Engine) fastStart(ctx context.Context, cfg *engineConfig, cache *moduleCache) error {
+	e.info.FastStart = true
+	start := time.Now()
+	b, err := e.newBackend(ctx, cfg, nil, false, 1)
+	if err != nil {
+		close(e.compiled)
+		return err
+	}
+	e.adopt(b)
+	e.log.Info("interpreter ready on wazero's interpreter engine; compiling machine code in the background",
+		"event", "fast_start", "took", time.Since(start).Round(time.Millisecond))
+	go func() {
+		defer close(e.compiled)
+		start := time.Now()
+		mb, err := e.compile(context.WithoutCancel(ctx), cfg, cache, max(goruntime.GOMAXPROCS(0)-1, 1))
+		if err != nil {
+			e.compileErr = err
+			e.log.Error("compiling the interpreter failed; it keeps running on wazero's interpreter engine",
+				"event", "compile_failed", "error", err)
+			return
+		}
+		if e.adopt(mb) {
+			e.log.Info("new interpreters run compiled machine code", "event", "switched", "took", time.Since(start).Round(time.Millisecond))
+		}
+	}()
+	return nil
+}
+
+// compile makes a backend with machine code, from the cache when it holds
+// it. A damaged or unwritable cache entry is written afresh, else the
+// module is compiled in memory.
+func (e *Engine) compile(ctx context.Context, cfg *engineConfig, cache *moduleCache, workers int) (*backend, error) {
+	start := time.Now()
+	if cache == nil || !cache.warm {
+		attrs := []any{"event", "compile_start"}
+		if cache != nil {
+			attrs = append(attrs, "cache_dir", cache.root)
+		}
+		e.log.Info("compiling the interpreter module to machine code; this takes several seconds, once per module version", attrs...)
+	}
+	b, err := e.newBackend(ctx, cfg, cache, true, workers)
+	if err != nil && cache != nil && ctx.Err() == nil && cacheFault(err, cache) {
+		e.log.Warn("the compilation cache entry is damaged or cannot be written; compiling again",
+			"event", "cache_damaged", "cache_dir", cache.entry, "error", err)
+		e.updateInfo(func(i *CompileInfo) { i.Cached = false })
+		if cerr := cache.clear(); cerr != nil {
+			cache = nil
+		}
+		if b, err = e.newBackend(ctx, cfg, cache, true, workers); err != nil && cache != nil {
+			e.updateInfo(func(i *CompileInfo) { i.CacheError, i.CacheDir = err, "" })
+			cache = nil
+			b, err = e.newBackend(ctx, cfg, nil, true, workers)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cache != nil && !cache.warm {
+		if err := cache.markReady(); err != nil {
+			e.updateInfo(func(i *CompileInfo) { i.CacheError = err })
+		}
+	}
+	if info := e.CompileInfo(); !info.Cached {
+		e.log.Info("interpreter module compiled", "event", "compile_done", "took", time.Since(start).Round(time.Millisecond),
+			"cache_dir", info.CacheDir)
+	}
+	return b, nil
+}
+
+// cacheFault reports whether err may come from the cache rather than the
+// module: any error reading a warm entry, a file error writing a cold one.
+func cacheFault(err error, cache *moduleCache) bool {
+	var pe *fs.PathError
+	return cache.warm || errors.As(err, &pe)
+}
+
+// newBackend compiles the module into a new wazero runtime (machine code,
+// or wazero's interpreter engine) and checks that it is an interpreter
+// module this package can speak to.
+func (e *Engine) newBackend(ctx context.Context, cfg *engineConfig, cache *moduleCache, machine bool, workers int) (*backend, error) {
+	rc := wazero.NewRuntimeConfigInterpreter()
+	if machine {
+		rc = wazero.NewRuntimeConfig()
+	}
+	rc = rc.WithMemoryLimitPages(cfg.memoryPages)
+	b := &backend{machine: machine}
+	if cache != nil {
+		cc, err := wazero.NewCompilationCacheWithDir(cache.entry)
+		if err != nil {
+			return nil, fmt.Errorf("monty: compilation cache: %w", err)
+		}
+		b.cache = cc
+		rc = rc.WithCompilationCache(cc)
 	}
 	if cfg.tune != nil {
 		rc = cfg.tune(rc)
 	}
-	e := &Engine{rt: wazero.NewRuntimeWithConfig(ctx, rc), epoch: time.Now()}
-	if err := e.init(ctx, cfg.module); err != nil {
-		_ = e.rt.Close(ctx)
+	b.rt = wazero.NewRuntimeWithConfig(ctx, rc)
+	if err := e.load(experimental.WithCompilationWorkers(ctx, workers), b, cfg.module); err != nil {
+		b.close(ctx)
 		return nil, err
 	}
-	return e, nil
+	return b, nil
 }
 
-func (e *Engine) init(ctx context.Context, module []byte) error {
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
+func (e *Engine) load(ctx context.Context, b *backend, module []byte) error {
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, b.rt); err != nil {
 		return fmt.Errorf("monty: instantiate WASI: %w", err)
 	}
-	_, err := e.rt.NewHostModuleBuilder("monty").
+	_, err := b.rt.NewHostModuleBuilder("monty").
 		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(e.hostPrint),
 			[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32},
@@ -103,22 +315,22 @@ func (e *Engine) init(ctx context.Context, module []byte) error {
 	if err != nil {
 		return fmt.Errorf("monty: host module: %w", err)
 	}
-	e.compiled, err = e.rt.CompileModule(ctx, module)
+	b.compiled, err = b.rt.CompileModule(ctx, module)
 	if err != nil {
 		return fmt.Errorf("monty: compile module: %w", err)
 	}
 	for _, name := range []string{"monty_abi_version", "monty_reserve", "monty_call", "monty_release"} {
-		if _, ok := e.compiled.ExportedFunctions()[name]; !ok {
+		if _, ok := b.compiled.ExportedFunctions()[name]; !ok {
 			return fmt.Errorf("monty: module does not export %s: not a monty-go interpreter module", name)
 		}
 	}
 	// One throwaway instance checks the protocol version and reads the
 	// interpreter version.
-	it, err := e.NewInterpreter(ctx)
+	it, err := e.instantiate(ctx, b)
 	if err != nil {
 		return err
 	}
-	defer it.Close(ctx)
+	defer it.destroy(ctx)
 	abi, err := it.fnABI.Call(ctx)
 	if err != nil {
 		return fmt.Errorf("monty: read ABI version: %w", err)
@@ -126,16 +338,132 @@ func (e *Engine) init(ctx context.Context, module []byte) error {
 	if abi[0] != ABIVersion {
 		return fmt.Errorf("monty: module speaks ABI version %d, this package speaks %d: rebuild the module (make wasm) or update the package", abi[0], ABIVersion)
 	}
-	e.version, err = it.info(ctx)
-	return err
+	version, err := it.info(ctx)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.version == "" {
+		e.version = version
+	} else if version != e.version {
+		return fmt.Errorf("monty: module reports monty %s, expected %s", version, e.version)
+	}
+	return nil
+}
+
+// adopt makes b the backend of new interpreters, closing the previous one
+// if no interpreter uses it. It reports false (and closes b) when the
+// engine was closed meanwhile.
+func (e *Engine) adopt(b *backend) bool {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		b.close(context.Background())
+		return false
+	}
+	old := e.cur
+	e.cur = b
+	e.backends = append(e.backends, b)
+	idle := old != nil && old.live == 0
+	if idle {
+		e.forget(old)
+	}
+	e.mu.Unlock()
+	if idle {
+		old.close(context.Background())
+	}
+	return true
+}
+
+// acquire returns the backend for a new interpreter and counts it.
+func (e *Engine) acquire() (*backend, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrEngineClosed
+	}
+	e.cur.live++
+	return e.cur, nil
+}
+
+// release uncounts an interpreter of b, closing b when it was the last one
+// of a backend new interpreters no longer use.
+func (e *Engine) release(b *backend) {
+	e.mu.Lock()
+	b.live--
+	idle := b.live == 0 && b != e.cur && !e.closed
+	if idle {
+		e.forget(b)
+	}
+	e.mu.Unlock()
+	if idle {
+		b.close(context.Background())
+	}
+}
+
+// forget drops b from the open backends; e.mu is held.
+func (e *Engine) forget(b *backend) {
+	for i, x := range e.backends {
+		if x == b {
+			e.backends = append(e.backends[:i], e.backends[i+1:]...)
+			return
+		}
+	}
+}
+
+// current is the backend new interpreters are made from.
+func (e *Engine) current() *backend {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cur
 }
 
 // MontyVersion is the version of the monty crate the module was built from.
 func (e *Engine) MontyVersion() string { return e.version }
 
-// Close releases the compiled module and every interpreter made from it.
+// CompileInfo tells where the engine's code came from and how long it took.
+func (e *Engine) CompileInfo() CompileInfo {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.info
+}
+
+// Compiled reports whether new interpreters run compiled machine code:
+// always, except during a fast start (see [WithFastStart]).
+func (e *Engine) Compiled() bool {
+	return e.current().machine
+}
+
+// WaitCompiled waits until new interpreters run compiled machine code (see
+// [WithFastStart]). It returns the background compilation's error if it
+// failed, or ctx's error.
+func (e *Engine) WaitCompiled(ctx context.Context) error {
+	select {
+	case <-e.compiled:
+		return e.compileErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close releases the compiled module and every interpreter made from it. A
+// background compilation still running finishes on its own and is
+// discarded.
 func (e *Engine) Close(ctx context.Context) error {
-	return e.rt.Close(ctx)
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	backends := e.backends
+	e.backends = nil
+	e.mu.Unlock()
+	for _, b := range backends {
+		b.close(ctx)
+	}
+	return nil
 }
 
 var defaultEngine struct {
@@ -145,22 +473,18 @@ var defaultEngine struct {
 }
 
 // Default returns the process-wide engine, compiling the module on first use
-// (concurrent callers wait for the same compilation). When the environment
-// variable MONTY_CACHE_DIR is set, compiled code is cached there.
+// (concurrent callers wait for the same compilation), with the machine code
+// cached in [DefaultCacheDir].
 func Default(ctx context.Context) (*Engine, error) {
 	defaultEngine.once.Do(func() {
-		var opts []EngineOption
-		if dir := os.Getenv(CacheDirEnv); dir != "" {
-			opts = append(opts, WithCacheDir(dir))
-		}
-		defaultEngine.e, defaultEngine.err = NewEngine(context.WithoutCancel(ctx), opts...)
+		defaultEngine.e, defaultEngine.err = NewEngine(context.WithoutCancel(ctx))
 	})
 	return defaultEngine.e, defaultEngine.err
 }
 
 // Precompile compiles the default engine now rather than on first use, for
-// example at program start or while building a deployment image (with
-// MONTY_CACHE_DIR set, the result lands in the cache).
+// example at program start or while building a deployment image (the
+// machine code lands in [DefaultCacheDir]).
 func Precompile(ctx context.Context) error {
 	_, err := Default(ctx)
 	return err

@@ -13,3 +13,6 @@ func WithCloseOnContextDone() EngineOption {
 
 // ClockReads returns how many times the interpreter read its monotonic clock.
 func (it *Interpreter) ClockReads() int64 { return it.clockReads.Load() }
+
+// PinnedWazeroVersion is the wazero version test binaries key the cache by.
+const PinnedWazeroVersion = pinnedWazeroVersion

@@ -60,14 +60,15 @@ const (
 // An Interpreter is not safe for concurrent use: use one per goroutine, or
 // take them from a Pool. Close it when done.
 type Interpreter struct {
-	engine *Engine
-	mod    api.Module
-	mem    api.Memory
-	fnABI  api.Function
-	fnRes  api.Function
-	fnCall api.Function
-	fnRel  api.Function
-	stack  [3]uint64
+	engine  *Engine
+	backend *backend
+	mod     api.Module
+	mem     api.Memory
+	fnABI   api.Function
+	fnRes   api.Function
+	fnCall  api.Function
+	fnRel   api.Function
+	stack   [3]uint64
 
 	reqPtr, reqCap uint32
 	req            wire.Writer
@@ -87,7 +88,23 @@ type Interpreter struct {
 // NewInterpreter instantiates a fresh interpreter with DefaultLimits and
 // output collected (see SetOutput).
 func (e *Engine) NewInterpreter(ctx context.Context) (*Interpreter, error) {
-	it := &Interpreter{engine: e, limits: DefaultLimits(), handles: map[uint32]struct{}{}}
+	b, err := e.acquire()
+	if err != nil {
+		return nil, err
+	}
+	it, err := e.instantiate(ctx, b)
+	if err != nil {
+		e.release(b)
+		return nil, err
+	}
+	e.instances.Store(it.mod, it)
+	return it, nil
+}
+
+// instantiate makes an interpreter from b, not yet counted or reachable by
+// host imports.
+func (e *Engine) instantiate(ctx context.Context, b *backend) (*Interpreter, error) {
+	it := &Interpreter{engine: e, backend: b, limits: DefaultLimits(), handles: map[uint32]struct{}{}}
 	it.output.max = it.limits.MaxOutput
 	it.stderr.max = 4096
 	cfg := wazero.NewModuleConfig().
@@ -98,7 +115,7 @@ func (e *Engine) NewInterpreter(ctx context.Context) (*Interpreter, error) {
 		WithNanosleep(it.nanosleep).
 		WithRandSource(rand.Reader).
 		WithStderr(&it.stderr)
-	mod, err := e.rt.InstantiateModule(withMemoryAllocator(ctx), e.compiled, cfg)
+	mod, err := b.rt.InstantiateModule(withMemoryAllocator(ctx), b.compiled, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("monty: instantiate interpreter: %w", err)
 	}
@@ -108,7 +125,6 @@ func (e *Engine) NewInterpreter(ctx context.Context) (*Interpreter, error) {
 	it.fnRes = mod.ExportedFunction("monty_reserve")
 	it.fnCall = mod.ExportedFunction("monty_call")
 	it.fnRel = mod.ExportedFunction("monty_release")
-	e.instances.Store(mod, it)
 	return it, nil
 }
 
@@ -118,6 +134,13 @@ func (it *Interpreter) Close(ctx context.Context) error {
 		return nil
 	}
 	it.engine.instances.Delete(it.mod)
+	err := it.destroy(ctx)
+	it.engine.release(it.backend)
+	return err
+}
+
+// destroy closes the module instance.
+func (it *Interpreter) destroy(ctx context.Context) error {
 	err := it.mod.Close(ctx)
 	it.mod = nil
 	if it.dead == nil {
@@ -125,6 +148,17 @@ func (it *Interpreter) Close(ctx context.Context) error {
 	}
 	return err
 }
+
+// Compiled reports whether the interpreter runs compiled machine code
+// (false: wazero's interpreter engine, during a fast start; see
+// [WithFastStart]).
+func (it *Interpreter) Compiled() bool { return it.backend.machine }
+
+// Outdated reports whether the engine now makes interpreters that run
+// faster code than this one (its fast start has finished compiling). A
+// [Pool] discards outdated interpreters; a long-lived one can move its
+// state over with a REPL dump.
+func (it *Interpreter) Outdated() bool { return it.backend != it.engine.current() }
 
 // Dead returns the error that killed the interpreter, or nil if it is usable.
 func (it *Interpreter) Dead() error { return it.dead }

@@ -69,22 +69,30 @@ func (p *Pool) offer(it *Interpreter) {
 }
 
 // Get returns a ready interpreter, or instantiates one if none is ready.
-// Return it with Put (or Close it).
+// Interpreters made before the engine switched to compiled machine code
+// (see [WithFastStart]) are closed instead of handed out. Return it with
+// Put (or Close it).
 func (p *Pool) Get(ctx context.Context) (*Interpreter, error) {
-	select {
-	case it := <-p.ready:
-		p.refill()
-		return it, nil
-	default:
+	for {
+		select {
+		case it := <-p.ready:
+			p.refill()
+			if it.Outdated() {
+				_ = it.Close(ctx)
+				continue
+			}
+			return it, nil
+		default:
+		}
+		return p.engine.NewInterpreter(ctx)
 	}
-	return p.engine.NewInterpreter(ctx)
 }
 
 // Put returns an interpreter for reuse: everything it holds (programs,
-// REPLs, paused runs) is freed and its settings reset. A dead interpreter,
-// or one that does not fit, is closed.
+// REPLs, paused runs) is freed and its settings reset. A dead or outdated
+// interpreter, or one that does not fit, is closed.
 func (p *Pool) Put(it *Interpreter) {
-	if it.dead != nil {
+	if it.dead != nil || it.Outdated() {
 		_ = it.Close(context.Background())
 		return
 	}

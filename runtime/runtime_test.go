@@ -2,8 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -328,7 +326,7 @@ func TestCancellation(t *testing.T) {
 
 func TestTrapKillsOnlyThatInterpreter(t *testing.T) {
 	ctx := context.Background()
-	e, err := runtime.NewEngine(ctx, runtime.WithMaxMemoryPages(1024), runtime.WithCacheDir(cacheDir(t)))
+	e, err := runtime.NewEngine(ctx, runtime.WithMaxMemoryPages(1024))
 	require.NoError(t, err)
 	defer e.Close(ctx)
 	it, err := e.NewInterpreter(ctx)
@@ -383,11 +381,4 @@ func runHost(t testing.TB, it *runtime.Interpreter, code string) (object.Value, 
 	defer p.Close()
 	var h runtime.Host
 	return h.Run(context.Background(), p)
-}
-
-func cacheDir(t testing.TB) string {
-	if d := strings.TrimSpace(os.Getenv(runtime.CacheDirEnv)); d != "" {
-		return d
-	}
-	return t.TempDir()
 }

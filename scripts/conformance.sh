@@ -37,7 +37,5 @@ trap 'rm -rf "$tmp"' EXIT
 echo "conformance.sh: native run of $cases" >&2
 "$native_bin" conformance "$cases" >"$tmp/native.jsonl"
 
-export MONTY_CACHE_DIR=${MONTY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/wazero}
-mkdir -p "$MONTY_CACHE_DIR"
-echo "conformance.sh: Go run (MONTY_CACHE_DIR=$MONTY_CACHE_DIR)" >&2
+echo "conformance.sh: Go run" >&2
 go run ./scripts/conformance -cases "$cases" -native "$tmp/native.jsonl" "$@"

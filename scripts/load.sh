@@ -18,7 +18,6 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-export MONTY_CACHE_DIR=${MONTY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/wazero}
 go build -o "$tmp/monty" ./cmd/monty
 go build -o "$tmp/load" ./scripts/load
 MONTY_SIGNING_KEY=load-test-signing-key-0123456789 "$tmp/monty" serve \

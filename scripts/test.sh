@@ -2,8 +2,9 @@
 # The project's test command (the README's second command; .ci/run calls it).
 # Needs only Go: the interpreter module is committed. It checks formatting,
 # vets, verifies the module stamp (in ./wasm's tests) and runs every test
-# with the race detector. Compiled machine code is cached in
-# $MONTY_CACHE_DIR so the module is compiled once for all test packages.
+# with the race detector. Compiled machine code lands in the default cache
+# (runtime.DefaultCacheDir: $MONTY_CACHE_DIR, else ~/.cache/monty-go/compiled)
+# so the module is compiled once for all test packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # --- session store services: real Redis and S3-compatible servers for the
@@ -15,8 +16,6 @@ if ! scripts/services.sh status >/dev/null 2>&1; then
 fi
 eval "$(scripts/services.sh env)"
 # --- end of session store services
-export MONTY_CACHE_DIR=${MONTY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/wazero}
-mkdir -p "$MONTY_CACHE_DIR"
 
 echo "== gofmt" >&2
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './wasm/target/*'))
@@ -31,5 +30,9 @@ for target in linux/amd64 linux/arm64 darwin/arm64 windows/amd64; do
   CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/monty
   echo "   $target ok" >&2
 done
+echo "== compile the interpreter module once (test binaries share the cache)" >&2
+# A plain test binary compiles several times faster than a -race one; the
+# -race binaries below then load the machine code from the cache.
+go test -count=1 -run '^TestEngineClosed$' ./runtime/ >/dev/null
 echo "== go test -race" >&2
 go test -race -count=1 -timeout 20m "$@" ./...

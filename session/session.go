@@ -413,8 +413,10 @@ func (s *Session) ExecWith(ctx context.Context, code string, inputs ...runtime.I
 	if s.closed {
 		return nil, ErrClosed
 	}
-	if s.repl == nil || s.it == nil || s.it.Dead() != nil {
-		// An earlier failure left no usable interpreter: rebuild the saved state.
+	if s.repl == nil || s.it == nil || s.it.Dead() != nil || s.it.Outdated() {
+		// An earlier failure left no usable interpreter, or the engine runs
+		// faster code since its fast start finished compiling: rebuild the
+		// saved state (which the live state equals between calls).
 		if err := s.rollback(ctx); err != nil {
 			return nil, fmt.Errorf("session %s: restoring the saved state after an earlier failure: %w", s.id, err)
 		}
@@ -472,14 +474,14 @@ func (s *Session) rollback(ctx context.Context) error {
 	if s.saved == nil {
 		return s.freshInterpreter(ctx)
 	}
-	if s.it == nil || s.it.Dead() != nil {
-		if err := s.newInterpreter(ctx); err != nil {
-			return err
-		}
-	}
 	if s.repl != nil {
 		s.repl.Close()
 		s.repl = nil
+	}
+	if s.it == nil || s.it.Dead() != nil || s.it.Outdated() {
+		if err := s.newInterpreter(ctx); err != nil {
+			return err
+		}
 	}
 	s.restore = Restore{Found: true}
 	return s.restoreBlob(ctx, s.saved)

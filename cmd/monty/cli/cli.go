@@ -114,7 +114,7 @@ func source(fs *flag.FlagSet, code string) (string, string, error) {
 }
 
 func execute(ctx context.Context, src, name string, limits runtime.Limits, stdout, stderr io.Writer) int {
-	engine, err := runtime.Default(ctx)
+	engine, err := processEngine(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
 		return ExitException

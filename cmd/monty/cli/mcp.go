@@ -78,10 +78,16 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return storeExit(err)
 	}
 	defer st.Close()
+	engine, err := serviceEngine(ctx, "", logger)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty mcp:", err)
+		return ExitException
+	}
+	defer engine.Close(context.Background())
 	limits := runtime.DefaultLimits()
 	limits.MaxMemory = mem
 	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session: session.Options{Store: st, SigningKey: key, Limits: limits},
+		Session: session.Options{Store: st, Engine: engine, SigningKey: key, Limits: limits},
 		Manager: session.ManagerOptions{MaxLive: *maxLive},
 		Timeout: *timeout,
 	})

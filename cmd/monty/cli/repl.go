@@ -50,7 +50,7 @@ type feeder func(ctx context.Context, code string) (object.Value, string, *runti
 
 // interactive runs the read-eval-print loop until end of input.
 func interactive(ctx context.Context, sessionID, storeSpec string, limits runtime.Limits, stdin io.Reader, stdout, stderr io.Writer) int {
-	engine, err := runtime.Default(ctx)
+	engine, err := processEngine(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
 		return ExitException
@@ -70,7 +70,7 @@ func interactive(ctx context.Context, sessionID, storeSpec string, limits runtim
 			return storeExit(err)
 		}
 		defer st.Close()
-		s, err := session.Open(ctx, sessionID, session.Options{Store: st, Limits: limits})
+		s, err := session.Open(ctx, sessionID, session.Options{Store: st, Engine: engine, Limits: limits})
 		if err != nil {
 			fmt.Fprintln(stderr, "monty:", err)
 			return ExitException

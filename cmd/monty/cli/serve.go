@@ -100,7 +100,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&c.tlsKey, "tls-key", "", "the TLS private key `FILE`")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log records as text or json, to stderr")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&c.cacheDir, "cache-dir", "", "compilation cache `DIR` (see monty precompile)")
+	fs.StringVar(&c.cacheDir, "cache-dir", "", "cache compiled machine code in `DIR` (default "+defaultCacheHint+"; off: none)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -273,17 +273,11 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	start := time.Now()
-	var engine *runtime.Engine
-	if c.cacheDir != "" {
-		engine, err = runtime.NewEngine(ctx, runtime.WithCacheDir(c.cacheDir))
-	} else {
-		engine, err = runtime.Default(ctx)
-	}
+	engine, err := serviceEngine(ctx, c.cacheDir, log)
 	if err != nil {
-		return fmt.Errorf("loading the interpreter: %w", err)
+		return err
 	}
-	log.Info("interpreter ready", "monty_version", engine.MontyVersion(), "took", time.Since(start).Round(time.Millisecond), "cache_dir", c.cacheDir)
+	defer engine.Close(context.Background())
 
 	st, err := openStore(ctx, c.store)
 	if err != nil {
@@ -357,9 +351,9 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 func precompileCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("monty precompile", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dir := fs.String("cache-dir", os.Getenv(runtime.CacheDirEnv), "cache `DIR` to fill [MONTY_CACHE_DIR]; processes started with MONTY_CACHE_DIR=DIR (or monty serve --cache-dir DIR) then skip compilation")
+	dir := fs.String("cache-dir", "", "cache `DIR` to fill (default "+defaultCacheHint+"); processes started with MONTY_CACHE_DIR=DIR (or monty serve --cache-dir DIR) then skip compilation")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: monty precompile --cache-dir DIR\n\nCompiles the interpreter to machine code for this platform and stores it in DIR.\n\nflags:\n")
+		fmt.Fprint(stderr, "usage: monty precompile [--cache-dir DIR]\n\nCompiles the interpreter to machine code for this platform and stores it in the cache.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -368,18 +362,61 @@ func precompileCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		}
 		return ExitUsage
 	}
-	if *dir == "" || fs.NArg() > 0 {
+	if fs.NArg() > 0 {
 		fs.Usage()
 		return ExitUsage
 	}
-	start := time.Now()
-	engine, err := runtime.NewEngine(ctx, runtime.WithCacheDir(*dir))
+	opts := cacheOptions(*dir)
+	if (*dir == "" && runtime.DefaultCacheDir() == "") || strings.EqualFold(*dir, runtime.CacheOff) {
+		fmt.Fprintln(stderr, "monty precompile: the cache is off (MONTY_CACHE_DIR=off, or no user cache directory): give --cache-dir DIR")
+		return ExitUsage
+	}
+	h := &noticeHandler{w: stderr, terminal: isTerminal(os.Stderr)}
+	engine, err := runtime.NewEngine(ctx, append(opts, runtime.WithLogger(slog.New(h)))...)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty precompile:", err)
 		return ExitException
 	}
-	version := engine.MontyVersion()
-	_ = engine.Close(ctx)
-	fmt.Fprintf(stdout, "compiled Monty %s into %s in %s\n", version, *dir, time.Since(start).Round(time.Millisecond))
+	defer engine.Close(ctx)
+	info := engine.CompileInfo()
+	switch {
+	case info.CacheError != nil:
+		fmt.Fprintf(stderr, "monty precompile: the cache could not be filled: %v\n", info.CacheError)
+		return ExitException
+	case info.Cached:
+		fmt.Fprintf(stdout, "Monty %s is already compiled in %s\n", engine.MontyVersion(), info.CacheDir)
+	default:
+		fmt.Fprintf(stdout, "compiled Monty %s into %s in %s\n", engine.MontyVersion(), info.CacheDir, info.Ready.Round(time.Millisecond))
+	}
 	return ExitOK
+}
+
+// defaultCacheHint describes the default cache directory in flag help.
+const defaultCacheHint = "$MONTY_CACHE_DIR, else monty-go/compiled in the user cache directory"
+
+// cacheOptions are the engine options for a --cache-dir value: "" the
+// default cache, "off" none, else that directory.
+func cacheOptions(dir string) []runtime.EngineOption {
+	switch {
+	case dir == "":
+		return nil
+	case strings.EqualFold(dir, runtime.CacheOff):
+		return []runtime.EngineOption{runtime.WithCacheDir("")}
+	}
+	return []runtime.EngineOption{runtime.WithCacheDir(dir)}
+}
+
+// serviceEngine is the engine of serve and mcp: it answers its first
+// request in about a second even when the machine code is not cached
+// (fast start on wazero's interpreter engine), and logs how it started.
+func serviceEngine(ctx context.Context, cacheDir string, log *slog.Logger) (*runtime.Engine, error) {
+	opts := append(cacheOptions(cacheDir), runtime.WithFastStart(), runtime.WithLogger(log))
+	engine, err := runtime.NewEngine(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("loading the interpreter: %w", err)
+	}
+	info := engine.CompileInfo()
+	log.Info("interpreter ready", "monty_version", engine.MontyVersion(), "took", info.Ready.Round(time.Millisecond),
+		"cached", info.Cached, "fast_start", info.FastStart, "cache_dir", info.CacheDir)
+	return engine, nil
 }

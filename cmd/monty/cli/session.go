@@ -69,7 +69,12 @@ func executeSession(ctx context.Context, id, storeSpec, src string, limits runti
 			io.WriteString(stdout, text)
 		}
 	}
-	s, err := session.Open(ctx, id, session.Options{Store: st, Limits: limits, Print: emit})
+	engine, err := processEngine(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
+		return ExitException
+	}
+	s, err := session.Open(ctx, id, session.Options{Store: st, Engine: engine, Limits: limits, Print: emit})
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
 		if errors.Is(err, store.ErrInvalidID) {

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+
+	"golang.org/x/term"
+
+	"github.com/monty-go/monty/runtime"
+)
+
+// cliEngine is the engine of the run, REPL and session commands: one per
+// process, machine code cached in runtime.DefaultCacheDir.
+var cliEngine struct {
+	once sync.Once
+	e    *runtime.Engine
+	err  error
+}
+
+// processEngine returns the process's engine, compiling the module on first use.
+// On a cache miss one line on stderr, when it is a terminal, says what is
+// happening; problems with the cache are printed as warnings.
+//
+// The CLI compiles before running even on a cache miss, rather than
+// starting on wazero's interpreter engine like serve and mcp: a script's
+// run time is unknown in advance (a compute-bound one runs many times
+// slower on the interpreter engine), and the process would still have to
+// finish compiling before exiting to fill the cache for the next run.
+func processEngine(ctx context.Context) (*runtime.Engine, error) {
+	cliEngine.once.Do(func() {
+		h := &noticeHandler{w: os.Stderr, terminal: isTerminal(os.Stderr)}
+		cliEngine.e, cliEngine.err = runtime.NewEngine(context.WithoutCancel(ctx), runtime.WithLogger(slog.New(h)))
+	})
+	return cliEngine.e, cliEngine.err
+}
+
+// noticeHandler turns the engine's log records into the CLI's plain
+// "monty: …" lines: the compile notice (on a terminal only) and warnings.
+type noticeHandler struct {
+	mu       sync.Mutex
+	w        io.Writer
+	terminal bool
+}
+
+func (h *noticeHandler) Enabled(_ context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn || (h.terminal && l >= slog.LevelInfo)
+}
+
+func (h *noticeHandler) Handle(_ context.Context, r slog.Record) error {
+	attrs := map[string]string{}
+	r.Attrs(func(a slog.Attr) bool {
+		attrs[a.Key] = a.Value.String()
+		return true
+	})
+	var line string
+	switch {
+	case r.Level >= slog.LevelWarn:
+		line = fmt.Sprintf("monty: warning: %s", r.Message)
+		if dir := attrs["cache_dir"]; dir != "" {
+			line += " [" + dir + "]"
+		}
+		if err := attrs["error"]; err != "" {
+			line += ": " + err
+		}
+	case attrs["event"] == "compile_start":
+		line = "monty: compiling the Python interpreter for this machine; this happens once and takes several seconds"
+		if dir := attrs["cache_dir"]; dir != "" {
+			line += " (cached in " + dir + ")"
+		}
+	default:
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := fmt.Fprintln(h.w, line)
+	return err
+}
+
+func (h *noticeHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *noticeHandler) WithGroup(string) slog.Handler      { return h }
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
