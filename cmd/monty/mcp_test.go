@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -246,4 +248,45 @@ func TestMCPMalformedInput(t *testing.T) {
 	}
 	assert.Contains(t, stderr.String(), "rejected input line")
 	assert.Less(t, stderr.Len(), 64<<10, "rejected lines are logged truncated")
+}
+
+// syncBuffer is a bytes.Buffer safe for a writing process and a reading
+// test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestMCPAnswersBeforeCompiling: with nothing cached, monty mcp runs its
+// first tool call on wazero's interpreter engine while the machine code
+// compiles in the background.
+func TestMCPAnswersBeforeCompiling(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.Command(binary, "mcp", "--store", "mem:")
+	cmd.Env = append(os.Environ(), "MONTY_CACHE_DIR="+t.TempDir())
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "monty-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	text, isErr := call(t, cs, "execute_python", map[string]any{"code": "1 + 1"})
+	require.False(t, isErr, text)
+	assert.Equal(t, "2", text)
+	log := stderr.String()
+	assert.Contains(t, log, "event=fast_start")
+	assert.NotContains(t, log, "event=switched", "the first call waited for the compilation")
 }

@@ -3,10 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/monty-go/monty/runtime/runtimetest"
 )
 
 func TestServeConfigErrors(t *testing.T) {
@@ -62,16 +65,47 @@ func TestServeEnvAndKeys(t *testing.T) {
 
 func TestPrecompile(t *testing.T) {
 	var out, errOut bytes.Buffer
-	t.Setenv("MONTY_CACHE_DIR", "")
-	if code := Run(context.Background(), []string{"precompile"}, nil, &out, &errOut); code != ExitUsage {
-		t.Fatalf("precompile without a directory: exit %d", code)
+	dir := runtimetest.UnfinishedCache(t)
+	t.Setenv("MONTY_CACHE_DIR", "off")
+	if code := Run(context.Background(), []string{"precompile"}, nil, &out, &errOut); code != ExitUsage || !strings.Contains(errOut.String(), "the cache is off") {
+		t.Fatalf("precompile with the cache off: exit %d %q", code, errOut.String())
 	}
-	dir := filepath.Join(t.TempDir(), "cache")
 	if code := Run(context.Background(), []string{"precompile", "--cache-dir", dir}, nil, &out, &errOut); code != ExitOK || !strings.Contains(out.String(), "compiled Monty") {
 		t.Fatalf("precompile: exit %d %q %q", code, out.String(), errOut.String())
 	}
-	if entries, err := os.ReadDir(dir); err != nil || len(entries) == 0 {
-		t.Fatalf("cache dir after precompile: %v %v", entries, err)
+	if ready, err := filepath.Glob(filepath.Join(dir, "module-*", "ready")); err != nil || len(ready) != 1 {
+		t.Fatalf("cache dir after precompile: %v %v", ready, err)
+	}
+	out.Reset()
+	t.Setenv("MONTY_CACHE_DIR", dir)
+	if code := Run(context.Background(), []string{"precompile"}, nil, &out, &errOut); code != ExitOK || !strings.Contains(out.String(), "already compiled in "+dir) {
+		t.Fatalf("precompile again: exit %d %q %q", code, out.String(), errOut.String())
+	}
+}
+
+// TestCompileNotice: on a terminal the CLI says, once, that it compiles and
+// that this happens once; otherwise it stays quiet; cache warnings always
+// show.
+func TestCompileNotice(t *testing.T) {
+	ctx := context.Background()
+	emit := func(terminal bool, level slog.Level, msg string, attrs ...any) string {
+		var buf bytes.Buffer
+		slog.New(&noticeHandler{w: &buf, terminal: terminal}).Log(ctx, level, msg, attrs...)
+		return buf.String()
+	}
+	start := emit(true, slog.LevelInfo, "compiling", "event", "compile_start", "cache_dir", "/c")
+	if !strings.Contains(start, "compiling the Python interpreter") || !strings.Contains(start, "happens once") || !strings.Contains(start, "/c") || strings.Count(start, "\n") != 1 {
+		t.Errorf("terminal compile notice: %q", start)
+	}
+	if got := emit(false, slog.LevelInfo, "compiling", "event", "compile_start"); got != "" {
+		t.Errorf("compile notice without a terminal: %q", got)
+	}
+	if got := emit(true, slog.LevelInfo, "compiled", "event", "compile_done"); got != "" {
+		t.Errorf("other info records: %q", got)
+	}
+	warn := emit(false, slog.LevelWarn, "the cache cannot be used", "event", "cache_unusable", "cache_dir", "/ro", "error", "read-only file system")
+	if warn != "monty: warning: the cache cannot be used [/ro]: read-only file system\n" {
+		t.Errorf("warning: %q", warn)
 	}
 }
 

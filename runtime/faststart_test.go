@@ -1,13 +1,8 @@
-//go:build unix
-
 package runtime_test
 
 import (
 	"context"
-	"errors"
-	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,6 +10,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/runtimetest"
 )
 
 // TestFastStart: with WithFastStart and the machine code not cached, the
@@ -22,7 +18,7 @@ import (
 // to machine code once compiled, keeps the earlier ones working, and its
 // pool stops handing them out.
 func TestFastStart(t *testing.T) {
-	dir, release := gatedCache(t)
+	dir, release := runtimetest.GatedCache(t)
 	ev := &events{}
 	e := newLoggedEngine(t, ev, runtime.WithFastStart(), runtime.WithCacheDir(dir))
 	info := e.CompileInfo()
@@ -56,42 +52,5 @@ func TestFastStart(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, it.Compiled(), "the pool hands out compiled interpreters only")
 		pool.Put(it)
-	}
-}
-
-// gatedCache returns a cache directory whose entry for the embedded module
-// is not marked complete and whose machine-code file is a named pipe: a
-// fast-starting engine's background compilation blocks reading it until
-// release feeds it the default engine's machine code, so the test decides
-// when the switch happens. (When the default cache is off, the directory is
-// empty and the background compilation is a real one.)
-func gatedCache(t *testing.T) (dir string, release func()) {
-	t.Helper()
-	def, err := runtime.Default(context.Background())
-	require.NoError(t, err)
-	dir = t.TempDir()
-	src := def.CompileInfo().CacheDir
-	if src == "" {
-		return dir, func() {}
-	}
-	files, err := filepath.Glob(filepath.Join(src, "wazero-*", "*"))
-	require.NoError(t, err)
-	require.Len(t, files, 1)
-	code, err := os.ReadFile(files[0])
-	require.NoError(t, err)
-	rel, err := filepath.Rel(src, files[0])
-	require.NoError(t, err)
-	pipe := filepath.Join(dir, filepath.Base(src), rel)
-	require.NoError(t, os.MkdirAll(filepath.Dir(pipe), 0o700))
-	require.NoError(t, syscall.Mkfifo(pipe, 0o600))
-	// Opening the write end waits for the reader. A test that fails before
-	// releasing leaves the background compilation blocked (nothing else).
-	return dir, func() {
-		f, err := os.OpenFile(pipe, os.O_WRONLY, 0)
-		if err == nil {
-			_, err = f.Write(code)
-			err = errors.Join(err, f.Close())
-		}
-		require.NoError(t, err)
 	}
 }

@@ -1,0 +1,73 @@
+// Package runtimetest helps test code built on package runtime: it prepares
+// compilation caches in which an engine's compilation is quick, or, for a
+// fast start (runtime.WithFastStart), finishes exactly when the test says
+// so. The machine code comes from runtime.Default's cache, which must be on.
+package runtimetest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/monty-go/monty/runtime"
+)
+
+// GatedCache returns a cache directory (for runtime.WithCacheDir) in which
+// the embedded module's machine code is not yet complete: an engine made
+// with runtime.WithFastStart starts on wazero's interpreter engine, and its
+// background compilation finishes only after release is called (which
+// waits for it to start). Where the gate cannot be built (no named pipes),
+// the directory is empty and the background compilation is a real one,
+// which release does not wait for.
+func GatedCache(t testing.TB) (dir string, release func()) {
+	t.Helper()
+	dir, dst, src := entry(t)
+	return dir, pipe(t, dst, src)
+}
+
+// UnfinishedCache returns a cache directory whose entry holds the embedded
+// module's machine code without the mark that it is complete (as after a
+// crash between the two): an engine using it goes through a compilation
+// (a cache miss) that takes a fraction of a second, and marks the entry.
+func UnfinishedCache(t testing.TB) string {
+	t.Helper()
+	dir, dst, src := entry(t)
+	code, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, code, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// entry returns a new cache directory, the path its entry's machine-code
+// file would have (its directory created), and the file in runtime.Default's
+// cache holding that code. Both need runtime.Default's cache to be on.
+func entry(t testing.TB) (dir, dst, src string) {
+	t.Helper()
+	def, err := runtime.Default(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	from := def.CompileInfo().CacheDir
+	if from == "" {
+		t.Fatalf("runtimetest: the compilation cache is off (%s=%s)", runtime.CacheDirEnv, os.Getenv(runtime.CacheDirEnv))
+	}
+	files, err := filepath.Glob(filepath.Join(from, "wazero-*", "*"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("runtimetest: want one machine-code file in %s, found %v (%v)", from, files, err)
+	}
+	rel, err := filepath.Rel(from, files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst = filepath.Join(dir, filepath.Base(from), rel)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir, dst, files[0]
+}
