@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/monty-go/monty/wasm"
 )
 
 // CacheDirEnv names the environment variable that chooses where the default
@@ -81,7 +83,6 @@ func openModuleCache(root string, module []byte) (*moduleCache, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(module)
 	c := &moduleCache{root: root}
 	version := wazeroVersion()
 	if own := wazeroOwnVersion(); own != version {
@@ -90,7 +91,7 @@ func openModuleCache(root string, module []byte) (*moduleCache, error) {
 		version += "-" + own
 	}
 	c.entry = filepath.Join(root, fmt.Sprintf("%s%s-%s-%s-%s", cacheEntryPrefix,
-		hex.EncodeToString(sum[:8]), version, goruntime.GOOS, goruntime.GOARCH))
+		moduleHash(module)[:16], version, goruntime.GOOS, goruntime.GOARCH))
 	if _, err := os.Stat(filepath.Join(c.entry, cacheReadyFile)); err == nil {
 		c.warm = true
 		now := time.Now()
@@ -175,6 +176,16 @@ func (c *moduleCache) prune() {
 	for _, e := range others[min(len(others), keepCacheEntries-1):] {
 		_ = os.RemoveAll(e.path)
 	}
+}
+
+// moduleHash is the module's SHA-256 in hex: the committed checksum for the
+// embedded module (hashing it costs several milliseconds of every start).
+func moduleHash(module []byte) string {
+	if len(module) == len(wasm.Module) && len(module) > 0 && &module[0] == &wasm.Module[0] {
+		return wasm.SHA256
+	}
+	sum := sha256.Sum256(module)
+	return hex.EncodeToString(sum[:])
 }
 
 // wazeroOwnVersion is the version wazero itself files its cache under: the

@@ -39,9 +39,9 @@ failed=0
 
 say() { echo "bench.sh: $*" >&2; }
 
-# The compiled-module cache of the warm measurements (Go benchmarks, monty -c).
-export MONTY_CACHE_DIR=${MONTY_CACHE_DIR:-$cache_root/wazero}
-mkdir -p "$MONTY_CACHE_DIR"
+# The compiled-module cache of the warm measurements (Go benchmarks, monty -c):
+# the default one (runtime.DefaultCacheDir), unless MONTY_CACHE_DIR says otherwise.
+warm_cache=${MONTY_CACHE_DIR:-$cache_root/compiled}
 
 # --- setup ------------------------------------------------------------------
 # Rust 1.96 for the native column. install-toolchain.sh is idempotent, but it
@@ -198,7 +198,7 @@ fi
 # --- start time -------------------------------------------------------------
 if [ -x "$tmp/monty" ] && [ -n "$python" ]; then
   say "scripts/bench_start.py: monty -c vs python3 -c (warm cache), then serve, mcp and -c with no cache (about a minute)"
-  if ! "$python" scripts/bench_start.py "$tmp/monty" "$MONTY_CACHE_DIR" >>"$tmp/results"; then
+  if ! "$python" scripts/bench_start.py "$tmp/monty" "$warm_cache" >>"$tmp/results"; then
     say "some start-time measurements failed (above)"
     failed=1
   fi

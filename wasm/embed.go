@@ -7,9 +7,20 @@
 // no longer matches. docs/abi.md describes the module's exports and imports.
 package wasm
 
-import _ "embed"
+import (
+	_ "embed"
+	"strings"
+)
 
 // Module is the compiled interpreter module. It must not be modified.
 //
 //go:embed monty.wasm
 var Module []byte
+
+//go:embed monty.wasm.sha256
+var checksumFile string
+
+// SHA256 is Module's SHA-256 in hex (from monty.wasm.sha256, which the
+// package's tests check against Module), so that users keying caches by
+// the module need not hash 11 MB at every start.
+var SHA256, _, _ = strings.Cut(checksumFile, " ")

@@ -19,6 +19,7 @@ func TestModuleChecksum(t *testing.T) {
 	sum := sha256.Sum256(Module)
 	require.Equal(t, strings.TrimSpace(string(want)), hex.EncodeToString(sum[:])+"  monty.wasm",
 		"monty.wasm does not match monty.wasm.sha256: rebuild with `make wasm`")
+	require.Equal(t, hex.EncodeToString(sum[:]), SHA256)
 }
 
 // TestStamp fails when a source of the module changed after it was built
