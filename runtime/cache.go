@@ -44,7 +44,7 @@ const pinnedWazeroVersion = "v1.12.0"
 const (
 	cacheEntryPrefix = "module-"
 	cacheReadyFile   = "ready"
-	keepCacheEntries = 3
+	keepCacheEntries = 6
 )
 
 // DefaultCacheDir returns the directory where compiled machine code is

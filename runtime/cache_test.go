@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -97,11 +98,13 @@ func TestCacheFillReuseRepairPrune(t *testing.T) {
 		require.NoError(t, os.Chtimes(stamp, now.Add(-age), now.Add(-age)))
 		return dir
 	}
-	recent1 := old("module-0000000000000001-v0-linux-amd64", time.Hour, true)
-	recent2 := old("module-0000000000000002-v0-linux-amd64", 2*time.Hour, true)
-	stale := old("module-0000000000000003-v0-linux-amd64", 3*time.Hour, true)
-	abandoned := old("module-0000000000000004-v0-linux-amd64", 4*time.Hour, false)
-	unrelated := old("something-else", 100*time.Hour, false)
+	// Six entries are kept: this module's and the five used last.
+	kept := []string{old("something-else", 100*time.Hour, false)}
+	for i := range 5 {
+		kept = append(kept, old(fmt.Sprintf("module-000000000000000%d-v0-linux-amd64", i), time.Duration(i+1)*time.Hour, i != 2))
+	}
+	stale := old("module-0000000000000006-v0-linux-amd64", 6*time.Hour, true)
+	abandoned := old("module-0000000000000007-v0-linux-amd64", 7*time.Hour, false)
 	module := standInModule()
 	opts := []runtime.EngineOption{runtime.WithModule(module), runtime.WithCacheDir(root)}
 
@@ -116,7 +119,7 @@ func TestCacheFillReuseRepairPrune(t *testing.T) {
 	assert.Equal(t, entry, engines[1].CompileInfo().CacheDir)
 	assert.FileExists(t, filepath.Join(entry, "ready"))
 	require.Len(t, entryFiles(t, entry), 1, "one machine-code file, no temporary files left")
-	for _, dir := range []string{recent1, recent2, unrelated} {
+	for _, dir := range kept {
 		assert.DirExists(t, dir)
 	}
 	for _, dir := range []string{stale, abandoned} {
