@@ -13,7 +13,9 @@
 //	MONTY_SIGNING_KEY     HMAC key for state blobs, the same on every instance
 //	MONTY_API_KEYS        comma-separated API keys (empty: no authentication)
 //	MONTY_CACHE_DIR       compilation cache baked into the image with
-//	                      `monty precompile --cache-dir …` (see docs/http.md)
+//	                      `monty precompile --cache-dir …` (see docs/http.md);
+//	                      without one the first requests run on wazero's
+//	                      interpreter engine while the module compiles
 //
 // See docs/http.md for the API and the notes on cold starts.
 package main
@@ -49,14 +51,16 @@ func main() {
 
 // run serves until ctx ends.
 func run(ctx context.Context, log *slog.Logger) error {
-	// Compile (or load from MONTY_CACHE_DIR) before taking traffic, so the
-	// first request does not pay for it.
-	start := time.Now()
-	engine, err := runtime.Default(ctx)
+	// Load the machine code from MONTY_CACHE_DIR before taking traffic or,
+	// with nothing cached, start on wazero's interpreter engine (about a
+	// second) and switch to machine code compiled in the background.
+	engine, err := runtime.NewEngine(ctx, runtime.WithFastStart(), runtime.WithLogger(log))
 	if err != nil {
 		return err
 	}
-	log.Info("interpreter ready", "took", time.Since(start))
+	defer engine.Close(context.Background())
+	info := engine.CompileInfo()
+	log.Info("interpreter ready", "took", info.Ready, "cached", info.Cached, "fast_start", info.FastStart)
 
 	hot, err := redisstore.New(ctx, redisstore.Options{URL: os.Getenv("REDIS_URL"), TTL: 2 * time.Hour})
 	if err != nil {

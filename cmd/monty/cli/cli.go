@@ -29,10 +29,15 @@ const usage = `usage: monty [flags] -c CODE
        monty session ls | show ID | rm ID | export ID FILE | import ID FILE
        monty serve [flags]        (HTTP API; monty serve -h)
        monty mcp [flags]          (MCP server on stdio; monty mcp -h)
-       monty precompile --cache-dir DIR
+       monty precompile [--cache-dir DIR]
 
 Runs Python code in Monty's sandbox. print() output goes to stdout as it is
 produced; an uncaught exception prints a traceback to stderr and exits 1.
+
+The first run on a machine compiles the interpreter to machine code (several
+seconds) and caches it in $MONTY_CACHE_DIR, by default monty-go/compiled in
+the user cache directory (~/.cache on Linux); MONTY_CACHE_DIR=off disables
+the cache.
 
 flags:
 `
