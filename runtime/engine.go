@@ -228,12 +228,13 @@ func (e *Engine) fastStart(ctx context.Context, cfg *engineConfig, cache *module
 // module is compiled in memory.
 func (e *Engine) compile(ctx context.Context, cfg *engineConfig, cache *moduleCache, workers int) (*backend, error) {
 	start := time.Now()
-	if cache == nil || !cache.warm {
-		attrs := []any{"event", "compile_start"}
-		if cache != nil {
-			attrs = append(attrs, "cache_dir", cache.root)
-		}
-		e.log.Info("compiling the interpreter module to machine code; this takes several seconds, once per module version", attrs...)
+	switch {
+	case cache == nil:
+		e.log.Info("compiling the interpreter module to machine code; this takes several seconds, in every process (no cache)",
+			"event", "compile_start")
+	case !cache.warm:
+		e.log.Info("compiling the interpreter module to machine code; this takes several seconds, once per module version",
+			"event", "compile_start", "cache_dir", cache.root)
 	}
 	b, err := e.newBackend(ctx, cfg, cache, true, workers)
 	if err != nil && cache != nil && ctx.Err() == nil && cacheFault(err, cache) {
@@ -241,6 +242,7 @@ func (e *Engine) compile(ctx context.Context, cfg *engineConfig, cache *moduleCa
 			"event", "cache_damaged", "cache_dir", cache.entry, "error", err)
 		e.updateInfo(func(i *CompileInfo) { i.Cached = false })
 		if cerr := cache.clear(); cerr != nil {
+			e.updateInfo(func(i *CompileInfo) { i.CacheError, i.CacheDir = cerr, "" })
 			cache = nil
 		}
 		if b, err = e.newBackend(ctx, cfg, cache, true, workers); err != nil && cache != nil {
