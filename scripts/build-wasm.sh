@@ -3,6 +3,11 @@
 #
 #   scripts/build-wasm.sh [OUT]    (default OUT: wasm/monty.wasm)
 #
+# For experiments (scripts/module-ab.sh) only: MONTY_EXTRA_RUSTFLAGS is
+# appended to the rustflags, and cargo's CARGO_PROFILE_RELEASE_* variables
+# override wasm/Cargo.toml's release profile; with neither set the output is
+# the committed module.
+#
 # Needs the pinned toolchain (scripts/install-toolchain.sh). The same sources
 # and toolchain give the same bytes: paths are remapped, LTO uses one codegen
 # unit and nothing depends on the time or the machine.
@@ -33,7 +38,7 @@ export RUSTFLAGS="-L /usr/lib/wasm32-wasi \
  --remap-path-prefix=$registry=/cargo/registry \
  --remap-path-prefix=$repo=/monty-go \
  --remap-path-prefix=$target_dir=/target \
- --remap-path-prefix=/usr/lib/rustlib/src/rust=/rustc"
+ --remap-path-prefix=/usr/lib/rustlib/src/rust=/rustc${MONTY_EXTRA_RUSTFLAGS:+ $MONTY_EXTRA_RUSTFLAGS}"
 
 # monty with the carried patches (wasm/patches/), which wasm/Cargo.toml uses.
 "$repo/scripts/patch-monty.sh"
