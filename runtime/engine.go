@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -47,6 +48,8 @@ type Engine struct {
 	compiled   chan struct{}
 	compileErr error
 	info       CompileInfo
+
+	latest atomic.Pointer[backend] // cur, readable without the lock
 
 	mu       sync.Mutex
 	cur      *backend   // where new interpreters are made
@@ -366,6 +369,7 @@ func (e *Engine) adopt(b *backend) bool {
 	}
 	old := e.cur
 	e.cur = b
+	e.latest.Store(b)
 	e.backends = append(e.backends, b)
 	idle := old != nil && old.live == 0
 	if idle {
@@ -415,11 +419,7 @@ func (e *Engine) forget(b *backend) {
 }
 
 // current is the backend new interpreters are made from.
-func (e *Engine) current() *backend {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.cur
-}
+func (e *Engine) current() *backend { return e.latest.Load() }
 
 // MontyVersion is the version of the monty crate the module was built from.
 func (e *Engine) MontyVersion() string { return e.version }

@@ -17,13 +17,13 @@ import (
 // the embedded module's machine code is not yet complete: an engine made
 // with runtime.WithFastStart starts on wazero's interpreter engine, and its
 // background compilation finishes only after release is called (which
-// waits for it to start). Where the gate cannot be built (no named pipes),
-// the directory is empty and the background compilation is a real one,
-// which release does not wait for.
+// waits for it to start reading). Where the gate cannot be built (no named
+// pipes), the directory is empty and the background compilation is a real
+// one, which release does not wait for.
 func GatedCache(t testing.TB) (dir string, release func()) {
 	t.Helper()
-	dir, dst, src := entry(t)
-	return dir, pipe(t, dst, src)
+	dir, files := entry(t)
+	return dir, pipes(t, files)
 }
 
 // UnfinishedCache returns a cache directory whose entry holds the embedded
@@ -32,21 +32,23 @@ func GatedCache(t testing.TB) (dir string, release func()) {
 // (a cache miss) that takes a fraction of a second, and marks the entry.
 func UnfinishedCache(t testing.TB) string {
 	t.Helper()
-	dir, dst, src := entry(t)
-	code, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, code, 0o600); err != nil {
-		t.Fatal(err)
+	dir, files := entry(t)
+	for dst, src := range files {
+		code, err := os.ReadFile(src)
+		if err == nil {
+			err = os.WriteFile(dst, code, 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
 }
 
-// entry returns a new cache directory, the path its entry's machine-code
-// file would have (its directory created), and the file in runtime.Default's
-// cache holding that code. Both need runtime.Default's cache to be on.
-func entry(t testing.TB) (dir, dst, src string) {
+// entry returns a new cache directory and, for each machine-code file in
+// runtime.Default's entry (one per engine configuration that was used),
+// the path it would have in the new one (directories created).
+func entry(t testing.TB) (dir string, files map[string]string) {
 	t.Helper()
 	def, err := runtime.Default(context.Background())
 	if err != nil {
@@ -57,17 +59,21 @@ func entry(t testing.TB) (dir, dst, src string) {
 	if from == "" {
 		t.Fatalf("runtimetest: the compilation cache is off (%s=%s)", runtime.CacheDirEnv, os.Getenv(runtime.CacheDirEnv))
 	}
-	files, err := filepath.Glob(filepath.Join(from, "wazero-*", "*"))
-	if err != nil || len(files) != 1 {
-		t.Fatalf("runtimetest: want one machine-code file in %s, found %v (%v)", from, files, err)
+	found, err := filepath.Glob(filepath.Join(from, "wazero-*", "*"))
+	if err != nil || len(found) == 0 {
+		t.Fatalf("runtimetest: no machine code in %s (%v)", from, err)
 	}
-	rel, err := filepath.Rel(from, files[0])
-	if err != nil {
-		t.Fatal(err)
+	files = map[string]string{}
+	for _, src := range found {
+		rel, err := filepath.Rel(from, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(dir, filepath.Base(from), rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		files[dst] = src
 	}
-	dst = filepath.Join(dir, filepath.Base(from), rel)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	return dir, dst, files[0]
+	return dir, files
 }
