@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/monty-go/monty/wasm"
@@ -84,8 +85,8 @@ func openModuleCache(root string, module []byte) (*moduleCache, error) {
 		return nil, err
 	}
 	c := &moduleCache{root: root}
-	version := wazeroVersion()
-	if own := wazeroOwnVersion(); own != version {
+	version, own := wazeroVersions()
+	if own != version {
 		// wazero names its files by another version (test binaries): their
 		// own entry, so that the ready mark speaks for the files inside.
 		version += "-" + own
@@ -120,7 +121,7 @@ func (c *moduleCache) markReady() error {
 	if err != nil {
 		return err
 	}
-	_, werr := fmt.Fprintf(tmp, "monty-go compiled module cache entry\nwazero %s\n", wazeroVersion())
+	_, werr := fmt.Fprintf(tmp, "monty-go compiled module cache entry\nwazero %s\n", linkedWazeroVersion())
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		os.Remove(tmp.Name())
@@ -188,41 +189,40 @@ func moduleHash(module []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// wazeroOwnVersion is the version wazero itself files its cache under: the
-// same rule as wazero's (the dependency's version, else the main module's,
-// else "dev"), which test binaries, carrying no dependency versions, answer
-// with "dev" whatever wazero they link.
-func wazeroOwnVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		v := ""
-		for _, dep := range info.Deps {
-			if strings.Contains(dep.Path, "github.com/tetratelabs/wazero") {
-				v = dep.Version
-			}
-		}
-		if v == "" || v == "(devel)" {
-			v = info.Main.Version
-		}
-		if v != "" && v != "(devel)" {
-			return v
-		}
-	}
-	return "dev"
+// linkedWazeroVersion is the first of wazeroVersions.
+func linkedWazeroVersion() string {
+	linked, _ := wazeroVersions()
+	return linked
 }
 
-// wazeroVersion is the wazero version linked into this binary.
-func wazeroVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range info.Deps {
-			if dep.Path == "github.com/tetratelabs/wazero" {
-				if dep.Replace != nil {
-					dep = dep.Replace
-				}
-				if dep.Version != "" && dep.Version != "(devel)" {
-					return dep.Version
-				}
-			}
+// wazeroVersions reads, once, the wazero version linked into this binary
+// (linked: from the build information, else pinnedWazeroVersion) and the
+// version wazero itself files its cache under (own: by wazero's rule, the
+// dependency's version, else the main module's, else "dev" — what test
+// binaries, carrying no dependency versions, get whatever wazero they link).
+var wazeroVersions = sync.OnceValues(func() (linked, own string) {
+	linked, own = pinnedWazeroVersion, "dev"
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return linked, own
+	}
+	known := func(v string) bool { return v != "" && v != "(devel)" }
+	for _, d := range info.Deps {
+		if !strings.Contains(d.Path, "github.com/tetratelabs/wazero") {
+			continue
+		}
+		own = d.Version // wazero's rule ignores replacements
+		if d.Replace != nil && known(d.Replace.Version) {
+			linked = d.Replace.Version
+		} else if known(d.Version) {
+			linked = d.Version
 		}
 	}
-	return pinnedWazeroVersion
-}
+	if !known(own) {
+		own = "dev"
+		if known(info.Main.Version) {
+			own = info.Main.Version
+		}
+	}
+	return linked, own
+})
