@@ -21,6 +21,15 @@
 // with list_functions() and help(name) for the model to discover them, and
 // Tools exports each schema as a JSON-schema tool definition.
 //
+// Registry.Stubs feeds the type checker: it writes the registered
+// functions and the two built-ins as a Python stub module (Function.Stub
+// writes one), with parameter types, defaults, return types
+// (Schema.ReturnType, which Func infers from the Go result) and async
+// def for async functions. The checker star-imports it into the code it
+// checks, so a call with an argument of the wrong type, a missing or
+// unknown argument, or an async function's result used without await is
+// reported before the code runs.
+//
 // # Events
 //
 // Run executes code in a session and reports, in order and as it happens:

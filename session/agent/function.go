@@ -2,8 +2,11 @@ package agent
 
 import (
 	"context"
+	"encoding"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"reflect"
 	"regexp"
 	"strings"
@@ -63,9 +66,13 @@ var errType = reflect.TypeFor[error]()
 // Go type. fn returns nothing, a value, an error, or a value and an error;
 // the value is converted with object.FromGo.
 //
+// An empty s.ReturnType is inferred from the Go result: Null when fn returns
+// no value, otherwise the type object.FromGo produces for the result type
+// (Any when that depends on the value, as for pointers and interfaces).
+//
 // Func fails with ErrInvalidFunction when fn is not such a function, when
-// the parameter counts differ, or when a declared Type or Default does not
-// fit the Go parameter.
+// the parameter counts differ, or when a declared Type, Default or
+// ReturnType does not fit the Go parameter or result.
 func Func(s Schema, fn any) (Function, error) {
 	v := reflect.ValueOf(fn)
 	t := v.Type()
@@ -86,6 +93,16 @@ func Func(s Schema, fn any) (Function, error) {
 	case t.NumOut() > 2,
 		t.NumOut() == 2 && t.Out(1) != errType:
 		return Function{}, fmt.Errorf("%w: %s: results must be (), (T), (error) or (T, error)", ErrInvalidFunction, s.Name)
+	}
+	retType := Null
+	if n := t.NumOut(); n == 2 || n == 1 && t.Out(0) != errType {
+		retType = returnTypeOf(t.Out(0))
+	}
+	switch {
+	case s.ReturnType == Any:
+		s.ReturnType = retType
+	case retType != Any && s.ReturnType != retType && !(s.ReturnType == Number && retType == Integer):
+		return Function{}, fmt.Errorf("%w: %s: the return type is declared %q but the Go function returns %s", ErrInvalidFunction, s.Name, s.ReturnType, goResult(t))
 	}
 	s.Params = append([]Param(nil), s.Params...)
 	goTypes := make([]reflect.Type, len(s.Params))
@@ -181,6 +198,56 @@ func typeOf(t reflect.Type) ParamType {
 	return Any
 }
 
+// returnTypeOf infers the return type of a Go result type: the type of the
+// Python value object.FromGo makes of it, or Any when that depends on the
+// value or has no JSON-schema type.
+func returnTypeOf(t reflect.Type) ParamType {
+	switch {
+	case t == reflect.TypeFor[big.Int]():
+		return Integer
+	case t == reflect.TypeFor[json.Number]():
+		return Number // an int or a float
+	case t.Kind() != reflect.Interface && t.Kind() != reflect.Pointer && t.Implements(valueType):
+		// An object.Value is kept as is.
+		switch reflect.Zero(t).Interface().(object.Value).Kind() {
+		case object.KindNone:
+			return Null
+		case object.KindBool:
+			return Boolean
+		case object.KindInt, object.KindBigInt:
+			return Integer
+		case object.KindFloat:
+			return Number
+		case object.KindStr:
+			return String
+		case object.KindList:
+			return Array
+		case object.KindDict:
+			return Object
+		}
+		return Any
+	case t.Kind() == reflect.Map && t.Key().Kind() != reflect.String && !t.Key().Implements(textMarshaler):
+		return Any // a dict, but its keys need not be str
+	}
+	return typeOf(t)
+}
+
+var (
+	valueType     = reflect.TypeFor[object.Value]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// goResult names a Go function's results for error messages.
+func goResult(t reflect.Type) string {
+	switch {
+	case t.NumOut() == 0:
+		return "nothing"
+	case t.NumOut() == 1 && t.Out(0) == errType:
+		return "only an error"
+	}
+	return t.Out(0).String()
+}
+
 func argTypeError(fn, param string, err error) error {
 	var ce *object.ConversionError
 	if errors.As(err, &ce) && ce.Path == "" {
@@ -218,6 +285,9 @@ func (f *Function) validate() error {
 	}
 	if f.Handler == nil {
 		return fmt.Errorf("%w: %s has no Handler (use Func to adapt a Go function)", ErrInvalidFunction, f.Name)
+	}
+	if !f.ReturnType.validReturn() {
+		return fmt.Errorf("%w: %s: unknown return type %q", ErrInvalidFunction, f.Name, f.ReturnType)
 	}
 	seen := map[string]bool{}
 	for _, p := range f.Params {

@@ -8,8 +8,8 @@ import (
 	"github.com/monty-go/monty/object"
 )
 
-// ParamType is the JSON-schema type of a parameter. The empty type accepts
-// any value.
+// ParamType is the JSON-schema type of a parameter or of a return value
+// (Schema.ReturnType). The empty type accepts any value.
 type ParamType string
 
 // Parameter types, named as JSON schema names them.
@@ -22,6 +22,11 @@ const (
 	Array   ParamType = "array"
 	Object  ParamType = "object"
 )
+
+// Null is the return type of a function that returns None. It is meant for
+// Schema.ReturnType only: Registry.Register refuses a parameter of type
+// Null, like any other unknown parameter type.
+const Null ParamType = "null"
 
 // pyName is the Python type a parameter of type t takes, as signatures and
 // TypeErrors name it.
@@ -73,6 +78,7 @@ func (t ParamType) accepts(v object.Value) bool {
 	return false
 }
 
+// valid reports whether t is a parameter type; Null is not one.
 func (t ParamType) valid() bool {
 	switch t {
 	case Any, String, Integer, Number, Boolean, Array, Object:
@@ -80,6 +86,9 @@ func (t ParamType) valid() bool {
 	}
 	return false
 }
+
+// validReturn reports whether t is a return type: a parameter type or Null.
+func (t ParamType) validReturn() bool { return t == Null || t.valid() }
 
 // Param describes one parameter of a host function. Python code may pass
 // it by position (in the order of Schema.Params) or by keyword (Name).
@@ -116,6 +125,12 @@ type Schema struct {
 	Params []Param
 	// Returns describes the return value.
 	Returns string
+	// ReturnType is the JSON-schema type of the return value, which the
+	// type checker's stubs (Registry.Stubs) declare: Any means unknown (any
+	// value), Null that the function returns None, Array a list and Object
+	// a dict. Func infers it from the Go result type when empty. It is not
+	// checked when the function runs, and Tool and JSONSchema leave it out.
+	ReturnType ParamType
 	// Category groups functions for list_functions and help; empty means
 	// DefaultCategory.
 	Category string
