@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/monty-go/monty/runtime/internal/modcache"
 	"github.com/monty-go/monty/wasm"
 )
 
@@ -158,17 +159,17 @@ func NewEngine(ctx context.Context, opts ...EngineOption) (*Engine, error) {
 		cfg.log = slog.Default()
 	}
 	e := &Engine{epoch: start, log: cfg.log, compiled: make(chan struct{})}
-	var cache *moduleCache
+	var cache *modcache.Entry
 	if cfg.cacheDir != "" {
 		var err error
-		if cache, err = openModuleCache(cfg.cacheDir, cfg.module); err != nil {
+		if cache, err = modcache.Open(cfg.cacheDir, moduleHash(cfg.module)); err != nil {
 			e.info.CacheError = err
 			e.log.Warn("the compilation cache cannot be used; compiling in memory (set "+CacheDirEnv+" to a writable directory, or to "+CacheOff+")",
 				"event", "cache_unusable", "cache_dir", cfg.cacheDir, "error", err)
 		}
 	}
 	if cache != nil {
-		e.info.CacheDir, e.info.Cached = cache.entry, cache.warm
+		e.info.CacheDir, e.info.Cached = cache.Dir, cache.Warm
 	}
 	var err error
 	if cfg.fastStart && !e.info.Cached {
@@ -198,7 +199,7 @@ func (e *Engine) updateInfo(f func(*CompileInfo)) {
 // fastStart loads the module on wazero's interpreter engine and compiles
 // the machine code in the background, leaving a core for the first
 // requests.
-func (e *Engine) fastStart(ctx context.Context, cfg *engineConfig, cache *moduleCache) error {
+func (e *Engine) fastStart(ctx context.Context, cfg *engineConfig, cache *modcache.Entry) error {
 	e.info.FastStart = true
 	start := time.Now()
 	b, err := e.newBackend(ctx, cfg, nil, false, 1)
@@ -229,22 +230,22 @@ func (e *Engine) fastStart(ctx context.Context, cfg *engineConfig, cache *module
 // compile makes a backend with machine code, from the cache when it holds
 // it. A damaged or unwritable cache entry is written afresh, else the
 // module is compiled in memory.
-func (e *Engine) compile(ctx context.Context, cfg *engineConfig, cache *moduleCache, workers int) (*backend, error) {
+func (e *Engine) compile(ctx context.Context, cfg *engineConfig, cache *modcache.Entry, workers int) (*backend, error) {
 	start := time.Now()
 	switch {
 	case cache == nil:
 		e.log.Info("compiling the interpreter module to machine code; this takes several seconds, in every process (no cache)",
 			"event", "compile_start")
-	case !cache.warm:
+	case !cache.Warm:
 		e.log.Info("compiling the interpreter module to machine code; this takes several seconds, once per module version",
-			"event", "compile_start", "cache_dir", cache.root)
+			"event", "compile_start", "cache_dir", cache.Root)
 	}
 	b, err := e.newBackend(ctx, cfg, cache, true, workers)
 	if err != nil && cache != nil && ctx.Err() == nil && cacheFault(err, cache) {
 		e.log.Warn("the compilation cache entry is damaged or cannot be written; compiling again",
-			"event", "cache_damaged", "cache_dir", cache.entry, "error", err)
+			"event", "cache_damaged", "cache_dir", cache.Dir, "error", err)
 		e.updateInfo(func(i *CompileInfo) { i.Cached = false })
-		if cerr := cache.clear(); cerr != nil {
+		if cerr := cache.Clear(); cerr != nil {
 			e.updateInfo(func(i *CompileInfo) { i.CacheError, i.CacheDir = cerr, "" })
 			cache = nil
 		}
@@ -257,8 +258,8 @@ func (e *Engine) compile(ctx context.Context, cfg *engineConfig, cache *moduleCa
 	if err != nil {
 		return nil, err
 	}
-	if cache != nil && !cache.warm {
-		if err := cache.markReady(); err != nil {
+	if cache != nil && !cache.Warm {
+		if err := cache.MarkReady(); err != nil {
 			e.updateInfo(func(i *CompileInfo) { i.CacheError = err })
 		}
 	}
@@ -271,15 +272,15 @@ func (e *Engine) compile(ctx context.Context, cfg *engineConfig, cache *moduleCa
 
 // cacheFault reports whether err may come from the cache rather than the
 // module: any error reading a warm entry, a file error writing a cold one.
-func cacheFault(err error, cache *moduleCache) bool {
+func cacheFault(err error, cache *modcache.Entry) bool {
 	var pe *fs.PathError
-	return cache.warm || errors.As(err, &pe)
+	return cache.Warm || errors.As(err, &pe)
 }
 
 // newBackend compiles the module into a new wazero runtime (machine code,
 // or wazero's interpreter engine) and checks that it is an interpreter
 // module this package can speak to.
-func (e *Engine) newBackend(ctx context.Context, cfg *engineConfig, cache *moduleCache, machine bool, workers int) (*backend, error) {
+func (e *Engine) newBackend(ctx context.Context, cfg *engineConfig, cache *modcache.Entry, machine bool, workers int) (*backend, error) {
 	rc := wazero.NewRuntimeConfigInterpreter()
 	if machine {
 		rc = wazero.NewRuntimeConfig()
@@ -287,7 +288,7 @@ func (e *Engine) newBackend(ctx context.Context, cfg *engineConfig, cache *modul
 	rc = rc.WithMemoryLimitPages(cfg.memoryPages)
 	b := &backend{machine: machine}
 	if cache != nil {
-		cc, err := wazero.NewCompilationCacheWithDir(cache.entry)
+		cc, err := wazero.NewCompilationCacheWithDir(cache.Dir)
 		if err != nil {
 			return nil, fmt.Errorf("monty: compilation cache: %w", err)
 		}

@@ -1,6 +1,10 @@
 package runtime
 
-import "github.com/tetratelabs/wazero"
+import (
+	"github.com/tetratelabs/wazero"
+
+	"github.com/monty-go/monty/runtime/internal/modcache"
+)
 
 // WithCloseOnContextDone builds an engine that uses wazero's own
 // cancellation (it checks the context in every loop and call of the guest),
@@ -15,4 +19,4 @@ func WithCloseOnContextDone() EngineOption {
 func (it *Interpreter) ClockReads() int64 { return it.clockReads.Load() }
 
 // PinnedWazeroVersion is the wazero version test binaries key the cache by.
-const PinnedWazeroVersion = pinnedWazeroVersion
+const PinnedWazeroVersion = modcache.PinnedWazeroVersion

@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/monty-go/monty/runtime/internal/guest"
 	"github.com/monty-go/monty/runtime/internal/wire"
 )
 
@@ -76,7 +76,7 @@ type Interpreter struct {
 
 	limits Limits
 	output output
-	stderr limitedBuffer // what the guest itself writes to stderr (panic messages)
+	stderr guest.Stderr // what the guest itself writes to stderr (panic messages)
 
 	jump        atomic.Int64 // added to the monotonic clock while cancelling
 	clockReads  atomic.Int64
@@ -106,7 +106,7 @@ func (e *Engine) NewInterpreter(ctx context.Context) (*Interpreter, error) {
 func (e *Engine) instantiate(ctx context.Context, b *backend) (*Interpreter, error) {
 	it := &Interpreter{engine: e, backend: b, limits: DefaultLimits(), handles: map[uint32]struct{}{}}
 	it.output.max = it.limits.MaxOutput
-	it.stderr.max = 4096
+	it.stderr.Max = 4096
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions("_initialize").
@@ -439,26 +439,4 @@ func (it *Interpreter) free(handle uint32) {
 	}
 	it.req.Reset()
 	_, _ = it.call(context.Background(), opFree, handle)
-}
-
-// limitedBuffer keeps the first max bytes written to it.
-type limitedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := b.max - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
-}
-
-func (b *limitedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
