@@ -8,20 +8,29 @@ test:
 toolchain:
 	scripts/install-toolchain.sh
 
-# Rebuild wasm/monty.wasm and its checksum and stamp.
+# Rebuild both modules (wasm/monty.wasm, wasm/checker/checker.wasm) with
+# their checksums, stamps and license notices.
 wasm:
 	scripts/build-wasm.sh wasm/monty.wasm
 	scripts/stamp.sh
 	scripts/licenses.py
+	scripts/build-checker.sh wasm/checker/checker.wasm
+	scripts/stamp.sh --checker
+	PATH=/usr/bin:$$PATH cargo fetch --manifest-path wasm/checker/Cargo.toml
+	scripts/licenses.py --checker
 
-# Rebuild from scratch (fresh target directory, so nothing is reused) into a
-# temporary file and fail unless it is byte-identical to the committed module.
+# Rebuild both modules from scratch (fresh target directories, so nothing is
+# reused) into temporary files and fail unless they are byte-identical to
+# the committed ones.
 wasm-check:
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
 	CARGO_TARGET_DIR=$$tmp/target scripts/build-wasm.sh $$tmp/monty.wasm && \
-	if cmp -s $$tmp/monty.wasm wasm/monty.wasm; then echo "wasm-check: rebuilt module is byte-identical"; \
-	else echo "wasm-check: rebuilt module differs from wasm/monty.wasm" >&2; \
-	  sha256sum $$tmp/monty.wasm wasm/monty.wasm >&2; exit 1; fi
+	CARGO_TARGET_DIR=$$tmp/checker-target scripts/build-checker.sh $$tmp/checker.wasm && \
+	status=0; for m in monty.wasm:wasm/monty.wasm checker.wasm:wasm/checker/checker.wasm; do \
+	  built=$$tmp/$${m%%:*}; committed=$${m#*:}; \
+	  if cmp -s $$built $$committed; then echo "wasm-check: rebuilt $$committed is byte-identical"; \
+	  else echo "wasm-check: rebuilt module differs from $$committed" >&2; sha256sum $$built $$committed >&2; status=1; fi; \
+	done; exit $$status
 
 bench:
 	scripts/bench.sh
@@ -33,8 +42,10 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 	scripts/patch-monty.sh
 	cd wasm && PATH=/usr/bin:$$PATH cargo fmt
+	cd wasm/checker && PATH=/usr/bin:$$PATH cargo fmt
 
 lint:
 	go vet ./...
 	scripts/patch-monty.sh
 	cd wasm && PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc cargo clippy -- -D warnings && PATH=/usr/bin:$$PATH cargo fmt --check
+	cd wasm/checker && PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc cargo clippy -- -D warnings && PATH=/usr/bin:$$PATH cargo fmt --check

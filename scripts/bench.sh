@@ -219,6 +219,7 @@ pool get|go/PoolGet|-|-|-|abs 100000
 fresh instantiate|go/NewInterpreter|wasmtime/new_interpreter|native/new_repl|-|abs 1000000
 first result, fresh process (warm cache)|go/FirstResultFreshProcess|-|-|cpython/fresh_process|abs 50000000
 monty -c 'print(1)', warm cache|start/monty_c|-|-|start/python_c|cpython 1.5
+monty check -c 'print(1)', warm cache|start/check_c|-|-|-|-
 first result, no cache: monty serve|start/serve_cold|-|-|-|abs 2000000000
 first result, no cache: monty mcp|start/mcp_cold|-|-|-|abs 2000000000
 monty -c 'print(1)', no cache (compiles)|start/cli_cold|-|-|-|-

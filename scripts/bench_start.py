@@ -1,6 +1,6 @@
 """Start-time measurements of the monty command, for scripts/bench.sh.
 
-    python3 scripts/bench_start.py MONTY_BINARY WARM_CACHE_DIR [--runs N] [--cold-runs N]
+    python3 scripts/bench_start.py MONTY_BINARY WARM_CACHE_DIR [--runs N] [--cold-runs N] [--baseline OTHER_MONTY]
 
 Prints lines in bench.sh's results format, "start <key> <ns>":
 
@@ -9,6 +9,11 @@ Prints lines in bench.sh's results format, "start <key> <ns>":
                 the median of --runs runs (default 15)
   python_c      `python3 -c 'print(1)'` likewise, with this interpreter's
                 own binary (sys.executable: not a pyenv shim)
+  check_c       `monty check -c 'print(1)'` likewise: the first type check
+                in a fresh process, the checker module loaded from the cache
+  monty_c_base  with --baseline OTHER_MONTY: `OTHER_MONTY -c 'print(1)'`
+                likewise, interleaved with monty_c (an A/B of the run
+                path's start, e.g. against the binary of an earlier commit)
   serve_cold    `monty serve` with a fresh, empty MONTY_CACHE_DIR: from
                 starting the process to the first successful `POST /exec`
                 of `1 + 1`; the median of --cold-runs runs (default 3)
@@ -77,21 +82,20 @@ def timed_run(argv, env, want):
     return elapsed
 
 
-def fresh_processes(monty, cache_dir, runs):
-    """monty -c and python3 -c, interleaved so that both see the same load."""
+def fresh_processes(cache_dir, runs, commands):
+    """Runs each (name, argv, want) of commands `runs` times, interleaved so
+    that all see the same load; returns {name: median ns}."""
     env = base_env(cache_dir)
-    argv_monty = [monty, "-c", "print(1)"]
-    argv_python = [sys.executable, "-c", "print(1)"]
     # Fill the cache (and the page cache) before anything is timed.
-    timed_run(argv_monty, env, b"1\n")
-    timed_run(argv_python, env, b"1\n")
-    m, p = [], []
+    for _, argv, want in commands:
+        timed_run(argv, env, want)
+    times = {name: [] for name, _, _ in commands}
     for _ in range(runs):
-        m.append(timed_run(argv_monty, env, b"1\n"))
-        p.append(timed_run(argv_python, env, b"1\n"))
-    log(f"monty -c: {fmt_list(m)}")
-    log(f"python3 -c ({sys.executable}): {fmt_list(p)}")
-    return statistics.median(m), statistics.median(p)
+        for name, argv, want in commands:
+            times[name].append(timed_run(argv, env, want))
+    for name, argv, _ in commands:
+        log(f"{' '.join(argv[:2])} ({name}): {fmt_list(times[name])}")
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def fmt_list(ns):
@@ -228,6 +232,7 @@ def main():
     p.add_argument("cache_dir", help="the warm compilation cache for the fresh-process runs")
     p.add_argument("--runs", type=int, default=15)
     p.add_argument("--cold-runs", type=int, default=3)
+    p.add_argument("--baseline", help="another monty binary whose -c start is measured alongside (monty_c_base)")
     args = p.parse_args()
     monty = os.path.abspath(args.monty)
     failed = False
@@ -241,11 +246,15 @@ def main():
             failed = True
 
     def fresh():
-        m, py = fresh_processes(monty, args.cache_dir, args.runs)
-        report("monty_c", m)
-        report("python_c", py)
+        commands = [("monty_c", [monty, "-c", "print(1)"], b"1\n"),
+                    ("python_c", [sys.executable, "-c", "print(1)"], b"1\n"),
+                    ("check_c", [monty, "check", "-c", "print(1)"], b"")]
+        if args.baseline:
+            commands.append(("monty_c_base", [os.path.abspath(args.baseline), "-c", "print(1)"], b"1\n"))
+        for name, ns in fresh_processes(args.cache_dir, args.runs, commands).items():
+            report(name, ns)
 
-    attempt("monty -c / python3 -c (warm cache)", fresh)
+    attempt("monty -c / python3 -c / monty check -c (warm cache)", fresh)
     attempt("monty serve (no cache)",
             lambda: report("serve_cold", cold("monty serve", lambda d: serve_cold(monty, d), args.cold_runs)))
     attempt("monty mcp (no cache)",

@@ -30,9 +30,10 @@ for target in linux/amd64 linux/arm64 darwin/arm64 windows/amd64; do
   CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/monty
   echo "   $target ok" >&2
 done
-echo "== compile the interpreter module once (test binaries share the cache)" >&2
+echo "== compile the interpreter and type checker modules once (test binaries share the cache)" >&2
 # A plain test binary compiles several times faster than a -race one; the
 # -race binaries below then load the machine code from the cache.
 go test -count=1 -run '^TestEngineClosed$' ./runtime/ >/dev/null
+go test -count=1 -run '^TestSameMontyVersionAsTheInterpreter$' ./runtime/typecheck/ >/dev/null
 echo "== go test -race" >&2
 go test -race -count=1 -timeout 20m "$@" ./...

@@ -11,6 +11,7 @@ import (
 	"io"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
 )
 
 // The stored blob (docs/state-format.md):
@@ -18,10 +19,15 @@ import (
 //	magic "MGOS" | version 1 | flags | monty version (u8 len + text)
 //	| module sha256 (32) | names (u32 len + JSON array of public global names)
 //	| json view (u32 len + JSON object) | dump (u32 len + runtime dump, maybe compressed)
+//	[version 2: | type check context (u32 len + JSON object)]
 //	| sha256 of everything before (32) | hmac-sha256 of everything before (32, if signed)
+//
+// Version 2 is written only for sessions that record a type check context,
+// so state without one stays readable by builds that read version 1 only.
 const (
-	blobMagic   = "MGOS"
-	blobVersion = 1
+	blobMagic     = "MGOS"
+	blobVersion   = 1
+	blobVersionTC = 2
 
 	flagSigned     = 1 << 0
 	flagCompressed = 1 << 1
@@ -40,7 +46,10 @@ type blob struct {
 	JSON         json.RawMessage // JSON view: {"name": value, ...}
 	Dump         []byte          // runtime REPL dump
 	JSONOnly     bool
-	compressed   bool // Dump is still zstd-compressed (parseBlob only)
+	// TypeCheck is what the session's earlier calls defined, for type
+	// checking the next one (nil: the session does not record it).
+	TypeCheck  *typecheck.Context
+	compressed bool // Dump is still zstd-compressed (parseBlob only)
 }
 
 func corrupt(format string, args ...any) error {
@@ -65,15 +74,24 @@ func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
 	if key != nil {
 		flags |= flagSigned
 	}
+	parts := [][]byte{names, b.JSON, dump}
+	version := byte(blobVersion)
+	if b.TypeCheck != nil {
+		tc, err := json.Marshal(b.TypeCheck)
+		if err != nil {
+			return nil, err
+		}
+		parts, version = append(parts, tc), blobVersionTC
+	}
 	var out bytes.Buffer
 	out.Grow(64 + len(names) + len(b.JSON) + len(dump) + 64)
 	out.WriteString(blobMagic)
-	out.WriteByte(blobVersion)
+	out.WriteByte(version)
 	out.WriteByte(flags)
 	out.WriteByte(byte(len(b.MontyVersion)))
 	out.WriteString(b.MontyVersion)
 	out.Write(b.ModuleSum[:])
-	for _, part := range [][]byte{names, b.JSON, dump} {
+	for _, part := range parts {
 		_ = binary.Write(&out, binary.BigEndian, uint32(len(part)))
 		out.Write(part)
 	}
@@ -132,8 +150,8 @@ func parseBlob(data, key []byte) (*blob, error) {
 	if len(data) < 7 || string(data[:4]) != blobMagic {
 		return nil, corrupt("not a monty-go session blob")
 	}
-	if data[4] != blobVersion {
-		return nil, corrupt("blob format version %d, this build reads %d", data[4], blobVersion)
+	if data[4] != blobVersion && data[4] != blobVersionTC {
+		return nil, corrupt("blob format version %d, this build reads %d and %d", data[4], blobVersion, blobVersionTC)
 	}
 	flags := data[5]
 	body := data
@@ -177,7 +195,10 @@ func parseBlob(data, key []byte) (*blob, error) {
 	if _, err := io.ReadFull(r, b.ModuleSum[:]); err != nil {
 		return nil, corrupt("truncated header")
 	}
-	parts := make([][]byte, 3)
+	parts := make([][]byte, 3, 4)
+	if data[4] == blobVersionTC {
+		parts = parts[:4]
+	}
 	for i := range parts {
 		var n uint32
 		if err := binary.Read(r, binary.BigEndian, &n); err != nil || int64(n) > int64(r.Len()) {
@@ -200,6 +221,12 @@ func parseBlob(data, key []byte) (*blob, error) {
 	}
 	b.Dump = parts[2]
 	b.compressed = flags&flagCompressed != 0
+	if len(parts) == 4 {
+		b.TypeCheck = &typecheck.Context{}
+		if err := json.Unmarshal(parts[3], b.TypeCheck); err != nil {
+			return nil, corrupt("type check context: %v", err)
+		}
+	}
 	return b, nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/wasm"
 )
@@ -81,6 +82,9 @@ type Options struct {
 	// Print, when set, receives print() output as it is produced instead of
 	// collecting it in Result.Output.
 	Print runtime.PrintFunc
+	// TypeCheck, when set, type-checks the code of every Exec and ExecWith
+	// call before it runs (see TypeCheck).
+	TypeCheck *TypeCheck
 }
 
 // maxViewSize is the budget of the JSON view: Options.MaxViewSize, or the
@@ -166,6 +170,9 @@ type Session struct {
 	info    store.Info
 	closed  bool
 	restore Restore
+	// tc is the live type check context (the saved one between calls;
+	// nil while the session does not record one).
+	tc *typecheck.Context
 }
 
 var moduleSum = sync.OnceValue(func() [32]byte { return sha256.Sum256(wasm.Module) })
@@ -228,7 +235,7 @@ func (s *Session) load(ctx context.Context) error {
 		// Cancelled, no interpreter, a dead one: the blob is not to blame.
 		return err
 	}
-	s.version, s.saved, s.info = obj.Info.Version, b, obj.Info
+	s.version, s.saved, s.info, s.tc = obj.Info.Version, b, obj.Info, b.TypeCheck
 	return nil
 }
 
@@ -308,7 +315,7 @@ func (s *Session) quarantine(ctx context.Context, data []byte, cause error) erro
 }
 
 func (s *Session) fresh(ctx context.Context) error {
-	s.version, s.saved = "", nil
+	s.version, s.saved, s.tc = "", nil, nil
 	return s.freshInterpreter(ctx)
 }
 
@@ -404,15 +411,44 @@ func (s *Session) Exec(ctx context.Context, code string) (*Result, error) {
 // ExecWith is Exec with inputs: values bound as globals before code runs
 // (they stay in the session like any other global).
 func (s *Session) ExecWith(ctx context.Context, code string, inputs ...runtime.Input) (*Result, error) {
+	return s.ExecOptions(ctx, code, ExecOptions{Inputs: inputs, TypeCheck: s.opts.TypeCheck})
+}
+
+// enter starts a call: it fails with ErrBusy while another runs, else
+// holds s.mu (and busy) until the caller releases both.
+func (s *Session) enter() error {
 	if !s.busy.CompareAndSwap(false, true) {
-		return nil, fmt.Errorf("%w: session %s", ErrBusy, s.id)
+		return fmt.Errorf("%w: session %s", ErrBusy, s.id)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.busy.Store(false)
+		return ErrClosed
+	}
+	return nil
+}
+
+// ExecOptions is Exec with per-call options: inputs, and type checking
+// before the code runs (a *typecheck.Error when the check finds problems:
+// nothing runs and the state is unchanged).
+func (s *Session) ExecOptions(ctx context.Context, code string, o ExecOptions) (*Result, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
 	}
 	defer s.busy.Store(false)
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
+	var checked *typecheck.Result
+	if o.TypeCheck != nil {
+		var err error
+		if checked, err = s.check(ctx, code, o.TypeCheck, o.Inputs); err != nil {
+			return nil, err
+		}
+		if err := checked.Err(); err != nil {
+			return nil, err
+		}
 	}
+	inputs := o.Inputs
 	if s.repl == nil || s.it == nil || s.it.Dead() != nil || s.it.Outdated() {
 		// An earlier failure left no usable interpreter, or the engine runs
 		// faster code since its fast start finished compiling: rebuild the
@@ -446,7 +482,7 @@ func (s *Session) ExecWith(ctx context.Context, code string, inputs ...runtime.I
 		s.describe(res)
 		return res, err
 	}
-	err = s.save(ctx, res)
+	err = s.save(ctx, res, s.nextContext(code))
 	if err != nil || !res.Saved {
 		// Not stored (store failure, conflict, size cap): the live state
 		// goes back to what is stored, so that it never holds changes a
@@ -472,6 +508,7 @@ func (s *Session) describe(res *Result) {
 func (s *Session) rollback(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
 	if s.saved == nil {
+		s.tc = nil
 		return s.freshInterpreter(ctx)
 	}
 	if s.repl != nil {
@@ -484,6 +521,7 @@ func (s *Session) rollback(ctx context.Context) error {
 		}
 	}
 	s.restore = Restore{Found: true}
+	s.tc = s.saved.TypeCheck
 	return s.restoreBlob(ctx, s.saved)
 }
 
@@ -613,13 +651,14 @@ func strs(list object.List) []string {
 }
 
 // save persists the state after a call.
-func (s *Session) save(ctx context.Context, res *Result) error {
+// save stores the live state with the type check context tc.
+func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) error {
 	names, view, omitted, err := s.snapshot(ctx)
 	if err != nil {
 		return err
 	}
 	res.ViewOmitted = omitted
-	b := &blob{MontyVersion: s.eng.MontyVersion(), ModuleSum: moduleSum(), Names: names, JSON: view, JSONOnly: s.opts.JSONOnly}
+	b := &blob{MontyVersion: s.eng.MontyVersion(), ModuleSum: moduleSum(), Names: names, JSON: view, JSONOnly: s.opts.JSONOnly, TypeCheck: tc}
 	if !s.opts.JSONOnly {
 		if b.Dump, err = s.repl.Dump(ctx); err != nil {
 			return err
@@ -646,7 +685,7 @@ func (s *Session) save(ctx context.Context, res *Result) error {
 		}
 		return err
 	}
-	s.version, s.saved, s.info = info.Version, b, info
+	s.version, s.saved, s.info, s.tc = info.Version, b, info, tc
 	res.Saved = true
 	s.describe(res)
 	if s.opts.JSONOnly {

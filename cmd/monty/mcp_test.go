@@ -290,3 +290,31 @@ func TestMCPAnswersBeforeCompiling(t *testing.T) {
 	assert.Contains(t, log, "event=fast_start")
 	assert.NotContains(t, log, "event=switched", "the first call waited for the compilation")
 }
+
+// TestMCPTypeCheck: with --type-check, execute_python checks the code
+// first and returns the diagnostics as the tool error; the type_check
+// argument overrides the server's default per call.
+func TestMCPTypeCheck(t *testing.T) {
+	stubs := t.TempDir() + "/host.pyi"
+	require.NoError(t, os.WriteFile(stubs, []byte("LIMIT: int\n"), 0o644))
+	cs := mcpClient(t, "--store", t.TempDir(), "--type-check", "--stubs", stubs)
+	tools, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	for _, tool := range tools.Tools {
+		if tool.Name == "execute_python" {
+			schema, _ := tool.InputSchema.(map[string]any)
+			assert.Contains(t, schema["properties"], "type_check")
+		}
+	}
+	text, isErr := call(t, cs, "execute_python", map[string]any{"code": "def half(n: int) -> float:\n    return n / 2\nprint(half(LIMIT if False else 8))"})
+	assert.False(t, isErr, text)
+	assert.Equal(t, "4.0", text)
+	text, isErr = call(t, cs, "execute_python", map[string]any{"code": "print('ran')\nhalf('8')"})
+	assert.True(t, isErr)
+	assert.Contains(t, text, "error[invalid-argument-type]")
+	assert.Contains(t, text, "the code was not run")
+	assert.NotContains(t, text, "ran\n")
+	text, isErr = call(t, cs, "execute_python", map[string]any{"code": "half('8')", "type_check": false})
+	assert.True(t, isErr)
+	assert.Contains(t, text, "TypeError", "unchecked, it ran and failed at run time")
+}

@@ -267,7 +267,7 @@ func NewRunID() string {
 // functions, from theirs, but never concurrently; it must not block for
 // long, since the run waits for it.
 func Run(ctx context.Context, s *session.Session, runID, code string, sink func(Event)) (*session.Result, error) {
-	rec, res, err := run(ctx, s, runID, code, sink)
+	rec, res, err := run(ctx, s, runID, code, nil, sink)
 	switch {
 	case err != nil:
 		rec.finish(nil, err)
@@ -280,9 +280,10 @@ func Run(ctx context.Context, s *session.Session, runID, code string, sink func(
 	return res, nil
 }
 
-// run starts the event stream and runs the code; the caller finishes the
-// stream.
-func run(ctx context.Context, s *session.Session, runID, code string, sink func(Event)) (*recorder, *session.Result, error) {
+// run starts the event stream and runs the code, type-checked first with
+// tc when it is set (else as the session's options say); the caller
+// finishes the stream.
+func run(ctx context.Context, s *session.Session, runID, code string, tc *session.TypeCheck, sink func(Event)) (*recorder, *session.Result, error) {
 	if runID == "" {
 		runID = NewRunID()
 	}
@@ -292,7 +293,13 @@ func run(ctx context.Context, s *session.Session, runID, code string, sink func(
 	rec.mu.Unlock()
 	ctx = context.WithValue(ctx, recorderKey{}, rec)
 	ctx = runtime.WithPrintFunc(ctx, rec.print)
-	res, err := s.Exec(ctx, code)
+	var res *session.Result
+	var err error
+	if tc != nil {
+		res, err = s.ExecOptions(ctx, code, session.ExecOptions{TypeCheck: tc})
+	} else {
+		res, err = s.Exec(ctx, code)
+	}
 	if res == nil {
 		res = &session.Result{}
 	}

@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
 )
@@ -35,6 +37,10 @@ var (
 	// ExecutorOptions.Timeout (host calls included).
 	ErrTimeout = errors.New("agent: execution timed out")
 )
+
+// TypeCheckErrorType is Result.ErrorType when a type check refused the
+// code (Result.Err then matches typecheck.ErrTypeErrors).
+const TypeCheckErrorType = "TypeCheckError"
 
 // ExecutorOptions configure an Executor.
 type ExecutorOptions struct {
@@ -60,6 +66,17 @@ type ExecutorOptions struct {
 	// MaxHostTime bounds the total time spent in host functions per run;
 	// 0 means no bound beyond Timeout.
 	MaxHostTime time.Duration
+	// TypeCheck type-checks each call's code before it runs, against the
+	// host functions' signatures (Registry.Stubs), Stubs and the session's
+	// earlier calls; code with problems is not run and the diagnostics are
+	// the call's error text. A call's "type_check" argument overrides it.
+	TypeCheck bool
+	// Stubs is further stub (.pyi) text for type checks: names the code
+	// may use that the registry does not describe.
+	Stubs string
+	// Checker runs the type checks; nil means typecheck.Default, compiled
+	// at the first checked call.
+	Checker *typecheck.Checker
 }
 
 // Executor runs execute_python tool calls: each thread key (a conversation)
@@ -77,6 +94,8 @@ type Executor struct {
 	store   store.Store
 	fns     *Registry
 	timeout time.Duration
+	check   bool              // type-check calls that do not say
+	tc      session.TypeCheck // how to check them
 
 	mu    sync.Mutex
 	turns map[string]*turn
@@ -111,11 +130,17 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
+	stubs := fns.Stubs()
+	if opts.Stubs != "" {
+		stubs += "\n" + opts.Stubs
+	}
 	return &Executor{
 		mgr:     session.NewManager(sopts, opts.Manager),
 		store:   sopts.Store,
 		fns:     fns,
 		timeout: timeout,
+		check:   opts.TypeCheck,
+		tc:      session.TypeCheck{Checker: opts.Checker, Stubs: stubs, Format: typecheck.Full},
 		turns:   map[string]*turn{},
 	}, nil
 }
@@ -124,8 +149,8 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 func (e *Executor) Close() { e.mgr.Close() }
 
 // Tool returns the execute_python tool definition: the parameters are
-// "code" (required) and "session_id" (optional), and the description lists
-// the host functions the code can call.
+// "code" (required), "session_id" and "type_check" (optional), and the
+// description lists the host functions the code can call.
 func (e *Executor) Tool() Tool {
 	var b strings.Builder
 	b.WriteString("Execute Python code in a sandboxed interpreter (Monty: a subset of Python without file, network or environment access). " +
@@ -146,7 +171,8 @@ func (e *Executor) Tool() Tool {
 		Description: b.String(),
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
 			`"code":{"type":"string","description":"Python source code to execute"},` +
-			`"session_id":{"type":"string","description":"Optional name of a separate session within this conversation (letters, digits and . _ - :); omit it to use the conversation's session"}},` +
+			`"session_id":{"type":"string","description":"Optional name of a separate session within this conversation (letters, digits and . _ - :); omit it to use the conversation's session"},` +
+			`"type_check":{"type":"boolean","description":"Type-check the code against the available functions and this session's earlier code before running it; if the check finds problems, nothing runs and they are returned (default: ` + strconv.FormatBool(e.check) + `)"}},` +
 			`"required":["code"]}`),
 	}
 }
@@ -155,6 +181,9 @@ func (e *Executor) Tool() Tool {
 type ToolArgs struct {
 	Code      string `json:"code"`
 	SessionID string `json:"session_id,omitempty"`
+	// TypeCheck, when set, says whether to type-check this call
+	// (ExecutorOptions.TypeCheck otherwise).
+	TypeCheck *bool `json:"type_check,omitempty"`
 }
 
 // ParseArgs decodes tool-call arguments. Errors match ErrBadArgs.
@@ -162,6 +191,7 @@ func ParseArgs(raw json.RawMessage) (ToolArgs, error) {
 	var a struct {
 		Code      *string `json:"code"`
 		SessionID *string `json:"session_id"`
+		TypeCheck *bool   `json:"type_check"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&a); err != nil {
@@ -170,7 +200,7 @@ func ParseArgs(raw json.RawMessage) (ToolArgs, error) {
 	if a.Code == nil {
 		return ToolArgs{}, fmt.Errorf("%w: \"code\" is required", ErrBadArgs)
 	}
-	out := ToolArgs{Code: *a.Code}
+	out := ToolArgs{Code: *a.Code, TypeCheck: a.TypeCheck}
 	if a.SessionID != nil {
 		out.SessionID = *a.SessionID
 	}
@@ -270,7 +300,11 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 		return nil, err
 	}
 	defer release()
-	res, err := e.execute(ctx, id, a.Code, sink)
+	var tc *session.TypeCheck
+	if a.TypeCheck != nil && *a.TypeCheck || a.TypeCheck == nil && e.check {
+		tc = &e.tc
+	}
+	res, err := e.execute(ctx, id, a.Code, tc, sink)
 	if err != nil || res.Err != nil && !errors.As(res.Err, new(*runtime.Error)) {
 		// A run that was stopped (timeout, cancellation, host limit, dead
 		// interpreter) leaves no live session behind: the next call
@@ -281,7 +315,7 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 }
 
 // execute runs code in session id; the caller holds its turn.
-func (e *Executor) execute(ctx context.Context, id, code string, sink func(Event)) (*Result, error) {
+func (e *Executor) execute(ctx context.Context, id, code string, tc *session.TypeCheck, sink func(Event)) (*Result, error) {
 	s, done, err := e.mgr.Acquire(ctx, id)
 	if err != nil && runtime.LimitOf(err) != runtime.NoLimit {
 		// The stored state does not fit the limits: the code's failure to
@@ -295,12 +329,20 @@ func (e *Executor) execute(ctx context.Context, id, code string, sink func(Event
 		return nil, fmt.Errorf("agent: session %s: %w", id, err)
 	}
 	defer done()
+	if tc != nil {
+		// Compiling the checker (once per process; seconds when the cache
+		// is cold) is not the code's time: it happens before the timeout
+		// starts.
+		if err := loadChecker(ctx, tc); err != nil {
+			return nil, fmt.Errorf("agent: type checker: %w", err)
+		}
+	}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if e.timeout > 0 {
 		runCtx, cancel = context.WithTimeoutCause(ctx, e.timeout, ErrTimeout)
 	}
 	defer cancel()
-	rec, sres, err := run(runCtx, s, "", code, sink)
+	rec, sres, err := run(runCtx, s, "", code, tc, sink)
 	res := &Result{Output: sres.Output, SessionID: id, RunID: rec.runID, Saved: sres.Saved, NotSaved: sres.NotSavedReason}
 	if sres.HasState {
 		res.StateSize, res.StateHash = sres.StateSize, sres.StateHash
@@ -315,6 +357,13 @@ func (e *Executor) execute(ctx context.Context, id, code string, sink func(Event
 		if _, none := sres.Value.(object.None); !none && sres.Value != nil {
 			res.Repr = object.Repr(sres.Value)
 		}
+	case errors.Is(err, typecheck.ErrTypeErrors):
+		// The model's code has problems the checker found: its failure,
+		// reported with the diagnostics so that it can fix them.
+		var tcErr *typecheck.Error
+		errors.As(err, &tcErr)
+		res.Err, res.ErrorType = err, TypeCheckErrorType
+		res.Error = strings.TrimRight(tcErr.Result.Text, "\n") + "\nThe type check found problems, so the code was not run; the session is unchanged."
 	case errors.Is(err, ErrTimeout) && ctx.Err() == nil:
 		res.Err = fmt.Errorf("%w after %s", ErrTimeout, e.timeout)
 		res.ErrorType = "TimeoutError"
@@ -332,6 +381,15 @@ func (e *Executor) execute(ctx context.Context, id, code string, sink func(Event
 	rec.finish(res.Value, res.Err)
 	res.Text = text(res)
 	return res, nil
+}
+
+// loadChecker waits until tc's checker is compiled.
+func loadChecker(ctx context.Context, tc *session.TypeCheck) error {
+	if tc.Checker == nil {
+		_, err := typecheck.Default(ctx)
+		return err
+	}
+	return tc.Checker.Load(ctx)
 }
 
 // text renders a result for the model.

@@ -97,7 +97,8 @@ func TestToolDefinition(t *testing.T) {
 	assert.Equal(t, "execute_python", tool.Name)
 	assert.JSONEq(t, `{"type":"object","properties":{
 		"code":{"type":"string","description":"Python source code to execute"},
-		"session_id":{"type":"string","description":"Optional name of a separate session within this conversation (letters, digits and . _ - :); omit it to use the conversation's session"}},
+		"session_id":{"type":"string","description":"Optional name of a separate session within this conversation (letters, digits and . _ - :); omit it to use the conversation's session"},
+		"type_check":{"type":"boolean","description":"Type-check the code against the available functions and this session's earlier code before running it; if the check finds problems, nothing runs and they are returned (default: false)"}},
 		"required":["code"]}`, string(tool.Parameters))
 	assert.Contains(t, tool.Description, "sandboxed")
 	assert.Contains(t, tool.Description, "\n- get_weather(city: str, units: str = 'metric'): Current weather for a city.\n")

@@ -6,9 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -34,6 +32,14 @@ type ExecRequest struct {
 	Limits *RequestLimits `json:"limits,omitempty"`
 	// Lang, when set, must be "py" or "python".
 	Lang string `json:"lang,omitempty"`
+	// TypeCheck checks the code before it runs, against the session's
+	// earlier calls and the server's and the request's stubs; code with
+	// problems gets a 422 "type_check_failed" answer with the
+	// diagnostics, and nothing runs.
+	TypeCheck bool `json:"type_check,omitempty"`
+	// Stubs is stub (.pyi) text declaring names the code may use (with
+	// TypeCheck).
+	Stubs string `json:"stubs,omitempty"`
 }
 
 // RequestLimits are per-request execution limits; zero fields take the
@@ -149,14 +155,23 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 	}
 	defer done()
 
-	// The request's context: a client that goes away cancels the run.
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := h.workContext(r)
 	defer cancel()
-	defer context.AfterFunc(h.base, cancel)()
 
 	start := time.Now()
-	out, err := h.run(ctx, ns, req.SessionID, req.Code, inputs, limits)
+	var tc *session.TypeCheck
+	if req.TypeCheck {
+		if tc, aerr = h.typeCheck(ctx, req.Stubs); aerr != nil {
+			return aerr
+		}
+	}
+	out, err := h.run(ctx, ns, req.SessionID, req.Code, session.ExecOptions{Inputs: inputs, TypeCheck: tc}, limits)
 	elapsed := time.Since(start)
+	if aerr := typeCheckError(err); aerr != nil {
+		h.metrics.execs.inc("type_error")
+		aerr.body.SessionID, aerr.body.DurationMS = req.SessionID, durationMS(elapsed)
+		return aerr
+	}
 	h.metrics.execDuration.observe(elapsed.Seconds())
 	if aerr := execLimitError(err, out.pyErr, out.resp != nil, limits, h.opts.Limits); aerr != nil {
 		h.metrics.execs.inc("limit")
@@ -188,22 +203,19 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 	return nil
 }
 
+// workContext is the context of a request's work: a client that goes away
+// cancels it, and so does the server stopping its executions.
+func (h *Handler) workContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(h.base, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
 // readExec decodes and checks the body of POST /exec.
 func (h *Handler) readExec(w http.ResponseWriter, r *http.Request) (*ExecRequest, *apiError) {
-	if r.ContentLength > h.opts.MaxBody {
-		return nil, tooLarge("request_too_large", "request body", r.ContentLength, h.opts.MaxBody)
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBody))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return nil, tooLarge("request_too_large", "request body", -1, h.opts.MaxBody)
-	}
-	if err != nil {
-		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: "reading the body: " + err.Error()}
-	}
 	var req ExecRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: "the body must be a JSON object like {\"code\": \"print(1)\"}: " + err.Error()}
+	if aerr := h.readBody(w, r, &req); aerr != nil {
+		return nil, aerr
 	}
 	if strings.TrimSpace(req.Code) == "" {
 		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: "\"code\" is required"}
@@ -212,6 +224,9 @@ func (h *Handler) readExec(w http.ResponseWriter, r *http.Request) (*ExecRequest
 	case "", "py", "python", "python3":
 	default:
 		return nil, &apiError{status: http.StatusBadRequest, code: "unsupported_language", msg: fmt.Sprintf("lang %q: this server runs Python only (\"py\")", req.Lang)}
+	}
+	if req.Stubs != "" && !req.TypeCheck {
+		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: "\"stubs\" needs \"type_check\": true"}
 	}
 	if l := req.Limits; l != nil && (l.DurationMS < 0 || l.MemoryBytes < 0 || l.Recursion < 0 || l.OutputBytes < 0 || l.ResultBytes < 0) {
 		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: "limits must not be negative"}
@@ -293,7 +308,7 @@ type outcome struct {
 // run opens the stored session id of namespace ns, runs code and stores
 // the new state. The answer is filled in as far as the call got, also when
 // it fails (what the code printed before a limit stopped it).
-func (h *Handler) run(ctx context.Context, ns, id, code string, inputs []runtime.Input, limits runtime.Limits) (outcome, error) {
+func (h *Handler) run(ctx context.Context, ns, id, code string, opts session.ExecOptions, limits runtime.Limits) (outcome, error) {
 	var stdout, stderr strings.Builder
 	s, err := session.Open(ctx, storeID(ns, id), session.Options{
 		Store:        h.opts.Store,
@@ -316,7 +331,7 @@ func (h *Handler) run(ctx context.Context, ns, id, code string, inputs []runtime
 		return outcome{}, err
 	}
 	defer s.Close(context.WithoutCancel(ctx))
-	res, err := s.ExecWith(ctx, code, inputs...)
+	res, err := s.ExecOptions(ctx, code, opts)
 	resp := &ExecResponse{Stdout: stdout.String(), Stderr: stderr.String(), Result: json.RawMessage("null")}
 	out := outcome{resp: resp}
 	if res != nil {

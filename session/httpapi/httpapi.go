@@ -54,6 +54,7 @@ import (
 	"time"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
 )
@@ -119,6 +120,13 @@ type Options struct {
 	// Logger receives one structured record per request; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Checker type-checks the code of requests that ask for it (POST
+	// /check, "type_check" on POST /exec); nil means typecheck.Default,
+	// compiled at the first such request.
+	Checker *typecheck.Checker
+	// Stubs is stub (.pyi) text added to every check: names the server's
+	// sandbox provides.
+	Stubs string
 }
 
 // Handler is the HTTP API. It is safe for concurrent use.
@@ -199,20 +207,21 @@ func New(opts Options) (*Handler, error) {
 	h.base, h.stop = context.WithCancel(context.Background())
 	h.mux = http.NewServeMux()
 	h.route("POST /exec", "exec", h.exec)
+	h.route("POST /check", "check", h.check)
 	h.route("GET /state/{id}", "state_get", h.getState)
 	h.route("POST /state/{id}", "state_upload", h.uploadState)
 	h.route("DELETE /state/{id}", "state_delete", h.deleteState)
 	h.route("GET /state/{id}/info", "state_info", h.stateInfo)
 	h.mux.HandleFunc("GET /healthz", h.instrument("healthz", h.healthz))
 	h.mux.HandleFunc("GET /metrics", h.instrument("metrics", h.serveMetrics))
-	for path, allow := range map[string]string{"/exec": "POST", "/state/{id}": "GET, POST, DELETE", "/state/{id}/info": "GET", "/healthz": "GET", "/metrics": "GET"} {
+	for path, allow := range map[string]string{"/exec": "POST", "/check": "POST", "/state/{id}": "GET, POST, DELETE", "/state/{id}/info": "GET", "/healthz": "GET", "/metrics": "GET"} {
 		h.mux.HandleFunc(path, h.instrument("other", func(w http.ResponseWriter, r *http.Request) *apiError {
 			w.Header().Set("Allow", allow)
 			return &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", msg: r.Method + " is not allowed on " + r.URL.Path + "; use " + allow}
 		}))
 	}
 	h.mux.HandleFunc("/", h.instrument("other", func(w http.ResponseWriter, r *http.Request) *apiError {
-		return &apiError{status: http.StatusNotFound, code: "not_found", msg: r.Method + " " + r.URL.Path + " is not an endpoint of this API (see /exec, /state/{id}, /healthz, /metrics)"}
+		return &apiError{status: http.StatusNotFound, code: "not_found", msg: r.Method + " " + r.URL.Path + " is not an endpoint of this API (see /exec, /check, /state/{id}, /healthz, /metrics)"}
 	}))
 	return h, nil
 }
@@ -340,6 +349,9 @@ type ErrorResponse struct {
 	StateSize  int64        `json:"state_size,omitempty"`
 	StateHash  string       `json:"state_hash,omitempty"`
 	DurationMS float64      `json:"duration_ms,omitempty"`
+	// Diagnostics are the problems a type check found (error
+	// "type_check_failed"; Message then holds them as text).
+	Diagnostics []typecheck.Diagnostic `json:"diagnostics,omitempty"`
 }
 
 // apiError is an error response: {"error": code, "message": msg}, plus

@@ -19,7 +19,8 @@ import (
 // metrics are the counters behind GET /metrics, in Prometheus text format.
 type metrics struct {
 	requests       labelled // by "endpoint,code"
-	execs          labelled // by outcome: ok, exception, limit, error
+	execs          labelled // by outcome: ok, exception, limit, error, type_error
+	checks         labelled // POST /check by outcome: clean, problems
 	limits         labelled // 422s by code
 	rejected       atomic.Int64
 	uploads        atomic.Int64
@@ -124,9 +125,14 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) *apiError
 		fmt.Fprintf(w, "monty_http_requests_total{endpoint=%q,code=%q} %d\n", endpoint, code, counts[k])
 	}
 	keys, counts = m.execs.snapshot()
-	fmt.Fprint(w, "# HELP monty_executions_total Executions by outcome: ok, exception (Python raised), limit (the code ran into a limit: 422), error (the call failed: store, conflict, cancelled).\n# TYPE monty_executions_total counter\n")
+	fmt.Fprint(w, "# HELP monty_executions_total Executions by outcome: ok, exception (Python raised), limit (the code ran into a limit: 422), error (the call failed: store, conflict, cancelled), type_error (a type check refused the code: 422).\n# TYPE monty_executions_total counter\n")
 	for _, k := range keys {
 		fmt.Fprintf(w, "monty_executions_total{outcome=%q} %d\n", k, counts[k])
+	}
+	keys, counts = m.checks.snapshot()
+	fmt.Fprint(w, "# HELP monty_type_checks_total Type checks (POST /check) by outcome: clean, problems.\n# TYPE monty_type_checks_total counter\n")
+	for _, k := range keys {
+		fmt.Fprintf(w, "monty_type_checks_total{outcome=%q} %d\n", k, counts[k])
 	}
 	keys, counts = m.limits.snapshot()
 	fmt.Fprint(w, "# HELP monty_execution_limits_total Executions stopped by a limit (422), by error code.\n# TYPE monty_execution_limits_total counter\n")

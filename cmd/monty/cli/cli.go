@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/session"
 )
 
 // Exit codes.
@@ -29,6 +31,7 @@ const usage = `usage: monty [flags] -c CODE
        monty session ls | show ID | rm ID | export ID FILE | import ID FILE
        monty serve [flags]        (HTTP API; monty serve -h)
        monty mcp [flags]          (MCP server on stdio; monty mcp -h)
+       monty check [flags] FILE.py...  (type-check only; monty check -h)
        monty precompile [--cache-dir DIR]
 
 Runs Python code in Monty's sandbox. print() output goes to stdout as it is
@@ -53,6 +56,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && args[0] == "mcp" {
 		return mcpCommand(ctx, args[1:], stdin, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "check" {
+		return checkCommand(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "precompile" {
 		return precompileCommand(ctx, args[1:], stdout, stderr)
 	}
@@ -67,6 +73,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	maxMemory := fs.String("max-memory", "", "limit the interpreter heap, e.g. 64MB or 1GiB (empty: no limit)")
 	sessionID := fs.String("session", "", "keep Python state between runs in session `ID` (functions, classes and data survive)")
 	storeDir := fs.String("store", "", "session store: a `DIR`, or redis://…, s3://…, HOT,COLD (see docs; default: "+defaultStoreHint+")")
+	typeCheck := fs.Bool("type-check", false, "type-check the code first and refuse to run it when the check finds problems (a REPL or session checks each snippet against the earlier ones)")
+	stubsFile := fs.String("stubs", "", "with --type-check: stub (.pyi) `FILE` declaring names the code may use as defined")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -90,13 +98,29 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	limits := runtime.DefaultLimits()
 	limits.MaxDuration, limits.MaxMemory = *maxDuration, mem
+	if *stubsFile != "" && !*typeCheck {
+		fmt.Fprintln(stderr, "monty: --stubs needs --type-check")
+		return ExitUsage
+	}
+	var tc *session.TypeCheck
+	if *typeCheck {
+		stubs, err := readStubs(*stubsFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "monty:", err)
+			return ExitUsage
+		}
+		if tc, err = typeCheckConfig(ctx, stubs); err != nil {
+			fmt.Fprintln(stderr, "monty:", err)
+			return ExitException
+		}
+	}
 	if src == "" && name == "" {
-		return interactive(ctx, *sessionID, *storeDir, limits, stdin, stdout, stderr)
+		return interactive(ctx, *sessionID, *storeDir, limits, tc, stdin, stdout, stderr)
 	}
 	if *sessionID != "" {
-		return executeSession(ctx, *sessionID, *storeDir, src, limits, stdout, stderr)
+		return executeSession(ctx, *sessionID, *storeDir, src, limits, tc, stdout, stderr)
 	}
-	return execute(ctx, src, name, limits, stdout, stderr)
+	return execute(ctx, src, name, limits, tc, stdout, stderr)
 }
 
 // source returns the program text and its script name from -c or a file.
@@ -118,7 +142,16 @@ func source(fs *flag.FlagSet, code string) (string, string, error) {
 	return "", "", nil // interactive
 }
 
-func execute(ctx context.Context, src, name string, limits runtime.Limits, stdout, stderr io.Writer) int {
+func execute(ctx context.Context, src, name string, limits runtime.Limits, tc *session.TypeCheck, stdout, stderr io.Writer) int {
+	if tc != nil {
+		res, err := tc.Checker.Check(ctx, typecheck.Request{Code: src, Path: checkPath(name), Stubs: tc.Stubs, Format: tc.Format, Limits: limits})
+		if err == nil {
+			err = res.Err()
+		}
+		if err != nil {
+			return refuse(err, stderr)
+		}
+	}
 	engine, err := processEngine(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)

@@ -67,7 +67,11 @@ func (h *noticeHandler) Handle(_ context.Context, r slog.Record) error {
 			line += ": " + err
 		}
 	case attrs["event"] == "compile_start":
-		line = "monty: compiling the Python interpreter for this machine; this happens once and takes several seconds"
+		what := "the Python interpreter"
+		if attrs["module"] == "checker" {
+			what = "the type checker"
+		}
+		line = "monty: compiling " + what + " for this machine; this happens once and takes several seconds"
 		if dir := attrs["cache_dir"]; dir != "" {
 			line += " (cached in " + dir + ")"
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/mcpserver"
@@ -44,6 +45,8 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	maxLive := fs.Int("max-live", 0, "most sessions kept in memory at once (0: the manager's default)")
 	signingKeyFile := fs.String("signing-key-file", "", "sign stored state with the key in `FILE` (or set MONTY_SIGNING_KEY); default unsigned, like monty --session")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	typeCheck := fs.Bool("type-check", false, "type-check every execute_python call before it runs (a call's type_check argument overrides this)")
+	stubsFile := fs.String("stubs", "", "stub (.pyi) `FILE` declaring further names the code may use, for type checks")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -61,6 +64,11 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return ExitUsage
 	}
 	logger, err := newLogger("text", *logLevel, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty mcp:", err)
+		return ExitUsage
+	}
+	stubs, err := readStubs(*stubsFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
@@ -86,10 +94,22 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	defer engine.Close(context.Background())
 	limits := runtime.DefaultLimits()
 	limits.MaxMemory = mem
+	checker := typecheck.Lazy(typecheck.WithLogger(logger))
+	defer checker.Close(context.Background())
+	if *typeCheck {
+		// Every call is checked: compile the checker now, in the
+		// background, rather than in the first call.
+		go func() { _ = checker.Load(context.Background()) }()
+	}
 	exec, err := agent.NewExecutor(agent.ExecutorOptions{
 		Session: session.Options{Store: st, Engine: engine, SigningKey: key, Limits: limits},
 		Manager: session.ManagerOptions{MaxLive: *maxLive},
 		Timeout: *timeout,
+		// Compiled at the first checked call, so that a server whose
+		// calls are never checked does not load it.
+		TypeCheck: *typeCheck,
+		Stubs:     stubs,
+		Checker:   checker,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 )
 
@@ -49,7 +50,7 @@ func (r *termReader) ReadLine(prompt string) (string, error) {
 type feeder func(ctx context.Context, code string) (object.Value, string, *runtime.Error, error)
 
 // interactive runs the read-eval-print loop until end of input.
-func interactive(ctx context.Context, sessionID, storeSpec string, limits runtime.Limits, stdin io.Reader, stdout, stderr io.Writer) int {
+func interactive(ctx context.Context, sessionID, storeSpec string, limits runtime.Limits, tc *session.TypeCheck, stdin io.Reader, stdout, stderr io.Writer) int {
 	engine, err := processEngine(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
@@ -70,7 +71,7 @@ func interactive(ctx context.Context, sessionID, storeSpec string, limits runtim
 			return storeExit(err)
 		}
 		defer st.Close()
-		s, err := session.Open(ctx, sessionID, session.Options{Store: st, Engine: engine, Limits: limits})
+		s, err := session.Open(ctx, sessionID, session.Options{Store: st, Engine: engine, Limits: limits, TypeCheck: tc})
 		if err != nil {
 			fmt.Fprintln(stderr, "monty:", err)
 			return ExitException
@@ -91,11 +92,28 @@ func interactive(ctx context.Context, sessionID, storeSpec string, limits runtim
 			return ExitException
 		}
 		var host runtime.Host
+		var tcContext typecheck.Context // what earlier snippets defined
 		feed = func(ctx context.Context, code string) (object.Value, string, *runtime.Error, error) {
+			var checked *typecheck.Result
+			if tc != nil {
+				req := typecheck.Request{Code: code, Stubs: tc.Stubs, Format: tc.Format, Limits: limits}
+				tcContext.Apply(&req)
+				res, err := tc.Checker.Check(ctx, req)
+				if err == nil {
+					err = res.Err()
+				}
+				if err != nil {
+					return nil, "", nil, err
+				}
+				checked = res
+			}
 			v, err := host.Feed(ctx, repl, code)
 			var pyErr *runtime.Error
 			if errors.As(err, &pyErr) {
 				return nil, it.Output(), pyErr, nil
+			}
+			if err == nil && checked != nil {
+				tcContext.Commit(code)
 			}
 			return v, it.Output(), nil, err
 		}
@@ -126,7 +144,10 @@ func interactive(ctx context.Context, sessionID, storeSpec string, limits runtim
 		v, out, pyErr, err := feed(ctx, code)
 		fmt.Fprint(stdout, out)
 		line, limit := runtime.LimitLine(err)
+		var tcErr *typecheck.Error
 		switch {
+		case errors.As(err, &tcErr):
+			fmt.Fprint(stderr, ensureNewline(tcErr.Result.Text))
 		case limit:
 			// The code ran into a limit the host enforces: shown like the
 			// exceptions Python raises for its own limits.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session/httpapi"
 )
 
@@ -64,6 +65,7 @@ type serveConfig struct {
 	maxRecursion, concurrency               int
 	tlsCert, tlsKey                         string
 	logFormat, logLevel, cacheDir           string
+	stubsFile                               string
 }
 
 func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -101,6 +103,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&c.logFormat, "log-format", "text", "log records as text or json, to stderr")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.cacheDir, "cache-dir", "", "cache compiled machine code in `DIR` (default "+defaultCacheHint+"; off: none)")
+	fs.StringVar(&c.stubsFile, "stubs", "", "stub (.pyi) `FILE` added to every type check (POST /check, \"type_check\" on /exec): names the sandbox provides")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -288,6 +291,20 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	}
 	defer st.Close()
 	opts.Store, opts.Engine, opts.Logger = st, engine, log
+	if opts.Stubs, err = readStubs(c.stubsFile); err != nil {
+		return usageError{err}
+	}
+	// The type checker is compiled at the first request that asks for a
+	// check, into the same cache as the interpreter.
+	checkerOpts := []typecheck.Option{typecheck.WithLogger(log)}
+	switch {
+	case strings.EqualFold(c.cacheDir, runtime.CacheOff):
+		checkerOpts = append(checkerOpts, typecheck.WithCacheDir(""))
+	case c.cacheDir != "":
+		checkerOpts = append(checkerOpts, typecheck.WithCacheDir(c.cacheDir))
+	}
+	opts.Checker = typecheck.Lazy(checkerOpts...)
+	defer opts.Checker.Close(context.Background())
 	h, err := httpapi.New(opts)
 	if err != nil {
 		return err
@@ -352,8 +369,9 @@ func precompileCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs := flag.NewFlagSet("monty precompile", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("cache-dir", "", "cache `DIR` to fill (default "+defaultCacheHint+"); processes started with MONTY_CACHE_DIR=DIR (or monty serve --cache-dir DIR) then skip compilation")
+	noChecker := fs.Bool("no-checker", false, "compile the interpreter only, not the type checker (monty check, --type-check)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: monty precompile [--cache-dir DIR]\n\nCompiles the interpreter to machine code for this platform and stores it in the cache.\n\nflags:\n")
+		fmt.Fprint(stderr, "usage: monty precompile [--cache-dir DIR] [--no-checker]\n\nCompiles the interpreter and the type checker to machine code for this platform and stores them in the cache.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -387,6 +405,24 @@ func precompileCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stdout, "Monty %s is already compiled in %s\n", engine.MontyVersion(), info.CacheDir)
 	default:
 		fmt.Fprintf(stdout, "compiled Monty %s into %s in %s\n", engine.MontyVersion(), info.CacheDir, info.Ready.Round(time.Millisecond))
+	}
+	if *noChecker {
+		return ExitOK
+	}
+	checkerOpts := []typecheck.Option{typecheck.WithLogger(slog.New(h))}
+	if *dir != "" {
+		checkerOpts = append(checkerOpts, typecheck.WithCacheDir(*dir))
+	}
+	checker, err := typecheck.New(ctx, checkerOpts...)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty precompile: type checker:", err)
+		return ExitException
+	}
+	defer checker.Close(ctx)
+	if ci := checker.CompileInfo(); ci.Cached {
+		fmt.Fprintf(stdout, "the type checker is already compiled in %s\n", ci.CacheDir)
+	} else {
+		fmt.Fprintf(stdout, "compiled the type checker into %s in %s\n", ci.CacheDir, ci.Ready.Round(time.Millisecond))
 	}
 	return ExitOK
 }

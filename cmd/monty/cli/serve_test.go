@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/runtimetest"
 )
 
@@ -70,7 +71,7 @@ func TestPrecompile(t *testing.T) {
 	if code := Run(context.Background(), []string{"precompile"}, nil, &out, &errOut); code != ExitUsage || !strings.Contains(errOut.String(), "the cache is off") {
 		t.Fatalf("precompile with the cache off: exit %d %q", code, errOut.String())
 	}
-	if code := Run(context.Background(), []string{"precompile", "--cache-dir", dir}, nil, &out, &errOut); code != ExitOK || !strings.Contains(out.String(), "compiled Monty") {
+	if code := Run(context.Background(), []string{"precompile", "--no-checker", "--cache-dir", dir}, nil, &out, &errOut); code != ExitOK || !strings.Contains(out.String(), "compiled Monty") {
 		t.Fatalf("precompile: exit %d %q %q", code, out.String(), errOut.String())
 	}
 	if ready, err := filepath.Glob(filepath.Join(dir, "module-*", "ready")); err != nil || len(ready) != 1 {
@@ -78,8 +79,18 @@ func TestPrecompile(t *testing.T) {
 	}
 	out.Reset()
 	t.Setenv("MONTY_CACHE_DIR", dir)
-	if code := Run(context.Background(), []string{"precompile"}, nil, &out, &errOut); code != ExitOK || !strings.Contains(out.String(), "already compiled in "+dir) {
+	if code := Run(context.Background(), []string{"precompile", "--no-checker"}, nil, &out, &errOut); code != ExitOK || !strings.Contains(out.String(), "already compiled in "+dir) {
 		t.Fatalf("precompile again: exit %d %q %q", code, out.String(), errOut.String())
+	}
+}
+
+// TestPrecompileChecker: precompile fills the cache with the type checker
+// too (the default test cache, which scripts/test.sh warms).
+func TestPrecompileChecker(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := Run(context.Background(), []string{"precompile"}, nil, &out, &errOut); code != ExitOK ||
+		!strings.Contains(out.String(), "type checker") || !strings.Contains(out.String(), runtime.DefaultCacheDir()) {
+		t.Fatalf("precompile: exit %d %q %q", code, out.String(), errOut.String())
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/storeurl"
@@ -55,7 +56,7 @@ func storeExit(err error) int {
 }
 
 // executeSession runs src in a stored session; output streams as usual.
-func executeSession(ctx context.Context, id, storeSpec, src string, limits runtime.Limits, stdout, stderr io.Writer) int {
+func executeSession(ctx context.Context, id, storeSpec, src string, limits runtime.Limits, tc *session.TypeCheck, stdout, stderr io.Writer) int {
 	st, err := openStore(ctx, storeSpec)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
@@ -74,7 +75,7 @@ func executeSession(ctx context.Context, id, storeSpec, src string, limits runti
 		fmt.Fprintln(stderr, "monty:", err)
 		return ExitException
 	}
-	s, err := session.Open(ctx, id, session.Options{Store: st, Engine: engine, Limits: limits, Print: emit})
+	s, err := session.Open(ctx, id, session.Options{Store: st, Engine: engine, Limits: limits, Print: emit, TypeCheck: tc})
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
 		if errors.Is(err, store.ErrInvalidID) {
@@ -87,6 +88,9 @@ func executeSession(ctx context.Context, id, storeSpec, src string, limits runti
 		fmt.Fprintf(stderr, "monty: session %s restored from its JSON view (%s); lost: %v\n", id, r.Reason, r.Lost)
 	}
 	res, err := s.Exec(ctx, src)
+	if errors.Is(err, typecheck.ErrTypeErrors) {
+		return refuse(err, stderr)
+	}
 	if res != nil {
 		if res.NotSavedReason != "" {
 			fmt.Fprintln(stderr, "monty: state not saved:", res.NotSavedReason)

@@ -1,0 +1,111 @@
+package typecheck
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/monty-go/monty/object"
+)
+
+// Context is what the earlier snippets of a REPL or session defined, so
+// that the next snippet is checked against its own functions, classes,
+// variables and imports. Commit each snippet that ran successfully; Apply
+// adds the context to the next request. The zero value is an empty
+// context. A Context is a value; it is not safe for concurrent use.
+//
+// The earlier snippets are checked with the new one as code that precedes
+// it, in the same module, so that a variable assigned earlier can be
+// assigned again with another value, as it can at run time (as stubs,
+// every earlier assignment would fix the name's type); their own problems
+// are not reported. A check therefore analyses the whole history again,
+// which salsa's caches make cheaper but not free: a very long session
+// checks more slowly than a short one.
+type Context struct {
+	// Code is every committed snippet, in order.
+	Code string `json:"code,omitempty"`
+}
+
+// Apply adds the context to req: the committed snippets run before
+// req.Prelude, after the names of req.Stubs are imported (so set Stubs
+// first).
+func (c Context) Apply(req *Request) {
+	if c.Code == "" {
+		return
+	}
+	prelude := c.Code
+	if req.Stubs != "" {
+		prelude = "from " + strings.TrimSuffix(StubsPath, ".pyi") + " import *\n" + prelude
+	}
+	req.Prelude = joinLines(prelude, req.Prelude)
+}
+
+// Commit records a snippet that ran successfully.
+func (c *Context) Commit(code string) { c.Code = joinLines(c.Code, code) }
+
+// Size is the context's size in bytes.
+func (c Context) Size() int { return len(c.Code) }
+
+// joinLines appends b to a on a new line.
+func joinLines(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	case strings.HasSuffix(a, "\n"):
+		return a + b
+	}
+	return a + "\n" + b
+}
+
+// Declarations renders a program's inputs as stub declarations
+// ("name: int"), so code using them is checked against their types. A
+// value whose type the stubs cannot name precisely is declared Any.
+func Declarations(inputs map[string]object.Value) string {
+	names := make([]string, 0, len(inputs))
+	for n := range inputs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	b.WriteString("from typing import Any\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s: %s\n", n, pyType(inputs[n]))
+	}
+	return b.String()
+}
+
+// pyType names the static type of a value.
+func pyType(v object.Value) string {
+	if v == nil {
+		return "Any"
+	}
+	switch v.Kind() {
+	case object.KindNone:
+		return "None"
+	case object.KindBool:
+		return "bool"
+	case object.KindInt, object.KindBigInt:
+		return "int"
+	case object.KindFloat:
+		return "float"
+	case object.KindComplex:
+		return "complex"
+	case object.KindStr:
+		return "str"
+	case object.KindBytes:
+		return "bytes"
+	case object.KindList:
+		return "list[Any]"
+	case object.KindTuple:
+		return "tuple[Any, ...]"
+	case object.KindDict:
+		return "dict[Any, Any]"
+	case object.KindSet:
+		return "set[Any]"
+	case object.KindFrozenSet:
+		return "frozenset[Any]"
+	}
+	return "Any"
+}

@@ -1,0 +1,108 @@
+package session
+
+import (
+	"context"
+	"strings"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
+)
+
+// TypeCheck configures type checking of a session's code before it runs.
+// A checked call whose code has problems returns a *typecheck.Error
+// (errors.Is(err, typecheck.ErrTypeErrors)) with the diagnostics; nothing
+// runs and the state is unchanged.
+//
+// Code is checked against the session's own earlier calls: once a session
+// has been checked, it records every call whose state it saves (in the
+// stored state, so this holds in another process too), and the next check
+// sees their functions, classes, variables and imports. Globals that
+// existed before the first check are declared with type Any.
+type TypeCheck struct {
+	// Checker checks the code; nil means typecheck.Default.
+	Checker *typecheck.Checker
+	// Stubs is stub text for the names the host provides, such as
+	// agent.Registry.Stubs, plus any of the caller's own.
+	Stubs string
+	// Modules are host modules the code may import.
+	Modules []typecheck.ModuleStub
+	// Format renders the diagnostics in Error.Result.Text (default
+	// typecheck.Full).
+	Format typecheck.Format
+}
+
+// ExecOptions are the per-call options of ExecOptions.
+type ExecOptions struct {
+	// Inputs are bound as globals before the code runs (they stay in the
+	// session like any other global); with TypeCheck, the code is checked
+	// with them declared.
+	Inputs []runtime.Input
+	// TypeCheck checks the code before it runs; nil checks nothing (the
+	// session's Options.TypeCheck applies to Exec and ExecWith only).
+	TypeCheck *TypeCheck
+}
+
+// Check type-checks code against the session (its earlier calls, tc's
+// stubs) without running it, under the session's time and memory limits.
+// It also makes the session record its calls for later checks.
+func (s *Session) Check(ctx context.Context, code string, tc TypeCheck) (*typecheck.Result, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.busy.Store(false)
+	defer s.mu.Unlock()
+	return s.check(ctx, code, &tc, nil)
+}
+
+// check runs the checker on code with the session's context; s.mu is held.
+func (s *Session) check(ctx context.Context, code string, tc *TypeCheck, inputs []runtime.Input) (*typecheck.Result, error) {
+	checker := tc.Checker
+	if checker == nil {
+		var err error
+		if checker, err = typecheck.Default(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if s.tc == nil {
+		s.tc = s.seedContext()
+	}
+	req := typecheck.Request{Code: code, Stubs: tc.Stubs, Modules: tc.Modules, Format: tc.Format, Limits: s.opts.Limits}
+	if len(inputs) > 0 {
+		values := make(map[string]object.Value, len(inputs))
+		for _, in := range inputs {
+			values[in.Name] = in.Value
+		}
+		req.Stubs = req.Stubs + "\n" + typecheck.Declarations(values)
+	}
+	s.tc.Apply(&req)
+	return checker.Check(ctx, req)
+}
+
+// seedContext starts recording: the globals the stored state already has,
+// made by calls nobody recorded, are declared Any so that code using them
+// is not reported as using undefined names.
+func (s *Session) seedContext() *typecheck.Context {
+	c := &typecheck.Context{}
+	if s.saved == nil || len(s.saved.Names) == 0 {
+		return c
+	}
+	var b strings.Builder
+	b.WriteString("from typing import Any\n")
+	for _, n := range s.saved.Names {
+		b.WriteString(n + ": Any = ...\n")
+	}
+	c.Code = b.String()
+	return c
+}
+
+// nextContext is the context to store with the state a call saves: the
+// live one with code committed, or nil when the session does not record.
+func (s *Session) nextContext(code string) *typecheck.Context {
+	if s.tc == nil {
+		return nil
+	}
+	next := *s.tc
+	next.Commit(code)
+	return &next
+}
