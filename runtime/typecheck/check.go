@@ -44,9 +44,10 @@ type Request struct {
 	// Color adds ANSI colour to the Full and Concise formats.
 	Color bool
 	// Limits bound the check as they bound a run: MaxDuration its wall
-	// time (ErrTimeLimit), MaxMemory the memory it may allocate
-	// (ErrMemoryLimit), with 32 MiB of headroom for the checker's own
-	// caches as upstream Monty allows. Other fields are ignored.
+	// time (ErrTimeLimit), MaxMemory the memory it may add to what the
+	// checker keeps from earlier checks (ErrMemoryLimit), with 32 MiB of
+	// headroom for the checker's own caches as upstream Monty allows.
+	// Other fields are ignored.
 	Limits runtime.Limits
 }
 

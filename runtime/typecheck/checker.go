@@ -385,19 +385,20 @@ func (c *Checker) Check(ctx context.Context, req Request) (*Result, error) {
 		callCtx, cancel = context.WithTimeoutCause(ctx, d, errCheckTimeout)
 		defer cancel()
 	}
-	encode(&in.req, &req)
+	encode(&in.req, &req, in.retained)
 	r, err := in.call(callCtx, opCheck)
 	if err != nil {
 		in.close(context.Background())
 		return nil, classify(ctx, callCtx, err, in, &req)
 	}
 	res, err := decodeResult(r)
-	if err != nil {
+	if err != nil && !errors.Is(err, runtime.ErrInvalidOption) {
+		// The checker failed inside: its instance is not trusted again.
 		in.close(context.Background())
 		return nil, err
 	}
 	c.put(ctx, in)
-	return res, nil
+	return res, err
 }
 
 // errCheckTimeout is the cause of a check's own time limit.
@@ -517,8 +518,10 @@ func (req *Request) normalize() error {
 
 // encode writes the check request:
 // [code, path, stubs|null, stubs_path, [[module, source]...], prelude,
-// format, color, memory_budget|null].
-func encode(w *wire.Writer, req *Request) {
+// format, color, memory_budget|null]. The budget counts from the module's
+// baseline, so it adds what the instance retained from earlier checks
+// (analysed typeshed modules): MaxMemory bounds what this check adds.
+func encode(w *wire.Writer, req *Request, retained uint64) {
 	w.Reset()
 	w.Array(9)
 	w.Text(req.Code)
@@ -535,7 +538,7 @@ func encode(w *wire.Writer, req *Request) {
 	w.Text(string(req.Format))
 	w.Bool(req.Color)
 	if req.Limits.MaxMemory > 0 {
-		w.Uint(uint64(req.Limits.MaxMemory) + memoryHeadroom)
+		w.Uint(uint64(req.Limits.MaxMemory) + memoryHeadroom + retained)
 	} else {
 		w.Null()
 	}
@@ -574,6 +577,8 @@ func (c *Checker) put(ctx context.Context, in *instance) {
 	} else if kept, err := r.Uint(); err != nil || kept > retainLimit {
 		in.close(ctx)
 		return
+	} else {
+		in.retained = kept
 	}
 	c.mu.Lock()
 	if c.closed || len(c.idle) >= goruntime.GOMAXPROCS(0) {
@@ -618,6 +623,7 @@ func (c *compiled) close(ctx context.Context) error {
 // use; the Checker hands it to one check at a time.
 type instance struct {
 	maxPages       uint32
+	retained       uint64 // bytes held above the baseline after the last check
 	mod            api.Module
 	mem            api.Memory
 	fnRes, fnCall  api.Function
