@@ -7,6 +7,7 @@
 #
 # The checker's Cargo.lock pins the versions monty-type-checking was
 # released with (salsa 0.28.2: a later salsa breaks ruff_python_ast 0.0.14).
+# Like the interpreter, the same sources and toolchain give the same bytes.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,6 +34,11 @@ export RUSTFLAGS="-L /usr/lib/wasm32-wasi \
  --remap-path-prefix=$repo=/monty-go \
  --remap-path-prefix=$target_dir=/target \
  --remap-path-prefix=/usr/lib/rustlib/src/rust=/rustc"
+
+# monty-typeshed with the carried patch (wasm/checker/patches/: its build
+# script zips typeshed with the build's time of day and in directory
+# order), which wasm/checker/Cargo.toml uses through [patch.crates-io].
+"$repo/scripts/patch-crate.sh" monty-typeshed 1.4.0 "$crate/patches" "$crate/.patched"
 
 echo "build-checker: cargo build (release, fat LTO; ty is large: this takes a long while)" >&2
 cargo build --locked --release --target wasm32-wasip1 -Zbuild-std=std,panic_abort \

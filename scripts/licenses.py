@@ -34,7 +34,7 @@ def packages():
 
 def crate_dir(name, version):
     hits = glob.glob(os.path.join(REGISTRY, "*", f"{name}-{version}"))
-    patched = os.path.join(REPO, "wasm", ".patched", f"{name}-{version}")
+    patched = os.path.join(CRATE_DIR, ".patched", f"{name}-{version}")
     if not hits and os.path.isdir(patched):
         return patched
     return hits[0] if hits else None

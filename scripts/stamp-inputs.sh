@@ -10,8 +10,10 @@ if [ "${1:-}" = --checker ]; then
     echo wasm/checker/Cargo.lock
     echo wasm/src/cbor.rs # shared with the interpreter shim
     echo scripts/build-checker.sh
+    echo scripts/patch-crate.sh
     echo scripts/toolchain.env
     find wasm/checker/src -name '*.rs'
+    find wasm/checker/patches -name '*.patch'
   } | LC_ALL=C sort
   exit 0
 fi
