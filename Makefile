@@ -42,10 +42,12 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 	scripts/patch-monty.sh
 	cd wasm && PATH=/usr/bin:$$PATH cargo fmt
+	scripts/patch-crate.sh monty-typeshed 1.4.0 wasm/checker/patches wasm/checker/.patched
 	cd wasm/checker && PATH=/usr/bin:$$PATH cargo fmt
 
 lint:
 	go vet ./...
 	scripts/patch-monty.sh
 	cd wasm && PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc cargo clippy -- -D warnings && PATH=/usr/bin:$$PATH cargo fmt --check
+	scripts/patch-crate.sh monty-typeshed 1.4.0 wasm/checker/patches wasm/checker/.patched
 	cd wasm/checker && PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc cargo clippy -- -D warnings && PATH=/usr/bin:$$PATH cargo fmt --check
