@@ -650,8 +650,7 @@ func strs(list object.List) []string {
 	return out
 }
 
-// save persists the state after a call.
-// save stores the live state with the type check context tc.
+// save persists the state after a call, with the type check context tc.
 func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) error {
 	names, view, omitted, err := s.snapshot(ctx)
 	if err != nil {
