@@ -1,7 +1,9 @@
 package session_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"strings"
 	"testing"
 
@@ -110,4 +112,45 @@ func TestCheckerCrashLeavesTheSessionWorking(t *testing.T) {
 	res, err := s.Check(ctx, "print(kept)\n", session.TypeCheck{})
 	require.NoError(t, err)
 	assert.True(t, res.Clean(), res.Text)
+}
+
+// TestBlobVersion: state without a type check context is written as
+// format version 1 (readable by builds that know only it); with one, as
+// version 2, whose context section is verified like the rest.
+func TestBlobVersion(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	s := open(t, "versions", session.Options{Store: st})
+	exec(t, s, "a = 1")
+	obj, err := st.Get(ctx, "versions")
+	require.NoError(t, err)
+	assert.Equal(t, byte(1), obj.Data[4])
+
+	_, err = s.ExecOptions(ctx, "b = a + 1", session.ExecOptions{TypeCheck: &session.TypeCheck{}})
+	require.NoError(t, err)
+	obj, err = st.Get(ctx, "versions")
+	require.NoError(t, err)
+	assert.Equal(t, byte(2), obj.Data[4])
+	info, err := session.Inspect(obj.Data, nil)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"a", "b"}, info.Globals)
+
+	// Forged blobs with valid checksums: a version 2 blob claiming
+	// version 1 (a section too many), a context that is not the object.
+	reseal := func(content []byte) []byte {
+		sum := sha256.Sum256(content)
+		return append(content, sum[:]...)
+	}
+	content := append([]byte(nil), obj.Data[:len(obj.Data)-32]...)
+	asV1 := append([]byte(nil), content...)
+	asV1[4] = 1
+	_, err = session.Inspect(reseal(asV1), nil)
+	require.ErrorIs(t, err, session.ErrCorrupt)
+	i := bytes.LastIndex(content, []byte(`{"code":`))
+	require.Positive(t, i)
+	badContext := append([]byte(nil), content...)
+	badContext[i] = '['
+	_, err = session.Inspect(reseal(badContext), nil)
+	require.ErrorIs(t, err, session.ErrCorrupt)
+	assert.Contains(t, err.Error(), "type check context")
 }
