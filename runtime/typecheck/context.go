@@ -43,9 +43,6 @@ func (c Context) Apply(req *Request) {
 // Commit records a snippet that ran successfully.
 func (c *Context) Commit(code string) { c.Code = joinLines(c.Code, code) }
 
-// Size is the context's size in bytes.
-func (c Context) Size() int { return len(c.Code) }
-
 // joinLines appends b to a on a new line.
 func joinLines(a, b string) string {
 	switch {
