@@ -32,7 +32,7 @@ type TypeCheck struct {
 	Format typecheck.Format
 }
 
-// ExecOptions are the per-call options of ExecOptions.
+// ExecOptions are the per-call options of Session.ExecOptions.
 type ExecOptions struct {
 	// Inputs are bound as globals before the code runs (they stay in the
 	// session like any other global); with TypeCheck, the code is checked
