@@ -77,6 +77,9 @@ type ExecutorOptions struct {
 	// Checker runs the type checks; nil means typecheck.Default, compiled
 	// at the first checked call.
 	Checker *typecheck.Checker
+	// OS serves the code's file, environment and clock calls (for example
+	// the operator's mounts); nil denies them.
+	OS runtime.OSHandler
 }
 
 // Executor runs execute_python tool calls: each thread key (a conversation)
@@ -117,7 +120,7 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		fns, _ = NewRegistry()
 	}
 	host := fns.Host()
-	host.MaxCalls, host.MaxCallTime = opts.MaxHostCalls, opts.MaxHostTime
+	host.MaxCalls, host.MaxCallTime, host.OS = opts.MaxHostCalls, opts.MaxHostTime, opts.OS
 	sopts := opts.Session
 	sopts.Host, sopts.Print = host, nil
 	if sopts.Limits == (runtime.Limits{}) {

@@ -318,6 +318,7 @@ func (h *Handler) run(ctx context.Context, ns, id, code string, opts session.Exe
 		VerifyKeys:   h.legacyKeys(),
 		MaxStateSize: h.opts.MaxStateSize,
 		Limits:       limits,
+		Host:         h.host(),
 		Print: func(stream runtime.Stream, text string) {
 			// Bounded by limits.MaxOutput (both streams together).
 			if stream == runtime.Stderr {
@@ -400,4 +401,13 @@ func pythonError(e *runtime.Error) *PythonError {
 			Function: truncate(f.Name, maxFrameSource), Source: truncate(f.Source, maxFrameSource)})
 	}
 	return pe
+}
+
+// host is what a request's code may reach outside the sandbox: the
+// operator's OS handler, nothing else.
+func (h *Handler) host() *runtime.Host {
+	if h.opts.OS == nil {
+		return nil
+	}
+	return &runtime.Host{OS: h.opts.OS}
 }

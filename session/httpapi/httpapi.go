@@ -127,6 +127,11 @@ type Options struct {
 	// Stubs is stub (.pyi) text added to every check: names the server's
 	// sandbox provides.
 	Stubs string
+	// OS serves the code's file, environment and clock calls (for example
+	// the operator's mounts, a runtime.Chain of DirFS and OverlayFS); nil
+	// denies them. Clients can never name a host path: only what the
+	// operator configured here is reachable.
+	OS runtime.OSHandler
 }
 
 // Handler is the HTTP API. It is safe for concurrent use.
