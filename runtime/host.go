@@ -45,6 +45,14 @@ type Host struct {
 	// MaxCallTime bounds the wall time spent in host functions per run
 	// (async calls count from start to result); 0 means no limit.
 	MaxCallTime time.Duration
+	// Values are further names Python can use without defining them, such
+	// as host classes (a HostDefined object.ClassType) or constants;
+	// Functions take precedence.
+	Values map[string]object.Value
+	// Objects answers attribute reads and method calls on host objects;
+	// nil raises AttributeError for them. Both count as host calls
+	// (MaxCalls, MaxCallTime).
+	Objects ObjectHandler
 }
 
 // Run starts p with inputs and drives it to the end.
@@ -172,7 +180,10 @@ func (d *drive) maxCalls() int {
 func (d *drive) answer(p Pause) (Answer, error) {
 	switch p := p.(type) {
 	case *NameLookup:
-		if f, ok := d.h.Functions[p.Name]; ok && p.ObjectID == nil {
+		if p.ObjectID != nil {
+			return d.objectAttr(p)
+		}
+		if f, ok := d.h.Functions[p.Name]; ok {
 			fn := object.Function{Name: p.Name}
 			if f.Doc != "" {
 				doc := f.Doc
@@ -180,24 +191,22 @@ func (d *drive) answer(p Pause) (Answer, error) {
 			}
 			return Return(fn), nil
 		}
+		if v, ok := d.h.Values[p.Name]; ok {
+			return Return(v), nil
+		}
 		return NotFound(), nil
 	case *FunctionCall:
 		if err := d.count(); err != nil {
 			return abortFor(err), err
 		}
+		if p.ObjectID != nil {
+			return d.objectMethod(p)
+		}
 		f, ok := d.h.Functions[p.Name]
-		if !ok || p.ObjectID != nil {
-			return NotFound(), nil
+		if !ok {
+			return d.callValue(p)
 		}
-		if f.Async && !p.EagerAwait {
-			d.startAsync(p.CallID, func(ctx context.Context) (object.Value, error) {
-				return f.Func(ctx, p.Args, p.Kwargs)
-			})
-			return Pending(), nil
-		}
-		return d.callSync(func(ctx context.Context) (object.Value, error) {
-			return f.Func(ctx, p.Args, p.Kwargs)
-		})
+		return d.callFunction(f, p)
 	case *OSCall:
 		if err := d.count(); err != nil {
 			return abortFor(err), err
@@ -233,11 +242,36 @@ func (d *drive) callCtx() (context.Context, context.CancelFunc) {
 // that a host function ignoring its context cannot hold the run past its
 // limit: it is abandoned and the run stops.
 func (d *drive) callSync(fn func(context.Context) (object.Value, error)) (Answer, error) {
+	v, err, stop := d.invoke(fn)
+	switch {
+	case stop != nil:
+		return abortFor(stop), stop
+	case err != nil:
+		return raiseFor(err), nil
+	}
+	return Return(orNone(v)), nil
+}
+
+// callFunction runs a host function for a call: in its own goroutine,
+// answering with a future, when it is async and not awaited at once.
+func (d *drive) callFunction(f Function, p *FunctionCall) (Answer, error) {
+	if f.Async && !p.EagerAwait {
+		d.startAsync(p.CallID, func(ctx context.Context) (object.Value, error) {
+			return f.Func(ctx, p.Args, p.Kwargs)
+		})
+		return Pending(), nil
+	}
+	return d.callSync(func(ctx context.Context) (object.Value, error) {
+		return f.Func(ctx, p.Args, p.Kwargs)
+	})
+}
+
+// invoke runs fn as callSync does and returns its result, or a non-nil
+// stop when the run must end (its time limit, cancellation, MaxCallTime).
+func (d *drive) invoke(fn func(context.Context) (object.Value, error)) (v object.Value, err, stop error) {
 	ctx, cancel := d.callCtx()
 	defer cancel()
 	start := time.Now()
-	var v object.Value
-	var err error
 	if !d.stoppable {
 		v, err = safeCall(ctx, fn)
 	} else {
@@ -255,19 +289,14 @@ func (d *drive) callSync(fn func(context.Context) (object.Value, error)) (Answer
 			v, err = r.v, r.err
 		case <-d.ctx.Done():
 			d.spent += time.Since(start)
-			stop := stopError(d.ctx, nil)
-			return abortFor(stop), stop
+			return nil, nil, stopError(d.ctx, nil)
 		}
 	}
 	d.spent += time.Since(start)
-	if err != nil {
-		if d.h.MaxCallTime > 0 && d.spent > d.h.MaxCallTime && errors.Is(err, context.DeadlineExceeded) {
-			lim := fmt.Errorf("%w: host calls took longer than %s in total", ErrHostCallLimit, d.h.MaxCallTime)
-			return abortFor(lim), lim
-		}
-		return raiseFor(err), nil
+	if err != nil && d.h.MaxCallTime > 0 && d.spent > d.h.MaxCallTime && errors.Is(err, context.DeadlineExceeded) {
+		return nil, nil, fmt.Errorf("%w: host calls took longer than %s in total", ErrHostCallLimit, d.h.MaxCallTime)
 	}
-	return Return(orNone(v)), nil
+	return v, err, nil
 }
 
 func (d *drive) startAsync(id uint32, fn func(context.Context) (object.Value, error)) {
