@@ -45,14 +45,18 @@ var (
 // Channels, functions and unsafe pointers cannot be converted; the error is a
 // *GoValueError naming the Go type and where it was.
 func FromGo(x any) (Value, error) {
-	return fromGo(x, 0)
+	return goConv{}.fromGo(x, 0)
 }
+
+// goConv is one way of converting Go values: FromGo's, or Dataclass's when
+// dataclasses is set.
+type goConv struct{ dataclasses bool }
 
 func tooDeepGo(t string) error {
 	return &GoValueError{GoType: t, Reason: "nested deeper than 1000 levels (does it contain itself?)"}
 }
 
-func fromGo(x any, depth int) (Value, error) {
+func (c goConv) fromGo(x any, depth int) (Value, error) {
 	if depth > MaxDepth {
 		return nil, tooDeepGo(fmt.Sprintf("%T", x))
 	}
@@ -96,13 +100,13 @@ func fromGo(x any, depth int) (Value, error) {
 		out := make(List, len(v))
 		for i, e := range v {
 			var err error
-			if out[i], err = fromGo(e, depth+1); err != nil {
+			if out[i], err = c.fromGo(e, depth+1); err != nil {
 				return nil, prefixPath(err, indexSeg(i))
 			}
 		}
 		return out, nil
 	}
-	return fromReflect(reflect.ValueOf(x), depth)
+	return c.fromReflect(reflect.ValueOf(x), depth)
 }
 
 func fromString(s, goType string) (Value, error) {
@@ -112,21 +116,21 @@ func fromString(s, goType string) (Value, error) {
 	return Str(s), nil
 }
 
-func fromReflect(rv reflect.Value, depth int) (Value, error) {
+func (c goConv) fromReflect(rv reflect.Value, depth int) (Value, error) {
 	if depth > MaxDepth {
 		return nil, tooDeepGo(rv.Type().String())
 	}
 	t := rv.Type()
 	switch t {
 	case timeType, durationType, bigIntType, numberType:
-		return fromGo(rv.Interface(), depth)
+		return c.fromGo(rv.Interface(), depth)
 	}
 	switch rv.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if rv.IsNil() {
 			return None{}, nil
 		}
-		return fromReflect(rv.Elem(), depth+1)
+		return c.fromReflect(rv.Elem(), depth+1)
 	}
 	if t.Implements(valueType) {
 		return rv.Interface().(Value), nil
@@ -154,20 +158,20 @@ func fromReflect(rv reflect.Value, depth int) (Value, error) {
 		out := make(List, rv.Len())
 		for i := range out {
 			var err error
-			if out[i], err = fromReflect(rv.Index(i), depth+1); err != nil {
+			if out[i], err = c.fromReflect(rv.Index(i), depth+1); err != nil {
 				return nil, prefixPath(err, indexSeg(i))
 			}
 		}
 		return out, nil
 	case reflect.Map:
-		return fromMap(rv, depth)
+		return c.fromMap(rv, depth)
 	case reflect.Struct:
-		return fromStruct(rv, depth)
+		return c.fromStruct(rv, depth)
 	}
 	return nil, &GoValueError{GoType: t.String(), Reason: "unsupported type"}
 }
 
-func fromMap(rv reflect.Value, depth int) (Value, error) {
+func (c goConv) fromMap(rv reflect.Value, depth int) (Value, error) {
 	out := make(Dict, 0, rv.Len())
 	iter := rv.MapRange()
 	for iter.Next() {
@@ -175,7 +179,7 @@ func fromMap(rv reflect.Value, depth int) (Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		v, err := fromReflect(iter.Value(), depth+1)
+		v, err := c.fromReflect(iter.Value(), depth+1)
 		if err != nil {
 			return nil, prefixPath(err, "["+fmt.Sprint(iter.Key().Interface())+"]")
 		}
@@ -203,7 +207,7 @@ func mapKey(k reflect.Value) (Value, error) {
 		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
 		reflect.Float32, reflect.Float64:
-		return fromReflect(k, 0)
+		return goConv{}.fromReflect(k, 0)
 	}
 	return nil, &GoValueError{GoType: t.String(), Reason: "unsupported map key type"}
 }
@@ -234,7 +238,10 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func fromStruct(rv reflect.Value, depth int) (Value, error) {
+func (c goConv) fromStruct(rv reflect.Value, depth int) (Value, error) {
+	if c.dataclasses {
+		return c.dataclass(rv, depth)
+	}
 	info := fieldsOf(rv.Type())
 	out := make(Dict, 0, len(info.fields))
 	for _, f := range info.fields {
@@ -245,7 +252,7 @@ func fromStruct(rv reflect.Value, depth int) (Value, error) {
 		if f.omitEmpty && isEmpty(fv) || f.omitZero && fv.IsZero() {
 			continue
 		}
-		v, err := fromReflect(fv, depth+1)
+		v, err := c.fromReflect(fv, depth+1)
 		if err != nil {
 			return nil, prefixPath(err, "."+rv.Type().FieldByIndex(f.index).Name)
 		}
