@@ -32,14 +32,17 @@ func Dataclass(x any) (Value, error) {
 // struct type: derived from the type's package path and name, so it is the
 // same in every process.
 func GoClassID(t reflect.Type) UUID {
-	sum := sha256.Sum256([]byte("monty-go dataclass\x00" + t.PkgPath() + "\x00" + t.String()))
-	return uuidFromHash(sum[:16])
+	return NameUUID("monty-go dataclass", t.PkgPath(), t.String())
 }
 
-// uuidFromHash marks 16 hash bytes as a version 8 (custom) UUID.
-func uuidFromHash(b []byte) UUID {
+// NameUUID derives a UUID (version 8) from names: the same names give the
+// same UUID in every process, different ones practically never do. Hosts
+// use it for identities that must survive a restart, such as a host class
+// or object an earlier process gave a session.
+func NameUUID(names ...string) UUID {
+	sum := sha256.Sum256([]byte(strings.Join(names, "\x00")))
 	var u UUID
-	copy(u[:], b)
+	copy(u[:], sum[:16])
 	u[6] = u[6]&0x0f | 0x80
 	u[8] = u[8]&0x3f | 0x80
 	return u

@@ -143,7 +143,7 @@ time:
     wait_ms(ms: int)
         Block for a while.`, ok(t, e, "i", "help()"))
 	res = execute(t, e, "i", "help('nope')")
-	assert.Contains(t, res.Text, `ValueError: no host function named "nope"; list_functions() lists them`)
+	assert.Contains(t, res.Text, `ValueError: no host function or class named "nope"; help() lists them`)
 
 	// Introspection calls are not tool calls in the event stream.
 	var c collector

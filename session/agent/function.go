@@ -48,6 +48,8 @@ type Function struct {
 	// noEvents keeps the call out of the run's event stream (the
 	// introspection built-ins).
 	noEvents bool
+	// recv is the receiver type of a Method.
+	recv reflect.Type
 }
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -136,7 +138,7 @@ func Func(s Schema, fn any) (Function, error) {
 		for i, p := range s.Params {
 			ptr := reflect.New(goTypes[i])
 			if a, ok := args[p.Name]; ok {
-				if err := object.Into(a, ptr.Interface()); err != nil {
+				if err := object.IntoStrict(a, ptr.Interface()); err != nil {
 					return nil, argTypeError(name, p.Name, err)
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -29,13 +30,18 @@ const (
 //
 // A Registry is safe for concurrent use.
 type Registry struct {
-	mu    sync.RWMutex
-	funcs map[string]Function
+	mu      sync.RWMutex
+	funcs   map[string]Function
+	classes map[string]*Class
+	byType  map[reflect.Type]*Class
+	byID    map[object.UUID]*Class
+	objects map[object.UUID]hostObject
 }
 
 // NewRegistry returns a registry holding fns (see Register).
 func NewRegistry(fns ...Function) (*Registry, error) {
-	r := &Registry{funcs: map[string]Function{}}
+	r := &Registry{funcs: map[string]Function{}, classes: map[string]*Class{},
+		byType: map[reflect.Type]*Class{}, byID: map[object.UUID]*Class{}, objects: map[object.UUID]hostObject{}}
 	return r, r.Register(fns...)
 }
 
@@ -51,7 +57,7 @@ func (r *Registry) Register(fns ...Function) error {
 		if err := f.validate(); err != nil {
 			return err
 		}
-		if _, taken := r.funcs[f.Name]; taken || seen[f.Name] || f.Name == ListFunctionsName || f.Name == HelpName {
+		if _, taken := r.funcs[f.Name]; taken || r.classes[f.Name] != nil || seen[f.Name] || f.Name == ListFunctionsName || f.Name == HelpName {
 			return fmt.Errorf("%w: the name %s is already taken", ErrInvalidFunction, f.Name)
 		}
 		seen[f.Name] = true
@@ -110,7 +116,7 @@ func (r *Registry) Tools() []Tool {
 // reported to the run's event stream when the code runs under Run or an
 // Executor.
 func (r *Registry) Host() *runtime.Host {
-	fns := r.sorted()
+	fns, classes := r.sorted(), r.sortedClasses()
 	byName := make(map[string]runtime.Function, len(fns)+2)
 	for i := range fns {
 		f := &fns[i]
@@ -126,15 +132,15 @@ func (r *Registry) Host() *runtime.Host {
 	}
 	help := &Function{
 		Schema: Schema{Name: HelpName, Category: "introspection",
-			Description: "Show how to call a host function, or list them all.",
-			Params:      []Param{{Name: "name", Type: String, Optional: true, Description: "a function name"}}},
-		Handler:  func(ctx context.Context, a Args) (object.Value, error) { return help(ctx, fns, a) },
+			Description: "Show how to call a host function or use a host object, or list them all.",
+			Params:      []Param{{Name: "name", Type: Any, Optional: true, Description: "a function or class name, a host function, object or class"}}},
+		Handler:  func(ctx context.Context, a Args) (object.Value, error) { return help(ctx, fns, classes, a) },
 		noEvents: true,
 	}
 	for _, f := range []*Function{list, help} {
 		byName[f.Name] = runtime.Function{Func: hostFunc(f), Doc: f.Help()}
 	}
-	return &runtime.Host{Functions: byName}
+	return &runtime.Host{Functions: byName, Values: r.classValues(), Objects: objectHandler{r}}
 }
 
 func listFunctions(fns []Function, a Args) (object.Value, error) {
@@ -154,16 +160,13 @@ func listFunctions(fns []Function, a Args) (object.Value, error) {
 	return out, nil
 }
 
-func help(ctx context.Context, fns []Function, a Args) (object.Value, error) {
-	var text string
-	if name, ok := a["name"].(object.Str); ok {
-		i := slices.IndexFunc(fns, func(f Function) bool { return f.Name == string(name) })
-		if i < 0 {
-			return nil, &runtime.Exception{Type: "ValueError", Message: fmt.Sprintf("no host function named %q; list_functions() lists them", string(name))}
+func help(ctx context.Context, fns []Function, classes []*Class, a Args) (object.Value, error) {
+	text := overview(fns, classes)
+	if topic, ok := a["name"]; ok {
+		var err error
+		if text, err = helpOn(topic, fns, classes); err != nil {
+			return nil, err
 		}
-		text = fns[i].Help()
-	} else {
-		text = overview(fns)
 	}
 	if rec := recorderFrom(ctx); rec != nil {
 		rec.print(runtime.Stdout, text+"\n")
@@ -172,14 +175,48 @@ func help(ctx context.Context, fns []Function, a Args) (object.Value, error) {
 	return object.Str(text), nil
 }
 
+// helpOn is the help text on one topic: a function or class by name or
+// value, a host object, or a method as "Class.method".
+func helpOn(topic object.Value, fns []Function, classes []*Class) (string, error) {
+	var name string
+	switch t := topic.(type) {
+	case object.Str:
+		name = string(t)
+	case object.Function:
+		name = t.Name
+	case object.ClassType:
+		name = t.Name
+	case object.Instance:
+		name = t.Class.Name
+	default:
+		return "", &runtime.Exception{Type: "TypeError", Message: fmt.Sprintf("help() takes a host function, class or object, or its name, not %s", topic.Kind())}
+	}
+	if i := slices.IndexFunc(fns, func(f Function) bool { return f.Name == name }); i >= 0 {
+		return fns[i].Help(), nil
+	}
+	class, method, _ := strings.Cut(name, ".")
+	if i := slices.IndexFunc(classes, func(c *Class) bool { return c.Name == class }); i >= 0 {
+		c := classes[i]
+		if method == "" {
+			return c.Help(), nil
+		}
+		if m := c.method(method); m != nil {
+			return m.Help(), nil
+		}
+	}
+	return "", &runtime.Exception{Type: "ValueError", Message: fmt.Sprintf("no host function or class named %q; help() lists them", name)}
+}
+
 // overview lists every function by category with the first line of its
 // description.
-func overview(fns []Function) string {
-	if len(fns) == 0 {
+func overview(fns []Function, classes []*Class) string {
+	if len(fns) == 0 && len(classes) == 0 {
 		return "No host functions are available."
 	}
 	var b strings.Builder
-	b.WriteString("Host functions (call them like Python functions; help('name') shows one in full):")
+	if len(fns) > 0 {
+		b.WriteString("Host functions (call them like Python functions; help('name') shows one in full):")
+	}
 	cat := ""
 	for _, f := range fns {
 		if f.Category != cat {
@@ -189,6 +226,18 @@ func overview(fns []Function) string {
 		fmt.Fprintf(&b, "\n    %s", f.Signature())
 		if d, _, _ := strings.Cut(f.Description, "\n"); d != "" {
 			fmt.Fprintf(&b, "\n        %s", d)
+		}
+	}
+	if len(classes) > 0 {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString("Host classes (the host gives you their objects; help(obj) shows attributes and methods):")
+		for _, c := range classes {
+			fmt.Fprintf(&b, "\n    %s", c.Name)
+			if d, _, _ := strings.Cut(c.Description, "\n"); d != "" {
+				fmt.Fprintf(&b, "\n        %s", d)
+			}
 		}
 	}
 	return b.String()

@@ -53,7 +53,7 @@ func defName(name string) bool { return identifier.MatchString(name) && !pythonK
 // typingNames and builtinNames are the names stub annotations use.
 var (
 	typingNames  = []string{"Any", "overload"}
-	builtinNames = []string{"bool", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"}
+	builtinNames = []string{"bool", "dict", "float", "frozenset", "int", "list", "object", "set", "str", "tuple"}
 )
 
 // stubNames spells the names annotations use. A stub module that defines a
@@ -390,7 +390,7 @@ func docstring(s string) string {
 // qualifies that name. The output depends only on the registered
 // functions.
 func (r *Registry) Stubs() string {
-	fns := r.sorted()
+	fns, classes := r.sorted(), r.sortedClasses()
 	defined := map[string]bool{ListFunctionsName: true, HelpName: true}
 	overload := false
 	for _, f := range fns {
@@ -399,18 +399,61 @@ func (r *Registry) Stubs() string {
 		}
 		overload = overload || f.overloaded()
 	}
+	for _, c := range classes {
+		defined[c.Name] = true
+		for _, m := range c.Methods {
+			overload = overload || m.overloaded()
+		}
+	}
 	n := newStubNames(defined)
 	var b strings.Builder
 	b.WriteString(n.header(overload))
 	for _, f := range fns {
 		b.WriteString("\n" + f.stub(n) + "\n")
 	}
+	for _, c := range classes {
+		b.WriteString("\n" + c.stub(n) + "\n")
+	}
 	str, a := n.name("str"), n.name("Any")
 	fmt.Fprintf(&b, "\ndef %s(category: %s | None = None) -> %s[%s[%s, %s]]:\n    %s\n",
 		ListFunctionsName, str, n.name("list"), n.name("dict"), str, a,
 		docstring("List the host functions you can call."))
 	fmt.Fprintf(&b, "\ndef %s(name: %s | None = None) -> %s | None:\n    %s\n",
-		HelpName, str, str,
-		docstring("Show how to call a host function, or list them all."))
+		HelpName, n.name("object"), str,
+		docstring("Show how to call a host function or use a host object, or list them all."))
+	return b.String()
+}
+
+// stub renders a host class: its attributes as annotations, its methods
+// as defs taking self.
+func (c *Class) stub(n stubNames) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "class %s:", c.Name)
+	if c.Description != "" {
+		b.WriteString("\n    " + docstring(c.Description))
+	} else if len(c.Attributes)+len(c.Methods) == 0 {
+		b.WriteString(" ...")
+	}
+	for _, a := range c.Attributes {
+		t := n.result(a.Type)
+		if a.Optional && t != n.name("Any") {
+			t += " | None"
+		}
+		fmt.Fprintf(&b, "\n    %s: %s", a.Name, t)
+	}
+	for _, m := range c.Methods {
+		for line := range strings.Lines(m.stub(n)) {
+			for _, def := range []string{"def ", "async def "} {
+				if rest, ok := strings.CutPrefix(line, def+m.Name+"("); ok {
+					self := "self, "
+					if strings.HasPrefix(rest, ")") {
+						self = "self"
+					}
+					line = def + m.Name + "(" + self + rest
+				}
+			}
+			b.WriteString("\n    " + strings.TrimSuffix(line, "\n"))
+		}
+	}
 	return b.String()
 }

@@ -179,8 +179,8 @@ def wait_ms(ms: int) -> int:
 def list_functions(category: str | None = None) -> list[dict[str, Any]]:
     """List the host functions you can call."""
 
-def help(name: str | None = None) -> str | None:
-    """Show how to call a host function, or list them all."""
+def help(name: object | None = None) -> str | None:
+    """Show how to call a host function or use a host object, or list them all."""
 `
 	got := reg.Stubs()
 	assert.Equal(t, want, got)
@@ -193,8 +193,8 @@ def help(name: str | None = None) -> str | None:
 def list_functions(category: str | None = None) -> list[dict[str, Any]]:
     """List the host functions you can call."""
 
-def help(name: str | None = None) -> str | None:
-    """Show how to call a host function, or list them all."""
+def help(name: object | None = None) -> str | None:
+    """Show how to call a host function or use a host object, or list them all."""
 `, empty.Stubs())
 
 	// Overloads import overload; host functions named like the names the
@@ -229,8 +229,8 @@ def str(x: _builtins.str) -> _typing_.Any: ...
 def list_functions(category: _builtins.str | None = None) -> list[dict[_builtins.str, _typing_.Any]]:
     """List the host functions you can call."""
 
-def help(name: _builtins.str | None = None) -> _builtins.str | None:
-    """Show how to call a host function, or list them all."""
+def help(name: object | None = None) -> _builtins.str | None:
+    """Show how to call a host function or use a host object, or list them all."""
 `, got)
 
 	checkPython(t, []pyCheck{{Name: "registry", Source: reg.Stubs()}, {Name: "empty", Source: empty.Stubs()}, {Name: "shadowing", Source: got}})
