@@ -2,6 +2,7 @@ package typecheck
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -73,6 +74,9 @@ func Declarations(inputs map[string]object.Value) string {
 	return b.String()
 }
 
+// identifier matches the class names a declaration may use.
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // pyType names the static type of a value.
 func pyType(v object.Value) string {
 	if v == nil {
@@ -103,6 +107,12 @@ func pyType(v object.Value) string {
 		return "set[Any]"
 	case object.KindFrozenSet:
 		return "frozenset[Any]"
+	case object.KindInstance:
+		// A host object is an instance of its host class, which the
+		// stubs may describe (agent.Registry.Stubs does).
+		if in := v.(object.Instance); in.Class.HostDefined && identifier.MatchString(in.Class.Name) {
+			return in.Class.Name
+		}
 	}
 	return "Any"
 }

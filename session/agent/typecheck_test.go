@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session/agent"
 )
@@ -86,4 +87,46 @@ func TestExecutorTypeCheck(t *testing.T) {
 	require.ErrorIs(t, res.Err, typecheck.ErrTypeErrors)
 	_, err = plain.Execute(context.Background(), "t", json.RawMessage(`{"code": "1", "type_check": "yes"}`))
 	require.ErrorIs(t, err, agent.ErrBadArgs)
+}
+
+// TestClassStubsTypeCheck: a host class's stub lets the checker follow the
+// code's use of its objects: attributes and method calls that work check
+// clean, wrong ones are flagged before anything runs.
+func TestClassStubsTypeCheck(t *testing.T) {
+	c, err := typecheck.Default(context.Background())
+	require.NoError(t, err)
+	stubs := accountRegistry(t).Stubs() + "\n" + typecheck.Declarations(map[string]object.Value{"acct": accountObject(t)})
+	for _, code := range []string{
+		"total: float = acct.balance + acct.deposit(5)\nprint(acct.owner.upper(), acct.statement(1))\n",
+		"import asyncio\nprint(await acct.fetch_tag('x'), isinstance(acct, Account))\n",
+		"print(help(acct), help(Account), acct.note or '')\n",
+	} {
+		res, err := c.Check(context.Background(), typecheck.Request{Code: code, Stubs: stubs, Format: typecheck.Concise})
+		require.NoError(t, err)
+		assert.True(t, res.Clean(), "%s: %s", code, res.Text)
+	}
+	for code, rule := range map[string]string{
+		"acct.deposit('lots')\n": "invalid-argument-type",
+		"acct.withdraw(1)\n":     "unresolved-attribute",
+		"acct.balance.upper()\n": "unresolved-attribute",
+		"acct.note.upper()\n":    "unresolved-attribute",
+		"acct.deposit()\n":       "missing-argument",
+	} {
+		res, err := c.Check(context.Background(), typecheck.Request{Code: code, Stubs: stubs, Format: typecheck.Concise})
+		require.NoError(t, err)
+		assert.Contains(t, res.Text, rule, code)
+	}
+
+	// An object of a class the stubs do not describe is Any: no false alarms.
+	res, err := c.Check(context.Background(), typecheck.Request{Code: "acct.anything(1)\n",
+		Stubs: typecheck.Declarations(map[string]object.Value{"acct": accountObject(t)}), Format: typecheck.Concise})
+	require.NoError(t, err)
+	assert.True(t, res.Clean(), res.Text)
+}
+
+func accountObject(t testing.TB) object.Value {
+	t.Helper()
+	obj, err := accountRegistry(t).Object(&account{})
+	require.NoError(t, err)
+	return obj
 }
