@@ -33,6 +33,8 @@ type Class struct {
 	// name); a Handler finds the object it is called on with Receiver.
 	// Async methods are awaited like async host functions.
 	Methods []Function
+
+	calls map[string]runtime.HostFunc // the methods, by name, once registered
 }
 
 // Attribute is a readable attribute of a host class.

@@ -43,6 +43,11 @@ func (r *Registry) RegisterClass(classes ...*Class) error {
 	for _, c := range classes {
 		c := *c
 		c.Attributes, c.Methods = slices.Clone(c.Attributes), slices.Clone(c.Methods)
+		c.calls = make(map[string]runtime.HostFunc, len(c.Methods))
+		for _, m := range c.Methods {
+			m.Name = c.Name + "." + m.Name // as errors and events name it
+			c.calls[m.Name[len(c.Name)+1:]] = hostFunc(&m)
+		}
 		r.classes[c.Name], r.byType[c.Type], r.byID[c.id()] = &c, &c, &c
 	}
 	return nil
@@ -213,15 +218,12 @@ func (h objectHandler) Method(_ context.Context, id object.UUID, name string) (r
 		return runtime.Function{}, &runtime.Exception{Type: "AttributeError", Message: fmt.Sprintf(
 			"'%s' object has no attribute '%s'", o.class.Name, name)}
 	}
-	bound := *m
-	bound.Name = o.class.Name + "." + m.Name
-	call := hostFunc(&bound)
+	call := o.class.calls[name]
 	return runtime.Function{
 		Func: func(ctx context.Context, args []object.Value, kwargs []object.Pair) (object.Value, error) {
 			return call(context.WithValue(ctx, receiverKey{}, o.value), args, kwargs)
 		},
 		Async: m.Async,
-		Doc:   m.Help(),
 	}, nil
 }
 
