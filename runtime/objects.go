@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/monty-go/monty/object"
 )
@@ -61,7 +62,7 @@ func (d *drive) objectMethod(p *FunctionCall) (Answer, error) {
 	if d.h.Objects == nil {
 		return Raise("AttributeError", "this host offers no methods on host objects ('"+p.Name+"')"), nil
 	}
-	f, err := d.h.Objects.Method(d.ctx, *p.ObjectID, p.Name)
+	f, err := lookupMethod(d.ctx, d.h.Objects, *p.ObjectID, p.Name)
 	if err != nil {
 		return raiseFor(err), nil
 	}
@@ -78,4 +79,15 @@ func (d *drive) callValue(p *FunctionCall) (Answer, error) {
 	call := *p
 	call.Name, call.ObjectID = "__call__", &c.ID
 	return d.objectMethod(&call)
+}
+
+// lookupMethod asks the handler for a method, turning a panic into an
+// error: what the code calls must not crash the host.
+func lookupMethod(ctx context.Context, h ObjectHandler, id object.UUID, name string) (f Function, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			f, err = Function{}, fmt.Errorf("host object method lookup panicked: %v", p)
+		}
+	}()
+	return h.Method(ctx, id, name)
 }

@@ -50,6 +50,8 @@ func (c *counterObjects) Method(_ context.Context, id object.UUID, name string) 
 		return runtime.Function{Func: func(context.Context, []object.Value, []object.Pair) (object.Value, error) {
 			panic("method exploded")
 		}}, nil
+	case id == c.obj && name == "trap":
+		panic("lookup exploded")
 	case id == c.class && name == "__call__":
 		return runtime.Function{Func: func(context.Context, []object.Value, []object.Pair) (object.Value, error) {
 			return c.instance(), nil
@@ -118,6 +120,7 @@ func TestHostObjectFailures(t *testing.T) {
 		{"counter._private", "AttributeError", "_private"},
 		{"counter.bad", "RuntimeError", "panicked"},
 		{"counter.explode()", "RuntimeError", "panicked"},
+		{"counter.trap()", "RuntimeError", "lookup panicked"},
 	}
 	for _, tc := range cases {
 		r, err := it.NewREPL(ctx)
