@@ -379,3 +379,29 @@ func TestExplicitClass(t *testing.T) {
 	}
 	assert.Contains(t, reg.Stubs(), "class Clock:\n    ticks: int\n    broken: Any\n    weird: Any\n    def tick(self) -> int: ...")
 }
+
+// TestExecutorHostObjectGlobal: an Executor's code (which takes no inputs)
+// reaches a host object the registry offers as a global, type checks
+// against its class, and keeps using it across calls.
+func TestExecutorHostObjectGlobal(t *testing.T) {
+	reg := accountRegistry(t)
+	acct := &account{ID: "a-9", Balance: 1}
+	obj, err := reg.ObjectKey(acct, "a-9")
+	require.NoError(t, err)
+	require.NoError(t, reg.SetGlobal("acct", obj))
+	assert.ErrorIs(t, reg.SetGlobal("Account", obj), agent.ErrInvalidFunction, "a class's name")
+	assert.ErrorIs(t, reg.SetGlobal("not a name", obj), agent.ErrInvalidFunction)
+	assert.Contains(t, reg.Stubs(), "\nacct: Account\n")
+
+	e := newExecutor(t, agent.ExecutorOptions{Functions: reg, TypeCheck: true})
+	assert.Equal(t, "3.0", ok(t, e, "bank", "acct.deposit(2)"))
+	assert.Equal(t, "3.0", ok(t, e, "bank", "acct.balance"))
+	res := execute(t, e, "bank", "acct.deposit('x')")
+	assert.Equal(t, agent.TypeCheckErrorType, res.ErrorType, res.Text)
+	assert.Equal(t, 3.0, acct.Balance, "refused by the type check: nothing ran")
+	events := []agent.EventType{}
+	res, err = e.ExecuteEvents(context.Background(), "bank", codeArgs("acct.deposit(1)"), func(ev agent.Event) { events = append(events, ev.Type) })
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+	assert.Contains(t, events, agent.ToolCallStart, "method calls are reported like host function calls")
+}

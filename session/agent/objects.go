@@ -32,7 +32,8 @@ func (r *Registry) RegisterClass(classes ...*Class) error {
 			return err
 		}
 		_, fn := r.funcs[c.Name]
-		if fn || r.classes[c.Name] != nil || names[c.Name] || c.Name == ListFunctionsName || c.Name == HelpName {
+		_, global := r.globals[c.Name]
+		if fn || global || r.classes[c.Name] != nil || names[c.Name] || c.Name == ListFunctionsName || c.Name == HelpName {
 			return fmt.Errorf("%w: the name %s is already taken", ErrInvalidFunction, c.Name)
 		}
 		if r.byType[c.Type] != nil || types[c.Type] {
@@ -120,13 +121,39 @@ func (r *Registry) lookupObject(id object.UUID) (hostObject, bool) {
 	return o, ok
 }
 
-// classValues are the registered classes by name, as Host.Values.
-func (r *Registry) classValues() map[string]object.Value {
+// SetGlobal offers v to the code under name, as if the code had defined
+// it: typically a host object (Object, ObjectKey), so that code run by an
+// Executor, which takes no inputs, can use it. Hosts made before the call
+// do not offer it. It fails with ErrInvalidFunction when name is not an
+// identifier or is a function's or class's name. Code that assigns the
+// name replaces it for itself.
+func (r *Registry) SetGlobal(name string, v object.Value) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, fn := r.funcs[name]
+	switch {
+	case !defName(name):
+		return fmt.Errorf("%w: global name %q is not a Python identifier", ErrInvalidFunction, name)
+	case fn || r.classes[name] != nil || name == ListFunctionsName || name == HelpName:
+		return fmt.Errorf("%w: the name %s is already taken", ErrInvalidFunction, name)
+	case v == nil:
+		return fmt.Errorf("%w: global %s: nil value", ErrInvalidFunction, name)
+	}
+	r.globals[name] = v
+	return nil
+}
+
+// hostValues are the registered classes and globals by name, as
+// Host.Values.
+func (r *Registry) hostValues() map[string]object.Value {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make(map[string]object.Value, len(r.classes))
+	out := make(map[string]object.Value, len(r.classes)+len(r.globals))
 	for name, c := range r.classes {
 		out[name] = c.classType()
+	}
+	for name, v := range r.globals {
+		out[name] = v
 	}
 	return out
 }
@@ -232,4 +259,18 @@ func orNone(v object.Value) object.Value {
 		return object.None{}
 	}
 	return v
+}
+
+// hostGlobals returns the globals sorted by name, as Str-keyed pairs.
+func (r *Registry) hostGlobals() []object.Pair {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]object.Pair, 0, len(r.globals))
+	for name, v := range r.globals {
+		out = append(out, object.Pair{Key: object.Str(name), Value: v})
+	}
+	slices.SortFunc(out, func(a, b object.Pair) int {
+		return strings.Compare(string(a.Key.(object.Str)), string(b.Key.(object.Str)))
+	})
+	return out
 }

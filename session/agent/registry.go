@@ -36,12 +36,13 @@ type Registry struct {
 	byType  map[reflect.Type]*Class
 	byID    map[object.UUID]*Class
 	objects map[object.UUID]hostObject
+	globals map[string]object.Value
 }
 
 // NewRegistry returns a registry holding fns (see Register).
 func NewRegistry(fns ...Function) (*Registry, error) {
 	r := &Registry{funcs: map[string]Function{}, classes: map[string]*Class{},
-		byType: map[reflect.Type]*Class{}, byID: map[object.UUID]*Class{}, objects: map[object.UUID]hostObject{}}
+		byType: map[reflect.Type]*Class{}, byID: map[object.UUID]*Class{}, objects: map[object.UUID]hostObject{}, globals: map[string]object.Value{}}
 	return r, r.Register(fns...)
 }
 
@@ -57,7 +58,8 @@ func (r *Registry) Register(fns ...Function) error {
 		if err := f.validate(); err != nil {
 			return err
 		}
-		if _, taken := r.funcs[f.Name]; taken || r.classes[f.Name] != nil || seen[f.Name] || f.Name == ListFunctionsName || f.Name == HelpName {
+		_, global := r.globals[f.Name]
+		if _, taken := r.funcs[f.Name]; taken || global || r.classes[f.Name] != nil || seen[f.Name] || f.Name == ListFunctionsName || f.Name == HelpName {
 			return fmt.Errorf("%w: the name %s is already taken", ErrInvalidFunction, f.Name)
 		}
 		seen[f.Name] = true
@@ -140,7 +142,7 @@ func (r *Registry) Host() *runtime.Host {
 	for _, f := range []*Function{list, help} {
 		byName[f.Name] = runtime.Function{Func: hostFunc(f), Doc: f.Help()}
 	}
-	return &runtime.Host{Functions: byName, Values: r.classValues(), Objects: objectHandler{r}}
+	return &runtime.Host{Functions: byName, Values: r.hostValues(), Objects: objectHandler{r}}
 }
 
 func listFunctions(fns []Function, a Args) (object.Value, error) {

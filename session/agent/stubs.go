@@ -399,6 +399,9 @@ func (r *Registry) Stubs() string {
 		}
 		overload = overload || f.overloaded()
 	}
+	for _, g := range r.hostGlobals() {
+		defined[string(g.Key.(object.Str))] = true
+	}
 	for _, c := range classes {
 		defined[c.Name] = true
 		for _, m := range c.Methods {
@@ -413,6 +416,16 @@ func (r *Registry) Stubs() string {
 	}
 	for _, c := range classes {
 		b.WriteString("\n" + c.stub(n) + "\n")
+	}
+	if globals := r.hostGlobals(); len(globals) > 0 {
+		b.WriteString("\n")
+		for _, g := range globals {
+			t := n.name("Any")
+			if in, ok := g.Value.(object.Instance); ok && in.Class.HostDefined && defined[in.Class.Name] {
+				t = in.Class.Name
+			}
+			fmt.Fprintf(&b, "%s: %s\n", g.Key.(object.Str), t)
+		}
 	}
 	str, a := n.name("str"), n.name("Any")
 	fmt.Fprintf(&b, "\ndef %s(category: %s | None = None) -> %s[%s[%s, %s]]:\n    %s\n",
