@@ -20,18 +20,22 @@ import (
 //	| module sha256 (32) | names (u32 len + JSON array of public global names)
 //	| json view (u32 len + JSON object) | dump (u32 len + runtime dump, maybe compressed)
 //	[version 2: | type check context (u32 len + JSON object)]
+//	[version 3: | type check context (u32 len, 0 when none) | files (u32 len + files section)]
 //	| sha256 of everything before (32) | hmac-sha256 of everything before (32, if signed)
 //
-// Version 2 is written only for sessions that record a type check context,
-// so state without one stays readable by builds that read version 1 only.
+// Version 2 is written only for sessions that record a type check context
+// and version 3 only for sessions with files, so state without them stays
+// readable by builds that read the earlier versions only.
 const (
-	blobMagic     = "MGOS"
-	blobVersion   = 1
-	blobVersionTC = 2
+	blobMagic        = "MGOS"
+	blobVersion      = 1
+	blobVersionTC    = 2
+	blobVersionFiles = 3
 
-	flagSigned     = 1 << 0
-	flagCompressed = 1 << 1
-	flagJSONOnly   = 1 << 2
+	flagSigned          = 1 << 0
+	flagCompressed      = 1 << 1
+	flagJSONOnly        = 1 << 2
+	flagFilesCompressed = 1 << 3
 )
 
 // ErrCorrupt matches errors from blobs that are damaged, truncated, of a
@@ -48,15 +52,20 @@ type blob struct {
 	JSONOnly     bool
 	// TypeCheck is what the session's earlier calls defined, for type
 	// checking the next one (nil: the session does not record it).
-	TypeCheck  *typecheck.Context
-	compressed bool // Dump is still zstd-compressed (parseBlob only)
+	TypeCheck *typecheck.Context
+	// Files is the files section as stored (files.go; zstd-compressed
+	// when filesCompressed), nil when the session has no files.
+	Files           []byte
+	filesCompressed bool
+	compressed      bool // Dump is zstd-compressed (parseBlob, or a copy of its blob)
 }
 
 func corrupt(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 }
 
-// encode writes the blob, compressing the dump and signing when key is set.
+// encode writes the blob, compressing the dump (unless it is compressed
+// already) and signing when key is set.
 func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
 	names, err := json.Marshal(b.Names)
 	if err != nil {
@@ -64,7 +73,10 @@ func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
 	}
 	dump := b.Dump
 	flags := byte(0)
-	if compress && len(dump) > 0 {
+	switch {
+	case b.compressed:
+		flags |= flagCompressed
+	case compress && len(dump) > 0:
 		dump = compressDump(dump)
 		flags |= flagCompressed
 	}
@@ -76,15 +88,23 @@ func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
 	}
 	parts := [][]byte{names, b.JSON, dump}
 	version := byte(blobVersion)
+	var tc []byte
 	if b.TypeCheck != nil {
-		tc, err := json.Marshal(b.TypeCheck)
-		if err != nil {
+		if tc, err = json.Marshal(b.TypeCheck); err != nil {
 			return nil, err
 		}
+	}
+	switch {
+	case len(b.Files) > 0:
+		parts, version = append(parts, tc, b.Files), blobVersionFiles
+		if b.filesCompressed {
+			flags |= flagFilesCompressed
+		}
+	case tc != nil:
 		parts, version = append(parts, tc), blobVersionTC
 	}
 	var out bytes.Buffer
-	out.Grow(64 + len(names) + len(b.JSON) + len(dump) + 64)
+	out.Grow(64 + len(names) + len(b.JSON) + len(dump) + len(tc) + len(b.Files) + 64)
 	out.WriteString(blobMagic)
 	out.WriteByte(version)
 	out.WriteByte(flags)
@@ -150,8 +170,8 @@ func parseBlob(data, key []byte) (*blob, error) {
 	if len(data) < 7 || string(data[:4]) != blobMagic {
 		return nil, corrupt("not a monty-go session blob")
 	}
-	if data[4] != blobVersion && data[4] != blobVersionTC {
-		return nil, corrupt("blob format version %d, this build reads %d and %d", data[4], blobVersion, blobVersionTC)
+	if data[4] < blobVersion || data[4] > blobVersionFiles {
+		return nil, corrupt("blob format version %d, this build reads %d to %d", data[4], blobVersion, blobVersionFiles)
 	}
 	flags := data[5]
 	body := data
@@ -195,9 +215,12 @@ func parseBlob(data, key []byte) (*blob, error) {
 	if _, err := io.ReadFull(r, b.ModuleSum[:]); err != nil {
 		return nil, corrupt("truncated header")
 	}
-	parts := make([][]byte, 3, 4)
-	if data[4] == blobVersionTC {
+	parts := make([][]byte, 3, 5)
+	switch data[4] {
+	case blobVersionTC:
 		parts = parts[:4]
+	case blobVersionFiles:
+		parts = parts[:5]
 	}
 	for i := range parts {
 		var n uint32
@@ -221,11 +244,14 @@ func parseBlob(data, key []byte) (*blob, error) {
 	}
 	b.Dump = parts[2]
 	b.compressed = flags&flagCompressed != 0
-	if len(parts) == 4 {
+	if len(parts) >= 4 && (data[4] == blobVersionTC || len(parts[3]) > 0) {
 		b.TypeCheck = &typecheck.Context{}
 		if err := json.Unmarshal(parts[3], b.TypeCheck); err != nil {
 			return nil, corrupt("type check context: %v", err)
 		}
+	}
+	if len(parts) == 5 && len(parts[4]) > 0 {
+		b.Files, b.filesCompressed = parts[4], flags&flagFilesCompressed != 0
 	}
 	return b, nil
 }
@@ -243,6 +269,10 @@ type Inspection struct {
 	// DumpSize is the size of the uncompressed interpreter dump, as the
 	// blob declares it (the dump is not decompressed to inspect it).
 	DumpSize int64
+	// FilesSize is the size of the uncompressed files section (the
+	// session's files under /work with their paths, see
+	// docs/state-format.md), as the blob declares it; 0 without files.
+	FilesSize int64
 }
 
 // Inspect checks a stored blob (its checksum, and its signature when key is
@@ -263,5 +293,13 @@ func Inspect(data, key []byte) (*Inspection, error) {
 		}
 		size = int64(n)
 	}
-	return &Inspection{MontyVersion: b.MontyVersion, Globals: b.Names, JSON: b.JSON, JSONOnly: b.JSONOnly, DumpSize: size}, nil
+	files := int64(len(b.Files))
+	if b.filesCompressed {
+		n, ok := declaredSize(b.Files)
+		if !ok || n > 1<<62 {
+			return nil, corrupt("compressed files section declares no size")
+		}
+		files = int64(n)
+	}
+	return &Inspection{MontyVersion: b.MontyVersion, Globals: b.Names, JSON: b.JSON, JSONOnly: b.JSONOnly, DumpSize: size, FilesSize: files}, nil
 }

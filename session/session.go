@@ -79,6 +79,9 @@ type Options struct {
 	Limits runtime.Limits
 	// Host provides host functions and OS access to the code; nil offers none.
 	Host *runtime.Host
+	// Files, when set, gives the session a filesystem at /work whose files
+	// are saved with its state (see Files); nil means no /work.
+	Files *Files
 	// Print, when set, receives print() output as it is produced instead of
 	// collecting it in Result.Output.
 	Print runtime.PrintFunc
@@ -173,6 +176,15 @@ type Session struct {
 	// tc is the live type check context (the saved one between calls;
 	// nil while the session does not record one).
 	tc *typecheck.Context
+	// host serves the code's pauses: Options.Host, with /work in front
+	// of its OS handler when the session has files.
+	host *runtime.Host
+	// files is /work (nil without Options.Files). Between calls it holds
+	// the files of saved; it held those of filesOf (nil: none) when its
+	// generation was filesGen.
+	files    *runtime.MemFS
+	filesOf  *blob
+	filesGen uint64
 }
 
 var moduleSum = sync.OnceValue(func() [32]byte { return sha256.Sum256(wasm.Module) })
@@ -192,9 +204,26 @@ func Open(ctx context.Context, id string, opts Options) (*Session, error) {
 			return nil, err
 		}
 	}
-	s := &Session{id: id, opts: opts, eng: eng}
+	s := &Session{id: id, opts: opts, eng: eng, host: opts.Host}
 	if opts.Limits == (runtime.Limits{}) {
 		s.opts.Limits = runtime.DefaultLimits()
+	}
+	if opts.Files != nil {
+		s.files = newFilesMem(s.opts.fileLimits())
+		s.filesGen = s.files.Generation()
+		h := runtime.Host{}
+		if opts.Host != nil {
+			h = *opts.Host
+		}
+		if h.OS != nil {
+			h.OS = runtime.Chain{s.files, h.OS}
+		} else {
+			h.OS = s.files
+		}
+		s.host = &h
+	}
+	if s.host == nil {
+		s.host = &runtime.Host{}
 	}
 	if err := s.load(ctx); err != nil {
 		s.shutdown()
@@ -228,6 +257,10 @@ func (s *Session) load(ctx context.Context) error {
 		// stays stored as it is, for a caller with a larger limit.
 		return fmt.Errorf("session %s: the stored state does not fit the memory limit, and is kept unchanged: %w", s.id, err)
 	}
+	if errors.Is(err, runtime.ErrNoSpace) {
+		// Files written under larger limits: kept for a caller with those.
+		return fmt.Errorf("session %s: %w", s.id, err)
+	}
 	if errors.Is(err, ErrCorrupt) {
 		return s.quarantine(ctx, obj.Data, err)
 	}
@@ -239,8 +272,12 @@ func (s *Session) load(ctx context.Context) error {
 	return nil
 }
 
-// restoreBlob rebuilds the interpreter state from a decoded blob.
+// restoreBlob rebuilds the interpreter state and the files from a decoded
+// blob.
 func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
+	if err := s.restoreFiles(b); err != nil {
+		return err
+	}
 	if err := s.newInterpreter(ctx); err != nil {
 		return err
 	}
@@ -320,12 +357,23 @@ func (s *Session) fresh(ctx context.Context) error {
 }
 
 func (s *Session) freshInterpreter(ctx context.Context) error {
+	if err := s.restoreFiles(nil); err != nil {
+		return err
+	}
 	if err := s.newInterpreter(ctx); err != nil {
 		return err
 	}
-	repl, err := s.it.NewREPL(ctx)
+	repl, err := s.it.NewREPL(ctx, s.replOptions()...)
 	s.repl = repl
 	return err
+}
+
+// replOptions start a new REPL in /work when the session has files.
+func (s *Session) replOptions() []runtime.CompileOption {
+	if s.files == nil {
+		return nil
+	}
+	return []runtime.CompileOption{runtime.WithCwd(FilesMount)}
 }
 
 func (s *Session) newInterpreter(ctx context.Context) error {
@@ -351,7 +399,7 @@ func (s *Session) injectJSON(ctx context.Context, view object.Dict) error {
 	if s.repl != nil {
 		s.repl.Close()
 	}
-	repl, err := s.it.NewREPL(ctx)
+	repl, err := s.it.NewREPL(ctx, s.replOptions()...)
 	if err != nil {
 		return err
 	}
@@ -459,11 +507,7 @@ func (s *Session) ExecOptions(ctx context.Context, code string, o ExecOptions) (
 	}
 	s.it.SetLimits(s.opts.Limits)
 	s.it.SetPrintFunc(s.opts.Print)
-	host := s.opts.Host
-	if host == nil {
-		host = &runtime.Host{}
-	}
-	v, err := host.Feed(ctx, s.repl, code, inputs...)
+	v, err := s.host.Feed(ctx, s.repl, code, inputs...)
 	res := &Result{Value: v, Output: s.it.Output()}
 	var pyErr *runtime.Error
 	switch {
@@ -658,6 +702,7 @@ func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) 
 	}
 	res.ViewOmitted = omitted
 	b := &blob{MontyVersion: s.eng.MontyVersion(), ModuleSum: moduleSum(), Names: names, JSON: view, JSONOnly: s.opts.JSONOnly, TypeCheck: tc}
+	filesGen := s.filesSection(b)
 	if !s.opts.JSONOnly {
 		if b.Dump, err = s.repl.Dump(ctx); err != nil {
 			return err
@@ -685,6 +730,9 @@ func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) 
 		return err
 	}
 	s.version, s.saved, s.info, s.tc = info.Version, b, info, tc
+	if s.files != nil {
+		s.filesOf, s.filesGen = b, filesGen
+	}
 	res.Saved = true
 	s.describe(res)
 	if s.opts.JSONOnly {

@@ -1,0 +1,634 @@
+package session
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session/store"
+)
+
+// FilesMount is where a session's files appear to its code.
+const FilesMount = "/work"
+
+// Defaults for zero Files fields.
+const (
+	// DefaultMaxFileBytes bounds a session's files when Files.MaxBytes is 0.
+	DefaultMaxFileBytes = 16 << 20
+	// DefaultMaxFileEntries bounds a session's files and directories when
+	// Files.MaxEntries is 0.
+	DefaultMaxFileEntries = 4096
+)
+
+// Errors of the file operations, for use with errors.Is. They also match
+// fs.ErrNotExist (a missing file), fs.ErrInvalid (a path that is not a
+// clean path inside /work) and runtime.ErrNoSpace (the files would pass
+// their limits) where that applies.
+var (
+	// ErrNoFiles: the session was opened without Options.Files, so it has
+	// no /work to change.
+	ErrNoFiles = errors.New("session: files are not enabled for this session (Options.Files is nil)")
+	// ErrStateTooLarge: the state with the changed files would be larger
+	// than Options.MaxStateSize; nothing was stored.
+	ErrStateTooLarge = errors.New("session: state too large")
+)
+
+// Files turns on a filesystem at /work (FilesMount) that lives with the
+// session: what the code writes there is saved in the session's state
+// (the same blob, under the same compare-and-set), so a file written by one
+// call is there for the next, in another process, and after the state
+// moved to another store. A call whose state is not saved (it raised
+// without Options.CaptureOnError, or the state is over
+// Options.MaxStateSize) leaves the files as they were, and the files count
+// toward MaxStateSize. The REPL of a new session starts in /work, so
+// relative paths land there. See docs/files.md.
+//
+// /work is served in front of Options.Host's OS handler (which then sees
+// no call for /work); with no Host, /work is the only thing the code can
+// reach. The Files value is only read.
+type Files struct {
+	// MaxBytes bounds the files: their contents plus the length of every
+	// path under /work (a file costs its size and its path, a directory
+	// its path). 0 means DefaultMaxFileBytes; it is at most the state size
+	// cap (Options.MaxStateSize). Code that would pass it gets OSError
+	// "[Errno 28] No space left on device".
+	MaxBytes int64
+	// MaxEntries bounds the number of files and directories (0 means
+	// DefaultMaxFileEntries).
+	MaxEntries int
+}
+
+// fileLimits are the limits of the session's files: Options.Files' (the
+// defaults without it, for the file operations that need no /work).
+func (o *Options) fileLimits() runtime.MemFSLimits {
+	var f Files
+	if o.Files != nil {
+		f = *o.Files
+	}
+	l := runtime.MemFSLimits{MaxBytes: f.MaxBytes, MaxEntries: f.MaxEntries}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxFileBytes
+	}
+	l.MaxBytes = min(l.MaxBytes, o.maxStateSize())
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = DefaultMaxFileEntries
+	}
+	return l
+}
+
+// FileInfo describes one file of a session.
+type FileInfo struct {
+	// Path is relative to /work, e.g. "out/data.csv".
+	Path string `json:"path"`
+	// Size is the file's size in bytes.
+	Size int64 `json:"size"`
+	// Modified is the time of the file's last change.
+	Modified time.Time `json:"modified"`
+}
+
+// FileUpdate is what a file change stored.
+type FileUpdate struct {
+	// Created is true when the file did not exist before (WriteFile).
+	Created bool
+	// State describes the stored state after the change.
+	State store.Info
+}
+
+// The files section (docs/state-format.md), before compression:
+//
+//	u32 entry count
+//	per entry, sorted by path: u8 kind (0 file, 1 directory) | u16 path length
+//	| path (relative to /work) | i64 modification time (unix nanoseconds)
+//	| files only: u32 size | contents
+const (
+	kindFile = 0
+	kindDir  = 1
+	// minEntry is the size of the smallest entry (a directory with a
+	// one-byte name), which bounds the count a section can hold.
+	minEntry = 1 + 2 + 1 + 8
+	// entryOverhead is the most an entry adds besides its path and
+	// contents, which bounds a section by the limits.
+	entryOverhead = 1 + 2 + 8 + 4
+	// compressFilesMin is the smallest section worth compressing.
+	compressFilesMin = 256
+)
+
+// maxSection is the largest files section that fits limits l.
+func maxSection(l runtime.MemFSLimits) int64 {
+	return 4 + int64(l.MaxEntries)*entryOverhead + l.MaxBytes
+}
+
+// encodeFiles writes the files section of files (a MemFS snapshot),
+// compressed when asked and when that makes it smaller; nil when there are
+// no files.
+func encodeFiles(files []runtime.MemFile, compress bool) (section []byte, compressed bool) {
+	if len(files) == 0 {
+		return nil, false
+	}
+	size := 4
+	for _, f := range files {
+		size += entryOverhead + len(f.Path) + len(f.Data)
+	}
+	out := make([]byte, 0, size)
+	out = binary.BigEndian.AppendUint32(out, uint32(len(files)))
+	for _, f := range files {
+		kind := byte(kindFile)
+		if f.Dir {
+			kind = kindDir
+		}
+		out = append(out, kind)
+		out = binary.BigEndian.AppendUint16(out, uint16(len(f.Path)))
+		out = append(out, f.Path...)
+		out = binary.BigEndian.AppendUint64(out, uint64(f.ModTime.UnixNano()))
+		if !f.Dir {
+			out = binary.BigEndian.AppendUint32(out, uint32(len(f.Data)))
+			out = append(out, f.Data...)
+		}
+	}
+	if compress && len(out) >= compressFilesMin {
+		if z := compressDump(out); len(z) < len(out) {
+			return z, true
+		}
+	}
+	return out, false
+}
+
+// decodeFiles parses a files section (decompressing it, at most up to what
+// limits l allow). A section that does not parse is corrupt (ErrCorrupt);
+// one larger than the limits allow is refused with an error matching
+// runtime.ErrNoSpace. The paths are checked by MemFS.Restore.
+func decodeFiles(section []byte, compressed bool, l runtime.MemFSLimits) ([]runtime.MemFile, error) {
+	if len(section) == 0 {
+		return nil, nil
+	}
+	max := maxSection(l)
+	if compressed {
+		raw, err := decompressDump(section, max)
+		var over *runtime.StateLimitError
+		switch {
+		case errors.As(err, &over):
+			return nil, filesTooLarge(fmt.Sprintf("the files section expands to more than %d bytes", max), l)
+		case err != nil:
+			return nil, corrupt("files section does not decompress: %v", err)
+		}
+		section = raw
+	}
+	if int64(len(section)) > max {
+		return nil, filesTooLarge(fmt.Sprintf("the files section is %d bytes", len(section)), l)
+	}
+	if len(section) < 4 {
+		return nil, corrupt("files section: truncated")
+	}
+	n := binary.BigEndian.Uint32(section)
+	r := section[4:]
+	if uint64(n)*minEntry > uint64(len(r)) {
+		return nil, corrupt("files section: %d entries cannot fit in %d bytes", n, len(r))
+	}
+	files := make([]runtime.MemFile, n)
+	for i := range files {
+		if len(r) < 3 {
+			return nil, corrupt("files section: entry %d truncated", i)
+		}
+		kind, plen := r[0], int(binary.BigEndian.Uint16(r[1:3]))
+		r = r[3:]
+		if kind != kindFile && kind != kindDir {
+			return nil, corrupt("files section: entry %d has unknown kind %d", i, kind)
+		}
+		if len(r) < plen+8 {
+			return nil, corrupt("files section: entry %d truncated", i)
+		}
+		f := &files[i]
+		f.Path, f.Dir = string(r[:plen]), kind == kindDir
+		f.ModTime = time.Unix(0, int64(binary.BigEndian.Uint64(r[plen:plen+8])))
+		r = r[plen+8:]
+		if f.Dir {
+			continue
+		}
+		if len(r) < 4 {
+			return nil, corrupt("files section: entry %d truncated", i)
+		}
+		size := binary.BigEndian.Uint32(r)
+		r = r[4:]
+		if uint64(size) > uint64(len(r)) {
+			return nil, corrupt("files section: %q declares %d bytes, %d are left", f.Path, size, len(r))
+		}
+		f.Data, r = r[:size:size], r[size:]
+	}
+	if len(r) != 0 {
+		return nil, corrupt("files section: %d trailing bytes", len(r))
+	}
+	return files, nil
+}
+
+// filesTooLarge is the error for stored files past the limits of the
+// session opening them: the state is fine, this session's limits are
+// smaller than those it was written with.
+func filesTooLarge(what string, l runtime.MemFSLimits) error {
+	return fmt.Errorf("%w: the stored files do not fit this session's file limits (%d bytes, %d entries; Options.Files): %s; the state is kept unchanged, open it with larger limits",
+		runtime.ErrNoSpace, l.MaxBytes, l.MaxEntries, what)
+}
+
+// restoreInto puts the files of blob b into mem, or refuses them: a
+// malformed section or tree is ErrCorrupt, files past mem's limits match
+// runtime.ErrNoSpace.
+func restoreInto(mem *runtime.MemFS, b *blob) error {
+	var files []runtime.MemFile
+	if b != nil {
+		var err error
+		if files, err = decodeFiles(b.Files, b.filesCompressed, mem.Limits()); err != nil {
+			return err
+		}
+	}
+	err := mem.Restore(files)
+	switch {
+	case errors.Is(err, runtime.ErrNoSpace):
+		return filesTooLarge(err.Error(), mem.Limits())
+	case err != nil:
+		return corrupt("files section: %v", err)
+	}
+	return nil
+}
+
+// newFilesMem is an empty /work with limits l.
+func newFilesMem(l runtime.MemFSLimits) *runtime.MemFS {
+	m := runtime.NewMemFS(FilesMount)
+	m.SetLimits(l)
+	return m
+}
+
+// pathChecker checks paths given to the file operations.
+var pathChecker = runtime.NewMemFS(FilesMount)
+
+// filePath turns a path given to a file operation ("out/data.csv" or
+// "/work/out/data.csv") into the path under /work, or explains why it is
+// not one.
+func filePath(name string) (string, error) {
+	rel := name
+	if strings.HasPrefix(name, "/") {
+		var ok bool
+		if rel, ok = strings.CutPrefix(name, FilesMount+"/"); !ok {
+			return "", fmt.Errorf("%w: %q is not under %s: give a path relative to %s, such as \"out/data.csv\"", fs.ErrInvalid, name, FilesMount, FilesMount)
+		}
+	}
+	if err := pathChecker.CheckPath(rel); err != nil {
+		return "", fmt.Errorf("session file %q: %w", name, err)
+	}
+	return rel, nil
+}
+
+// listFiles describes the files (not the directories) of mem.
+func listFiles(mem *runtime.MemFS) []FileInfo {
+	out := []FileInfo{}
+	for _, f := range mem.Snapshot() {
+		if !f.Dir {
+			out = append(out, FileInfo{Path: f.Path, Size: int64(len(f.Data)), Modified: f.ModTime})
+		}
+	}
+	return out
+}
+
+// readFrom reads file rel of session id from mem.
+func readFrom(mem *runtime.MemFS, id, rel string) ([]byte, error) {
+	data, err := mem.ReadFile(FilesMount + "/" + rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("session %s has no file %q: %w", id, rel, fs.ErrNotExist)
+	case err != nil:
+		// A directory: not a file either.
+		return nil, fmt.Errorf("session %s has no file %q (it is a directory): %w", id, rel, fs.ErrNotExist)
+	}
+	return data, nil
+}
+
+// writeTo creates or replaces file rel in mem (and its parent
+// directories), reporting whether it is new.
+func writeTo(mem *runtime.MemFS, id, rel string, data []byte) (created bool, err error) {
+	_, err = mem.ReadFile(FilesMount + "/" + rel)
+	created = errors.Is(err, fs.ErrNotExist)
+	err = mem.WriteFile(FilesMount+"/"+rel, data)
+	switch {
+	case err == nil:
+		return created, nil
+	case errors.Is(err, runtime.ErrNoSpace):
+		return false, fmt.Errorf("session %s: writing %q: %w", id, rel, err)
+	}
+	return false, fmt.Errorf("%w: session %s: cannot write %q: %v (a directory is in its place, or a file in the place of one of its directories)", fs.ErrInvalid, id, rel, err)
+}
+
+// removeFrom removes file rel from mem.
+func removeFrom(mem *runtime.MemFS, id, rel string) error {
+	if _, err := readFrom(mem, id, rel); err != nil {
+		return err
+	}
+	return mem.Remove(FilesMount + "/" + rel)
+}
+
+// withFiles is a copy of b (nil: an empty JSON-only state, which loads as
+// an empty session) whose files section holds mem's files.
+func withFiles(b *blob, mem *runtime.MemFS, montyVersion string, compress bool) *blob {
+	var nb blob
+	if b != nil {
+		nb = *b
+	} else {
+		nb = blob{MontyVersion: montyVersion, ModuleSum: moduleSum(), JSON: []byte("{}"), JSONOnly: true}
+	}
+	nb.Files, nb.filesCompressed = encodeFiles(mem.Snapshot(), compress)
+	return &nb
+}
+
+// Files lists the session's files (not its directories) as stored, sorted
+// by path. Like State, it waits for a running call to finish.
+func (s *Session) Files() ([]FileInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mem, err := s.storedFiles()
+	if err != nil {
+		return nil, err
+	}
+	return listFiles(mem), nil
+}
+
+// ReadFile returns the contents of the session's file name ("out.csv" or
+// "/work/out.csv") as stored; an error matching fs.ErrNotExist when there
+// is no such file. Like State, it waits for a running call to finish.
+func (s *Session) ReadFile(name string) ([]byte, error) {
+	rel, err := filePath(name)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mem, err := s.storedFiles()
+	if err != nil {
+		return nil, err
+	}
+	return readFrom(mem, s.id, rel)
+}
+
+// storedFiles returns the files of the stored state: the live /work, which
+// equals them between calls, or (without Options.Files) the saved state's
+// files read afresh. Callers hold s.mu.
+func (s *Session) storedFiles() (*runtime.MemFS, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if s.files != nil {
+		return s.files, nil
+	}
+	mem := newFilesMem(s.opts.fileLimits())
+	return mem, restoreInto(mem, s.saved)
+}
+
+// WriteFile creates or replaces the session's file name ("out.csv" or
+// "/work/out.csv"), with its parent directories, and stores the state at
+// once under the same compare-and-set as a call: it fails with ErrBusy
+// while a call runs, and with an error matching store.ErrConflict when
+// another process changed the session since it was loaded (the session
+// then holds that process's state). Errors match runtime.ErrNoSpace when
+// the files would pass their limits, ErrStateTooLarge when the state would
+// pass Options.MaxStateSize, fs.ErrInvalid for a bad path; the files are
+// then unchanged. It needs Options.Files (ErrNoFiles).
+func (s *Session) WriteFile(ctx context.Context, name string, data []byte) (*FileUpdate, error) {
+	rel, err := filePath(name)
+	if err != nil {
+		return nil, err
+	}
+	return s.changeFiles(ctx, func() (bool, error) { return writeTo(s.files, s.id, rel, data) })
+}
+
+// RemoveFile removes the session's file name and stores the state at once,
+// as WriteFile does; an error matching fs.ErrNotExist when there is no such
+// file.
+func (s *Session) RemoveFile(ctx context.Context, name string) (*FileUpdate, error) {
+	rel, err := filePath(name)
+	if err != nil {
+		return nil, err
+	}
+	return s.changeFiles(ctx, func() (bool, error) { return false, removeFrom(s.files, s.id, rel) })
+}
+
+// changeFiles applies change to /work between calls and stores the
+// result, or puts /work back as stored.
+func (s *Session) changeFiles(ctx context.Context, change func() (created bool, err error)) (*FileUpdate, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.busy.Store(false)
+	defer s.mu.Unlock()
+	if s.files == nil {
+		return nil, fmt.Errorf("session %s: %w", s.id, ErrNoFiles)
+	}
+	created, err := change()
+	if err == nil {
+		var info store.Info
+		if info, err = s.saveFiles(ctx); err == nil {
+			return &FileUpdate{Created: created, State: info}, nil
+		}
+	}
+	if s.files.Generation() != s.filesGen {
+		// Put /work back as stored (a conflict has reloaded it already).
+		if rerr := s.restoreFiles(s.saved); rerr != nil {
+			return nil, errors.Join(err, rerr)
+		}
+	}
+	return nil, err
+}
+
+// saveFiles stores the saved state with /work's files in it. Callers hold
+// s.mu and busy.
+func (s *Session) saveFiles(ctx context.Context) (store.Info, error) {
+	gen := s.files.Generation()
+	b := withFiles(s.saved, s.files, s.eng.MontyVersion(), !s.opts.NoCompression)
+	data, err := b.encode(s.opts.SigningKey, !s.opts.NoCompression)
+	if err != nil {
+		return store.Info{}, err
+	}
+	if max := s.opts.maxStateSize(); int64(len(data)) > max {
+		return store.Info{}, fmt.Errorf("session %s: %w: with this change the state is %d bytes, over the %d-byte limit (Options.MaxStateSize); nothing was stored", s.id, ErrStateTooLarge, len(data), max)
+	}
+	info, err := s.opts.Store.Put(ctx, s.id, data, store.Cond{IfVersion: s.version, IfAbsent: s.version == ""})
+	if err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			_ = s.reload(ctx)
+			return store.Info{}, fmt.Errorf("session %s: %w: another process updated this session; the file change was not saved", s.id, err)
+		}
+		return store.Info{}, err
+	}
+	s.version, s.saved, s.info = info.Version, b, info
+	s.filesOf, s.filesGen = b, gen
+	return info, nil
+}
+
+// restoreFiles makes /work hold the files of blob b (nil: none), unless it
+// holds them already. Callers hold s.mu.
+func (s *Session) restoreFiles(b *blob) error {
+	if s.files == nil {
+		return nil
+	}
+	if s.filesOf == b && s.files.Generation() == s.filesGen {
+		return nil
+	}
+	if err := restoreInto(s.files, b); err != nil {
+		return err
+	}
+	s.filesOf, s.filesGen = b, s.files.Generation()
+	return nil
+}
+
+// filesSection sets the files section of b, a state being saved: /work's
+// files (encoded again only when they changed since they were last
+// stored or loaded), or without Options.Files the saved state's section
+// unchanged. It returns /work's generation the section holds.
+func (s *Session) filesSection(b *blob) uint64 {
+	if s.files == nil {
+		if s.saved != nil {
+			b.Files, b.filesCompressed = s.saved.Files, s.saved.filesCompressed
+		}
+		return 0
+	}
+	gen := s.files.Generation()
+	switch {
+	case gen != s.filesGen:
+		b.Files, b.filesCompressed = encodeFiles(s.files.Snapshot(), !s.opts.NoCompression)
+	case s.filesOf != nil:
+		b.Files, b.filesCompressed = s.filesOf.Files, s.filesOf.filesCompressed
+	}
+	return gen
+}
+
+// The file operations below work on the stored state directly, without an
+// interpreter: what the HTTP API and the command line use. They read
+// Options.Store, SigningKey and VerifyKeys (a blob must verify), the file
+// limits of Options.Files (the defaults when it is nil), MaxStateSize,
+// NoCompression and, for a new session, Engine (nil: the Monty version is
+// left empty). A blob that does not verify or parse matches ErrCorrupt and
+// is never changed; a missing session matches store.ErrNotFound.
+
+// ListFiles lists the files (not the directories) of the session stored
+// under id, sorted by path.
+func ListFiles(ctx context.Context, id string, opts Options) ([]FileInfo, error) {
+	mem, _, err := storedFiles(ctx, id, &opts)
+	if err != nil {
+		return nil, err
+	}
+	return listFiles(mem), nil
+}
+
+// ReadFile returns the contents of file name ("out.csv" or
+// "/work/out.csv") of the session stored under id; an error matching
+// fs.ErrNotExist when there is no such file.
+func ReadFile(ctx context.Context, id, name string, opts Options) ([]byte, error) {
+	rel, err := filePath(name)
+	if err != nil {
+		return nil, err
+	}
+	mem, _, err := storedFiles(ctx, id, &opts)
+	if err != nil {
+		return nil, err
+	}
+	return readFrom(mem, id, rel)
+}
+
+// WriteFile creates or replaces file name of the session stored under id
+// (creating the session when there is none: its first state is then this
+// file), with its parent directories, under compare-and-set: when another
+// writer (a running call, another upload) stores the session in between,
+// it fails with an error matching store.ErrConflict and stores nothing.
+// Errors match runtime.ErrNoSpace when the files would pass their limits,
+// ErrStateTooLarge when the state would pass MaxStateSize, fs.ErrInvalid
+// for a bad path.
+func WriteFile(ctx context.Context, id, name string, data []byte, opts Options) (*FileUpdate, error) {
+	rel, err := filePath(name)
+	if err != nil {
+		return nil, err
+	}
+	return changeStored(ctx, id, &opts, true, func(mem *runtime.MemFS) (bool, error) { return writeTo(mem, id, rel, data) })
+}
+
+// RemoveFile removes file name of the session stored under id, under
+// compare-and-set as WriteFile; an error matching fs.ErrNotExist when there
+// is no such file.
+func RemoveFile(ctx context.Context, id, name string, opts Options) (*FileUpdate, error) {
+	rel, err := filePath(name)
+	if err != nil {
+		return nil, err
+	}
+	return changeStored(ctx, id, &opts, false, func(mem *runtime.MemFS) (bool, error) { return false, removeFrom(mem, id, rel) })
+}
+
+// stored is a verified state blob as stored, its dump left compressed.
+type stored struct {
+	b       *blob
+	version string // the store's version, for compare-and-set
+}
+
+// storedFiles reads the state stored under id and its files.
+func storedFiles(ctx context.Context, id string, opts *Options) (*runtime.MemFS, *stored, error) {
+	if opts.Store == nil {
+		return nil, nil, errors.New("session: Options.Store is required")
+	}
+	if err := store.CheckID(id); err != nil {
+		return nil, nil, err
+	}
+	obj, err := opts.Store.Get(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil, fmt.Errorf("session %s: no state is stored under this id: %w", id, err)
+		}
+		return nil, nil, err
+	}
+	b, err := parseBlobKeys(obj.Data, opts.readKeys())
+	if err != nil {
+		return nil, nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	mem := newFilesMem(opts.fileLimits())
+	if err := restoreInto(mem, b); err != nil {
+		return nil, nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	return mem, &stored{b: b, version: obj.Info.Version}, nil
+}
+
+// changeStored applies change to the files of the session stored under id
+// (an empty one when create and there is none) and stores the result
+// under compare-and-set.
+func changeStored(ctx context.Context, id string, opts *Options, create bool, change func(mem *runtime.MemFS) (bool, error)) (*FileUpdate, error) {
+	mem, st, err := storedFiles(ctx, id, opts)
+	var cond store.Cond
+	switch {
+	case err == nil:
+		cond.IfVersion = st.version
+	case create && errors.Is(err, store.ErrNotFound):
+		mem, st, cond.IfAbsent = newFilesMem(opts.fileLimits()), &stored{}, true
+	default:
+		return nil, err
+	}
+	created, err := change(mem)
+	if err != nil {
+		return nil, err
+	}
+	version := ""
+	if opts.Engine != nil {
+		version = opts.Engine.MontyVersion()
+	}
+	b := withFiles(st.b, mem, version, !opts.NoCompression)
+	data, err := b.encode(opts.SigningKey, !opts.NoCompression)
+	if err != nil {
+		return nil, err
+	}
+	if max := opts.maxStateSize(); int64(len(data)) > max {
+		return nil, fmt.Errorf("session %s: %w: with this change the state is %d bytes, over the %d-byte limit (Options.MaxStateSize); nothing was stored", id, ErrStateTooLarge, len(data), max)
+	}
+	info, err := opts.Store.Put(ctx, id, data, cond)
+	if err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, fmt.Errorf("session %s: %w: the session was updated while its files were being changed; nothing was stored, try again", id, err)
+		}
+		return nil, err
+	}
+	return &FileUpdate{Created: created, State: info}, nil
+}
