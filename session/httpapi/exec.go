@@ -319,6 +319,7 @@ func (h *Handler) run(ctx context.Context, ns, id, code string, opts session.Exe
 		MaxStateSize: h.opts.MaxStateSize,
 		Limits:       limits,
 		Host:         h.host(),
+		Files:        h.files(),
 		Print: func(stream runtime.Stream, text string) {
 			// Bounded by limits.MaxOutput (both streams together).
 			if stream == runtime.Stderr {

@@ -9,6 +9,10 @@
 //	POST   /state/{id}         upload a blob downloaded earlier → 201; it is used by the next /exec
 //	DELETE /state/{id}         delete the state → 204
 //	GET    /state/{id}/info    exists, size, hash, created_at, expires_at, source
+//	GET    /state/{id}/files          the session's files under /work: path, size, modified
+//	GET    /state/{id}/files/{path}   one file's bytes
+//	PUT    /state/{id}/files/{path}   create or replace a file (the body) → 201 or 200
+//	DELETE /state/{id}/files/{path}   remove a file → 204
 //	GET    /healthz            liveness and store health (no API key needed)
 //	GET    /metrics            Prometheus text metrics (no API key needed)
 //
@@ -16,6 +20,11 @@
 // handler keeps no session in memory between requests: any instance sharing
 // the store (Redis, S3, a tiered pair) continues any session, and a blob
 // uploaded through POST /state/{id} is what the next execution sees.
+//
+// Sessions have files: what the code writes under /work (its working
+// directory) is stored with the session's state, bounded by
+// Options.MaxFileBytes, and can be listed, downloaded, uploaded and removed
+// through /state/{id}/files (see docs/files.md).
 //
 // Security: with API keys configured every request but /healthz and
 // /metrics needs a valid x-api-key (compared in constant time), and each key
@@ -113,6 +122,11 @@ type Options struct {
 	MaxStateSize int64
 	// MaxBody caps the body of POST /exec (default DefaultMaxBody).
 	MaxBody int64
+	// MaxFileBytes caps each session's files under /work: their contents
+	// plus the length of every path (default session.DefaultMaxFileBytes,
+	// at most MaxStateSize). Negative turns session files off: the code
+	// has no /work and the /state/{id}/files endpoints answer 404.
+	MaxFileBytes int64
 	// MaxConcurrent bounds the executions, state uploads and state
 	// downloads in progress at once; more get 429 at once. Default:
 	// 2 × GOMAXPROCS.
@@ -196,6 +210,9 @@ func New(opts Options) (*Handler, error) {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
+	if opts.MaxFileBytes == 0 {
+		opts.MaxFileBytes = session.DefaultMaxFileBytes
+	}
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 2 * goruntime.GOMAXPROCS(0)
 	}
@@ -217,16 +234,21 @@ func New(opts Options) (*Handler, error) {
 	h.route("POST /state/{id}", "state_upload", h.uploadState)
 	h.route("DELETE /state/{id}", "state_delete", h.deleteState)
 	h.route("GET /state/{id}/info", "state_info", h.stateInfo)
+	h.route("GET /state/{id}/files", "files_list", h.listFiles)
+	h.route("GET /state/{id}/files/{path...}", "file_get", h.getFile)
+	h.route("PUT /state/{id}/files/{path...}", "file_put", h.putFile)
+	h.route("DELETE /state/{id}/files/{path...}", "file_delete", h.deleteFile)
 	h.mux.HandleFunc("GET /healthz", h.instrument("healthz", h.healthz))
 	h.mux.HandleFunc("GET /metrics", h.instrument("metrics", h.serveMetrics))
-	for path, allow := range map[string]string{"/exec": "POST", "/check": "POST", "/state/{id}": "GET, POST, DELETE", "/state/{id}/info": "GET", "/healthz": "GET", "/metrics": "GET"} {
+	for path, allow := range map[string]string{"/exec": "POST", "/check": "POST", "/state/{id}": "GET, POST, DELETE", "/state/{id}/info": "GET",
+		"/state/{id}/files": "GET", "/state/{id}/files/{path...}": "GET, PUT, DELETE", "/healthz": "GET", "/metrics": "GET"} {
 		h.mux.HandleFunc(path, h.instrument("other", func(w http.ResponseWriter, r *http.Request) *apiError {
 			w.Header().Set("Allow", allow)
 			return &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", msg: r.Method + " is not allowed on " + r.URL.Path + "; use " + allow}
 		}))
 	}
 	h.mux.HandleFunc("/", h.instrument("other", func(w http.ResponseWriter, r *http.Request) *apiError {
-		return &apiError{status: http.StatusNotFound, code: "not_found", msg: r.Method + " " + r.URL.Path + " is not an endpoint of this API (see /exec, /check, /state/{id}, /healthz, /metrics)"}
+		return &apiError{status: http.StatusNotFound, code: "not_found", msg: r.Method + " " + r.URL.Path + " is not an endpoint of this API (see /exec, /check, /state/{id}, /state/{id}/files, /healthz, /metrics)"}
 	}))
 	return h, nil
 }

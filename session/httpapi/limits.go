@@ -62,6 +62,10 @@ func execLimitError(err error, pyErr *runtime.Error, opened bool, lim, srv runti
 			"the session's stored state needs %s this call's memory limit of %s, so nothing ran and the stored state is kept unchanged. Delete the state (DELETE /state/{id}) to start afresh%s.",
 			need, byteSize(lim.MaxMemory), askFor("ask for more memory", "limits.memory_bytes", byteSize(lim.MaxMemory), byteSize(srv.MaxMemory), lim.MaxMemory < srv.MaxMemory || srv.MaxMemory == 0))}
 	}
+	if !opened && errors.Is(err, runtime.ErrNoSpace) {
+		return &apiError{status: statusLimit, code: codeStateTooLarge, msg: fmt.Sprintf(
+			"the session's stored files are larger than this server's limit on a session's files, so nothing ran and the stored state is kept unchanged (%s). Delete the state (DELETE /state/{id}) to start afresh.", errText(err))}
+	}
 	kind := runtime.LimitOf(err)
 	switch {
 	case kind != runtime.NoLimit && !opened:

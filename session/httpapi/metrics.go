@@ -27,6 +27,8 @@ type metrics struct {
 	invalidUploads atomic.Int64
 	largeUploads   atomic.Int64
 	downloads      atomic.Int64
+	fileUploads    atomic.Int64
+	fileDownloads  atomic.Int64
 	execDuration   *histogram
 	stateSize      *histogram
 }
@@ -148,6 +150,8 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) *apiError
 	counter(w, "monty_state_uploads_invalid_total", "Uploaded state blobs refused as invalid (bad format, checksum or signature: also another session's or API key's blob).", m.invalidUploads.Load())
 	counter(w, "monty_state_uploads_too_large_total", "Uploaded state blobs refused as too large (the blob, or the dump it declares).", m.largeUploads.Load())
 	counter(w, "monty_state_downloads_total", "State blobs served by GET /state/{id}.", m.downloads.Load())
+	counter(w, "monty_file_uploads_total", "Session files written by PUT /state/{id}/files/{path}.", m.fileUploads.Load())
+	counter(w, "monty_file_downloads_total", "Session files served by GET /state/{id}/files/{path}.", m.fileDownloads.Load())
 	return nil
 }
 
