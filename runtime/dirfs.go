@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -21,20 +23,88 @@ import (
 // follow monty's own monty-fs mounts. It is safe for concurrent use; Close
 // it when done.
 type DirFS struct {
-	m    mount
-	root *os.Root
+	m      mount
+	root   *os.Root
+	quota  *writeQuota
+	memory int64 // largest file read
+}
+
+// DirFSOptions configures OpenDirFS.
+type DirFSOptions struct {
+	// ReadWrite lets the code create, change, rename and delete files in
+	// the host directory; otherwise every write raises PermissionError
+	// "[Errno 30] Read-only file system". What the code writes is
+	// untrusted: never execute or import it on the host.
+	ReadWrite bool
+	// WriteLimit caps the bytes the code may write through the mount over
+	// the DirFS's life (0: no limit). A write that would pass it raises
+	// OSError("disk write limit of … exceeded") and writes nothing. Bytes
+	// are spent, not held: truncating or deleting gives none back, and
+	// appending counts only the appended bytes (monty-fs's rule).
+	WriteLimit int64
+	// MemoryLimit is the largest file one read may return (0:
+	// DefaultMountMemoryLimit); a larger one raises MemoryError("mount
+	// memory usage limit of … exceeded") before it is read into memory.
+	MemoryLimit int64
 }
 
 // NewDirFS mounts hostDir at mountPoint (an absolute virtual path such as
-// "/data"), read-only unless readWrite is true.
+// "/data"), read-only unless readWrite is true, with no write limit and the
+// default memory limit. It is OpenDirFS with DirFSOptions{ReadWrite:
+// readWrite}.
 func NewDirFS(hostDir, mountPoint string, readWrite bool) (*DirFS, error) {
-	root, err := os.OpenRoot(hostDir)
+	return OpenDirFS(hostDir, path.Clean("/"+mountPoint), DirFSOptions{ReadWrite: readWrite})
+}
+
+// OpenDirFS mounts hostDir at mountPoint, an absolute virtual path such as
+// "/data". The directory is opened once, here: the mount stays attached to
+// it whatever later happens to its name. Invalid options and a host
+// directory that cannot be opened return errors matching ErrInvalidOption
+// (and the underlying error, such as fs.ErrNotExist).
+func OpenDirFS(hostDir, mountPoint string, opts DirFSOptions) (*DirFS, error) {
+	at, err := mountAt(mountPoint, opts.WriteLimit, opts.MemoryLimit)
 	if err != nil {
 		return nil, err
 	}
-	d := &DirFS{root: root}
-	d.m = mount{at: path.Clean("/" + mountPoint), readOnly: !readWrite, fs: (*dirBackend)(d)}
+	root, err := openRoot(hostDir)
+	if err != nil {
+		return nil, err
+	}
+	d := &DirFS{root: root, quota: newWriteQuota(opts.WriteLimit), memory: memoryLimit(opts.MemoryLimit)}
+	d.m = mount{at: at, readOnly: !opts.ReadWrite, fs: (*dirBackend)(d)}
 	return d, nil
+}
+
+// mountAt validates a mount point and limits, returning the cleaned mount point.
+func mountAt(mountPoint string, writeLimit, memLimit int64) (string, error) {
+	switch {
+	case !strings.HasPrefix(mountPoint, "/"):
+		return "", fmt.Errorf("%w: mount point %q must be an absolute virtual path, such as /data", ErrInvalidOption, mountPoint)
+	case strings.ContainsRune(mountPoint, 0):
+		return "", fmt.Errorf("%w: mount point %q contains a NUL byte", ErrInvalidOption, mountPoint)
+	case writeLimit < 0 || memLimit < 0:
+		return "", fmt.Errorf("%w: mount limits must not be negative (0 means the default)", ErrInvalidOption)
+	}
+	return path.Clean(mountPoint), nil
+}
+
+func memoryLimit(n int64) int64 {
+	if n == 0 {
+		return DefaultMountMemoryLimit
+	}
+	return n
+}
+
+// openRoot opens a mount's host directory.
+func openRoot(hostDir string) (*os.Root, error) {
+	if hostDir == "" {
+		return nil, fmt.Errorf("%w: the host directory of a mount is empty", ErrInvalidOption)
+	}
+	root, err := os.OpenRoot(hostDir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mount host directory: %w", ErrInvalidOption, err)
+	}
+	return root, nil
 }
 
 // HandleOS implements OSHandler.
@@ -42,38 +112,118 @@ func (d *DirFS) HandleOS(ctx context.Context, call *OSCall) (object.Value, error
 	return d.m.HandleOS(ctx, call)
 }
 
+// MountPoint returns the virtual directory the host directory appears at.
+func (d *DirFS) MountPoint() string { return d.m.at }
+
+// WriteBytesUsed returns the bytes written through the mount so far, as its
+// write limit counts them (0 when it has no limit).
+func (d *DirFS) WriteBytesUsed() int64 { return d.quota.spent() }
+
 // Close releases the directory.
 func (d *DirFS) Close() error { return d.root.Close() }
 
 type dirBackend DirFS
 
-func (b *dirBackend) stat(name string) (fs.FileInfo, error) { return b.root.Stat(name) }
+func (b *dirBackend) stat(name string) (fs.FileInfo, error) {
+	fi, err := b.root.Stat(name)
+	return fi, hostErr(err)
+}
+
+func (b *dirBackend) isSymlink(name string) bool {
+	fi, err := b.root.Lstat(name)
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
+}
 
 func (b *dirBackend) readFile(name string) ([]byte, error) {
-	fi, err := b.root.Stat(name)
+	return readRegular(b.root, name, b.memory, b.memory)
+}
+
+// readRegular reads a regular file through root, refusing directories
+// (errIsDir) and special files (permission denied, as monty-fs does: a FIFO
+// is opened without blocking, then refused). At most avail bytes are read
+// into memory; a larger file raises the memory limit exception for limit.
+func readRegular(root *os.Root, name string, avail, limit int64) ([]byte, error) {
+	f, err := openRegular(root, name, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, hostErr(err)
 	}
-	if fi.IsDir() {
-		return nil, errIsDir
+	if fi.Size() > avail {
+		return nil, memoryLimitError(limit)
 	}
-	data, err := b.root.ReadFile(name)
-	return data, hostErr(err)
+	// The size only sizes the buffer: what counts is what is read, so a
+	// file growing meanwhile cannot pass the limit.
+	buf := make([]byte, 0, fi.Size()+1)
+	r := io.LimitReader(f, avail+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, hostErr(err)
+		}
+	}
+	if int64(len(buf)) > avail {
+		return nil, memoryLimitError(limit)
+	}
+	return buf, nil
+}
+
+// openRegular opens name through root with flag (plus O_NONBLOCK, so that
+// opening a FIFO returns at once) and refuses anything but a regular file.
+func openRegular(root *os.Root, name string, flag int) (*os.File, error) {
+	f, err := root.OpenFile(name, flag|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, hostErr(err)
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		f.Close()
+		return nil, hostErr(err)
+	case fi.IsDir():
+		f.Close()
+		return nil, errIsDir
+	case !fi.Mode().IsRegular():
+		f.Close()
+		return nil, fs.ErrPermission
+	}
+	return f, nil
 }
 
 func (b *dirBackend) writeFile(name string, data []byte, appendTo bool) error {
+	if fi, err := b.root.Stat(name); err == nil && fi.IsDir() {
+		// Before opening: O_WRONLY on a directory fails with EISDIR on
+		// Linux, but not everywhere.
+		return errIsDir
+	}
+	n := int64(len(data))
+	if err := b.quota.reserve(n); err != nil {
+		return err
+	}
 	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if appendTo {
 		flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	}
-	f, err := b.root.OpenFile(name, flag, 0o644)
+	f, err := openRegular(b.root, name, flag)
 	if err != nil {
-		return hostErr(err)
+		b.quota.refund(n)
+		return err
 	}
-	_, err = f.Write(data)
+	w, err := f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	b.quota.refund(n - int64(w)) // what reached the disk stays spent
 	return hostErr(err)
 }
 
@@ -126,8 +276,11 @@ func (b *dirBackend) rename(from, to string) error {
 	return hostErr(b.root.Rename(from, to))
 }
 
-func (b *dirBackend) list(name string) ([]scanEntry, error) {
-	f, err := b.root.Open(name)
+func (b *dirBackend) list(name string) ([]scanEntry, error) { return listDir(b.root, name) }
+
+// listDir lists a host directory as fileSystem.list describes it.
+func listDir(root *os.Root, name string) ([]scanEntry, error) {
+	f, err := root.Open(name)
 	if err != nil {
 		return nil, hostErr(err)
 	}
@@ -145,7 +298,7 @@ func (b *dirBackend) list(name string) ([]scanEntry, error) {
 		if d.Type()&fs.ModeSymlink != 0 {
 			// Resolved through the root, so a link leaving the mount (or
 			// dangling) is not listed, as monty-fs hides them.
-			fi, err := b.root.Stat(path.Join(name, d.Name()))
+			fi, err := root.Stat(path.Join(name, d.Name()))
 			if err != nil {
 				continue
 			}

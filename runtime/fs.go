@@ -11,7 +11,7 @@ import (
 	"github.com/monty-go/monty/object"
 )
 
-// fileSystem is the storage behind MemFS and DirFS. Paths are relative to
+// fileSystem is the storage behind MemFS, DirFS and OverlayFS. Paths are relative to
 // the mount, slash-separated, cleaned, never starting with "/" or "..";
 // "." is the mount's root.
 type fileSystem interface {
@@ -25,6 +25,12 @@ type fileSystem interface {
 	// described as os.DirEntry would (a symlink by its target inside the
 	// mount; links that dangle or leave the mount are left out).
 	list(name string) ([]scanEntry, error)
+}
+
+// symlinkReporter is a fileSystem that can tell a symbolic link (without
+// following it) for Path.is_symlink; without it the answer is False.
+type symlinkReporter interface {
+	isSymlink(name string) bool
 }
 
 // mount dispatches the filesystem OS calls under a virtual directory to a
@@ -72,14 +78,38 @@ func (m *mount) HandleOS(_ context.Context, call *OSCall) (object.Value, error) 
 	}
 	name, ok := m.rel(p)
 	if !ok {
+		if call.Name == "Path.rename" {
+			// One end inside, the other outside: refused here rather than
+			// offered to a later handler, which would not apply this
+			// mount's access mode.
+			if dst, err := argStr(call, 1, "dst"); err == nil {
+				if _, in := m.rel(dst); in {
+					return nil, crossDevice(p, dst)
+				}
+			}
+		}
 		return nil, ErrNotHandled
 	}
-	if err := checkPathLength(p); err != nil {
+	if err := checkPath(call.Name, p, false); err != nil {
 		if existenceChecks[call.Name] {
 			// CPython's predicates answer False rather than raise.
 			return object.Bool(false), nil
 		}
 		return nil, err
+	}
+	if call.Name == "Path.rename" {
+		// The destination gets the same checks, and must lie in this mount,
+		// before anything else (monty-fs routes a rename on both ends).
+		dst, err := argStr(call, 1, "dst")
+		if err != nil {
+			return nil, err
+		}
+		if err := checkPath(call.Name, dst, true); err != nil {
+			return nil, err
+		}
+		if _, ok := m.rel(dst); !ok {
+			return nil, crossDevice(p, dst)
+		}
 	}
 	write := writeCalls[call.Name]
 	var mode string
@@ -107,6 +137,44 @@ const (
 	maxNameBytes = 255
 	maxPathDepth = 64
 )
+
+// checkPath applies checkPathLength, then refuses a NUL byte with the
+// ValueError CPython raises for the call (monty-fs's wording; the
+// interpreter refuses NUL bytes before asking the host, so this guards
+// direct callers).
+func checkPath(callName, p string, dst bool) error {
+	if err := checkPathLength(p); err != nil {
+		return err
+	}
+	if !strings.ContainsRune(p, 0) {
+		return nil
+	}
+	msg := "embedded null byte"
+	switch callName {
+	case "Path.mkdir":
+		msg = "mkdir: embedded null character in path"
+	case "Path.unlink":
+		msg = "unlink: embedded null character in path"
+	case "Path.rmdir":
+		msg = "rmdir: embedded null character in path"
+	case "Path.stat":
+		msg = "stat: embedded null character in path"
+	case "Path.iterdir", "Path.scan":
+		msg = "scandir: embedded null character in path"
+	case "Path.resolve":
+		msg = "lstat: embedded null character in path"
+	case "Path.rename":
+		msg = "rename: embedded null character in src"
+		if dst {
+			msg = "rename: embedded null character in dst"
+		}
+	}
+	return &Exception{Type: "ValueError", Message: msg}
+}
+
+func crossDevice(src, dst string) error {
+	return &Exception{Type: "OSError", Message: "[Errno 18] Invalid cross-device link: " + quote(src) + " -> " + quote(dst)}
+}
 
 // checkPathLength refuses an over-long path with monty-fs's
 // "[Errno 36] File name too long" (the path elided in the middle).
@@ -153,6 +221,9 @@ func (m *mount) serve(call *OSCall, name, p, mode string) (object.Value, error) 
 		}
 		return object.Bool(true), nil
 	case "Path.is_symlink":
+		if l, ok := m.fs.(symlinkReporter); ok {
+			return object.Bool(l.isSymlink(name)), nil
+		}
 		return object.Bool(false), nil
 	case "Path.read_text", "Path.read_bytes":
 		b, err := m.fs.readFile(name)
@@ -226,17 +297,8 @@ func (m *mount) serve(call *OSCall, name, p, mode string) (object.Value, error) 
 	case "Path.rmdir":
 		return object.None{}, m.fs.remove(name, true)
 	case "Path.rename":
-		dst, err := argStr(call, 1, "dst")
-		if err != nil {
-			return nil, err
-		}
-		if err := checkPathLength(dst); err != nil {
-			return nil, err
-		}
-		to, ok := m.rel(dst)
-		if !ok {
-			return nil, &Exception{Type: "OSError", Message: "[Errno 18] Invalid cross-device link: " + quote(p) + " -> " + quote(dst)}
-		}
+		dst, _ := argStr(call, 1, "dst") // checked by HandleOS
+		to, _ := m.rel(dst)
 		for _, end := range [][2]string{{name, p}, {to, dst}} {
 			if end[0] == "." {
 				// The mount's root has no name inside the mount.
@@ -259,6 +321,9 @@ func (m *mount) serve(call *OSCall, name, p, mode string) (object.Value, error) 
 func (m *mount) open(name, p, mode string) (object.Value, error) {
 	fi, err := m.fs.stat(name)
 	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !strings.ContainsAny(mode, "wxa") {
+		return nil, err // a path the mount refuses, not a missing file
+	}
 	switch {
 	case exists && fi.IsDir():
 		return nil, &Exception{Type: "IsADirectoryError", Message: "[Errno 21] Is a directory: '" + p + "'"}

@@ -14,8 +14,9 @@ import (
 	"github.com/monty-go/monty/runtime"
 )
 
-// mounts returns a fresh MemFS and a fresh read-write DirFS, both at /mnt,
-// seeded with hello.txt, bad.bin (not UTF-8), sub/a.txt and sub/deep/b.txt.
+// mounts returns a fresh MemFS, a fresh read-write DirFS and a fresh
+// OverlayFS, all at /mnt, seeded with hello.txt, bad.bin (not UTF-8),
+// sub/a.txt and sub/deep/b.txt.
 func mounts(t *testing.T) map[string]runtime.OSHandler {
 	t.Helper()
 	files := map[string]string{
@@ -25,16 +26,21 @@ func mounts(t *testing.T) map[string]runtime.OSHandler {
 		"sub/deep/b.txt": "b",
 	}
 	mem := runtime.NewMemFS("/mnt")
-	dir := t.TempDir()
+	dir, lower := t.TempDir(), t.TempDir()
 	for name, data := range files {
 		require.NoError(t, mem.WriteFile("/mnt/"+name, []byte(data)))
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+		for _, d := range []string{dir, lower} {
+			require.NoError(t, os.MkdirAll(filepath.Join(d, filepath.Dir(name)), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(d, name), []byte(data), 0o644))
+		}
 	}
 	d, err := runtime.NewDirFS(dir, "/mnt", true)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
-	return map[string]runtime.OSHandler{"MemFS": mem, "DirFS": d}
+	o, err := runtime.OpenOverlayFS(lower, "/mnt", runtime.OverlayOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = o.Close() })
+	return map[string]runtime.OSHandler{"MemFS": mem, "DirFS": d, "OverlayFS": o}
 }
 
 // pyErr returns the Python exception a run raised, as "Type: message".
