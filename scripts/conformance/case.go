@@ -3,6 +3,8 @@ package main
 import (
 	"strconv"
 	"strings"
+
+	"github.com/monty-go/monty/runtime"
 )
 
 // Reading monty's test_cases/*.py files, exactly as the native harness
@@ -37,12 +39,18 @@ type caseConfig struct {
 
 // testCase is one parsed case file.
 type testCase struct {
-	Name     string // file name without .py
+	Name     string // file name without .py, plus " [MODE]" for a mount variant
 	FileName string // script name in tracebacks
 	Code     string
 	Kind     expectKind
 	Want     string
 	Config   caseConfig
+	// Mount is how a mount-fs case mounts the fixture at /mnt: an overlay,
+	// as natively and in monty's own harness, or a variant (see -mounts).
+	Mount runtime.MountMode
+	// Native names the native result the case is compared with: the
+	// case's own for the overlay run, the overlay run's for a variant.
+	Native string
 }
 
 const tracebackMarker = "\"\"\"\nTRACEBACK:\n"
@@ -53,7 +61,9 @@ func parseCase(fileName, content string) *testCase {
 		Name:     strings.TrimSuffix(fileName, ".py"),
 		FileName: fileName,
 		Config:   parseHeader(content),
+		Mount:    runtime.MountOverlay,
 	}
+	c.Native = c.Name
 	c.Code, c.Kind, c.Want = parseExpectation(content)
 	return c
 }

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // makeFixture creates a fresh copy of the directory mount-fs cases see at
@@ -46,4 +52,65 @@ func removeFixture(dir string) {
 	}
 	_ = os.Chmod(filepath.Join(dir, "readonly.txt"), 0o644)
 	_ = os.RemoveAll(dir)
+}
+
+// errHostChanged marks a case whose mount changed the fixture directory
+// though it must not (an overlay, a read-only mount).
+var errHostChanged = errors.New("the mount changed the host directory")
+
+// snapshot describes every entry below dir, by relative path: its type and
+// permissions, and a file's contents or a link's target.
+func snapshot(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		desc := fi.Mode().String()
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			desc += " -> " + target
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			desc += fmt.Sprintf(" %d bytes sha256:%x", len(b), sha256.Sum256(b))
+		}
+		out[rel] = desc
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the fixture directory: %w", err)
+	}
+	return out, nil
+}
+
+// diffSnapshots says what differs between two snapshots.
+func diffSnapshots(before, after map[string]string) string {
+	var diffs []string
+	for p, b := range before {
+		switch a, ok := after[p]; {
+		case !ok:
+			diffs = append(diffs, p+" removed")
+		case a != b:
+			diffs = append(diffs, p+" changed ("+b+" → "+a+")")
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			diffs = append(diffs, p+" added")
+		}
+	}
+	slices.Sort(diffs)
+	return strings.Join(diffs, "; ")
 }

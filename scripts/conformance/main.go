@@ -49,6 +49,7 @@ type options struct {
 	only      string
 	jobs      int
 	quiet     bool
+	mounts    string
 	repoRoot  string
 	nativeBin string
 }
@@ -62,6 +63,7 @@ func run() error {
 	flag.StringVar(&o.only, "run", "", "only cases whose name contains this text")
 	flag.IntVar(&o.jobs, "jobs", goruntime.GOMAXPROCS(0), "cases run in parallel")
 	flag.BoolVar(&o.quiet, "quiet", false, "print only cases whose native and Go results differ")
+	flag.StringVar(&o.mounts, "mounts", "rw", "mount-fs cases run with the fixture on a copy-on-write overlay (runtime.OverlayFS), as natively; also run them once per mode listed here (comma-separated: rw, ro; empty: none), as `NAME [MODE]`, against the same native result")
 	flag.Parse()
 	if o.cases == "" {
 		flag.Usage()
@@ -77,6 +79,9 @@ func run() error {
 	}
 	cases, err := loadCases(o.cases, o.only)
 	if err != nil {
+		return err
+	}
+	if cases, err = mountVariants(cases, o.mounts); err != nil {
 		return err
 	}
 	known, err := readKnown(o.known)
@@ -144,6 +149,36 @@ func loadCases(dir, only string) ([]*testCase, error) {
 		return nil, fmt.Errorf("no *.py test cases in %s", dir)
 	}
 	return cases, nil
+}
+
+// mountVariants adds, after each mount-fs case, a copy that mounts the
+// fixture in each of the modes listed (comma-separated).
+func mountVariants(cases []*testCase, modes string) ([]*testCase, error) {
+	var extra []runtime.MountMode
+	for _, m := range strings.Split(modes, ",") {
+		switch strings.TrimSpace(m) {
+		case "":
+		case "rw":
+			extra = append(extra, runtime.MountReadWrite)
+		case "ro":
+			extra = append(extra, runtime.MountReadOnly)
+		default:
+			return nil, fmt.Errorf("-mounts: unknown mode %q (use rw, ro or both)", m)
+		}
+	}
+	var out []*testCase
+	for _, c := range cases {
+		out = append(out, c)
+		if !c.Config.MountFS {
+			continue
+		}
+		for _, m := range extra {
+			v := *c
+			v.Name, v.Mount = c.Name+" ["+m.String()+"]", m
+			out = append(out, &v)
+		}
+	}
+	return out, nil
 }
 
 // readKnown reads `name: reason` lines; blank lines and # comments are skipped.
@@ -302,7 +337,7 @@ func report(w io.Writer, cases []*testCase, native, goRes map[string]result, kno
 	var unexpected, knownHit, stale, better []string
 	fmt.Fprintf(w, "%-50s %-6s %-6s %s\n", "case", "native", "go", "detail")
 	for _, c := range cases {
-		n, ok := native[c.Name]
+		n, ok := native[c.Native]
 		if !ok {
 			n = result{Name: c.Name, Status: "missing", Detail: "not in the native results"}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -40,6 +41,10 @@ func runCase(ctx context.Context, eng *runtime.Engine, c *testCase) result {
 		return r
 	}
 	v, err, infra := execute(ctx, eng, c)
+	if errors.Is(infra, errHostChanged) {
+		r.Status, r.Detail = "fail", infra.Error()
+		return r
+	}
 	if infra != nil {
 		r.Status, r.Detail = "fail", "runtime error (not a Python exception): "+shorten(infra.Error())
 		if c.Config.XfailMonty {
@@ -173,7 +178,7 @@ func typeName(v object.Value) string {
 // execute compiles and runs a case on a fresh interpreter, answering its
 // pauses. It returns the value, or the Python exception, or (infra) an
 // error that is neither.
-func execute(ctx context.Context, eng *runtime.Engine, c *testCase) (object.Value, *runtime.Error, error) {
+func execute(ctx context.Context, eng *runtime.Engine, c *testCase) (v object.Value, pe *runtime.Error, infra error) {
 	ctx, cancel := context.WithTimeout(ctx, caseWallLimit)
 	defer cancel()
 	it, err := eng.NewInterpreter(ctx)
@@ -197,11 +202,37 @@ func execute(ctx context.Context, eng *runtime.Engine, c *testCase) (object.Valu
 		if err != nil {
 			return nil, nil, fmt.Errorf("creating the fixture directory: %w", err)
 		}
-		fs, err := runtime.NewDirFS(dir, "/mnt", true)
+		before, err := snapshot(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		// As natively, and as monty's own harness does: an overlay over the
+		// fixture (MountMode::OverlayMemory); the variants mount it directly.
+		var fs runtime.MountHandler
+		if c.Mount == runtime.MountOverlay {
+			fs, err = runtime.OpenOverlayFS(dir, "/mnt", runtime.OverlayOptions{})
+		} else {
+			fs, err = runtime.OpenDirFS(dir, "/mnt", runtime.DirFSOptions{ReadWrite: c.Mount == runtime.MountReadWrite})
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("mounting the fixture: %w", err)
 		}
 		defer fs.Close()
+		if c.Mount != runtime.MountReadWrite {
+			// Neither an overlay nor a read-only mount may change the host.
+			defer func() {
+				if infra != nil {
+					return
+				}
+				after, err := snapshot(dir)
+				if err == nil && !maps.Equal(before, after) {
+					err = fmt.Errorf("%w: %s", errHostChanged, diffSnapshots(before, after))
+				}
+				if err != nil {
+					v, pe, infra = nil, nil, err
+				}
+			}()
+		}
 		mount = fs
 		// As natively, and as monty's own harness does: the run starts in
 		// the mount (MontyRun::set_cwd("/mnt")).
