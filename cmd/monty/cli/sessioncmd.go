@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -22,6 +23,8 @@ const sessionUsage = `usage: monty session [--store DIR] ls
        monty session [--store DIR] rm ID
        monty session [--store DIR] export ID FILE
        monty session [--store DIR] import ID FILE
+       monty session [--store DIR] files ID
+       monty session [--store DIR] cat ID PATH
 `
 
 // sessionCommand implements `monty session ...`.
@@ -36,7 +39,7 @@ func sessionCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		return ExitUsage
 	}
-	want := map[string]int{"ls": 0, "show": 1, "rm": 1, "export": 2, "import": 2}
+	want := map[string]int{"ls": 0, "show": 1, "rm": 1, "export": 2, "import": 2, "files": 1, "cat": 2}
 	rest := fs.Args()
 	if len(rest) == 0 || want[rest[0]] != len(rest)-1 || (rest[0] != "ls" && want[rest[0]] == 0) {
 		fs.Usage()
@@ -50,12 +53,19 @@ func sessionCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	defer st.Close()
 	if err := runSessionCommand(ctx, st, rest, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
-		if errors.Is(err, store.ErrInvalidID) {
+		if errors.Is(err, store.ErrInvalidID) || errors.Is(err, iofs.ErrInvalid) {
 			return ExitUsage
 		}
 		return ExitException
 	}
 	return ExitOK
+}
+
+// readFilesOptions read a session's files from st without a signing key
+// (as show does) and with limits far above the defaults: a session written
+// by a server with larger file limits is still readable here.
+func readFilesOptions(st store.Store) session.Options {
+	return session.Options{Store: st, MaxStateSize: 1 << 30, Files: &session.Files{MaxBytes: 1 << 30, MaxEntries: 1 << 20}}
 }
 
 // runSessionCommand runs one session subcommand on st.
@@ -68,6 +78,9 @@ func sessionCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 // nor resumed anyway (they are named so that they can be removed). Only a
 // store that cannot be listed at all (unreachable, missing directory)
 // makes ls fail.
+//
+// files lists a session's files under /work (path, size, modified); cat
+// writes one of them, PATH relative to /work, to stdout as it is.
 func runSessionCommand(ctx context.Context, st store.Store, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "ls":
@@ -122,6 +135,27 @@ func runSessionCommand(ctx context.Context, st store.Store, args []string, stdou
 			return fmt.Errorf("%s: %w", args[2], err)
 		}
 		_, err = st.Put(ctx, args[1], data, store.Cond{})
+		return err
+	case "files":
+		files, err := session.ListFiles(ctx, args[1], readFilesOptions(st))
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PATH\tSIZE\tMODIFIED")
+		for _, f := range files {
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", f.Path, f.Size, f.Modified.Local().Format(time.DateTime))
+		}
+		return tw.Flush()
+	case "cat":
+		data, err := session.ReadFile(ctx, args[1], args[2], readFilesOptions(st))
+		if errors.Is(err, iofs.ErrNotExist) {
+			return fmt.Errorf("%w (monty session files %s lists them)", err, args[1])
+		}
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(data)
 		return err
 	}
 	return fmt.Errorf("unknown session command %q", args[0])
