@@ -318,3 +318,20 @@ func TestMCPTypeCheck(t *testing.T) {
 	assert.True(t, isErr)
 	assert.Contains(t, text, "TypeError", "unchecked, it ran and failed at run time")
 }
+
+// TestMCPMount: `monty mcp --mount` puts the operator's directory in the
+// sandbox at its guest path; an overlay keeps the tool's writes in memory.
+func TestMCPMount(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(dir+"/in.txt", []byte("from the host"), 0o644))
+	cs := mcpClient(t, "--store", "mem:", "--mount", dir+":/data:overlay")
+	text, isErr := call(t, cs, "execute_python", map[string]any{"code": "from pathlib import Path\nPath('/data/in.txt').write_text('changed')\nprint(Path('/data/in.txt').read_text())"})
+	assert.False(t, isErr, text)
+	assert.Equal(t, "changed", strings.TrimSpace(text))
+	text, isErr = call(t, cs, "execute_python", map[string]any{"code": "open('" + dir + "/in.txt').read()"})
+	assert.True(t, isErr)
+	assert.Contains(t, text, "PermissionError")
+	b, err := os.ReadFile(dir + "/in.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "from the host", string(b))
+}

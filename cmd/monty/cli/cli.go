@@ -75,6 +75,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	storeDir := fs.String("store", "", "session store: a `DIR`, or redis://…, s3://…, HOT,COLD (see docs; default: "+defaultStoreHint+")")
 	typeCheck := fs.Bool("type-check", false, "type-check the code first and refuse to run it when the check finds problems (a REPL or session checks each snippet against the earlier ones)")
 	stubsFile := fs.String("stubs", "", "with --type-check: stub (.pyi) `FILE` declaring names the code may use as defined")
+	mountOpts := addMountFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -114,13 +115,94 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return ExitException
 		}
 	}
+	mounts, err := mountOpts.open()
+	if err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
+		return ExitUsage
+	}
+	defer mounts.Close()
+	osh := osHandler(mounts)
 	if src == "" && name == "" {
-		return interactive(ctx, *sessionID, *storeDir, limits, tc, stdin, stdout, stderr)
+		return interactive(ctx, *sessionID, *storeDir, limits, tc, osh, stdin, stdout, stderr)
 	}
 	if *sessionID != "" {
-		return executeSession(ctx, *sessionID, *storeDir, src, limits, tc, stdout, stderr)
+		return executeSession(ctx, *sessionID, *storeDir, src, limits, tc, osh, stdout, stderr)
 	}
-	return execute(ctx, src, name, limits, tc, stdout, stderr)
+	return execute(ctx, src, name, limits, tc, osh, stdout, stderr)
+}
+
+// mountFlags are the --mount flags of a command: host directories the
+// operator puts in the sandbox. The code only ever names guest paths.
+type mountFlags struct {
+	specs       []string
+	writeLimit  string
+	memoryLimit string
+}
+
+func addMountFlags(fs *flag.FlagSet) *mountFlags {
+	m := &mountFlags{}
+	fs.Func("mount", "mount host directory HOST at GUEST in the sandbox, `HOST:GUEST[:ro|rw|overlay]`: ro (the default) reads, rw also writes to HOST, overlay keeps every change in memory and never changes HOST (repeatable; see docs/mounts.md)", func(s string) error {
+		m.specs = append(m.specs, s)
+		return nil
+	})
+	fs.StringVar(&m.writeLimit, "mount-write-limit", "", "with --mount: most bytes the code may write through each rw or overlay mount, e.g. 10MB (empty: no limit)")
+	fs.StringVar(&m.memoryLimit, "mount-memory", "", "with --mount: each mount's memory budget: what an overlay keeps in memory, and the largest file read, e.g. 100MB (empty: 50MB)")
+	return m
+}
+
+// open opens the mounts; without --mount it returns a nil table, which
+// serves nothing. Every error is the operator's to fix (a usage error).
+func (m *mountFlags) open() (*runtime.MountTable, error) {
+	if m == nil {
+		return nil, nil
+	}
+	if len(m.specs) == 0 {
+		if m.writeLimit != "" || m.memoryLimit != "" {
+			return nil, errors.New("--mount-write-limit and --mount-memory need --mount")
+		}
+		return nil, nil
+	}
+	var limits [2]int64
+	for i, f := range []struct{ name, val string }{{"--mount-write-limit", m.writeLimit}, {"--mount-memory", m.memoryLimit}} {
+		n, err := parseBytes(f.val)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", f.name, err)
+		}
+		limits[i] = n
+	}
+	specs := make([]runtime.MountSpec, len(m.specs))
+	for i, s := range m.specs {
+		spec, err := runtime.ParseMount(s)
+		if err != nil {
+			return nil, fmt.Errorf("--mount: %s", strings.TrimPrefix(err.Error(), runtime.ErrInvalidOption.Error()+": "))
+		}
+		if spec.WriteLimit == 0 {
+			spec.WriteLimit = limits[0]
+		}
+		spec.MemoryLimit = limits[1]
+		specs[i] = spec
+	}
+	t, err := runtime.OpenMounts(specs...)
+	if err != nil {
+		return nil, fmt.Errorf("--mount: %s", strings.TrimPrefix(err.Error(), runtime.ErrInvalidOption.Error()+": "))
+	}
+	return t, nil
+}
+
+// osHandler is the table as a Host's OS handler: nil without mounts.
+func osHandler(t *runtime.MountTable) runtime.OSHandler {
+	if t == nil {
+		return nil
+	}
+	return t
+}
+
+// hostFor is a session's Host for an OS handler: nil without one.
+func hostFor(osh runtime.OSHandler) *runtime.Host {
+	if osh == nil {
+		return nil
+	}
+	return &runtime.Host{OS: osh}
 }
 
 // source returns the program text and its script name from -c or a file.
@@ -142,7 +224,7 @@ func source(fs *flag.FlagSet, code string) (string, string, error) {
 	return "", "", nil // interactive
 }
 
-func execute(ctx context.Context, src, name string, limits runtime.Limits, tc *session.TypeCheck, stdout, stderr io.Writer) int {
+func execute(ctx context.Context, src, name string, limits runtime.Limits, tc *session.TypeCheck, osh runtime.OSHandler, stdout, stderr io.Writer) int {
 	if tc != nil {
 		res, err := tc.Checker.Check(ctx, typecheck.Request{Code: src, Path: checkPath(name), Stubs: tc.Stubs, Format: tc.Format, Limits: limits})
 		if err == nil {
@@ -167,7 +249,7 @@ func execute(ctx context.Context, src, name string, limits runtime.Limits, tc *s
 	it.SetOutput(stdout, stderr)
 	prog, err := it.Compile(ctx, src, runtime.WithScriptName(name))
 	if err == nil {
-		var host runtime.Host
+		host := runtime.Host{OS: osh}
 		_, err = host.Run(ctx, prog)
 	}
 	return report(err, stderr)

@@ -47,6 +47,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	typeCheck := fs.Bool("type-check", false, "type-check every execute_python call before it runs (a call's type_check argument overrides this)")
 	stubsFile := fs.String("stubs", "", "stub (.pyi) `FILE` declaring further names the code may use, for type checks")
+	mountOpts := addMountFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -73,6 +74,14 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
+	// Only the operator names host directories; the tool's callers see the
+	// guest paths.
+	mounts, err := mountOpts.open()
+	if err != nil {
+		fmt.Fprintln(stderr, "monty mcp:", err)
+		return ExitUsage
+	}
+	defer mounts.Close()
 	var key []byte
 	if *signingKeyFile != "" || os.Getenv("MONTY_SIGNING_KEY") != "" {
 		if key, err = signingKey(*signingKeyFile); err != nil {
@@ -110,6 +119,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		TypeCheck: *typeCheck,
 		Stubs:     stubs,
 		Checker:   checker,
+		OS:        osHandler(mounts),
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)
@@ -121,7 +131,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
-	logger.Info("monty mcp: serving on stdio", "thread", *thread, "timeout", timeout.String(), "max_memory", mem)
+	logger.Info("monty mcp: serving on stdio", "thread", *thread, "timeout", timeout.String(), "max_memory", mem, "mounts", mountList(mounts))
 	start := time.Now()
 	// Malformed input lines are answered with JSON-RPC errors and skipped
 	// instead of ending the connection.

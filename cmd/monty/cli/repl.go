@@ -50,7 +50,7 @@ func (r *termReader) ReadLine(prompt string) (string, error) {
 type feeder func(ctx context.Context, code string) (object.Value, string, *runtime.Error, error)
 
 // interactive runs the read-eval-print loop until end of input.
-func interactive(ctx context.Context, sessionID, storeSpec string, limits runtime.Limits, tc *session.TypeCheck, stdin io.Reader, stdout, stderr io.Writer) int {
+func interactive(ctx context.Context, sessionID, storeSpec string, limits runtime.Limits, tc *session.TypeCheck, osh runtime.OSHandler, stdin io.Reader, stdout, stderr io.Writer) int {
 	engine, err := processEngine(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
@@ -71,7 +71,7 @@ func interactive(ctx context.Context, sessionID, storeSpec string, limits runtim
 			return storeExit(err)
 		}
 		defer st.Close()
-		s, err := session.Open(ctx, sessionID, session.Options{Store: st, Engine: engine, Limits: limits, TypeCheck: tc})
+		s, err := session.Open(ctx, sessionID, session.Options{Store: st, Engine: engine, Limits: limits, TypeCheck: tc, Host: hostFor(osh)})
 		if err != nil {
 			fmt.Fprintln(stderr, "monty:", err)
 			return ExitException
@@ -91,7 +91,7 @@ func interactive(ctx context.Context, sessionID, storeSpec string, limits runtim
 			fmt.Fprintln(stderr, "monty:", err)
 			return ExitException
 		}
-		var host runtime.Host
+		host := runtime.Host{OS: osh}
 		var tcContext typecheck.Context // what earlier snippets defined
 		feed = func(ctx context.Context, code string) (object.Value, string, *runtime.Error, error) {
 			var checked *typecheck.Result

@@ -19,6 +19,7 @@ import (
 
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 )
 
@@ -66,6 +67,7 @@ type serveConfig struct {
 	tlsCert, tlsKey                         string
 	logFormat, logLevel, cacheDir           string
 	stubsFile                               string
+	mounts                                  *mountFlags
 }
 
 func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -104,6 +106,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.cacheDir, "cache-dir", "", "cache compiled machine code in `DIR` (default "+defaultCacheHint+"; off: none)")
 	fs.StringVar(&c.stubsFile, "stubs", "", "stub (.pyi) `FILE` added to every type check (POST /check, \"type_check\" on /exec): names the sandbox provides")
+	c.mounts = addMountFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -193,6 +196,27 @@ func (c serveConfig) options() (httpapi.Options, error) {
 	return o, nil
 }
 
+// refuseFilesMount refuses a mount at or below /work, where each session
+// of the server sees its own files (unless they are off): the mount would
+// never be reached.
+func refuseFilesMount(t *runtime.MountTable) error {
+	for _, s := range t.Specs() {
+		if s.Guest == session.FilesMount || strings.HasPrefix(s.Guest, session.FilesMount+"/") {
+			return fmt.Errorf("--mount %s: %s is where each session's own files appear, in front of any mount; choose another guest path", s, session.FilesMount)
+		}
+	}
+	return nil
+}
+
+// mountList describes the mounts for a log record.
+func mountList(t *runtime.MountTable) []string {
+	var out []string
+	for _, s := range t.Specs() {
+		out = append(out, s.String())
+	}
+	return out
+}
+
 // signingKey reads the key from file or MONTY_SIGNING_KEY.
 func signingKey(file string) ([]byte, error) {
 	var key []byte
@@ -273,6 +297,19 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return usageError{errors.New("--tls-cert and --tls-key go together")}
 	}
+	// Only the operator names host directories: clients see the guest
+	// paths, shared by every session. Each session's own files are at
+	// /work (session.FilesMount), in front of the mounts.
+	mounts, err := c.mounts.open()
+	if err == nil && opts.MaxFileBytes >= 0 {
+		err = refuseFilesMount(mounts)
+	}
+	if err != nil {
+		mounts.Close()
+		return usageError{err}
+	}
+	defer mounts.Close()
+	opts.OS = osHandler(mounts)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -330,7 +367,8 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 		log.Warn("no API keys configured: every client can use every session (set --api-key, MONTY_API_KEYS or --api-key-file)")
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "api_keys", len(opts.APIKeys),
-		"concurrency", h.Capacity(), "max_duration", opts.Limits.MaxDuration, "max_memory", opts.Limits.MaxMemory, "max_result", h.Limits().MaxResult)
+		"concurrency", h.Capacity(), "max_duration", opts.Limits.MaxDuration, "max_memory", opts.Limits.MaxMemory, "max_result", h.Limits().MaxResult,
+		"mounts", mountList(mounts))
 
 	served := make(chan error, 1)
 	go func() {

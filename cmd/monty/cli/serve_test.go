@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +36,9 @@ func TestServeConfigErrors(t *testing.T) {
 		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--max-result", "2GiB"}, "--max-result"},
 		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--tls-cert", "c.pem"}, "--tls-cert and --tls-key"},
 		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "extra"}, "unexpected argument"},
+		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--mount", keyFile + ":/data"}, "is not a directory"},
+		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--mount", t.TempDir() + ":/data:bogus"}, `unknown mode "bogus"`},
+		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--mount", t.TempDir() + ":/work/in"}, "each session's own files"},
 	} {
 		var out, errOut bytes.Buffer
 		code := Run(context.Background(), append([]string{"serve"}, tc.args...), nil, &out, &errOut)
@@ -143,5 +150,86 @@ func TestServeMaxResult(t *testing.T) {
 	}
 	if serveEnv["max-result"] != "MONTY_MAX_RESULT" {
 		t.Fatal("--max-result has no environment variable")
+	}
+}
+
+// TestServeMount runs a real server with an overlay mount: clients reach
+// the operator's directory at its guest path only, share the overlay's
+// changes, and the host directory never changes.
+func TestServeMount(t *testing.T) {
+	t.Setenv("MONTY_SIGNING_KEY", "0123456789abcdef")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("from the host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs, logw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--store", "mem:", "--log-format", "json",
+			"--mount", dir + ":/data:overlay", "--mount-write-limit", "1KB"}, nil, io.Discard, logw)
+		logw.Close()
+	}()
+	var addr string
+	sc := bufio.NewScanner(logs)
+	for addr == "" && sc.Scan() {
+		var rec struct {
+			Msg    string   `json:"msg"`
+			Addr   string   `json:"addr"`
+			Mounts []string `json:"mounts"`
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
+			addr = rec.Addr
+			if len(rec.Mounts) != 1 || rec.Mounts[0] != dir+":/data:overlay" {
+				t.Errorf("logged mounts %v", rec.Mounts)
+			}
+		}
+	}
+	if addr == "" {
+		t.Fatalf("the server did not start: exit %d", <-done)
+	}
+	go io.Copy(io.Discard, logs)
+	exec := func(code string) map[string]any {
+		t.Helper()
+		body, _ := json.Marshal(map[string]string{"code": code})
+		resp, err := http.Post("http://"+addr+"/exec", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST /exec %q: %d %v %v", code, resp.StatusCode, out, err)
+		}
+		return out
+	}
+	errType := func(out map[string]any) string {
+		e, _ := out["error"].(map[string]any)
+		s, _ := e["type"].(string)
+		return s
+	}
+	if out := exec("from pathlib import Path\nPath('/data/in.txt').write_text('changed')\nPath('/data/in.txt').read_text()"); out["result"] != "changed" {
+		t.Errorf("write through the overlay: %v", out)
+	}
+	// Another session sees the same overlay.
+	if out := exec("open('/data/in.txt').read()"); out["result"] != "changed" {
+		t.Errorf("read from another session: %v", out)
+	}
+	if out := exec("open('" + filepath.Join(dir, "in.txt") + "').read()"); errType(out) != "PermissionError" {
+		t.Errorf("a host path from a client: %v", out)
+	}
+	if out := exec("open('/data/big', 'w').write('x' * 2000)"); errType(out) != "OSError" {
+		t.Errorf("past the write limit: %v", out)
+	}
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Fatalf("serve exit %d", code)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "in.txt")); string(b) != "from the host" {
+		t.Errorf("the host file changed: %q", b)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the host directory changed: %v", entries)
 	}
 }

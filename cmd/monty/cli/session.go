@@ -56,7 +56,7 @@ func storeExit(err error) int {
 }
 
 // executeSession runs src in a stored session; output streams as usual.
-func executeSession(ctx context.Context, id, storeSpec, src string, limits runtime.Limits, tc *session.TypeCheck, stdout, stderr io.Writer) int {
+func executeSession(ctx context.Context, id, storeSpec, src string, limits runtime.Limits, tc *session.TypeCheck, osh runtime.OSHandler, stdout, stderr io.Writer) int {
 	st, err := openStore(ctx, storeSpec)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
@@ -75,7 +75,7 @@ func executeSession(ctx context.Context, id, storeSpec, src string, limits runti
 		fmt.Fprintln(stderr, "monty:", err)
 		return ExitException
 	}
-	s, err := session.Open(ctx, id, session.Options{Store: st, Engine: engine, Limits: limits, Print: emit, TypeCheck: tc})
+	s, err := session.Open(ctx, id, session.Options{Store: st, Engine: engine, Limits: limits, Print: emit, TypeCheck: tc, Host: hostFor(osh)})
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
 		if errors.Is(err, store.ErrInvalidID) {
