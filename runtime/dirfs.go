@@ -29,7 +29,7 @@ type DirFS struct {
 	memory int64 // largest file read
 }
 
-// DirFSOptions configures OpenDirFS.
+// DirFSOptions configures OpenDirFS. It is a plain value.
 type DirFSOptions struct {
 	// ReadWrite lets the code create, change, rename and delete files in
 	// the host directory; otherwise every write raises PermissionError

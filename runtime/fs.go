@@ -295,6 +295,10 @@ func (m *mount) serve(call *OSCall, name, p, mode string) (object.Value, error) 
 	case "Path.unlink":
 		return object.None{}, m.fs.remove(name, false)
 	case "Path.rmdir":
+		if name == "." {
+			// The mount's root has no name inside the mount.
+			return nil, fs.ErrPermission
+		}
 		return object.None{}, m.fs.remove(name, true)
 	case "Path.rename":
 		dst, _ := argStr(call, 1, "dst") // checked by HandleOS

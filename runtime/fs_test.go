@@ -110,6 +110,8 @@ Path('/mnt/sub').rename('/mnt/empty')
 		assert.Equal(t, "OSError: [Errno 18] Invalid cross-device link: '/mnt/hello2.txt' -> '/elsewhere/x'", pyErr(t, err), kind)
 		_, err = hostRun(t, it, h, "from pathlib import Path\nPath('/mnt').rename('/mnt/x')")
 		assert.Equal(t, "PermissionError: [Errno 13] Permission denied: '/mnt'", pyErr(t, err), kind)
+		_, err = hostRun(t, it, h, "from pathlib import Path\nPath('/mnt').rmdir()")
+		assert.Equal(t, "PermissionError: [Errno 13] Permission denied: '/mnt'", pyErr(t, err), kind)
 		_, err = hostRun(t, it, h, "from pathlib import Path\nPath('/mnt/empty').rename('/mnt/empty/inner')")
 		assert.Equal(t, "OSError", pyErrType(t, err), kind)
 	}

@@ -133,7 +133,8 @@ func (q *writeQuota) spent() int64 {
 	return q.used
 }
 
-// MountMode says how a mount exposes its host directory to the code.
+// MountMode says how a mount exposes its host directory to the code. It is
+// a plain value.
 type MountMode int
 
 const (
@@ -177,7 +178,8 @@ func parseMountMode(s string) (MountMode, bool) {
 
 // MountSpec describes a host directory to mount: which one, where the code
 // sees it, how, and within which limits. ParseMount reads one from the
-// command-line form; Open opens it. A MountSpec is a plain value.
+// command-line form; Open opens it. A MountSpec is a plain value, safe to
+// copy and to use from several goroutines.
 type MountSpec struct {
 	// Host is the host directory. Only the operator names it: code in the
 	// sandbox only ever sees Guest.
@@ -305,7 +307,8 @@ func (s *MountSpec) check() error {
 
 // MountHandler is an opened mount: it serves the file OS calls under its
 // mount point and holds its host directory open until closed. DirFS,
-// OverlayFS and MountTable are MountHandlers.
+// OverlayFS and MountTable are MountHandlers; all are safe for concurrent
+// use, as an OSHandler shared between runs must be.
 type MountHandler interface {
 	OSHandler
 	io.Closer

@@ -55,7 +55,7 @@ type OverlayFS struct {
 	used  int64                          // memory retained by upper
 }
 
-// OverlayOptions configures OpenOverlayFS.
+// OverlayOptions configures OpenOverlayFS. It is a plain value.
 type OverlayOptions struct {
 	// WriteLimit caps the bytes the code may write over the OverlayFS's
 	// life (0: no limit). A write that would pass it raises
