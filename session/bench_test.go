@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -211,4 +213,108 @@ func residentBytes(b *testing.B) int64 {
 	_, err = fmt.Sscan(string(data), &size, &resident)
 	require.NoError(b, err)
 	return resident * int64(os.Getpagesize())
+}
+
+// fileShapes are the contents of the 1 MB of files of BenchmarkSaveWithFiles:
+// CSV text (compresses well) and random bytes (does not compress).
+var fileShapes = []struct {
+	name string
+	data func() []byte
+}{
+	{"csv", func() []byte {
+		var b []byte
+		for i := 0; len(b) < 1<<20; i++ {
+			b = fmt.Appendf(b, "%d,item-%08d,%d.%02d,alpha;beta\n", i, i*7919%100000000, i%997, i%100)
+		}
+		return b[:1<<20]
+	}},
+	{"random", func() []byte {
+		b := make([]byte, 1<<20)
+		r := rand.New(rand.NewPCG(1, 2))
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		return b
+	}},
+}
+
+// BenchmarkSaveWithFiles measures one call and save of a small session
+// without files, and of the same session with 1 MB of files under /work
+// (16 files of 64 KiB): unchanged by the call (the stored files section is
+// reused, but stored again with the state), and changed by it (one byte
+// appended to one file: the section is encoded and compressed again). The
+// ratio to "none" is the cost of the files:
+//
+//	go test -run '^$' -bench SaveWithFiles ./session/
+func BenchmarkSaveWithFiles(b *testing.B) {
+	ctx := context.Background()
+	for _, st := range benchStores(b) {
+		run := func(name string, data []byte, code string) {
+			b.Run(st.name+"/"+name, func(b *testing.B) {
+				id := "bench-files-" + strings.ReplaceAll(name, "/", "-")
+				_ = st.st.Delete(ctx, id)
+				s, err := session.Open(ctx, id, session.Options{Store: st.st, SigningKey: []byte("bench"), Files: &session.Files{}})
+				require.NoError(b, err)
+				defer s.Close(ctx)
+				res, err := s.Exec(ctx, "n = 0\nrecords = [{'id': i, 'name': 'x' * 10} for i in range(100)]")
+				require.NoError(b, err)
+				require.True(b, res.Saved)
+				for i := 0; i < len(data); i += 64 << 10 {
+					_, err := s.WriteFile(ctx, fmt.Sprintf("data/part-%02d", i/(64<<10)), data[i:min(i+64<<10, len(data))])
+					require.NoError(b, err)
+				}
+				for b.Loop() {
+					res, err = s.Exec(ctx, code)
+					if err != nil || !res.Saved {
+						b.Fatalf("save: %v %+v", err, res)
+					}
+				}
+				b.ReportMetric(float64(res.StateSize), "state-bytes")
+				_ = st.st.Delete(ctx, id)
+			})
+		}
+		run("none", nil, "n += 1")
+		for _, shape := range fileShapes {
+			data := shape.data()
+			run("1MB-"+shape.name+"/unchanged", data, "n += 1")
+			run("1MB-"+shape.name+"/changed", data, "n += 1\nopen('/work/data/part-00', 'a').write('x')")
+		}
+	}
+}
+
+// BenchmarkLoadWithFiles measures opening the sessions of
+// BenchmarkSaveWithFiles: fetch, verify, decompress, restore the
+// interpreter and put the files back under /work.
+func BenchmarkLoadWithFiles(b *testing.B) {
+	ctx := context.Background()
+	for _, st := range benchStores(b) {
+		run := func(name string, data []byte) {
+			b.Run(st.name+"/"+name, func(b *testing.B) {
+				id := "bench-files-load-" + name
+				opts := session.Options{Store: st.st, SigningKey: []byte("bench"), Files: &session.Files{}}
+				_ = st.st.Delete(ctx, id)
+				s, err := session.Open(ctx, id, opts)
+				require.NoError(b, err)
+				_, err = s.Exec(ctx, "n = 0\nrecords = [{'id': i, 'name': 'x' * 10} for i in range(100)]")
+				require.NoError(b, err)
+				for i := 0; i < len(data); i += 64 << 10 {
+					_, err := s.WriteFile(ctx, fmt.Sprintf("data/part-%02d", i/(64<<10)), data[i:min(i+64<<10, len(data))])
+					require.NoError(b, err)
+				}
+				require.NoError(b, s.Close(ctx))
+				for b.Loop() {
+					s, err := session.Open(ctx, id, opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_ = s.Close(ctx)
+				}
+				_ = st.st.Delete(ctx, id)
+			})
+		}
+		run("none", nil)
+		for _, shape := range fileShapes {
+			run("1MB-"+shape.name, shape.data())
+		}
+	}
 }

@@ -99,44 +99,99 @@ type FileUpdate struct {
 	State store.Info
 }
 
-// The files section (docs/state-format.md), before compression:
+// The files section (docs/state-format.md):
 //
 //	u32 entry count
 //	per entry, sorted by path: u8 kind (0 file, 1 directory) | u16 path length
 //	| path (relative to /work) | i64 modification time (unix nanoseconds)
-//	| files only: u32 size | contents
+//	| files only: u8 encoding (0 raw, 1 zstd) | u32 stored length | contents as stored
+//
+// Each file is compressed on its own, so that saving a state keeps the
+// stored form of every file the call did not change (fileCache) and
+// compresses only those it wrote.
 const (
 	kindFile = 0
 	kindDir  = 1
+	encRaw   = 0
+	encZstd  = 1
 	// minEntry is the size of the smallest entry (a directory with a
 	// one-byte name), which bounds the count a section can hold.
 	minEntry = 1 + 2 + 1 + 8
 	// entryOverhead is the most an entry adds besides its path and
-	// contents, which bounds a section by the limits.
-	entryOverhead = 1 + 2 + 8 + 4
-	// compressFilesMin is the smallest section worth compressing.
-	compressFilesMin = 256
+	// contents.
+	entryOverhead = 1 + 2 + 8 + 1 + 4
+	// compressFileMin is the smallest file worth compressing.
+	compressFileMin = 256
+	// compressProbe is how much of a large file is compressed first to
+	// tell whether it compresses at all (random or already compressed
+	// data is then stored raw without compressing the rest).
+	compressProbe = 64 << 10
 )
 
-// maxSection is the largest files section that fits limits l.
-func maxSection(l runtime.MemFSLimits) int64 {
-	return 4 + int64(l.MaxEntries)*entryOverhead + l.MaxBytes
+// storedFile is a file's contents as a files section stores them.
+type storedFile struct {
+	enc    byte
+	stored []byte
 }
 
-// encodeFiles writes the files section of files (a MemFS snapshot),
-// compressed when asked and when that makes it smaller; nil when there are
-// no files.
-func encodeFiles(files []runtime.MemFile, compress bool) (section []byte, compressed bool) {
-	if len(files) == 0 {
-		return nil, false
+// dataKey identifies file contents by their memory: a MemFS never changes
+// the bytes its data slices view, so the same array and length are the
+// same contents.
+type dataKey struct {
+	p *byte
+	n int
+}
+
+// fileCache maps file contents to their stored form, for the files of
+// the section last written or read.
+type fileCache map[dataKey]storedFile
+
+func keyOf(b []byte) dataKey { return dataKey{&b[0], len(b)} }
+
+// storeFile is the stored form of data: zstd when asked, when the file is
+// large enough and when that makes it smaller; else raw.
+func storeFile(data []byte, compress bool) storedFile {
+	if !compress || len(data) < compressFileMin {
+		return storedFile{encRaw, data}
 	}
+	if len(data) > 2*compressProbe {
+		if probe := compressDump(data[:compressProbe]); len(probe) > compressProbe*9/10 {
+			return storedFile{encRaw, data}
+		}
+	}
+	if z := compressDump(data); len(z) < len(data) {
+		return storedFile{encZstd, z}
+	}
+	return storedFile{encRaw, data}
+}
+
+// encodeFiles writes the files section of files (a MemFS snapshot), nil
+// when there are no files. Files found in cache keep their stored form;
+// the others are compressed when asked (and when that makes them
+// smaller). It returns the cache of the new section.
+func encodeFiles(files []runtime.MemFile, compress bool, cache fileCache) ([]byte, fileCache) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	next := make(fileCache, len(files))
+	forms := make([]storedFile, len(files))
 	size := 4
-	for _, f := range files {
-		size += entryOverhead + len(f.Path) + len(f.Data)
+	for i, f := range files {
+		size += entryOverhead + len(f.Path)
+		if f.Dir || len(f.Data) == 0 {
+			continue
+		}
+		k := keyOf(f.Data)
+		form, ok := cache[k]
+		if !ok {
+			form = storeFile(f.Data, compress)
+		}
+		forms[i], next[k] = form, form
+		size += len(form.stored)
 	}
 	out := make([]byte, 0, size)
 	out = binary.BigEndian.AppendUint32(out, uint32(len(files)))
-	for _, f := range files {
+	for i, f := range files {
 		kind := byte(kindFile)
 		if f.Dir {
 			kind = kindDir
@@ -146,83 +201,101 @@ func encodeFiles(files []runtime.MemFile, compress bool) (section []byte, compre
 		out = append(out, f.Path...)
 		out = binary.BigEndian.AppendUint64(out, uint64(f.ModTime.UnixNano()))
 		if !f.Dir {
-			out = binary.BigEndian.AppendUint32(out, uint32(len(f.Data)))
-			out = append(out, f.Data...)
+			out = append(out, forms[i].enc)
+			out = binary.BigEndian.AppendUint32(out, uint32(len(forms[i].stored)))
+			out = append(out, forms[i].stored...)
 		}
 	}
-	if compress && len(out) >= compressFilesMin {
-		if z := compressDump(out); len(z) < len(out) {
-			return z, true
-		}
-	}
-	return out, false
+	return out, next
 }
 
-// decodeFiles parses a files section (decompressing it, at most up to what
-// limits l allow). A section that does not parse is corrupt (ErrCorrupt);
-// one larger than the limits allow is refused with an error matching
-// runtime.ErrNoSpace. The paths are checked by MemFS.Restore.
-func decodeFiles(section []byte, compressed bool, l runtime.MemFSLimits) ([]runtime.MemFile, error) {
+// decodeFiles parses a files section, decompressing its files at most up
+// to what limits l allow, and returns them with the section's cache. A
+// section that does not parse is corrupt (ErrCorrupt); files past the
+// limits are refused with an error matching runtime.ErrNoSpace before
+// more than the limits' worth is decompressed. The paths are checked by
+// MemFS.Restore.
+func decodeFiles(section []byte, l runtime.MemFSLimits) ([]runtime.MemFile, fileCache, error) {
 	if len(section) == 0 {
-		return nil, nil
-	}
-	max := maxSection(l)
-	if compressed {
-		raw, err := decompressDump(section, max)
-		var over *runtime.StateLimitError
-		switch {
-		case errors.As(err, &over):
-			return nil, filesTooLarge(fmt.Sprintf("the files section expands to more than %d bytes", max), l)
-		case err != nil:
-			return nil, corrupt("files section does not decompress: %v", err)
-		}
-		section = raw
-	}
-	if int64(len(section)) > max {
-		return nil, filesTooLarge(fmt.Sprintf("the files section is %d bytes", len(section)), l)
+		return nil, nil, nil
 	}
 	if len(section) < 4 {
-		return nil, corrupt("files section: truncated")
+		return nil, nil, corrupt("files section: truncated")
 	}
 	n := binary.BigEndian.Uint32(section)
 	r := section[4:]
 	if uint64(n)*minEntry > uint64(len(r)) {
-		return nil, corrupt("files section: %d entries cannot fit in %d bytes", n, len(r))
+		return nil, nil, corrupt("files section: %d entries cannot fit in %d bytes", n, len(r))
+	}
+	if int64(n) > int64(l.MaxEntries) {
+		return nil, nil, filesTooLarge(fmt.Sprintf("%d entries", n), l)
 	}
 	files := make([]runtime.MemFile, n)
+	cache := make(fileCache, n)
+	var used int64
 	for i := range files {
 		if len(r) < 3 {
-			return nil, corrupt("files section: entry %d truncated", i)
+			return nil, nil, corrupt("files section: entry %d truncated", i)
 		}
 		kind, plen := r[0], int(binary.BigEndian.Uint16(r[1:3]))
 		r = r[3:]
 		if kind != kindFile && kind != kindDir {
-			return nil, corrupt("files section: entry %d has unknown kind %d", i, kind)
+			return nil, nil, corrupt("files section: entry %d has unknown kind %d", i, kind)
 		}
 		if len(r) < plen+8 {
-			return nil, corrupt("files section: entry %d truncated", i)
+			return nil, nil, corrupt("files section: entry %d truncated", i)
 		}
 		f := &files[i]
 		f.Path, f.Dir = string(r[:plen]), kind == kindDir
 		f.ModTime = time.Unix(0, int64(binary.BigEndian.Uint64(r[plen:plen+8])))
 		r = r[plen+8:]
+		used += int64(plen)
 		if f.Dir {
 			continue
 		}
-		if len(r) < 4 {
-			return nil, corrupt("files section: entry %d truncated", i)
+		if len(r) < 5 {
+			return nil, nil, corrupt("files section: entry %d truncated", i)
 		}
-		size := binary.BigEndian.Uint32(r)
-		r = r[4:]
+		enc, size := r[0], binary.BigEndian.Uint32(r[1:5])
+		r = r[5:]
 		if uint64(size) > uint64(len(r)) {
-			return nil, corrupt("files section: %q declares %d bytes, %d are left", f.Path, size, len(r))
+			return nil, nil, corrupt("files section: %q declares %d bytes, %d are left", f.Path, size, len(r))
 		}
-		f.Data, r = r[:size:size], r[size:]
+		stored := r[:size:size]
+		r = r[size:]
+		switch {
+		case size == 0 && enc == encRaw:
+		case enc == encRaw:
+			f.Data = stored
+		case enc == encZstd:
+			left := l.MaxBytes - used
+			if left <= 0 {
+				return nil, nil, filesTooLarge("more than the limit", l)
+			}
+			data, err := decompressDump(stored, left)
+			var over *runtime.StateLimitError
+			switch {
+			case errors.As(err, &over):
+				return nil, nil, filesTooLarge(fmt.Sprintf("%q expands to more than the %d bytes left", f.Path, left), l)
+			case err != nil:
+				return nil, nil, corrupt("files section: %q does not decompress: %v", f.Path, err)
+			}
+			f.Data = data[:len(data):len(data)]
+		default:
+			return nil, nil, corrupt("files section: %q has unknown encoding %d", f.Path, enc)
+		}
+		used += int64(len(f.Data))
+		if used > l.MaxBytes {
+			return nil, nil, filesTooLarge(fmt.Sprintf("more than %d bytes", l.MaxBytes), l)
+		}
+		if len(f.Data) > 0 {
+			cache[keyOf(f.Data)] = storedFile{enc, stored}
+		}
 	}
 	if len(r) != 0 {
-		return nil, corrupt("files section: %d trailing bytes", len(r))
+		return nil, nil, corrupt("files section: %d trailing bytes", len(r))
 	}
-	return files, nil
+	return files, cache, nil
 }
 
 // filesTooLarge is the error for stored files past the limits of the
@@ -235,23 +308,24 @@ func filesTooLarge(what string, l runtime.MemFSLimits) error {
 
 // restoreInto puts the files of blob b into mem, or refuses them: a
 // malformed section or tree is ErrCorrupt, files past mem's limits match
-// runtime.ErrNoSpace.
-func restoreInto(mem *runtime.MemFS, b *blob) error {
+// runtime.ErrNoSpace. It returns the section's cache.
+func restoreInto(mem *runtime.MemFS, b *blob) (fileCache, error) {
 	var files []runtime.MemFile
+	var cache fileCache
 	if b != nil {
 		var err error
-		if files, err = decodeFiles(b.Files, b.filesCompressed, mem.Limits()); err != nil {
-			return err
+		if files, cache, err = decodeFiles(b.Files, mem.Limits()); err != nil {
+			return nil, err
 		}
 	}
 	err := mem.Restore(files)
 	switch {
 	case errors.Is(err, runtime.ErrNoSpace):
-		return filesTooLarge(err.Error(), mem.Limits())
+		return nil, filesTooLarge(err.Error(), mem.Limits())
 	case err != nil:
-		return corrupt("files section: %v", err)
+		return nil, corrupt("files section: %v", err)
 	}
-	return nil
+	return cache, nil
 }
 
 // newFilesMem is an empty /work with limits l.
@@ -329,16 +403,18 @@ func removeFrom(mem *runtime.MemFS, id, rel string) error {
 }
 
 // withFiles is a copy of b (nil: an empty JSON-only state, which loads as
-// an empty session) whose files section holds mem's files.
-func withFiles(b *blob, mem *runtime.MemFS, montyVersion string, compress bool) *blob {
+// an empty session) whose files section holds mem's files (cache: the
+// stored forms of b's files); it returns the new section's cache.
+func withFiles(b *blob, mem *runtime.MemFS, cache fileCache, montyVersion string, compress bool) (*blob, fileCache) {
 	var nb blob
 	if b != nil {
 		nb = *b
 	} else {
 		nb = blob{MontyVersion: montyVersion, ModuleSum: moduleSum(), JSON: []byte("{}"), JSONOnly: true}
 	}
-	nb.Files, nb.filesCompressed = encodeFiles(mem.Snapshot(), compress)
-	return &nb
+	var next fileCache
+	nb.Files, next = encodeFiles(mem.Snapshot(), compress, cache)
+	return &nb, next
 }
 
 // Files lists the session's files (not its directories) as stored, sorted
@@ -381,7 +457,8 @@ func (s *Session) storedFiles() (*runtime.MemFS, error) {
 		return s.files, nil
 	}
 	mem := newFilesMem(s.opts.fileLimits())
-	return mem, restoreInto(mem, s.saved)
+	_, err := restoreInto(mem, s.saved)
+	return mem, err
 }
 
 // WriteFile creates or replaces the session's file name ("out.csv" or
@@ -443,7 +520,7 @@ func (s *Session) changeFiles(ctx context.Context, change func() (created bool, 
 // s.mu and busy.
 func (s *Session) saveFiles(ctx context.Context) (store.Info, error) {
 	gen := s.files.Generation()
-	b := withFiles(s.saved, s.files, s.eng.MontyVersion(), !s.opts.NoCompression)
+	b, cache := withFiles(s.saved, s.files, s.filesCache, s.eng.MontyVersion(), !s.opts.NoCompression)
 	data, err := b.encode(s.opts.SigningKey, !s.opts.NoCompression)
 	if err != nil {
 		return store.Info{}, err
@@ -460,7 +537,7 @@ func (s *Session) saveFiles(ctx context.Context) (store.Info, error) {
 		return store.Info{}, err
 	}
 	s.version, s.saved, s.info = info.Version, b, info
-	s.filesOf, s.filesGen = b, gen
+	s.filesOf, s.filesGen, s.filesCache = b, gen, cache
 	return info, nil
 }
 
@@ -473,32 +550,36 @@ func (s *Session) restoreFiles(b *blob) error {
 	if s.filesOf == b && s.files.Generation() == s.filesGen {
 		return nil
 	}
-	if err := restoreInto(s.files, b); err != nil {
+	cache, err := restoreInto(s.files, b)
+	if err != nil {
 		return err
 	}
-	s.filesOf, s.filesGen = b, s.files.Generation()
+	s.filesOf, s.filesGen, s.filesCache = b, s.files.Generation(), cache
 	return nil
 }
 
 // filesSection sets the files section of b, a state being saved: /work's
-// files (encoded again only when they changed since they were last
-// stored or loaded), or without Options.Files the saved state's section
-// unchanged. It returns /work's generation the section holds.
-func (s *Session) filesSection(b *blob) uint64 {
+// files (encoded again only when they changed since they were last stored
+// or loaded, and then only the changed files compressed again), or
+// without Options.Files the saved state's section unchanged. It returns
+// /work's generation the section holds and the section's cache.
+func (s *Session) filesSection(b *blob) (uint64, fileCache) {
 	if s.files == nil {
 		if s.saved != nil {
-			b.Files, b.filesCompressed = s.saved.Files, s.saved.filesCompressed
+			b.Files = s.saved.Files
 		}
-		return 0
+		return 0, nil
 	}
 	gen := s.files.Generation()
 	switch {
 	case gen != s.filesGen:
-		b.Files, b.filesCompressed = encodeFiles(s.files.Snapshot(), !s.opts.NoCompression)
+		var next fileCache
+		b.Files, next = encodeFiles(s.files.Snapshot(), !s.opts.NoCompression, s.filesCache)
+		return gen, next
 	case s.filesOf != nil:
-		b.Files, b.filesCompressed = s.filesOf.Files, s.filesOf.filesCompressed
+		b.Files = s.filesOf.Files
 	}
-	return gen
+	return gen, s.filesCache
 }
 
 // The file operations below work on the stored state directly, without an
@@ -564,7 +645,8 @@ func RemoveFile(ctx context.Context, id, name string, opts Options) (*FileUpdate
 // stored is a verified state blob as stored, its dump left compressed.
 type stored struct {
 	b       *blob
-	version string // the store's version, for compare-and-set
+	version string    // the store's version, for compare-and-set
+	cache   fileCache // the stored forms of b's files
 }
 
 // storedFiles reads the state stored under id and its files.
@@ -587,10 +669,11 @@ func storedFiles(ctx context.Context, id string, opts *Options) (*runtime.MemFS,
 		return nil, nil, fmt.Errorf("session %s: %w", id, err)
 	}
 	mem := newFilesMem(opts.fileLimits())
-	if err := restoreInto(mem, b); err != nil {
+	cache, err := restoreInto(mem, b)
+	if err != nil {
 		return nil, nil, fmt.Errorf("session %s: %w", id, err)
 	}
-	return mem, &stored{b: b, version: obj.Info.Version}, nil
+	return mem, &stored{b: b, version: obj.Info.Version, cache: cache}, nil
 }
 
 // changeStored applies change to the files of the session stored under id
@@ -615,7 +698,7 @@ func changeStored(ctx context.Context, id string, opts *Options, create bool, ch
 	if opts.Engine != nil {
 		version = opts.Engine.MontyVersion()
 	}
-	b := withFiles(st.b, mem, version, !opts.NoCompression)
+	b, _ := withFiles(st.b, mem, st.cache, version, !opts.NoCompression)
 	data, err := b.encode(opts.SigningKey, !opts.NoCompression)
 	if err != nil {
 		return nil, err

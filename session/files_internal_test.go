@@ -17,13 +17,15 @@ import (
 )
 
 // entry is one entry of a hand-made files section, written as
-// docs/state-format.md describes it; size is the declared size (-1: the
-// data's).
+// docs/state-format.md describes it; size is the declared stored size (-1:
+// the data's), data the contents as stored in encoding enc.
 type entry struct {
-	kind byte
-	path string
-	size int64
-	data string
+	kind  byte
+	path  string
+	mtime int64 // unix nanoseconds
+	enc   byte
+	size  int64
+	data  string
 }
 
 func file(p, data string) entry { return entry{kind: kindFile, path: p, size: -1, data: data} }
@@ -40,12 +42,13 @@ func section(count int, entries ...entry) []byte {
 		out = append(out, e.kind)
 		out = binary.BigEndian.AppendUint16(out, uint16(len(e.path)))
 		out = append(out, e.path...)
-		out = binary.BigEndian.AppendUint64(out, uint64(time.Now().UnixNano()))
+		out = binary.BigEndian.AppendUint64(out, uint64(e.mtime))
 		if e.kind == kindFile {
 			size := e.size
 			if size < 0 {
 				size = int64(len(e.data))
 			}
+			out = append(out, e.enc)
 			out = binary.BigEndian.AppendUint32(out, uint32(size))
 			out = append(out, e.data...)
 		}
@@ -81,13 +84,14 @@ func TestForgedFilesSections(t *testing.T) {
 		"truncated":        section(-1, file("a", "x"))[:9],
 		"name too long":    section(-1, file(strings.Repeat("n", 256), "x")),
 		"not UTF-8":        section(-1, file("a\xff", "x")),
-		"compressed junk":  append([]byte{0x28, 0xb5, 0x2f, 0xfd}, "not zstd at all"...),
+		"compressed junk":  section(-1, entry{kind: kindFile, path: "a", enc: encZstd, size: -1, data: "\x28\xb5\x2f\xfdnot zstd at all"}),
+		"unknown encoding": section(-1, entry{kind: kindFile, path: "a", enc: 9, size: -1, data: "x"}),
 		"three byte count": {0, 0, 1},
 	}
 	for name, sec := range forged {
 		t.Run(name, func(t *testing.T) {
 			st := memstore.New(memstore.Options{})
-			b := &blob{MontyVersion: "1.4.0", JSON: []byte("{}"), JSONOnly: true, Files: sec, filesCompressed: name == "compressed junk"}
+			b := &blob{MontyVersion: "1.4.0", JSON: []byte("{}"), JSONOnly: true, Files: sec}
 			data, err := b.encode(key, false)
 			require.NoError(t, err)
 			_, err = st.Put(ctx, "forged", data, store.Cond{})
@@ -123,15 +127,18 @@ func TestForgedFilesSections(t *testing.T) {
 	}
 }
 
-// TestCompressedFilesBomb: a compressed section declaring more than the
-// limits allow is refused before it is expanded.
+// TestCompressedFilesBomb: compressed files expanding to more than the
+// limits allow are refused before they are expanded whole.
 func TestCompressedFilesBomb(t *testing.T) {
-	raw := section(-1, file("zeros", strings.Repeat("\x00", 8<<20)))
-	z := compressDump(raw)
+	z := string(compressDump(make([]byte, 8<<20)))
 	require.Less(t, len(z), 4096)
-	_, err := decodeFiles(z, true, runtime.MemFSLimits{MaxBytes: 1 << 20, MaxEntries: 10})
+	sec := section(-1, entry{kind: kindFile, path: "zeros", enc: encZstd, size: -1, data: z})
+	_, _, err := decodeFiles(sec, runtime.MemFSLimits{MaxBytes: 1 << 20, MaxEntries: 10})
 	require.ErrorIs(t, err, runtime.ErrNoSpace)
-	files, err := decodeFiles(z, true, runtime.MemFSLimits{MaxBytes: 16 << 20, MaxEntries: 10})
+	two := section(-1, entry{kind: kindFile, path: "a", enc: encZstd, size: -1, data: z}, entry{kind: kindFile, path: "b", enc: encZstd, size: -1, data: z})
+	_, _, err = decodeFiles(two, runtime.MemFSLimits{MaxBytes: 12 << 20, MaxEntries: 10})
+	require.ErrorIs(t, err, runtime.ErrNoSpace, "the limit is on all files together")
+	files, _, err := decodeFiles(sec, runtime.MemFSLimits{MaxBytes: 16 << 20, MaxEntries: 10})
 	require.NoError(t, err)
 	require.Len(t, files, 1)
 	assert.Len(t, files[0].Data, 8<<20)
@@ -141,29 +148,39 @@ func TestCompressedFilesBomb(t *testing.T) {
 // reads back as written; one with files and no context too; the sections
 // are where docs/state-format.md puts them.
 func TestBlobVersion3RoundTrip(t *testing.T) {
-	files := []runtime.MemFile{{Path: "d", Dir: true, ModTime: time.Unix(0, 1)}, {Path: "d/f.txt", Data: []byte(strings.Repeat("abc", 200)), ModTime: time.Unix(0, 2)}}
-	sec, compressed := encodeFiles(files, true)
-	require.True(t, compressed, "a compressible section is stored compressed")
+	files := []runtime.MemFile{
+		{Path: "d", Dir: true, ModTime: time.Unix(0, 1)},
+		{Path: "d/f.txt", Data: []byte(strings.Repeat("abc", 200)), ModTime: time.Unix(0, 2)},
+		{Path: "empty", ModTime: time.Unix(0, 3)},
+		{Path: "small", Data: []byte("small"), ModTime: time.Unix(0, 4)},
+	}
+	sec, _ := encodeFiles(files, true, nil)
+	z := compressDump(files[1].Data)
+	assert.Equal(t, section(-1, entry{kind: kindDir, path: "d", mtime: 1}, entry{kind: kindFile, path: "d/f.txt", mtime: 2, enc: encZstd, size: -1, data: string(z)},
+		entry{kind: kindFile, path: "empty", mtime: 3, size: -1}, entry{kind: kindFile, path: "small", mtime: 4, size: -1, data: "small"}),
+		sec, "the layout of docs/state-format.md")
 	for _, tc := range []*typecheck.Context{nil, {Code: "x: int = 1\n"}} {
-		b := &blob{MontyVersion: "1.4.0", Names: []string{"x"}, JSON: []byte(`{"x":1}`), Dump: []byte(strings.Repeat("dump", 100)), TypeCheck: tc, Files: sec, filesCompressed: true}
+		b := &blob{MontyVersion: "1.4.0", Names: []string{"x"}, JSON: []byte(`{"x":1}`), Dump: []byte(strings.Repeat("dump", 100)), TypeCheck: tc, Files: sec}
 		data, err := b.encode([]byte("k"), true)
 		require.NoError(t, err)
 		assert.Equal(t, byte(3), data[4])
-		assert.Equal(t, byte(flagSigned|flagCompressed|flagFilesCompressed), data[5])
+		assert.Equal(t, byte(flagSigned|flagCompressed), data[5])
 		got, err := decodeBlob(data, [][]byte{[]byte("k")}, 0)
 		require.NoError(t, err)
 		assert.Equal(t, tc, got.TypeCheck)
 		assert.Equal(t, []byte(strings.Repeat("dump", 100)), got.Dump)
-		decoded, err := decodeFiles(got.Files, got.filesCompressed, runtime.MemFSLimits{MaxBytes: 1 << 20, MaxEntries: 10})
+		decoded, cache, err := decodeFiles(got.Files, runtime.MemFSLimits{MaxBytes: 1 << 20, MaxEntries: 10})
 		require.NoError(t, err)
-		assert.Equal(t, files[1].Data, decoded[1].Data)
-		assert.Equal(t, "d/f.txt", decoded[1].Path)
-		assert.True(t, decoded[0].Dir)
-		assert.Equal(t, int64(2), decoded[1].ModTime.UnixNano())
+		assert.Equal(t, files, decoded)
+
+		// Encoding the decoded files again reuses every stored form.
+		again, _ := encodeFiles(decoded, true, cache)
+		assert.Equal(t, got.Files, again)
+		assert.Len(t, cache, 2)
 
 		in, err := Inspect(data, []byte("k"))
 		require.NoError(t, err)
-		assert.Equal(t, int64(4+(1+2+1+8)+(1+2+7+8+4+600)), in.FilesSize)
+		assert.Equal(t, int64(len(sec)), in.FilesSize)
 	}
 	// Without files, a context still makes version 2.
 	data, err := (&blob{MontyVersion: "1.4.0", JSON: []byte(`{}`), TypeCheck: &typecheck.Context{}}).encode(nil, false)
@@ -175,13 +192,13 @@ func TestBlobVersion3RoundTrip(t *testing.T) {
 // the tree check behind it: they fail cleanly or succeed, never panic, and
 // what they accept is within the limits.
 func FuzzFilesSection(f *testing.F) {
-	f.Add(section(-1, dir("a"), file("a/b", "x")), false)
-	f.Add(section(-1, file("../x", "x")), false)
-	f.Add(compressDump(section(-1, file("x", "yyyy"))), true)
+	f.Add(section(-1, dir("a"), file("a/b", "x")))
+	f.Add(section(-1, file("../x", "x")))
+	f.Add(section(-1, entry{kind: kindFile, path: "z", enc: encZstd, size: -1, data: string(compressDump([]byte("yyyy")))}))
 	lim := runtime.MemFSLimits{MaxBytes: 1 << 16, MaxEntries: 64}
-	f.Fuzz(func(t *testing.T, data []byte, compressed bool) {
+	f.Fuzz(func(t *testing.T, data []byte) {
 		mem := newFilesMem(lim)
-		err := restoreInto(mem, &blob{Files: data, filesCompressed: compressed})
+		_, err := restoreInto(mem, &blob{Files: data})
 		if err != nil {
 			return
 		}

@@ -32,10 +32,9 @@ const (
 	blobVersionTC    = 2
 	blobVersionFiles = 3
 
-	flagSigned          = 1 << 0
-	flagCompressed      = 1 << 1
-	flagJSONOnly        = 1 << 2
-	flagFilesCompressed = 1 << 3
+	flagSigned     = 1 << 0
+	flagCompressed = 1 << 1
+	flagJSONOnly   = 1 << 2
 )
 
 // ErrCorrupt matches errors from blobs that are damaged, truncated, of a
@@ -53,11 +52,10 @@ type blob struct {
 	// TypeCheck is what the session's earlier calls defined, for type
 	// checking the next one (nil: the session does not record it).
 	TypeCheck *typecheck.Context
-	// Files is the files section as stored (files.go; zstd-compressed
-	// when filesCompressed), nil when the session has no files.
-	Files           []byte
-	filesCompressed bool
-	compressed      bool // Dump is zstd-compressed (parseBlob, or a copy of its blob)
+	// Files is the files section (files.go), nil when the session has no
+	// files.
+	Files      []byte
+	compressed bool // Dump is zstd-compressed (parseBlob, or a copy of its blob)
 }
 
 func corrupt(format string, args ...any) error {
@@ -97,9 +95,6 @@ func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
 	switch {
 	case len(b.Files) > 0:
 		parts, version = append(parts, tc, b.Files), blobVersionFiles
-		if b.filesCompressed {
-			flags |= flagFilesCompressed
-		}
 	case tc != nil:
 		parts, version = append(parts, tc), blobVersionTC
 	}
@@ -251,7 +246,7 @@ func parseBlob(data, key []byte) (*blob, error) {
 		}
 	}
 	if len(parts) == 5 && len(parts[4]) > 0 {
-		b.Files, b.filesCompressed = parts[4], flags&flagFilesCompressed != 0
+		b.Files = parts[4]
 	}
 	return b, nil
 }
@@ -269,9 +264,9 @@ type Inspection struct {
 	// DumpSize is the size of the uncompressed interpreter dump, as the
 	// blob declares it (the dump is not decompressed to inspect it).
 	DumpSize int64
-	// FilesSize is the size of the uncompressed files section (the
-	// session's files under /work with their paths, see
-	// docs/state-format.md), as the blob declares it; 0 without files.
+	// FilesSize is the size of the files section as stored (the session's
+	// files under /work with their paths, each file compressed on its own,
+	// see docs/state-format.md); 0 without files.
 	FilesSize int64
 }
 
@@ -293,13 +288,5 @@ func Inspect(data, key []byte) (*Inspection, error) {
 		}
 		size = int64(n)
 	}
-	files := int64(len(b.Files))
-	if b.filesCompressed {
-		n, ok := declaredSize(b.Files)
-		if !ok || n > 1<<62 {
-			return nil, corrupt("compressed files section declares no size")
-		}
-		files = int64(n)
-	}
-	return &Inspection{MontyVersion: b.MontyVersion, Globals: b.Names, JSON: b.JSON, JSONOnly: b.JSONOnly, DumpSize: size, FilesSize: files}, nil
+	return &Inspection{MontyVersion: b.MontyVersion, Globals: b.Names, JSON: b.JSON, JSONOnly: b.JSONOnly, DumpSize: size, FilesSize: int64(len(b.Files))}, nil
 }

@@ -185,6 +185,9 @@ type Session struct {
 	files    *runtime.MemFS
 	filesOf  *blob
 	filesGen uint64
+	// filesCache holds the stored forms of /work's files as last saved or
+	// loaded, so a save compresses only the files that changed.
+	filesCache fileCache
 }
 
 var moduleSum = sync.OnceValue(func() [32]byte { return sha256.Sum256(wasm.Module) })
@@ -702,7 +705,7 @@ func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) 
 	}
 	res.ViewOmitted = omitted
 	b := &blob{MontyVersion: s.eng.MontyVersion(), ModuleSum: moduleSum(), Names: names, JSON: view, JSONOnly: s.opts.JSONOnly, TypeCheck: tc}
-	filesGen := s.filesSection(b)
+	filesGen, filesCache := s.filesSection(b)
 	if !s.opts.JSONOnly {
 		if b.Dump, err = s.repl.Dump(ctx); err != nil {
 			return err
@@ -731,7 +734,7 @@ func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) 
 	}
 	s.version, s.saved, s.info, s.tc = info.Version, b, info, tc
 	if s.files != nil {
-		s.filesOf, s.filesGen = b, filesGen
+		s.filesOf, s.filesGen, s.filesCache = b, filesGen, filesCache
 	}
 	res.Saved = true
 	s.describe(res)
