@@ -11,9 +11,9 @@ import (
 	"github.com/monty-go/monty/object"
 )
 
-// fileSystem is the storage behind MemFS, DirFS and OverlayFS. Paths are relative to
-// the mount, slash-separated, cleaned, never starting with "/" or "..";
-// "." is the mount's root.
+// fileSystem is the storage behind MemFS, DirFS and OverlayFS. Paths are
+// relative to the mount, slash-separated, cleaned, never starting with "/"
+// or ".."; "." is the mount's root.
 type fileSystem interface {
 	stat(name string) (fs.FileInfo, error)
 	readFile(name string) ([]byte, error)
