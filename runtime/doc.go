@@ -18,12 +18,18 @@
 //     interpreter does not know, an OS operation (files, environment, clock),
 //     or futures to resolve. Answer each pause with [Execution.Resume].
 //   - A [Host] answers pauses itself: Go functions by name (sync or async, run
-//     concurrently under asyncio.gather) and an [OSHandler].
+//     concurrently under asyncio.gather), host objects whose attribute reads
+//     and method calls come back to Go (an [ObjectHandler]) and an
+//     [OSHandler].
 //   - Programs, paused executions and REPLs dump to bytes and load into any
 //     interpreter of a compatible module, in this process or another.
-//   - [MemFS] and [DirFS] serve files under a virtual directory with the
-//     semantics of Monty's own mounts; [WithCwd] starts the code in one, and
-//     [WithTimezone] sets the sandbox's local time zone (UTC by default).
+//   - [MemFS], [DirFS] (read-only or read-write) and [OverlayFS]
+//     (copy-on-write over a host directory that never changes) serve files
+//     under a virtual directory with the semantics of Monty's own mounts,
+//     with write limits and memory budgets; [ParseMount] reads
+//     HOST:GUEST[:ro|rw|overlay] and [OpenMounts] opens several into a
+//     [MountTable]. [WithCwd] starts the code in one, and [WithTimezone]
+//     sets the sandbox's local time zone (UTC by default).
 //
 // Python exceptions come back as *[Error] (type, message, traceback); the
 // limits in [Limits] raise errors that match [ErrTimeLimit],
