@@ -310,6 +310,11 @@ type outcome struct {
 // it fails (what the code printed before a limit stopped it).
 func (h *Handler) run(ctx context.Context, ns, id, code string, opts session.ExecOptions, limits runtime.Limits) (outcome, error) {
 	var stdout, stderr strings.Builder
+	host, closeHost, err := h.requestHost()
+	if err != nil {
+		return outcome{}, err
+	}
+	defer closeHost()
 	s, err := session.Open(ctx, storeID(ns, id), session.Options{
 		Store:        h.opts.Store,
 		Engine:       h.opts.Engine,
@@ -318,7 +323,7 @@ func (h *Handler) run(ctx context.Context, ns, id, code string, opts session.Exe
 		VerifyKeys:   h.legacyKeys(),
 		MaxStateSize: h.opts.MaxStateSize,
 		Limits:       limits,
-		Host:         h.host(),
+		Host:         host,
 		Files:        h.files(),
 		Print: func(stream runtime.Stream, text string) {
 			// Bounded by limits.MaxOutput (both streams together).
@@ -404,11 +409,25 @@ func pythonError(e *runtime.Error) *PythonError {
 	return pe
 }
 
-// host is what a request's code may reach outside the sandbox: the
-// operator's OS handler, nothing else.
-func (h *Handler) host() *runtime.Host {
-	if h.opts.OS == nil {
-		return nil
+// requestHost opens what one request's code may reach outside the
+// sandbox: the operator's mounts, opened afresh for this request (so an
+// overlay's writes are this request's alone), then the OS handler. Call
+// the function it returns when the request is done.
+func (h *Handler) requestHost() (*runtime.Host, func(), error) {
+	var chain runtime.Chain
+	done := func() {}
+	if len(h.opts.Mounts) > 0 {
+		t, err := runtime.OpenMounts(h.opts.Mounts...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("httpapi: opening the operator's mounts: %w", err)
+		}
+		chain, done = append(chain, t), func() { _ = t.Close() }
 	}
-	return &runtime.Host{OS: h.opts.OS}
+	if h.opts.OS != nil {
+		chain = append(chain, h.opts.OS)
+	}
+	if len(chain) == 0 {
+		return nil, done, nil
+	}
+	return &runtime.Host{OS: chain}, done, nil
 }

@@ -141,10 +141,17 @@ type Options struct {
 	// Stubs is stub (.pyi) text added to every check: names the server's
 	// sandbox provides.
 	Stubs string
-	// OS serves the code's file, environment and clock calls (for example
-	// the operator's mounts, a runtime.Chain of DirFS and OverlayFS); nil
-	// denies them. Clients can never name a host path: only what the
-	// operator configured here is reachable.
+	// Mounts are host directories the operator puts in every request's
+	// sandbox; clients only ever see their guest paths. They are opened
+	// afresh for each request (a spec that no longer opens fails the
+	// request with 500), so what the code writes to an overlay mount
+	// belongs to that request alone and is gone when it ends, and its
+	// write limit and memory budget are per request; a read-write mount
+	// writes to the host directory, which every request shares.
+	Mounts []runtime.MountSpec
+	// OS serves the file, environment and clock calls the mounts do not;
+	// nil denies them. Clients can never name a host path: only what the
+	// operator configured is reachable.
 	OS runtime.OSHandler
 }
 

@@ -28,7 +28,7 @@ const (
 const usage = `usage: monty [flags] -c CODE
        monty [flags] FILE.py
        monty [flags]              (interactive)
-       monty session ls | show ID | rm ID | export ID FILE | import ID FILE
+       monty session ls | show ID | rm ID | export ID FILE | import ID FILE | files ID | cat ID PATH
        monty serve [flags]        (HTTP API; monty serve -h)
        monty mcp [flags]          (MCP server on stdio; monty mcp -h)
        monty check [flags] FILE.py...  (type-check only; monty check -h)
@@ -116,7 +116,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 	mounts, err := mountOpts.open()
+	if err == nil && *sessionID != "" {
+		err = refuseFilesMount(mounts) // a session's own files are at /work
+	}
 	if err != nil {
+		mounts.Close()
 		fmt.Fprintln(stderr, "monty:", err)
 		return ExitUsage
 	}

@@ -77,7 +77,11 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	// Only the operator names host directories; the tool's callers see the
 	// guest paths.
 	mounts, err := mountOpts.open()
+	if err == nil {
+		err = refuseFilesMount(mounts) // each session's own files are at /work
+	}
 	if err != nil {
+		mounts.Close()
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
@@ -111,7 +115,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		go func() { _ = checker.Load(context.Background()) }()
 	}
 	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session: session.Options{Store: st, Engine: engine, SigningKey: key, Limits: limits},
+		Session: session.Options{Store: st, Engine: engine, SigningKey: key, Limits: limits, Files: &session.Files{}},
 		Manager: session.ManagerOptions{MaxLive: *maxLive},
 		Timeout: *timeout,
 		// Compiled at the first checked call, so that a server whose
@@ -131,7 +135,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
-	logger.Info("monty mcp: serving on stdio", "thread", *thread, "timeout", timeout.String(), "max_memory", mem, "mounts", mountList(mounts))
+	logger.Info("monty mcp: serving on stdio", "thread", *thread, "timeout", timeout.String(), "max_memory", mem, "mounts", mountList(mounts.Specs()))
 	start := time.Now()
 	// Malformed input lines are answered with JSON-RPC errors and skipped
 	// instead of ending the connection.

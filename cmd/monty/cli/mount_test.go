@@ -97,3 +97,26 @@ func TestMountFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionWorkFiles: a --session run has its own files at /work, saved
+// with its state, readable by the next run and by `monty session cat`; a
+// mount cannot take /work's place.
+func TestSessionWorkFiles(t *testing.T) {
+	store := t.TempDir()
+	code, _, errOut := monty(t, "--store", store, "--session", "w1", "-c", "open('/work/out.csv', 'w').write('a,b\\n1,2\\n')")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	code, out, errOut := monty(t, "--store", store, "--session", "w1", "-c", "print(open('out.csv').read().splitlines()[1])")
+	assert.Equal(t, cli.ExitOK, code, errOut)
+	assert.Equal(t, "1,2\n", out, "the next run reads it, relative to /work")
+	code, out, errOut = monty(t, "session", "--store", store, "cat", "w1", "/work/out.csv")
+	assert.Equal(t, cli.ExitOK, code, errOut)
+	assert.Equal(t, "a,b\n1,2\n", out)
+	_, out, errOut = montyIn(t, "open('/work/out.csv').read()\n", "--store", store, "--session", "w1")
+	assert.Contains(t, out, `'a,b\n1,2\n'`, errOut)
+
+	code, _, errOut = monty(t, "--store", store, "--session", "w1", "--mount", mountDir(t)+":/work/data", "-c", "1")
+	assert.Equal(t, cli.ExitUsage, code)
+	assert.Contains(t, errOut, "/work is where each session's own files appear")
+	code, _, errOut = monty(t, "--mount", mountDir(t)+":/work", "-c", "print(open('/work/in.txt').read())")
+	assert.Equal(t, cli.ExitOK, code, "without a session, /work is free: %s", errOut)
+}

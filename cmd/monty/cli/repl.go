@@ -71,7 +71,7 @@ func interactive(ctx context.Context, sessionID, storeSpec string, limits runtim
 			return storeExit(err)
 		}
 		defer st.Close()
-		s, err := session.Open(ctx, sessionID, session.Options{Store: st, Engine: engine, Limits: limits, TypeCheck: tc, Host: hostFor(osh)})
+		s, err := session.Open(ctx, sessionID, session.Options{Store: st, Engine: engine, Limits: limits, TypeCheck: tc, Host: hostFor(osh), Files: &session.Files{}})
 		if err != nil {
 			fmt.Fprintln(stderr, "monty:", err)
 			return ExitException

@@ -46,6 +46,7 @@ var serveEnv = map[string]string{
 	"max-output":       "MONTY_MAX_OUTPUT",
 	"max-result":       "MONTY_MAX_RESULT",
 	"max-state-size":   "MONTY_MAX_STATE_SIZE",
+	"max-files-size":   "MONTY_MAX_FILES_SIZE",
 	"max-body":         "MONTY_MAX_BODY",
 	"concurrency":      "MONTY_CONCURRENCY",
 	"shutdown-timeout": "MONTY_SHUTDOWN_TIMEOUT",
@@ -62,6 +63,7 @@ type serveConfig struct {
 	apiKeys                                 []string
 	maxDuration, shutdownTimeout            time.Duration
 	maxMemory, maxOutput, maxState, maxBody string
+	maxFiles                                string
 	maxResult                               string
 	maxRecursion, concurrency               int
 	tlsCert, tlsKey                         string
@@ -97,6 +99,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&c.maxOutput, "max-output", "1MiB", "most print() output of one execution")
 	fs.StringVar(&c.maxResult, "max-result", "16MiB", "largest result of one execution: the value leaving the sandbox, and its JSON and repr in the answer (at most --max-memory)")
 	fs.StringVar(&c.maxState, "max-state-size", "50MiB", "largest stored or uploaded session state")
+	fs.StringVar(&c.maxFiles, "max-files-size", "16MiB", "most bytes of files each session keeps at /work, saved with its state (0: no /work)")
 	fs.StringVar(&c.maxBody, "max-body", "1MiB", "largest POST /exec body")
 	fs.IntVar(&c.concurrency, "concurrency", 0, "executions, state uploads and downloads in progress at once; more get 429 (0: 2 per CPU)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long running executions may take before they are cancelled")
@@ -169,7 +172,8 @@ func (c serveConfig) options() (httpapi.Options, error) {
 		flag string
 		val  string
 		dst  *int64
-	}{{"max-memory", c.maxMemory, &o.Limits.MaxMemory}, {"max-state-size", c.maxState, &o.MaxStateSize}, {"max-body", c.maxBody, &o.MaxBody}}
+	}{{"max-memory", c.maxMemory, &o.Limits.MaxMemory}, {"max-state-size", c.maxState, &o.MaxStateSize}, {"max-body", c.maxBody, &o.MaxBody},
+		{"max-files-size", c.maxFiles, &o.MaxFileBytes}}
 	for _, s := range sizes {
 		if *s.dst, err = parseBytes(s.val); err != nil {
 			return o, usageError{fmt.Errorf("--%s: %v", s.flag, err)}
@@ -177,6 +181,9 @@ func (c serveConfig) options() (httpapi.Options, error) {
 		if *s.dst < 0 || *s.dst > 1<<50 {
 			return o, usageError{fmt.Errorf("--%s: %q is too large", s.flag, s.val)}
 		}
+	}
+	if o.MaxFileBytes == 0 {
+		o.MaxFileBytes = -1 // no /work
 	}
 	out, err := parseBytes(c.maxOutput)
 	if err != nil || out == 0 || out > 1<<30 {
@@ -197,8 +204,7 @@ func (c serveConfig) options() (httpapi.Options, error) {
 }
 
 // refuseFilesMount refuses a mount at or below /work, where each session
-// of the server sees its own files (unless they are off): the mount would
-// never be reached.
+// sees its own files: the mount would never be reached.
 func refuseFilesMount(t *runtime.MountTable) error {
 	for _, s := range t.Specs() {
 		if s.Guest == session.FilesMount || strings.HasPrefix(s.Guest, session.FilesMount+"/") {
@@ -209,9 +215,9 @@ func refuseFilesMount(t *runtime.MountTable) error {
 }
 
 // mountList describes the mounts for a log record.
-func mountList(t *runtime.MountTable) []string {
+func mountList(specs []runtime.MountSpec) []string {
 	var out []string
-	for _, s := range t.Specs() {
+	for _, s := range specs {
 		out = append(out, s.String())
 	}
 	return out
@@ -298,18 +304,21 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 		return usageError{errors.New("--tls-cert and --tls-key go together")}
 	}
 	// Only the operator names host directories: clients see the guest
-	// paths, shared by every session. Each session's own files are at
-	// /work (session.FilesMount), in front of the mounts.
+	// paths. Opened here to refuse a bad spec at start; every request then
+	// opens its own (an overlay's writes are that request's alone). Each
+	// session's own files are at /work (session.FilesMount), in front of
+	// the mounts.
 	mounts, err := c.mounts.open()
 	if err == nil && opts.MaxFileBytes >= 0 {
 		err = refuseFilesMount(mounts)
 	}
-	if err != nil {
+	if mounts != nil {
+		opts.Mounts = mounts.Specs()
 		mounts.Close()
+	}
+	if err != nil {
 		return usageError{err}
 	}
-	defer mounts.Close()
-	opts.OS = osHandler(mounts)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -368,7 +377,7 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "api_keys", len(opts.APIKeys),
 		"concurrency", h.Capacity(), "max_duration", opts.Limits.MaxDuration, "max_memory", opts.Limits.MaxMemory, "max_result", h.Limits().MaxResult,
-		"mounts", mountList(mounts))
+		"mounts", mountList(opts.Mounts), "max_files_size", opts.MaxFileBytes)
 
 	served := make(chan error, 1)
 	go func() {

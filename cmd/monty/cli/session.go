@@ -75,7 +75,7 @@ func executeSession(ctx context.Context, id, storeSpec, src string, limits runti
 		fmt.Fprintln(stderr, "monty:", err)
 		return ExitException
 	}
-	s, err := session.Open(ctx, id, session.Options{Store: st, Engine: engine, Limits: limits, Print: emit, TypeCheck: tc, Host: hostFor(osh)})
+	s, err := session.Open(ctx, id, session.Options{Store: st, Engine: engine, Limits: limits, Print: emit, TypeCheck: tc, Host: hostFor(osh), Files: &session.Files{}})
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
 		if errors.Is(err, store.ErrInvalidID) {
