@@ -407,6 +407,20 @@ func (o *ovBackend) realPath(name string) error {
 	return nil
 }
 
+// hostKind says what the host directory has at name, reached without
+// symlinks (realPath); a symlink at name itself is refused too, as
+// PermissionError.
+func (o *ovBackend) hostKind(name string) (realKind, error) {
+	if err := o.realPath(name); err != nil {
+		return 0, err
+	}
+	k, err := classify(o.root, name)
+	if err == nil && k == realSymlink {
+		return 0, fs.ErrPermission
+	}
+	return k, err
+}
+
 // --- fileSystem ---
 
 type ovInfo struct {
@@ -530,17 +544,12 @@ func (o *ovBackend) writable(name string) error {
 	case e != nil, !host:
 		return nil
 	}
-	if err := o.realPath(name); err != nil {
-		return err
-	}
-	k, err := classify(o.root, name)
+	k, err := o.hostKind(name)
 	switch {
 	case err != nil:
 		return err
 	case k == realDir:
 		return errIsDir
-	case k == realSymlink:
-		return fs.ErrPermission
 	}
 	return nil
 }
@@ -582,17 +591,12 @@ func (o *ovBackend) touch(name string) error {
 	case e != nil && e.kind == ovDir:
 		return errIsDir
 	case e == nil && host:
-		if err := o.realPath(name); err != nil {
-			return err
-		}
-		k, err := classify(o.root, name)
+		k, err := o.hostKind(name)
 		switch {
 		case err != nil:
 			return err
 		case k == realDir:
 			return errIsDir
-		case k == realSymlink:
-			return fs.ErrPermission
 		case k == realFile:
 			return o.parentDir(name)
 		}
@@ -686,15 +690,10 @@ func (o *ovBackend) mkdir(name string, parents bool) error {
 	case e != nil && e.kind != ovDeleted:
 		return fs.ErrExist
 	case e == nil && host:
-		if err := o.realPath(name); err != nil {
-			return err
-		}
-		k, err := classify(o.root, name)
+		k, err := o.hostKind(name)
 		switch {
 		case err != nil:
 			return err
-		case k == realSymlink:
-			return fs.ErrPermission
 		case k != realAbsent:
 			return fs.ErrExist
 		}
@@ -769,17 +768,12 @@ func (o *ovBackend) remove(name string, dir bool) error {
 	if err := o.parentDir(name); err != nil {
 		return err
 	}
-	if err := o.realPath(name); err != nil {
-		return err
-	}
-	k, err := classify(o.root, name)
+	k, err := o.hostKind(name)
 	switch {
 	case err != nil:
 		return err
 	case k == realAbsent:
 		return fs.ErrNotExist
-	case k == realSymlink:
-		return fs.ErrPermission
 	case k == realDir && !dir:
 		return errIsDir
 	case k != realDir && dir:
@@ -850,15 +844,10 @@ func (o *ovBackend) rename(from, to string) error {
 	}
 	src, host := o.look(from)
 	if src == nil && host {
-		if err := o.realPath(from); err != nil {
-			return err
-		}
-		k, err := classify(o.root, from)
+		k, err := o.hostKind(from)
 		switch {
 		case err != nil:
 			return err
-		case k == realSymlink:
-			return fs.ErrPermission
 		case k == realDir:
 			src = &ovEntry{kind: ovDir, mtime: time.Now()}
 			if fi, err := o.root.Lstat(from); err == nil {
