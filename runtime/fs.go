@@ -48,7 +48,10 @@ func (m *mount) rel(p string) (string, bool) {
 	}
 	p = path.Clean(p)
 	if m.at == "/" {
-		return "." + p[len("/")-1:], true
+		if p == "/" {
+			return ".", true
+		}
+		return p[1:], true
 	}
 	if p == m.at {
 		return ".", true

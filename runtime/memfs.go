@@ -508,6 +508,14 @@ func (b *memBackend) rename(from, to string) error {
 			}
 		}
 	}
+	// A moved entry's new path must be one the sandbox could have made
+	// (and a later load accepts): renaming a deep tree under a deep
+	// target must not produce paths past the limits.
+	for _, k := range moved {
+		if err := checkPathLength(b.m.virtual(to + k[len(from):])); err != nil {
+			return err
+		}
+	}
 	dBytes := int64(1+len(moved)) * int64(len(to)-len(from))
 	dEntries := 0
 	if replaces {

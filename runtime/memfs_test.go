@@ -3,6 +3,8 @@ package runtime_test
 import (
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -176,4 +178,62 @@ func TestMemFSRestoreRefuses(t *testing.T) {
 	require.NoError(t, mem.Restore([]runtime.MemFile{dir("a"), file("a/b", "xxxxx")}), "exactly at the limits")
 	require.ErrorIs(t, mem.CheckPath("x/../y"), fs.ErrInvalid)
 	require.NoError(t, mem.CheckPath("x/y z.csv"))
+}
+
+// TestMemFSRenameKeepsPathsLoadable: renaming a deep tree under a deep
+// target cannot produce paths past the sandbox's limits (which a saved
+// session could then not load): the rename fails with Errno 36 and the
+// tree stays as it was, and every path in it still restores.
+func TestMemFSRenameKeepsPathsLoadable(t *testing.T) {
+	it := newInterp(t)
+	mem := runtime.NewMemFS("/work")
+	deep := strings.Repeat("d/", 40)
+	_, err := hostRun(t, it, &runtime.Host{OS: mem}, `
+import os
+os.makedirs('/work/a/`+deep+`x')
+os.makedirs('/work/b/`+deep+`y')
+os.rename('/work/a', '/work/b/`+deep+`y/a')`)
+	var pe *runtime.Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "OSError", pe.Type)
+	assert.Contains(t, pe.Message, "[Errno 36] File name too long")
+	snap := mem.Snapshot()
+	assert.NoError(t, runtime.NewMemFS("/work").Restore(snap), "what the code left is loadable")
+	has := map[string]bool{}
+	for _, f := range snap {
+		has[f.Path] = true
+	}
+	assert.True(t, has["a"], "the rename changed nothing")
+}
+
+// TestMountAtRoot: a mount at "/" serves nested paths, listings and its
+// root as a mount anywhere else does.
+func TestMountAtRoot(t *testing.T) {
+	it := newInterp(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "in.txt"), []byte("host"), 0o644))
+	over, err := runtime.OpenOverlayFS(dir, "/", runtime.OverlayOptions{})
+	require.NoError(t, err)
+	defer over.Close()
+	for name, h := range map[string]runtime.OSHandler{"memfs": runtime.NewMemFS("/"), "overlay": over} {
+		v, err := hostRun(t, it, &runtime.Host{OS: h}, `
+import os
+from pathlib import Path
+os.makedirs('/sub/deeper')
+Path('/sub/deeper/f.txt').write_text('x')
+(sorted(p.name for p in Path('/').iterdir()), Path('/sub/deeper/f.txt').read_text(), os.listdir('/sub'))`)
+		require.NoError(t, err, name)
+		names := v.(object.Tuple)[0].(object.List)
+		assert.Contains(t, names, object.Value(object.Str("sub")), name)
+		assert.Equal(t, object.Str("x"), v.(object.Tuple)[1], name)
+		assert.Equal(t, object.List{object.Str("deeper")}, v.(object.Tuple)[2], name)
+		_, err = hostRun(t, it, &runtime.Host{OS: h}, "import os\nos.rmdir('/')")
+		require.ErrorAs(t, err, new(*runtime.Error), name)
+		assert.Contains(t, err.Error(), "PermissionError", name)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "in.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "host", string(b))
+	entries, _ := os.ReadDir(dir)
+	assert.Len(t, entries, 1, "the overlay left the host directory alone")
 }
