@@ -335,7 +335,8 @@ func (s MountSpec) Open() (MountHandler, error) {
 // over /data for /data/sub/x). It is safe for concurrent use, and so are
 // its mounts. Its methods accept a nil *MountTable, which serves nothing.
 type MountTable struct {
-	mounts []tableEntry // longest mount point first
+	mounts    []tableEntry // longest mount point first; fixed once opened
+	closeOnce sync.Once
 }
 
 type tableEntry struct {
@@ -432,17 +433,20 @@ func (t *MountTable) Specs() []MountSpec {
 	return out
 }
 
-// Close closes every mount, returning the first error.
+// Close closes every mount, returning the first error; later calls do
+// nothing. Calls still arriving are answered by closed mounts (an error
+// raised in Python).
 func (t *MountTable) Close() error {
 	if t == nil {
 		return nil
 	}
 	var first error
-	for _, m := range t.mounts {
-		if err := m.h.Close(); err != nil && first == nil {
-			first = err
+	t.closeOnce.Do(func() {
+		for _, m := range t.mounts {
+			if err := m.h.Close(); err != nil && first == nil {
+				first = err
+			}
 		}
-	}
-	t.mounts = nil
+	})
 	return first
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -409,6 +410,10 @@ func pythonError(e *runtime.Error) *PythonError {
 	return pe
 }
 
+// errMountsUnavailable fails a request whose mounts do not open (a host
+// directory removed since the server started).
+var errMountsUnavailable = errors.New("httpapi: the server's mounts cannot be opened; the operator's log has the detail")
+
 // requestHost opens what one request's code may reach outside the
 // sandbox: the operator's mounts, opened afresh for this request (so an
 // overlay's writes are this request's alone), then the OS handler. Call
@@ -419,7 +424,10 @@ func (h *Handler) requestHost() (*runtime.Host, func(), error) {
 	if len(h.opts.Mounts) > 0 {
 		t, err := runtime.OpenMounts(h.opts.Mounts...)
 		if err != nil {
-			return nil, nil, fmt.Errorf("httpapi: opening the operator's mounts: %w", err)
+			// The detail names host directories: for the operator's log
+			// only, never for the client.
+			h.log.Error("opening the mounts", "err", err)
+			return nil, nil, errMountsUnavailable
 		}
 		chain, done = append(chain, t), func() { _ = t.Close() }
 	}
