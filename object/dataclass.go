@@ -48,7 +48,8 @@ func NameUUID(names ...string) UUID {
 	return u
 }
 
-// NewUUID returns a random (version 4) UUID, as host object identities are.
+// NewUUID returns a random (version 4) UUID, as the identities of
+// Dataclass instances are.
 func NewUUID() UUID {
 	var u UUID
 	_, _ = rand.Read(u[:]) // never fails (crypto/rand panics instead)

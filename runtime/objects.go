@@ -30,7 +30,9 @@ type ObjectHandler interface {
 	// Method returns the method name of the object (or class) id, to be
 	// called with the call's arguments. An error is raised in Python
 	// instead of calling anything (an *Exception as that exception, for
-	// example AttributeError for a name the object does not have).
+	// example AttributeError for a name the object does not have). It is
+	// a lookup and must not block: the run's limits bound the returned
+	// Function's call, not Method itself.
 	Method(ctx context.Context, id object.UUID, name string) (Function, error)
 }
 

@@ -39,9 +39,13 @@ type Class struct {
 
 // Attribute is a readable attribute of a host class.
 type Attribute struct {
-	Name        string
-	Type        ParamType
-	Optional    bool // the value may be None
+	// Name is the attribute name: a public Python identifier.
+	Name string
+	// Type is what Get returns, for help() and the stubs (Any: anything).
+	Type ParamType
+	// Optional says the value may be None.
+	Optional bool
+	// Description is shown by help().
 	Description string
 	// Get reads the attribute of obj (a value of the class's Type).
 	Get func(ctx context.Context, obj any) (object.Value, error)
@@ -56,9 +60,15 @@ func Receiver(ctx context.Context) any { return ctx.Value(receiverKey{}) }
 // NewClass describes the Go type of sample (a struct, or a pointer to one,
 // such as (*Account)(nil)) as the host class name: every exported field,
 // named as object.Dataclass names it (json tags), becomes an attribute read
-// from the object when the code reads it; methods are the class's methods,
-// usually made with Method. It fails with ErrInvalidFunction when name or a
-// method is not valid, or a method's receiver is another type.
+// from the object when the code reads it (a field whose name Python could
+// not use, such as json:"first-name" or one starting with "_", is left
+// out); methods are the class's methods, usually made with Method. It
+// fails with ErrInvalidFunction when name or a method is not valid, or a
+// method's receiver is another type.
+//
+// The attributes read the fields without locking. When methods (async
+// ones run concurrently) or the host change the fields while code runs,
+// give the class Attributes whose Get takes the type's lock instead.
 func NewClass(name, description string, sample any, methods ...Function) (*Class, error) {
 	t := reflect.TypeOf(sample)
 	if t == nil {
@@ -78,6 +88,9 @@ func NewClass(name, description string, sample any, methods ...Function) (*Class
 			}
 			if fname == "" {
 				fname = sf.Name
+			}
+			if !defName(fname) || strings.HasPrefix(fname, "_") {
+				continue // Python could not read it (e.g. json:"first-name")
 			}
 			ft, optional := sf.Type, false
 			if ft.Kind() == reflect.Pointer {
@@ -189,6 +202,9 @@ func (c *Class) validate() error {
 		m := &c.Methods[i]
 		if err := m.validate(); err != nil {
 			return fmt.Errorf("class %s: %w", c.Name, err)
+		}
+		if m.param("self") != nil {
+			return fmt.Errorf("%w: class %s: method %s: a parameter cannot be called self", ErrInvalidFunction, c.Name, m.Name)
 		}
 		if strings.HasPrefix(m.Name, "_") {
 			return fmt.Errorf("%w: class %s: method %s: names starting with _ never reach the host", ErrInvalidFunction, c.Name, m.Name)

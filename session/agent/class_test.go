@@ -223,6 +223,7 @@ func TestHostObjectAcrossProcesses(t *testing.T) {
 
 	_, err = execIn(t, s, "other.balance")
 	require.ErrorAs(t, err, &pyErr, "an object without a key is not found again")
+	assert.Contains(t, pyErr.Message, "is not available")
 
 	second.Release(object.NameUUID("monty-go host object", "Account", "a-1"))
 	_, err = execIn(t, s, "mine.deposit(1)")
@@ -261,7 +262,6 @@ func TestDataclassesBothWays(t *testing.T) {
 	v, err := execIn(t, s, `
 import dataclasses
 o.items[0].qty += 1
-o.items.append(type(o.items[0])(sku='cake', qty=1)) if False else None
 (dataclasses.is_dataclass(o), repr(o.items[0]), o.note, place(o), o)`, runtime.Input{Name: "o", Value: in})
 	require.NoError(t, err)
 	tuple := v.(object.Tuple)
@@ -271,6 +271,16 @@ o.items.append(type(o.items[0])(sku='cake', qty=1)) if False else None
 	assert.Equal(t, order{ID: 7, Items: []item{{SKU: "tea", Qty: 3}}}, back)
 	require.Len(t, got, 1)
 	assert.Equal(t, back, got[0], "the host function received the dataclass as its struct")
+
+	// A Go dataclass is data: under a registry's host, a field it does not
+	// have is simply missing, as on any object.
+	v, err = execIn(t, s, "(hasattr(o, 'colour'), getattr(o, 'colour', 'none'))")
+	require.NoError(t, err)
+	assert.Equal(t, object.Tuple{object.Bool(false), object.Str("none")}, v)
+	_, err = execIn(t, s, "o.total()")
+	var pyErr *runtime.Error
+	require.ErrorAs(t, err, &pyErr)
+	assert.Equal(t, "AttributeError", pyErr.Type, pyErr.Message)
 
 	// A dataclass the code defines converts too.
 	v, err = execIn(t, s, `
@@ -292,11 +302,10 @@ place(Order(8, [Item('jam', 4)], note='gift'))`)
 
 	// Unknown fields are refused, at any depth, naming the field.
 	for code, field := range map[string]string{
-		"place(Order(9, [], note=None).__class__(9, []) if False else {'id': 9, 'itmes': []})":                       "itmes",
+		"place({'id': 9, 'itmes': []})": "itmes",
 		"@dataclass\nclass Bad:\n    sku: str\n    qty: int\n    colour: str\nplace(Order(9, [Bad('a', 1, 'red')]))": "colour",
 	} {
 		_, err := execIn(t, s, code)
-		var pyErr *runtime.Error
 		require.ErrorAs(t, err, &pyErr, code)
 		assert.Equal(t, "TypeError", pyErr.Type, code)
 		assert.Contains(t, pyErr.Message, `unknown field "`+field+`"`, code)
@@ -404,4 +413,22 @@ func TestExecutorHostObjectGlobal(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, res.Err)
 	assert.Contains(t, events, agent.ToolCallStart, "method calls are reported like host function calls")
+}
+
+// TestNewClassFieldNames: fields Python could not name are left out, not
+// a reason to refuse the class; a method parameter cannot be called self.
+func TestNewClassFieldNames(t *testing.T) {
+	type record struct {
+		ID    string `json:"_id"`
+		First string `json:"first-name"`
+		Last  string `json:"last"`
+	}
+	c, err := agent.NewClass("Record", "", (*record)(nil))
+	require.NoError(t, err)
+	require.Len(t, c.Attributes, 1)
+	assert.Equal(t, "last", c.Attributes[0].Name)
+
+	self := agent.MustMethod(agent.Schema{Name: "rename", Params: []agent.Param{{Name: "self"}}}, (*account).Rename)
+	_, err = agent.NewClass("Account", "", (*account)(nil), self)
+	assert.ErrorIs(t, err, agent.ErrInvalidFunction)
 }

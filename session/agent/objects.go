@@ -57,7 +57,9 @@ func (r *Registry) RegisterClass(classes ...*Class) error {
 // Object returns the host object Python sees for v, whose Go type must be
 // a registered class's Type (else the error matches ErrUnknownClass). Pass
 // it to the code as an input (Session.ExecWith, runtime.Input) or return it
-// from a host function or method. The registry holds v until Release.
+// from a host function or method. The registry holds v until Release: a
+// host that makes objects per call (a function returning a new one each
+// time) must Release them, or use ObjectKey, whose identities are reused.
 //
 // Each call gives v a new random identity, valid in this registry only: a
 // session saved with the object and restored in another process (or after
@@ -65,26 +67,31 @@ func (r *Registry) RegisterClass(classes ...*Class) error {
 // saying that the host object is not available. Use ObjectKey for objects
 // that must work again after such a move.
 func (r *Registry) Object(v any) (object.Instance, error) {
-	return r.object(v, object.NewUUID())
+	u := object.NewUUID()
+	return r.object(v, func(c *Class) object.UUID {
+		// A name-derived (version 8) UUID, like ObjectKey's: what tells
+		// the registry's objects from other host-defined instances.
+		return object.NameUUID("monty-go host object", c.Name, "\x00random", string(u[:]))
+	})
 }
 
 // ObjectKey is Object with an identity derived from the class and key, the
 // same in every process: registering the value for the same key again (in
 // this registry or one in another process) makes references to it that a
-// restored session holds work again, now reaching this value.
+// restored session holds work again, now reaching this value. Keys are one
+// namespace per class and registry: a registry shared by several users or
+// tenants must put theirs in the key (such as "tenant-7/acct-42"), or one
+// user's key would reach another's object.
 func (r *Registry) ObjectKey(v any, key string) (object.Instance, error) {
-	c := r.classOf(v)
-	if c == nil {
-		return object.Instance{}, unknownClass(v)
-	}
-	return r.object(v, object.NameUUID("monty-go host object", c.Name, key))
+	return r.object(v, func(c *Class) object.UUID { return object.NameUUID("monty-go host object", c.Name, key) })
 }
 
-func (r *Registry) object(v any, id object.UUID) (object.Instance, error) {
+func (r *Registry) object(v any, identity func(*Class) object.UUID) (object.Instance, error) {
 	c := r.classOf(v)
 	if c == nil {
 		return object.Instance{}, unknownClass(v)
 	}
+	id := identity(c)
 	r.mu.Lock()
 	r.objects[id] = hostObject{class: c, value: v}
 	r.mu.Unlock()
@@ -178,12 +185,18 @@ func notAvailable(id object.UUID) error {
 		"host object %s is not available: it was released, or given to the code in another process; the host must offer it again", id)}
 }
 
+// registryID reports whether id has the form of the registry's object
+// identities (version 8, name-derived); other host-defined instances, such
+// as object.Dataclass values (version 4), are data the registry does not
+// serve.
+func registryID(id object.UUID) bool { return id[6]>>4 == 8 }
+
 // Attr implements runtime.ObjectHandler.
 func (h objectHandler) Attr(ctx context.Context, id object.UUID, name string) (object.Value, error) {
 	o, ok := h.r.lookupObject(id)
 	if !ok {
-		if h.r.isClass(id) {
-			return nil, runtime.ErrNotHandled
+		if h.r.isClass(id) || !registryID(id) {
+			return nil, runtime.ErrNotHandled // AttributeError
 		}
 		return nil, notAvailable(id)
 	}
@@ -237,6 +250,9 @@ func (h objectHandler) Method(_ context.Context, id object.UUID, name string) (r
 		case c != nil:
 			return runtime.Function{}, &runtime.Exception{Type: "AttributeError", Message: fmt.Sprintf(
 				"type object '%s' has no attribute '%s'", c.Name, name)}
+		case !registryID(id):
+			return runtime.Function{}, &runtime.Exception{Type: "AttributeError", Message: fmt.Sprintf(
+				"object has no attribute '%s' (it is data, not a host object with methods)", name)}
 		}
 		return runtime.Function{}, notAvailable(id)
 	}

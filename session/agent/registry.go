@@ -112,8 +112,10 @@ func (r *Registry) Tools() []Tool {
 	return out
 }
 
-// Host returns a runtime.Host offering the functions registered now plus
-// list_functions and help (functions registered later need a new Host).
+// Host returns a runtime.Host offering the functions, classes and globals
+// registered now plus list_functions and help (those registered later need
+// a new Host), and serving the registry's host objects (Object, ObjectKey;
+// objects made later are served too).
 // Set its MaxCalls, MaxCallTime and OS as needed; host calls are
 // reported to the run's event stream when the code runs under Run or an
 // Executor.

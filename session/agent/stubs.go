@@ -376,19 +376,20 @@ func docstring(s string) string {
 }
 
 // Stubs returns a Python stub module (.pyi) declaring every registered
-// function, for the type checker to star-import into the code it checks:
-// an import block (from typing import Any, plus overload when a stub needs
-// it), then each function's Stub in the order of Schemas, then the
-// introspection built-ins every Host adds:
+// function, class and global, for the type checker to star-import into the
+// code it checks: an import block (from typing import Any, plus overload
+// when a stub needs it), then each function's Stub in the order of
+// Schemas, each class (its attributes as annotations, its methods as defs
+// taking self) by name, the globals (a host object as its class, anything
+// else Any), then the introspection built-ins every Host adds:
 //
 //	def list_functions(category: str | None = None) -> list[dict[str, Any]]: ...
-//	def help(name: str | None = None) -> str | None: ...
+//	def help(name: object | None = None) -> str | None: ...
 //
 // Definitions are separated by blank lines. A function named like a name
 // the annotations use (a host function called set or Any) would shadow it,
 // so the module then imports typing or builtins under an alias and
-// qualifies that name. The output depends only on the registered
-// functions.
+// qualifies that name. The output depends only on what is registered.
 func (r *Registry) Stubs() string {
 	fns, classes := r.sorted(), r.sortedClasses()
 	defined := map[string]bool{ListFunctionsName: true, HelpName: true}
