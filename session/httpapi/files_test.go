@@ -145,7 +145,9 @@ func TestFilesPathEscapes(t *testing.T) {
 	} {
 		for _, m := range []string{"PUT", "GET", "DELETE"} {
 			status, _, body := c.do(m, "/state/esc/files/"+p, []byte("pwned"))
-			if status < 300 {
+			switch status {
+			case 301, 307, 308, 400, 404, 405: // refused, or redirected to a cleaned path
+			default:
 				t.Errorf("%s %q: %d %s", m, p, status, body)
 			}
 			if status == 400 {
