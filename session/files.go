@@ -183,7 +183,7 @@ func encodeFiles(files []runtime.MemFile, compress bool, cache fileCache) ([]byt
 		}
 		k := keyOf(f.Data)
 		form, ok := cache[k]
-		if !ok {
+		if !ok || !compress && form.enc != encRaw {
 			form = storeFile(f.Data, compress)
 		}
 		forms[i], next[k] = form, form

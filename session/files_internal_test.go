@@ -177,6 +177,10 @@ func TestBlobVersion3RoundTrip(t *testing.T) {
 		again, _ := encodeFiles(decoded, true, cache)
 		assert.Equal(t, got.Files, again)
 		assert.Len(t, cache, 2)
+		// Unless compression is off: then every file is stored raw.
+		raw, _ := encodeFiles(decoded, false, cache)
+		assert.Equal(t, section(-1, entry{kind: kindDir, path: "d", mtime: 1}, entry{kind: kindFile, path: "d/f.txt", mtime: 2, size: -1, data: strings.Repeat("abc", 200)},
+			entry{kind: kindFile, path: "empty", mtime: 3, size: -1}, entry{kind: kindFile, path: "small", mtime: 4, size: -1, data: "small"}), raw)
 
 		in, err := Inspect(data, []byte("k"))
 		require.NoError(t, err)
