@@ -27,6 +27,12 @@ type Function struct {
 	Async bool
 	// Doc is the docstring Python sees.
 	Doc string
+	// External marks a function the host does not call: its caller
+	// answers it, maybe in another process, later. Drive then stops with a
+	// *Suspended error and leaves the execution paused (see Suspended).
+	// Func is not used. An Async external function returns a future at
+	// once, so that asyncio.gather collects several before the run stops.
+	External bool
 }
 
 // Host answers the pauses of executions: it offers Functions by name,
@@ -89,6 +95,9 @@ type drive struct {
 	// stoppable is false when nothing but the run's own end can cancel
 	// ctx: sync host calls then need no goroutine of their own.
 	stoppable bool
+	// external are the futures of External calls, which the caller
+	// answers: by id, the call (nil for those made before this Drive).
+	external map[uint32]*FunctionCall
 }
 
 // Drive answers e's pauses until it finishes, and returns its value. On
@@ -102,6 +111,17 @@ type drive struct {
 // still running when it passes is abandoned (its context is cancelled and
 // the run ends with ErrTimeLimit without waiting for it to return).
 func (h *Host) Drive(ctx context.Context, e *Execution) (object.Value, error) {
+	return h.drive(ctx, e, nil)
+}
+
+// Continue drives an execution that a Drive left suspended, once its
+// caller has answered the pause (Execution.Resume): waiting are the ids
+// of External futures still unanswered, which the code may await later.
+func (h *Host) Continue(ctx context.Context, e *Execution, waiting []uint32) (object.Value, error) {
+	return h.drive(ctx, e, waiting)
+}
+
+func (h *Host) drive(ctx context.Context, e *Execution, waiting []uint32) (object.Value, error) {
 	start := e.started
 	if start.IsZero() {
 		start = time.Now()
@@ -110,7 +130,11 @@ func (h *Host) Drive(ctx context.Context, e *Execution) (object.Value, error) {
 	defer cancelDeadline()
 	stoppable := ctx.Done() != nil // a deadline, or a caller who may give up
 	ctx, cancel := context.WithCancel(ctx)
-	d := &drive{h: h, ctx: ctx, stoppable: stoppable, results: make(chan FutureResult, 16), ready: map[uint32]FutureResult{}}
+	d := &drive{h: h, ctx: ctx, stoppable: stoppable, results: make(chan FutureResult, 16), ready: map[uint32]FutureResult{},
+		external: make(map[uint32]*FunctionCall, len(waiting))}
+	for _, id := range waiting {
+		d.external[id] = nil
+	}
 	if lim := e.it.limits.MaxDuration; lim > 0 {
 		d.limit, d.deadline = &timeLimitCause{limit: lim}, start.Add(lim)
 	}
@@ -122,6 +146,10 @@ func (h *Host) Drive(ctx context.Context, e *Execution) (object.Value, error) {
 	}()
 	for !e.Done() {
 		a, stop := d.answer(e.Pause())
+		var suspended *Suspended
+		if errors.As(stop, &suspended) {
+			return nil, suspended // e stays paused, for the caller to answer
+		}
 		if stop == nil && ctx.Err() != nil {
 			// The deadline passed or the caller gave up while the host
 			// was answering: the code must not go on.
@@ -203,8 +231,11 @@ func (d *drive) answer(p Pause) (Answer, error) {
 			return d.objectMethod(p)
 		}
 		f, ok := d.h.Functions[p.Name]
-		if !ok {
+		switch {
+		case !ok:
 			return d.callValue(p)
+		case f.External:
+			return d.externalCall(f, p)
 		}
 		return d.callFunction(f, p)
 	case *OSCall:
@@ -377,6 +408,9 @@ func (d *drive) await(p *AwaitFutures) (Answer, error) {
 			return Resolve(out...), nil
 		}
 		if d.inflight == 0 {
+			if s := d.suspendAwait(p); s != nil {
+				return Answer{}, s
+			}
 			return Abort("RuntimeError", "awaiting futures the host never started"), nil
 		}
 		select {
