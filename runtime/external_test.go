@@ -18,9 +18,11 @@ import (
 func TestExternalCalls(t *testing.T) {
 	ctx := context.Background()
 	host := &runtime.Host{Functions: map[string]runtime.Function{
-		"ask":    {External: true},
-		"fetch":  {External: true, Async: true},
-		"double": {Func: func(_ context.Context, args []object.Value, _ []object.Pair) (object.Value, error) { return args[0].(object.Int) * 2, nil }},
+		"ask":   {External: true},
+		"fetch": {External: true, Async: true},
+		"double": {Func: func(_ context.Context, args []object.Value, _ []object.Pair) (object.Value, error) {
+			return args[0].(object.Int) * 2, nil
+		}},
 	}}
 	it := newInterp(t)
 	r, err := it.NewREPL(ctx)

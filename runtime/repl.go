@@ -54,6 +54,10 @@ func (it *Interpreter) NewREPL(ctx context.Context, opts ...CompileOption) (*REP
 	return &REPL{it: it, handle: h}, nil
 }
 
+// Execution returns the feed in progress: the one a Drive left suspended,
+// or a REPL loaded while paused; nil when the REPL is idle.
+func (r *REPL) Execution() *Execution { return r.exec }
+
 // Interpreter returns the interpreter holding the REPL.
 func (r *REPL) Interpreter() *Interpreter { return r.it }
 

@@ -21,16 +21,19 @@ import (
 //	| json view (u32 len + JSON object) | dump (u32 len + runtime dump, maybe compressed)
 //	[version 2: | type check context (u32 len + JSON object)]
 //	[version 3: | type check context (u32 len, 0 when none) | files (u32 len + files section)]
+//	[version 4: as 3 (files may be empty) | paused run (u32 len + JSON object)]
 //	| sha256 of everything before (32) | hmac-sha256 of everything before (32, if signed)
 //
-// Version 2 is written only for sessions that record a type check context
-// and version 3 only for sessions with files, so state without them stays
-// readable by builds that read the earlier versions only.
+// Version 2 is written only for sessions that record a type check context,
+// version 3 only for sessions with files and version 4 only while a run is
+// paused at client tool calls, so state without them stays readable by
+// builds that read the earlier versions only.
 const (
 	blobMagic        = "MGOS"
 	blobVersion      = 1
 	blobVersionTC    = 2
 	blobVersionFiles = 3
+	blobVersionRun   = 4
 
 	flagSigned     = 1 << 0
 	flagCompressed = 1 << 1
@@ -54,7 +57,10 @@ type blob struct {
 	TypeCheck *typecheck.Context
 	// Files is the files section (files.go), nil when the session has no
 	// files.
-	Files      []byte
+	Files []byte
+	// Run is the run paused at client tool calls; its execution is in
+	// Dump. Nil when no run is paused.
+	Run        *pausedRun
 	compressed bool // Dump is zstd-compressed (parseBlob, or a copy of its blob)
 }
 
@@ -93,6 +99,12 @@ func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
 		}
 	}
 	switch {
+	case b.Run != nil:
+		run, err := json.Marshal(b.Run)
+		if err != nil {
+			return nil, err
+		}
+		parts, version = append(parts, tc, b.Files, run), blobVersionRun
 	case len(b.Files) > 0:
 		parts, version = append(parts, tc, b.Files), blobVersionFiles
 	case tc != nil:
@@ -165,8 +177,8 @@ func parseBlob(data, key []byte) (*blob, error) {
 	if len(data) < 7 || string(data[:4]) != blobMagic {
 		return nil, corrupt("not a monty-go session blob")
 	}
-	if data[4] < blobVersion || data[4] > blobVersionFiles {
-		return nil, corrupt("blob format version %d, this build reads %d to %d", data[4], blobVersion, blobVersionFiles)
+	if data[4] < blobVersion || data[4] > blobVersionRun {
+		return nil, corrupt("blob format version %d, this build reads %d to %d", data[4], blobVersion, blobVersionRun)
 	}
 	flags := data[5]
 	body := data
@@ -210,12 +222,14 @@ func parseBlob(data, key []byte) (*blob, error) {
 	if _, err := io.ReadFull(r, b.ModuleSum[:]); err != nil {
 		return nil, corrupt("truncated header")
 	}
-	parts := make([][]byte, 3, 5)
+	parts := make([][]byte, 3, 6)
 	switch data[4] {
 	case blobVersionTC:
 		parts = parts[:4]
 	case blobVersionFiles:
 		parts = parts[:5]
+	case blobVersionRun:
+		parts = parts[:6]
 	}
 	for i := range parts {
 		var n uint32
@@ -245,8 +259,17 @@ func parseBlob(data, key []byte) (*blob, error) {
 			return nil, corrupt("type check context: %v", err)
 		}
 	}
-	if len(parts) == 5 && len(parts[4]) > 0 {
+	if len(parts) >= 5 && len(parts[4]) > 0 {
 		b.Files = parts[4]
+	}
+	if len(parts) == 6 {
+		b.Run = &pausedRun{}
+		if err := json.Unmarshal(parts[5], b.Run); err != nil {
+			return nil, corrupt("paused run: %v", err)
+		}
+		if err := b.Run.check(); err != nil {
+			return nil, corrupt("paused run: %v", err)
+		}
 	}
 	return b, nil
 }

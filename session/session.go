@@ -154,6 +154,10 @@ type Result struct {
 	// their JSON text did not fit its budget (Options.MaxViewSize); the
 	// dump keeps them in full.
 	ViewOmitted []string
+	// Paused is set when the run stopped at client tool calls
+	// (ExecOptions.Tools) and was stored paused: Value is nil, and
+	// Resume continues it.
+	Paused *Paused
 }
 
 // Session is a Python REPL whose globals, functions, classes and instances
@@ -188,6 +192,10 @@ type Session struct {
 	// filesCache holds the stored forms of /work's files as last saved or
 	// loaded, so a save compresses only the files that changed.
 	filesCache fileCache
+	// run is the run paused at client tool calls, as saved (nil: none);
+	// pending is what the call in progress records if it pauses.
+	run     *activeRun
+	pending *pausedRun
 }
 
 var moduleSum = sync.OnceValue(func() [32]byte { return sha256.Sum256(wasm.Module) })
@@ -278,6 +286,7 @@ func (s *Session) load(ctx context.Context) error {
 // restoreBlob rebuilds the interpreter state and the files from a decoded
 // blob.
 func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
+	s.run = nil
 	if err := s.restoreFiles(b); err != nil {
 		return err
 	}
@@ -286,10 +295,10 @@ func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
 	}
 	if !b.JSONOnly && !s.opts.JSONOnly {
 		if b.MontyVersion == s.eng.MontyVersion() {
-			repl, _, err := s.it.LoadREPL(ctx, b.Dump)
+			repl, paused, err := s.it.LoadREPL(ctx, b.Dump)
 			if err == nil {
 				s.repl = repl
-				return nil
+				return s.adoptRun(b, paused)
 			}
 			if !errors.Is(err, runtime.ErrInvalidDump) {
 				return blobFault(ctx, err, "the dump does not load")
@@ -360,6 +369,7 @@ func (s *Session) fresh(ctx context.Context) error {
 }
 
 func (s *Session) freshInterpreter(ctx context.Context) error {
+	s.run = nil
 	if err := s.restoreFiles(nil); err != nil {
 		return err
 	}
@@ -499,6 +509,9 @@ func (s *Session) ExecOptions(ctx context.Context, code string, o ExecOptions) (
 			return nil, err
 		}
 	}
+	if err := s.settleRun(ctx); err != nil {
+		return nil, err
+	}
 	inputs := o.Inputs
 	if s.repl == nil || s.it == nil || s.it.Dead() != nil || s.it.Outdated() {
 		// An earlier failure left no usable interpreter, or the engine runs
@@ -510,14 +523,25 @@ func (s *Session) ExecOptions(ctx context.Context, code string, o ExecOptions) (
 	}
 	s.it.SetLimits(s.opts.Limits)
 	s.it.SetPrintFunc(s.opts.Print)
-	v, err := s.host.Feed(ctx, s.repl, code, inputs...)
+	v, err := s.feed(ctx, code, inputs, o)
+	return s.finishCall(ctx, code, v, err, s.opts.CaptureOnError)
+}
+
+// finishCall stores what a call (or a resume) left: the new state, the
+// paused run, or, when it failed, the last saved state back (with
+// captureErr, the state a Python exception left is stored instead).
+func (s *Session) finishCall(ctx context.Context, code string, v object.Value, err error, captureErr bool) (*Result, error) {
 	res := &Result{Value: v, Output: s.it.Output()}
 	var pyErr *runtime.Error
+	var suspended *runtime.Suspended
 	switch {
+	case errors.As(err, &suspended):
+		res.Value = nil
+		res.Paused = s.pause(suspended)
 	case err == nil:
 	case errors.As(err, &pyErr) && !errors.Is(err, runtime.ErrCancelled):
 		res.Err = pyErr
-		if !s.opts.CaptureOnError {
+		if !captureErr {
 			s.describe(res)
 			return res, s.rollback(ctx)
 		}
@@ -529,7 +553,16 @@ func (s *Session) ExecOptions(ctx context.Context, code string, o ExecOptions) (
 		s.describe(res)
 		return res, err
 	}
-	err = s.save(ctx, res, s.nextContext(code))
+	tc := s.nextContext(code)
+	if res.Paused != nil {
+		tc = s.tc // the code is not done yet
+	}
+	err = s.save(ctx, res, tc)
+	if err == nil && res.Paused != nil && !res.Saved {
+		// A paused run that is not stored cannot be resumed: it is over.
+		res.Paused = nil
+		err = fmt.Errorf("session %s: the paused run could not be stored (%s): %w", s.id, res.NotSavedReason, ErrStateTooLarge)
+	}
 	if err != nil || !res.Saved {
 		// Not stored (store failure, conflict, size cap): the live state
 		// goes back to what is stored, so that it never holds changes a
@@ -699,12 +732,15 @@ func strs(list object.List) []string {
 
 // save persists the state after a call, with the type check context tc.
 func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) error {
-	names, view, omitted, err := s.snapshot(ctx)
+	names, view, omitted, err := s.snapshotUnlessPaused(ctx)
 	if err != nil {
 		return err
 	}
 	res.ViewOmitted = omitted
 	b := &blob{MontyVersion: s.eng.MontyVersion(), ModuleSum: moduleSum(), Names: names, JSON: view, JSONOnly: s.opts.JSONOnly, TypeCheck: tc}
+	if s.run != nil {
+		b.Run = s.run.rec
+	}
 	filesGen, filesCache := s.filesSection(b)
 	if !s.opts.JSONOnly {
 		if b.Dump, err = s.repl.Dump(ctx); err != nil {

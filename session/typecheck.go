@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
@@ -41,6 +42,13 @@ type ExecOptions struct {
 	// TypeCheck checks the code before it runs; nil checks nothing (the
 	// session's Options.TypeCheck applies to Exec and ExecWith only).
 	TypeCheck *TypeCheck
+	// Tools are functions the code may call that the caller answers: a
+	// call stops the run, which is stored paused (Result.Paused) until
+	// Resume answers it, in this process or another (see ClientTool).
+	Tools []ClientTool
+	// RunTTL is how long a paused run waits for Resume; 0 means
+	// DefaultRunTTL.
+	RunTTL time.Duration
 }
 
 // Check type-checks code against the session (its earlier calls, tc's
