@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
@@ -20,18 +22,23 @@ import (
 // EventType says what an Event reports.
 type EventType string
 
-// Event types. A run's stream starts with RunStarted and ends with
-// RunFinished or RunError. In between, print output forms text messages
-// (TextStart, TextContent..., TextEnd; a message ends when a host call
-// starts, when output switches between stdout and stderr, and before the
-// run ends), and every host function call reports ToolCallStart,
-// ToolCallArgs and ToolCallEnd together when it is made, then
-// ToolCallResult when it returns (async calls may overlap, so their
-// results can come in any order).
+// Event types, twelve kinds as in seed 002's bridge. A run's stream
+// starts with RunStarted and ends with RunFinished or RunError. In
+// between, print output forms text messages (TextStart, TextContent...,
+// TextEnd; a message ends when a host call starts, when output switches
+// between stdout and stderr, and before the run ends), and every host
+// function call is a step: StepStarted, then ToolCallStart, ToolCallArgs
+// and ToolCallEnd together when the call is made, then ToolCallResult and
+// StepFinished when it returns. Async calls may overlap, so their results
+// can come in any order; a call still running when the run ends (never
+// awaited) gets its StepFinished, without a result, before the run's last
+// event, so every step that starts also finishes.
 const (
 	RunStarted     EventType = "run_started"
 	RunFinished    EventType = "run_finished"
 	RunError       EventType = "run_error"
+	StepStarted    EventType = "step_started"
+	StepFinished   EventType = "step_finished"
 	TextStart      EventType = "text_start"
 	TextContent    EventType = "text_content"
 	TextEnd        EventType = "text_end"
@@ -55,10 +62,13 @@ type Event struct {
 	MessageID string
 	// Stream is where the text of a message was printed (TextStart).
 	Stream runtime.Stream
-	// ToolCallID identifies a host call (ToolCall* events), unique within
-	// the run.
+	// StepName names a step (Step* events): the ToolCallID of the host
+	// call whose execution it spans.
+	StepName string
+	// ToolCallID identifies a host call (ToolCall* and Step* events),
+	// unique within the run.
 	ToolCallID string
-	// ToolName is the host function called (ToolCallStart).
+	// ToolName is the host function called (ToolCallStart and Step*).
 	ToolName string
 	// Delta is printed text (TextContent, never empty) or the call's
 	// arguments as a JSON object (ToolCallArgs).
@@ -91,9 +101,19 @@ type recorder struct {
 	calls  int
 	open   string // id of the open text message, if any
 	stream runtime.Stream
+	steps  []step // host calls still running, in the order they started
 	out    strings.Builder
-	done   bool // finished: later events (an async call the run left behind) are dropped
+	// text is the print output with a line for each host call's result,
+	// in order: the seed's text result (ExecutorOptions.CallResults).
+	text strings.Builder
+	done bool // finished: later events (an async call the run left behind) are dropped
 }
+
+// step is a host call whose result has not come yet.
+type step struct{ id, name string }
+
+// maxCallText bounds the result a call line of the text result shows.
+const maxCallText = 2048
 
 func recorderFrom(ctx context.Context) *recorder {
 	r, _ := ctx.Value(recorderKey{}).(*recorder)
@@ -130,6 +150,7 @@ func (r *recorder) print(stream runtime.Stream, text string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.out.WriteString(text)
+	r.text.WriteString(text)
 	if r.open != "" && r.stream != stream {
 		r.endText()
 	}
@@ -141,13 +162,18 @@ func (r *recorder) print(stream runtime.Stream, text string) {
 	r.emit(Event{Type: TextContent, MessageID: r.open, Delta: text})
 }
 
-// toolCall reports the start of a host call and returns its id.
+// toolCall reports the start of a host call, and of the step its
+// execution is, and returns its id.
 func (r *recorder) toolCall(name, args string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.endText()
 	r.calls++
 	id := r.runID + "-call-" + strconv.Itoa(r.calls)
+	if !r.done {
+		r.steps = append(r.steps, step{id, name})
+	}
+	r.emit(Event{Type: StepStarted, StepName: id, ToolCallID: id, ToolName: name})
 	r.emit(Event{Type: ToolCallStart, ToolCallID: id, ToolName: name})
 	r.emit(Event{Type: ToolCallArgs, ToolCallID: id, Delta: args})
 	r.emit(Event{Type: ToolCallEnd, ToolCallID: id})
@@ -170,14 +196,49 @@ func (r *recorder) toolResult(id string, v object.Value, err error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	i := slices.IndexFunc(r.steps, func(s step) bool { return s.id == id })
+	if r.done || i < 0 {
+		return // the run ended before the call returned
+	}
+	name := r.steps[i].name
+	r.steps = slices.Delete(r.steps, i, i+1)
 	r.emit(e)
+	r.emit(Event{Type: StepFinished, StepName: id, ToolCallID: id, ToolName: name})
+	r.callLine(name, e)
 }
 
-// finish closes the stream with RunFinished or RunError.
+// callLine adds a host call's result to the text result, on a line of
+// its own: "[name returned <result>]" or "[name raised <Type: message>]";
+// callers hold mu.
+func (r *recorder) callLine(name string, e Event) {
+	if t := r.text.String(); t != "" && !strings.HasSuffix(t, "\n") {
+		r.text.WriteByte('\n')
+	}
+	verb := " returned "
+	if e.IsError {
+		verb = " raised "
+	}
+	res := e.Result
+	if len(res) > maxCallText {
+		cut := maxCallText
+		for cut > 0 && !utf8.RuneStart(res[cut]) {
+			cut--
+		}
+		res = fmt.Sprintf("%s… (%d more bytes)", res[:cut], len(res)-cut)
+	}
+	r.text.WriteString("[" + name + verb + res + "]\n")
+}
+
+// finish closes the stream: the open text message, the steps of calls
+// still running, then RunFinished or RunError.
 func (r *recorder) finish(v object.Value, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.endText()
+	for _, s := range r.steps {
+		r.emit(Event{Type: StepFinished, StepName: s.id, ToolCallID: s.id, ToolName: s.name})
+	}
+	r.steps = nil
 	if err != nil {
 		r.emit(Event{Type: RunError, Err: err})
 	} else {
@@ -190,6 +251,14 @@ func (r *recorder) output() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.out.String()
+}
+
+// transcript is the print output with a line for each host call's
+// result, in the order they happened.
+func (r *recorder) transcript() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.text.String()
 }
 
 // valueJSON is v as JSON when JSON can carry it, else its repr as a JSON
@@ -280,10 +349,9 @@ func Run(ctx context.Context, s *session.Session, runID, code string, sink func(
 	return res, nil
 }
 
-// run starts the event stream and runs the code, type-checked first with
-// tc when it is set (else as the session's options say); the caller
-// finishes the stream.
-func run(ctx context.Context, s *session.Session, runID, code string, tc *session.TypeCheck, sink func(Event)) (*recorder, *session.Result, error) {
+// start begins a run's event stream (RunStarted) and returns the context
+// whose print output and host calls it reports.
+func start(ctx context.Context, runID string, sink func(Event)) (*recorder, context.Context) {
 	if runID == "" {
 		runID = NewRunID()
 	}
@@ -292,7 +360,45 @@ func run(ctx context.Context, s *session.Session, runID, code string, tc *sessio
 	rec.emit(Event{Type: RunStarted})
 	rec.mu.Unlock()
 	ctx = context.WithValue(ctx, recorderKey{}, rec)
-	ctx = runtime.WithPrintFunc(ctx, rec.print)
+	return rec, runtime.WithPrintFunc(ctx, rec.print)
+}
+
+// Recorder reports a run that its caller drives to an event sink, for
+// runs Run cannot make (code with inputs, session.ExecOptions, a paused
+// execution resumed later): NewRecorder emits RunStarted, the print
+// output and the calls of a Registry's host functions made under the
+// context it returns become events, and Finish ends the stream. The sink
+// is called as for Run. A Recorder is safe for concurrent use.
+type Recorder struct{ rec *recorder }
+
+// NewRecorder starts the event stream of run runID (empty means
+// NewRunID()) by calling sink with RunStarted, and returns the recorder
+// and the context to run the code with. Print output under that context
+// goes to the events only (not to the session's Options.Print):
+// Recorder.Output has it.
+func NewRecorder(ctx context.Context, runID string, sink func(Event)) (*Recorder, context.Context) {
+	rec, ctx := start(ctx, runID, sink)
+	return &Recorder{rec}, ctx
+}
+
+// RunID returns the run's id.
+func (r *Recorder) RunID() string { return r.rec.runID }
+
+// Finish ends the stream: it closes the open text message and the steps
+// of host calls still running, then reports RunFinished with v, or
+// RunError when err is not nil (pass an untyped nil on success, not a nil
+// *runtime.Error). Events after the first Finish, such as the result of
+// an async call the run left behind, are dropped.
+func (r *Recorder) Finish(v object.Value, err error) { r.rec.finish(v, err) }
+
+// Output returns the print output so far, both streams in order.
+func (r *Recorder) Output() string { return r.rec.output() }
+
+// run starts the event stream and runs the code, type-checked first with
+// tc when it is set (else as the session's options say); the caller
+// finishes the stream.
+func run(ctx context.Context, s *session.Session, runID, code string, tc *session.TypeCheck, sink func(Event)) (*recorder, *session.Result, error) {
+	rec, ctx := start(ctx, runID, sink)
 	var res *session.Result
 	var err error
 	if tc != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,6 +42,8 @@ func brief(events []agent.Event) []string {
 			s += fmt.Sprintf(" %s %q", e.MessageID, e.Delta)
 		case agent.TextEnd:
 			s += " " + e.MessageID
+		case agent.StepStarted, agent.StepFinished:
+			s += " " + e.StepName + " " + e.ToolName
 		case agent.ToolCallStart:
 			s += " " + e.ToolCallID + " " + e.ToolName
 		case agent.ToolCallArgs:
@@ -83,24 +86,30 @@ add(1, 2) + 1`, c.add)
 		`text_content r1-msg-1 "hello\n"`,
 		`text_content r1-msg-1 "world\n"`,
 		"text_end r1-msg-1",
+		"step_started r1-call-1 get_weather",
 		"tool_call_start r1-call-1 get_weather",
 		`tool_call_args r1-call-1 {"city":"Oslo","units":"metric"}`,
 		"tool_call_end r1-call-1",
 		`tool_call_result r1-call-1 {"city":"Oslo","temp_c":21.5,"units":"metric"} error=false`,
+		"step_finished r1-call-1 get_weather",
 		"text_start r1-msg-2 stderr",
 		`text_content r1-msg-2 "warn\n"`,
 		"text_end r1-msg-2",
 		"text_start r1-msg-3 stdout",
 		`text_content r1-msg-3 "temp 21.5\n"`,
 		"text_end r1-msg-3",
+		"step_started r1-call-2 lookup",
 		"tool_call_start r1-call-2 lookup",
 		`tool_call_args r1-call-2 {"key":"k"}`,
 		"tool_call_end r1-call-2",
 		`tool_call_result r1-call-2 KeyError: no such key "k" error=true`,
+		"step_finished r1-call-2 lookup",
+		"step_started r1-call-3 add",
 		"tool_call_start r1-call-3 add",
 		`tool_call_args r1-call-3 {"a":1,"b":2}`,
 		"tool_call_end r1-call-3",
 		"tool_call_result r1-call-3 3 error=false",
+		"step_finished r1-call-3 add",
 		"run_finished 4",
 	}, brief(c.events))
 	for i, e := range c.events {
@@ -111,7 +120,7 @@ add(1, 2) + 1`, c.add)
 			assert.False(t, e.Time.Before(c.events[i-1].Time))
 		}
 	}
-	assert.Equal(t, object.Int(3), c.events[22].Value, "tool result carries the value")
+	assert.Equal(t, object.Int(3), c.events[27].Value, "tool result carries the value")
 }
 
 func TestRunEventsError(t *testing.T) {
@@ -128,10 +137,12 @@ func TestRunEventsError(t *testing.T) {
 		"text_start " + runID + "-msg-1 stdout",
 		`text_content ` + runID + `-msg-1 "a\n"`,
 		"text_end " + runID + "-msg-1",
+		"step_started " + runID + "-call-1 get_weather",
 		"tool_call_start " + runID + "-call-1 get_weather",
 		`tool_call_args ` + runID + `-call-1 {"args":[],"kwargs":{"city":3}}`,
 		"tool_call_end " + runID + "-call-1",
 		"tool_call_result " + runID + "-call-1 TypeError: get_weather() argument 'city' must be str, not int error=true",
+		"step_finished " + runID + "-call-1 get_weather",
 		"run_error TypeError: get_weather() argument 'city' must be str, not int",
 	}, got)
 	var pyErr *runtime.Error
@@ -150,8 +161,8 @@ func TestRunEventsError(t *testing.T) {
 	assert.True(t, errors.Is(last.Err, context.DeadlineExceeded))
 }
 
-// Async calls gathered concurrently each report start/args/end together
-// and a result when they finish.
+// Async calls gathered concurrently each report step start, start, args
+// and end together, and a result and step end when they finish.
 func TestAsyncGatherEvents(t *testing.T) {
 	s := openSession(t, testRegistry(t))
 	var c collector
@@ -168,16 +179,16 @@ await main()`, c.add)
 	assert.GreaterOrEqual(t, elapsed, 100*time.Millisecond)
 
 	got := brief(c.events)
-	require.Len(t, got, 14)
+	require.Len(t, got, 20)
 	assert.Equal(t, "run_started", got[0])
-	assert.Equal(t, "run_finished ['doc:a', 'doc:b', 'doc:c']", got[13])
+	assert.Equal(t, "run_finished ['doc:a', 'doc:b', 'doc:c']", got[19])
 	calls := map[string][]string{}
-	for _, e := range c.events[1:13] {
+	for _, e := range c.events[1:19] {
 		calls[e.ToolCallID] = append(calls[e.ToolCallID], string(e.Type))
 	}
 	require.Len(t, calls, 3)
 	for id, types := range calls {
-		assert.Equal(t, []string{"tool_call_start", "tool_call_args", "tool_call_end", "tool_call_result"}, types, id)
+		assert.Equal(t, []string{"step_started", "tool_call_start", "tool_call_args", "tool_call_end", "tool_call_result", "step_finished"}, types, id)
 	}
 }
 
@@ -199,6 +210,19 @@ func TestAsyncCallsLeftBehind(t *testing.T) {
 			last := c.events[n-1].Type
 			c.mu.Unlock()
 			assert.Contains(t, []agent.EventType{agent.RunFinished, agent.RunError}, last)
+			// The left-behind call's step is finished before the run's
+			// last event, without a result.
+			open := map[string]bool{}
+			for _, e := range c.events[:n-1] {
+				switch e.Type {
+				case agent.StepStarted:
+					open[e.StepName] = true
+				case agent.StepFinished:
+					assert.True(t, open[e.StepName], "step %s finished but not started", e.StepName)
+					delete(open, e.StepName)
+				}
+			}
+			assert.Empty(t, open, "steps still open at the run's end")
 			time.Sleep(500 * time.Millisecond) // longer than the left-behind call
 			c.mu.Lock()
 			defer c.mu.Unlock()
@@ -217,4 +241,73 @@ func TestRegistryHostWithoutEvents(t *testing.T) {
 	res, err = s.Exec(context.Background(), "help('add')")
 	require.NoError(t, err)
 	assert.Equal(t, object.Str("add(a: int, b: int = None)\n\n    Add two integers.\n\n    Args:\n        a (required)\n        b"), res.Value)
+}
+
+// A Recorder reports a run its caller drives: here code with inputs.
+func TestRecorder(t *testing.T) {
+	s := openSession(t, testRegistry(t))
+	var c collector
+	rec, ctx := agent.NewRecorder(context.Background(), "rr", c.add)
+	assert.Equal(t, "rr", rec.RunID())
+	res, err := s.ExecWith(ctx, "print(n)\nadd(n, 1)", runtime.Input{Name: "n", Value: object.Int(41)})
+	require.NoError(t, err)
+	rec.Finish(res.Value, nil)
+	rec.Finish(nil, errors.New("ignored: the stream has ended"))
+	assert.Equal(t, "41\n", rec.Output())
+	assert.Equal(t, []string{
+		"run_started",
+		"text_start rr-msg-1 stdout",
+		`text_content rr-msg-1 "41\n"`,
+		"text_end rr-msg-1",
+		"step_started rr-call-1 add",
+		"tool_call_start rr-call-1 add",
+		`tool_call_args rr-call-1 {"a":41,"b":1}`,
+		"tool_call_end rr-call-1",
+		"tool_call_result rr-call-1 42 error=false",
+		"step_finished rr-call-1 add",
+		"run_finished 42",
+	}, brief(c.events))
+}
+
+// With CallResults the executor's text has each host call's result, in
+// order with the print output, as the seed's executor collects it.
+func TestExecutorCallResults(t *testing.T) {
+	big := agent.MustFunc(agent.Schema{Name: "big"}, func() string { return strings.Repeat("é", 3000) })
+	reg := testRegistry(t)
+	require.NoError(t, reg.Register(big))
+	e := newExecutor(t, agent.ExecutorOptions{Functions: reg, CallResults: true})
+	assert.Contains(t, e.Tool().Description, "what each host function call returned")
+	res := execute(t, e, "t", `print('start', end='')
+w = get_weather('Oslo')
+print('temp', w['temp_c'])
+try:
+    lookup('k')
+except KeyError:
+    pass
+add(1, 2)`)
+	require.NoError(t, res.Err)
+	assert.Equal(t, `start
+[get_weather returned {"city":"Oslo","temp_c":21.5,"units":"metric"}]
+temp 21.5
+[lookup raised KeyError: no such key "k"]
+[add returned 3]
+3`, res.Text)
+	assert.Equal(t, "starttemp 21.5\n", res.Output, "Output stays the print output")
+
+	// A long result is cut, on a character boundary, saying how much.
+	res = execute(t, e, "t", "x = big()")
+	require.NoError(t, res.Err)
+	assert.True(t, strings.HasPrefix(res.Text, `[big returned "éé`), res.Text)
+	assert.True(t, strings.HasSuffix(res.Text, "… (3955 more bytes)]"), res.Text)
+	assert.True(t, utf8.ValidString(res.Text))
+
+	// A failing call: the results before the failure, then the traceback.
+	res = execute(t, e, "t", "add(2, 2)\nget_weather(3)")
+	require.Error(t, res.Err)
+	assert.True(t, strings.HasPrefix(res.Text, "[add returned 4]\n[get_weather raised TypeError: get_weather() argument 'city' must be str, not int]\nTraceback"), res.Text)
+
+	// Without the option the text is the print output and the value.
+	plain := newExecutor(t, agent.ExecutorOptions{})
+	assert.Equal(t, "3", ok(t, plain, "t", "add(1, 2)"))
+	assert.NotContains(t, plain.Tool().Description, "what each host function call returned")
 }

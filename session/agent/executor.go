@@ -80,6 +80,13 @@ type ExecutorOptions struct {
 	// OS serves the code's file, environment and clock calls (for example
 	// the operator's mounts); nil denies them.
 	OS runtime.OSHandler
+	// CallResults puts each host function call's result in Result.Text,
+	// in order with the print output, as seed 002's executor collects its
+	// text: a line "[name returned <JSON or repr>]" or "[name raised
+	// <Type: message>]", the result cut after 2 KiB. Off, the text is what
+	// the code printed and its value, so the code must print what it
+	// wants the model to see.
+	CallResults bool
 }
 
 // Executor runs execute_python tool calls: each thread key (a conversation)
@@ -98,6 +105,7 @@ type Executor struct {
 	fns     *Registry
 	timeout time.Duration
 	check   bool              // type-check calls that do not say
+	calls   bool              // CallResults
 	tc      session.TypeCheck // how to check them
 
 	mu    sync.Mutex
@@ -143,6 +151,7 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		fns:     fns,
 		timeout: timeout,
 		check:   opts.TypeCheck,
+		calls:   opts.CallResults,
 		tc:      session.TypeCheck{Checker: opts.Checker, Stubs: stubs, Format: typecheck.Full},
 		turns:   map[string]*turn{},
 	}, nil
@@ -159,6 +168,9 @@ func (e *Executor) Tool() Tool {
 	b.WriteString("Execute Python code in a sandboxed interpreter (Monty: a subset of Python without file, network or environment access). " +
 		"Variables, functions and classes persist between calls in the same session. " +
 		"Returns what the code prints, then the repr of the last expression's value unless it is None, or the Python traceback if the code raised.")
+	if e.calls {
+		b.WriteString(" The result also shows what each host function call returned.")
+	}
 	if ss := e.fns.Schemas(); len(ss) > 0 {
 		b.WriteString(" The code can call these functions directly:")
 		for _, s := range ss {
@@ -274,6 +286,8 @@ type Result struct {
 	// (it is over the session size cap); the call's changes are then not
 	// kept. Text mentions it too.
 	NotSaved string `json:"not_saved,omitempty"`
+
+	transcript string // Output with the host calls' results (CallResults)
 }
 
 // Execute runs an execute_python tool call for a conversation: args is the
@@ -382,6 +396,9 @@ func (e *Executor) execute(ctx context.Context, id, code string, tc *session.Typ
 		return nil, fmt.Errorf("agent: session %s: %w", id, err)
 	}
 	rec.finish(res.Value, res.Err)
+	if e.calls {
+		res.transcript = rec.transcript()
+	}
 	res.Text = text(res)
 	return res, nil
 }
@@ -398,7 +415,7 @@ func loadChecker(ctx context.Context, tc *session.TypeCheck) error {
 // text renders a result for the model.
 func text(r *Result) string {
 	parts := make([]string, 0, 2)
-	if out := strings.TrimRight(r.Output, "\n"); out != "" {
+	if out := strings.TrimRight(cmp.Or(r.transcript, r.Output), "\n"); out != "" {
 		parts = append(parts, out)
 	}
 	if r.Err != nil {

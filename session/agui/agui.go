@@ -1,10 +1,13 @@
 // Package agui maps the protocol-neutral events of package agent onto
-// AG-UI (Agent-User Interaction protocol) events, one to one, so a run of
-// Python code can be streamed to an AG-UI frontend.
+// AG-UI (Agent-User Interaction protocol) events, one to one (the twelve
+// kinds of seed 002's bridge), so a run of Python code can be streamed to
+// an AG-UI frontend.
 //
 //	agent.RunStarted     → RUN_STARTED          (threadId, runId injected)
 //	agent.RunFinished    → RUN_FINISHED         (result: the final value as JSON)
 //	agent.RunError       → RUN_ERROR            (message; code: the Python exception type)
+//	agent.StepStarted    → STEP_STARTED         (stepName: the host call's toolCallId)
+//	agent.StepFinished   → STEP_FINISHED        (stepName: the host call's toolCallId)
 //	agent.TextStart      → TEXT_MESSAGE_START   (role "assistant")
 //	agent.TextContent    → TEXT_MESSAGE_CONTENT
 //	agent.TextEnd        → TEXT_MESSAGE_END
@@ -41,6 +44,8 @@ const (
 	RunStartedType         EventType = "RUN_STARTED"
 	RunFinishedType        EventType = "RUN_FINISHED"
 	RunErrorType           EventType = "RUN_ERROR"
+	StepStartedType        EventType = "STEP_STARTED"
+	StepFinishedType       EventType = "STEP_FINISHED"
 	TextMessageStartType   EventType = "TEXT_MESSAGE_START"
 	TextMessageContentType EventType = "TEXT_MESSAGE_CONTENT"
 	TextMessageEndType     EventType = "TEXT_MESSAGE_END"
@@ -61,6 +66,9 @@ type Base struct {
 	Type EventType `json:"type"`
 	// Timestamp is milliseconds since the Unix epoch.
 	Timestamp int64 `json:"timestamp,omitempty"`
+	// RawEvent is, when set, the data the event was made from in another
+	// form (Convert leaves it empty).
+	RawEvent json.RawMessage `json:"rawEvent,omitempty"`
 }
 
 // EventType returns the event's type.
@@ -89,6 +97,19 @@ type RunErrorEvent struct {
 	Base
 	Message string `json:"message"`
 	Code    string `json:"code,omitempty"`
+}
+
+// StepStartedEvent is STEP_STARTED: a host call started running.
+type StepStartedEvent struct {
+	Base
+	StepName string `json:"stepName"`
+}
+
+// StepFinishedEvent is STEP_FINISHED: the host call returned (or the run
+// ended while it was still running).
+type StepFinishedEvent struct {
+	Base
+	StepName string `json:"stepName"`
 }
 
 // TextMessageStartEvent is TEXT_MESSAGE_START.
@@ -170,7 +191,7 @@ func (a Adapter) Convert(e agent.Event) Event {
 	}
 	switch e.Type {
 	case agent.RunStarted:
-		return &RunStartedEvent{b(RunStartedType), a.ThreadID, runID}
+		return &RunStartedEvent{Base: b(RunStartedType), ThreadID: a.ThreadID, RunID: runID}
 	case agent.RunFinished:
 		ev := &RunFinishedEvent{Base: b(RunFinishedType), ThreadID: a.ThreadID, RunID: runID}
 		if _, none := e.Value.(object.None); e.Value != nil && !none {
@@ -187,20 +208,24 @@ func (a Adapter) Convert(e agent.Event) Event {
 			ev.Code = pyErr.Type
 		}
 		return ev
+	case agent.StepStarted:
+		return &StepStartedEvent{Base: b(StepStartedType), StepName: e.StepName}
+	case agent.StepFinished:
+		return &StepFinishedEvent{Base: b(StepFinishedType), StepName: e.StepName}
 	case agent.TextStart:
-		return &TextMessageStartEvent{b(TextMessageStartType), e.MessageID, "assistant"}
+		return &TextMessageStartEvent{Base: b(TextMessageStartType), MessageID: e.MessageID, Role: "assistant"}
 	case agent.TextContent:
-		return &TextMessageContentEvent{b(TextMessageContentType), e.MessageID, e.Delta}
+		return &TextMessageContentEvent{Base: b(TextMessageContentType), MessageID: e.MessageID, Delta: e.Delta}
 	case agent.TextEnd:
-		return &TextMessageEndEvent{b(TextMessageEndType), e.MessageID}
+		return &TextMessageEndEvent{Base: b(TextMessageEndType), MessageID: e.MessageID}
 	case agent.ToolCallStart:
-		return &ToolCallStartEvent{b(ToolCallStartType), e.ToolCallID, e.ToolName, a.ParentMessageID}
+		return &ToolCallStartEvent{Base: b(ToolCallStartType), ToolCallID: e.ToolCallID, ToolCallName: e.ToolName, ParentMessageID: a.ParentMessageID}
 	case agent.ToolCallArgs:
-		return &ToolCallArgsEvent{b(ToolCallArgsType), e.ToolCallID, e.Delta}
+		return &ToolCallArgsEvent{Base: b(ToolCallArgsType), ToolCallID: e.ToolCallID, Delta: e.Delta}
 	case agent.ToolCallEnd:
-		return &ToolCallEndEvent{b(ToolCallEndType), e.ToolCallID}
+		return &ToolCallEndEvent{Base: b(ToolCallEndType), ToolCallID: e.ToolCallID}
 	case agent.ToolCallResult:
-		return &ToolCallResultEvent{b(ToolCallResultType), e.ToolCallID + "-result", e.ToolCallID, e.Result, "tool"}
+		return &ToolCallResultEvent{Base: b(ToolCallResultType), MessageID: e.ToolCallID + "-result", ToolCallID: e.ToolCallID, Content: e.Result, Role: "tool"}
 	}
 	panic(fmt.Sprintf("agui: unknown agent event type %q", e.Type))
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,14 +19,17 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/agui"
+	"github.com/monty-go/monty/session/agui/aguitest"
 	"github.com/monty-go/monty/session/store/memstore"
 )
 
 var at = time.UnixMilli(1700000000123)
 
-// Every agent event kind maps to the AG-UI event JSON the protocol defines.
+// Every agent event kind maps to the AG-UI event JSON the protocol defines
+// (checked against the shapes written out in package aguitest too).
 func TestConvertEveryKind(t *testing.T) {
 	a := agui.Adapter{ThreadID: "thread-1", RunID: "run-9", ParentMessageID: "msg-assistant"}
+	kinds := map[string]bool{}
 	for _, c := range []struct {
 		in   agent.Event
 		want string
@@ -41,6 +46,10 @@ func TestConvertEveryKind(t *testing.T) {
 			`{"type":"RUN_ERROR","timestamp":1700000000123,"message":"ValueError: bad","code":"ValueError"}`},
 		{agent.Event{Type: agent.RunError, Err: errors.New("store down"), Time: at},
 			`{"type":"RUN_ERROR","timestamp":1700000000123,"message":"store down"}`},
+		{agent.Event{Type: agent.StepStarted, StepName: "c1", ToolCallID: "c1", ToolName: "get_weather", Time: at},
+			`{"type":"STEP_STARTED","timestamp":1700000000123,"stepName":"c1"}`},
+		{agent.Event{Type: agent.StepFinished, StepName: "c1", ToolCallID: "c1", ToolName: "get_weather", Time: at},
+			`{"type":"STEP_FINISHED","timestamp":1700000000123,"stepName":"c1"}`},
 		{agent.Event{Type: agent.TextStart, MessageID: "m1", Stream: runtime.Stderr, Time: at},
 			`{"type":"TEXT_MESSAGE_START","timestamp":1700000000123,"messageId":"m1","role":"assistant"}`},
 		{agent.Event{Type: agent.TextContent, MessageID: "m1", Delta: "hi\n", Time: at},
@@ -60,6 +69,9 @@ func TestConvertEveryKind(t *testing.T) {
 		got, err := json.Marshal(ev)
 		require.NoError(t, err)
 		assert.JSONEq(t, c.want, string(got), string(c.in.Type))
+		_, err = aguitest.Check(got)
+		assert.NoError(t, err)
+		kinds[string(ev.EventType())] = true
 		var typ struct{ Type string }
 		require.NoError(t, json.Unmarshal(got, &typ))
 		assert.Equal(t, string(ev.EventType()), typ.Type)
@@ -75,6 +87,50 @@ func TestConvertEveryKind(t *testing.T) {
 	assert.JSONEq(t, `{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"f"}`, string(got))
 
 	assert.Panics(t, func() { a.Convert(agent.Event{Type: "bogus"}) })
+	assert.Len(t, kinds, 12, "the twelve kinds of seed 002")
+	assert.ElementsMatch(t, aguitest.Types(), slices.Collect(maps.Keys(kinds)))
+}
+
+// The shape check catches what it is there to catch.
+func TestShapeCheck(t *testing.T) {
+	for _, bad := range []string{
+		`[]`,
+		`{"threadId":"t","runId":"r"}`,
+		`{"type":"RUN_PAUSED"}`,
+		`{"type":"RUN_STARTED","threadId":"t"}`,
+		`{"type":"RUN_STARTED","threadId":"t","runId":7}`,
+		`{"type":"RUN_STARTED","thread_id":"t","threadId":"t","runId":"r"}`,
+		`{"type":"TOOL_CALL_START","toolCallID":"c","toolCallId":"c","toolCallName":"f"}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""}`,
+		`{"type":"TEXT_MESSAGE_START","messageId":"m","role":"tool"}`,
+		`{"type":"TOOL_CALL_RESULT","messageId":"m","toolCallId":"c","content":"x","role":"assistant"}`,
+		`{"type":"STEP_STARTED","stepName":"s","timestamp":"now"}`,
+	} {
+		_, err := aguitest.Check([]byte(bad))
+		assert.Error(t, err, bad)
+	}
+	for _, order := range [][]string{
+		{`{"type":"TEXT_MESSAGE_START","messageId":"m"}`},
+		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}`},
+		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"STEP_STARTED","stepName":"s"}`, `{"type":"RUN_FINISHED","threadId":"t","runId":"r"}`},
+		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"STEP_FINISHED","stepName":"s"}`},
+		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"RUN_FINISHED","threadId":"t","runId":"other"}`},
+		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"RUN_ERROR","message":"x"}`, `{"type":"RUN_ERROR","message":"y"}`},
+		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"TOOL_CALL_RESULT","messageId":"m","toolCallId":"c","content":"x"}`},
+	} {
+		var s aguitest.Stream
+		var err error
+		for _, ev := range order {
+			if _, err = s.Add([]byte(ev)); err != nil {
+				break
+			}
+		}
+		assert.Error(t, err, "%v", order)
+	}
+	var s aguitest.Stream
+	_, err := s.Add([]byte(`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`))
+	require.NoError(t, err)
+	assert.Error(t, s.End(), "a stream without its last event")
 }
 
 // A real run streamed as server-sent AG-UI events.
@@ -95,11 +151,14 @@ func TestExecutorToSSE(t *testing.T) {
 	require.NoError(t, res.Err)
 
 	var types []string
+	var stream aguitest.Stream
 	frames := strings.Split(strings.TrimSuffix(buf.String(), "\n\n"), "\n\n")
 	for _, f := range frames {
 		require.True(t, strings.HasPrefix(f, "data: "), f)
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(f, "data: ")), &m), f)
+		_, err := stream.Add([]byte(strings.TrimPrefix(f, "data: ")))
+		require.NoError(t, err)
 		types = append(types, m["type"].(string))
 		if m["type"] == "RUN_FINISHED" {
 			assert.Equal(t, "th", m["threadId"])
@@ -110,8 +169,9 @@ func TestExecutorToSSE(t *testing.T) {
 			assert.Equal(t, `{"a":1,"b":2}`, m["delta"])
 		}
 	}
+	require.NoError(t, stream.End())
 	assert.Equal(t, []string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-		"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT", "RUN_FINISHED"}, types)
+		"STEP_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT", "STEP_FINISHED", "RUN_FINISHED"}, types)
 
 	// A failing run ends with RUN_ERROR carrying the exception type.
 	buf.Reset()
@@ -131,4 +191,49 @@ func TestWriteSSEErrors(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, agui.WriteSSE(&buf, ev))
 	assert.Equal(t, "data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m\"}\n\n", buf.String())
+}
+
+// Whole runs, as the executor streams them, fit the protocol's shapes and
+// ordering: overlapping async calls, a call left running when the run
+// ends (its step is finished before RUN_FINISHED), a failing run.
+func TestRunsFitProtocol(t *testing.T) {
+	slow := agent.MustFunc(agent.Schema{Name: "slow", Params: []agent.Param{{Name: "ms"}}}, func(ctx context.Context, ms int) int {
+		select {
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return ms
+	})
+	slow.Async = true
+	reg, err := agent.NewRegistry(slow)
+	require.NoError(t, err)
+	e, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: memstore.New(memstore.Options{})}, Functions: reg})
+	require.NoError(t, err)
+	defer e.Close()
+	for _, code := range []string{
+		"import asyncio\nprint('a')\nawait asyncio.gather(slow(20), slow(10), slow(30))",
+		"x = slow(2000)\nprint('left behind')\n'done'",
+		"import sys\nprint('x', file=sys.stderr)\nawait slow(1)\n1/0",
+	} {
+		var stream aguitest.Stream
+		var steps int
+		sink := agui.Adapter{ThreadID: "th"}.Sink(func(ev agui.Event) {
+			b, err := json.Marshal(ev)
+			require.NoError(t, err)
+			_, err = stream.Add(b)
+			assert.NoError(t, err, code)
+			if ev.EventType() == agui.StepFinishedType {
+				steps++
+			}
+		})
+		_, err := e.ExecuteEvents(context.Background(), "th", codeJSON(code), sink)
+		require.NoError(t, err)
+		assert.NoError(t, stream.End(), code)
+		assert.Positive(t, steps, code)
+	}
+}
+
+func codeJSON(code string) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"code": code})
+	return b
 }
