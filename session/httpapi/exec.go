@@ -17,6 +17,7 @@ import (
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/agent"
 )
 
 // ExecRequest is the body of POST /exec. Unknown fields (such as the
@@ -166,12 +167,34 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 			return aerr
 		}
 	}
-	out, err := h.run(ctx, ns, req.SessionID, req.Code, session.ExecOptions{Inputs: inputs, TypeCheck: tc}, limits)
+	opts := session.ExecOptions{Inputs: inputs, TypeCheck: tc}
+	runID := agent.NewRunID()
+	if wantsEvents(r) {
+		return h.stream(ctx, w, req.SessionID, runID, func(ctx context.Context, sink func(agent.Event)) (any, *apiError) {
+			resp, aerr := h.execute(ctx, ns, req, opts, limits, start, runID, sink)
+			if aerr != nil {
+				return nil, aerr // not a nil *ExecResponse in an interface
+			}
+			return resp, nil
+		})
+	}
+	resp, aerr := h.execute(ctx, ns, req, opts, limits, start, runID, nil)
+	if aerr != nil {
+		return aerr
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// execute runs the code of an /exec request and returns its answer,
+// reporting the run's events to sink (nil: none).
+func (h *Handler) execute(ctx context.Context, ns string, req *ExecRequest, opts session.ExecOptions, limits runtime.Limits, start time.Time, runID string, sink func(agent.Event)) (*ExecResponse, *apiError) {
+	out, err := h.run(ctx, ns, req.SessionID, req.Code, opts, limits, runID, sink)
 	elapsed := time.Since(start)
 	if aerr := typeCheckError(err); aerr != nil {
 		h.metrics.execs.inc("type_error")
 		aerr.body.SessionID, aerr.body.DurationMS = req.SessionID, durationMS(elapsed)
-		return aerr
+		return nil, aerr
 	}
 	h.metrics.execDuration.observe(elapsed.Seconds())
 	if aerr := execLimitError(err, out.pyErr, out.resp != nil, limits, h.opts.Limits); aerr != nil {
@@ -183,11 +206,11 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 			b.Stdout, b.Stderr, b.HasState, b.StateSize, b.StateHash = resp.Stdout, resp.Stderr, resp.HasState, resp.StateSize, resp.StateHash
 			b.Exception = resp.Error
 		}
-		return aerr
+		return nil, aerr
 	}
 	if err != nil {
 		h.metrics.execs.inc("error")
-		return storeError(err)
+		return nil, storeError(err)
 	}
 	resp := out.resp
 	resp.SessionID = req.SessionID
@@ -200,8 +223,7 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 	if resp.HasState {
 		h.metrics.stateSize.observe(float64(resp.StateSize))
 	}
-	writeJSON(w, http.StatusOK, resp)
-	return nil
+	return resp, nil
 }
 
 // workContext is the context of a request's work: a client that goes away
@@ -308,8 +330,10 @@ type outcome struct {
 
 // run opens the stored session id of namespace ns, runs code and stores
 // the new state. The answer is filled in as far as the call got, also when
-// it fails (what the code printed before a limit stopped it).
-func (h *Handler) run(ctx context.Context, ns, id, code string, opts session.ExecOptions, limits runtime.Limits) (outcome, error) {
+// it fails (what the code printed before a limit stopped it). The run's
+// events (run runID: print output, host calls) go to sink when it is not
+// nil; they are also where the answer's stdout and stderr come from.
+func (h *Handler) run(ctx context.Context, ns, id, code string, opts session.ExecOptions, limits runtime.Limits, runID string, sink func(agent.Event)) (outcome, error) {
 	var stdout, stderr strings.Builder
 	host, closeHost, err := h.requestHost()
 	if err != nil {
@@ -326,20 +350,39 @@ func (h *Handler) run(ctx context.Context, ns, id, code string, opts session.Exe
 		Limits:       limits,
 		Host:         host,
 		Files:        h.files(),
-		Print: func(stream runtime.Stream, text string) {
-			// Bounded by limits.MaxOutput (both streams together).
-			if stream == runtime.Stderr {
-				stderr.WriteString(text)
-			} else {
-				stdout.WriteString(text)
-			}
-		},
 	})
 	if err != nil {
 		return outcome{}, err
 	}
 	defer s.Close(context.WithoutCancel(ctx))
-	res, err := s.ExecOptions(ctx, code, opts)
+	// The recorder routes print output to the events (bounded by
+	// limits.MaxOutput, both streams together) and reports the calls of
+	// Options.Functions.
+	stream := runtime.Stdout
+	rec, rctx := agent.NewRecorder(ctx, runID, func(e agent.Event) {
+		switch e.Type {
+		case agent.TextStart:
+			stream = e.Stream
+		case agent.TextContent:
+			if stream == runtime.Stderr {
+				stderr.WriteString(e.Delta)
+			} else {
+				stdout.WriteString(e.Delta)
+			}
+		}
+		if sink != nil {
+			sink(e)
+		}
+	})
+	res, err := s.ExecOptions(rctx, code, opts)
+	switch {
+	case err != nil:
+		rec.Finish(nil, err)
+	case res.Err != nil:
+		rec.Finish(nil, res.Err)
+	default:
+		rec.Finish(res.Value, nil)
+	}
 	resp := &ExecResponse{Stdout: stdout.String(), Stderr: stderr.String(), Result: json.RawMessage("null")}
 	out := outcome{resp: resp}
 	if res != nil {
@@ -418,6 +461,8 @@ var errMountsUnavailable = errors.New("httpapi: the server's mounts cannot be op
 // sandbox: the operator's mounts, opened afresh for this request (so an
 // overlay's writes are this request's alone), then the OS handler. Call
 // the function it returns when the request is done.
+//
+// The host functions of Options.Functions, when set, are offered too.
 func (h *Handler) requestHost() (*runtime.Host, func(), error) {
 	var chain runtime.Chain
 	done := func() {}
@@ -434,8 +479,17 @@ func (h *Handler) requestHost() (*runtime.Host, func(), error) {
 	if h.opts.OS != nil {
 		chain = append(chain, h.opts.OS)
 	}
-	if len(chain) == 0 {
+	var host *runtime.Host
+	switch {
+	case h.opts.Functions != nil:
+		host = h.opts.Functions.Host()
+	case len(chain) == 0:
 		return nil, done, nil
+	default:
+		host = &runtime.Host{}
 	}
-	return &runtime.Host{OS: chain}, done, nil
+	if len(chain) > 0 {
+		host.OS = chain
+	}
+	return host, done, nil
 }

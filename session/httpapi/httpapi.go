@@ -65,6 +65,7 @@ import (
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/store"
 )
 
@@ -153,6 +154,10 @@ type Options struct {
 	// nil denies them. Clients can never name a host path: only what the
 	// operator configured is reachable.
 	OS runtime.OSHandler
+	// Functions are Go host functions every execution's code can call
+	// (with list_functions() and help()); nil offers none. A request that
+	// streams its events sees their calls as tool calls.
+	Functions *agent.Registry
 }
 
 // Handler is the HTTP API. It is safe for concurrent use.
