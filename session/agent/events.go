@@ -394,6 +394,18 @@ func (r *Recorder) Finish(v object.Value, err error) { r.rec.finish(v, err) }
 // Output returns the print output so far, both streams in order.
 func (r *Recorder) Output() string { return r.rec.output() }
 
+// ToolCall reports a call that is not a Registry host function's, such as
+// a client tool the run stopped at, as host calls are reported: it closes
+// the open text message and emits StepStarted, ToolCallStart, ToolCallArgs
+// (args: the arguments as a JSON object) and ToolCallEnd. It returns the
+// call's id, for ToolResult. A call without a result when the run
+// finishes gets its StepFinished then.
+func (r *Recorder) ToolCall(name, args string) string { return r.rec.toolCall(name, args) }
+
+// ToolResult reports the outcome of a call ToolCall reported: its value,
+// or the error it raised (a *runtime.Exception gives the Python type).
+func (r *Recorder) ToolResult(id string, v object.Value, err error) { r.rec.toolResult(id, v, err) }
+
 // run starts the event stream and runs the code, type-checked first with
 // tc when it is set (else as the session's options say); the caller
 // finishes the stream.

@@ -243,7 +243,8 @@ func TestRegistryHostWithoutEvents(t *testing.T) {
 	assert.Equal(t, object.Str("add(a: int, b: int = None)\n\n    Add two integers.\n\n    Args:\n        a (required)\n        b"), res.Value)
 }
 
-// A Recorder reports a run its caller drives: here code with inputs.
+// A Recorder reports a run its caller drives: here code with inputs, and
+// calls the caller reports itself.
 func TestRecorder(t *testing.T) {
 	s := openSession(t, testRegistry(t))
 	var c collector
@@ -251,8 +252,14 @@ func TestRecorder(t *testing.T) {
 	assert.Equal(t, "rr", rec.RunID())
 	res, err := s.ExecWith(ctx, "print(n)\nadd(n, 1)", runtime.Input{Name: "n", Value: object.Int(41)})
 	require.NoError(t, err)
+	// A call the caller answers itself (a client tool), and one it leaves
+	// unanswered: its step finishes with the run.
+	id := rec.ToolCall("ask", `{"q":"name?"}`)
+	rec.ToolResult(id, object.Str("Ada"), nil)
+	id2 := rec.ToolCall("approve", `{}`)
 	rec.Finish(res.Value, nil)
 	rec.Finish(nil, errors.New("ignored: the stream has ended"))
+	rec.ToolResult(id2, object.Bool(true), nil) // too late: dropped
 	assert.Equal(t, "41\n", rec.Output())
 	assert.Equal(t, []string{
 		"run_started",
@@ -265,6 +272,17 @@ func TestRecorder(t *testing.T) {
 		"tool_call_end rr-call-1",
 		"tool_call_result rr-call-1 42 error=false",
 		"step_finished rr-call-1 add",
+		"step_started rr-call-2 ask",
+		"tool_call_start rr-call-2 ask",
+		`tool_call_args rr-call-2 {"q":"name?"}`,
+		"tool_call_end rr-call-2",
+		`tool_call_result rr-call-2 "Ada" error=false`,
+		"step_finished rr-call-2 ask",
+		"step_started rr-call-3 approve",
+		"tool_call_start rr-call-3 approve",
+		"tool_call_args rr-call-3 {}",
+		"tool_call_end rr-call-3",
+		"step_finished rr-call-3 approve",
 		"run_finished 42",
 	}, brief(c.events))
 }
