@@ -30,10 +30,11 @@ func (s *Suspended) Error() string {
 }
 
 // externalCall answers a call of an External function: a future when it
-// is async and not awaited at once, else the run suspends right there.
+// is async (awaited at once or not: see callFunction), else the run
+// suspends right there.
 func (d *drive) externalCall(f Function, p *FunctionCall) (Answer, error) {
 	call := *p
-	if f.Async && !p.EagerAwait {
+	if f.Async {
 		d.external[p.CallID] = &call
 		return Pending(), nil
 	}

@@ -83,6 +83,20 @@ got = await main()
 	require.NoError(t, err)
 	assert.Equal(t, object.Str("ada"), v, "the REPL lives on with what the run set")
 
+	// An async host function or client tool awaited at once.
+	host.Functions["twice"] = runtime.Function{Async: true, Func: func(_ context.Context, args []object.Value, _ []object.Pair) (object.Value, error) {
+		return args[0].(object.Int) * 2, nil
+	}}
+	e, err = r.Feed(ctx, "a = await twice(21)\nb = await fetch('now')\n(a, b)")
+	require.NoError(t, err)
+	_, err = host.Drive(ctx, e)
+	require.ErrorAs(t, err, &s)
+	require.Len(t, s.Calls, 1)
+	require.NoError(t, e.Resume(ctx, runtime.Resolve(runtime.FutureResult{CallID: s.Calls[0].CallID, Value: object.Str("later")})))
+	v, err = host.Continue(ctx, e, nil)
+	require.NoError(t, err)
+	assert.Equal(t, object.Tuple{object.Int(42), object.Str("later")}, v)
+
 	// A sync external call while a host async call runs is refused.
 	host.Functions["slow"] = runtime.Function{Async: true, Func: func(ctx context.Context, _ []object.Value, _ []object.Pair) (object.Value, error) {
 		<-ctx.Done()

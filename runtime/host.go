@@ -284,9 +284,11 @@ func (d *drive) callSync(fn func(context.Context) (object.Value, error)) (Answer
 }
 
 // callFunction runs a host function for a call: in its own goroutine,
-// answering with a future, when it is async and not awaited at once.
+// answering with a future, when it is async. (Also when the code awaits
+// the call at once: Monty takes a plain value as the call's result, which
+// `await` then refuses; the future is resolved at the await that follows.)
 func (d *drive) callFunction(f Function, p *FunctionCall) (Answer, error) {
-	if f.Async && !p.EagerAwait {
+	if f.Async {
 		d.startAsync(p.CallID, func(ctx context.Context) (object.Value, error) {
 			return f.Func(ctx, p.Args, p.Kwargs)
 		})
