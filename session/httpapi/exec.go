@@ -42,6 +42,11 @@ type ExecRequest struct {
 	// Stubs is stub (.pyi) text declaring names the code may use (with
 	// TypeCheck).
 	Stubs string `json:"stubs,omitempty"`
+	// Tools are client tools: functions the code may call that the client
+	// answers. A call pauses the run, which is stored: the answer has
+	// status "paused", a run_id and the calls, and POST
+	// /runs/{run_id}/resume continues it on any instance.
+	Tools []ToolSpec `json:"tools,omitempty"`
 }
 
 // RequestLimits are per-request execution limits; zero fields take the
@@ -56,11 +61,18 @@ type RequestLimits struct {
 	ResultBytes int64 `json:"result_bytes,omitempty"`
 }
 
-// ExecResponse is the body of a 200 answer to POST /exec.
+// ExecResponse is the body of a 200 answer to POST /exec and POST
+// /runs/{run_id}/resume.
 type ExecResponse struct {
-	SessionID string `json:"session_id"`
-	Stdout    string `json:"stdout"`
-	Stderr    string `json:"stderr"`
+	// Status is "completed", or "paused" when the run stopped at client
+	// tool calls: RunID, Calls and RunExpires say which and until when.
+	Status     string         `json:"status"`
+	RunID      string         `json:"run_id,omitempty"`
+	Calls      []ToolCallInfo `json:"calls,omitempty"`
+	RunExpires string         `json:"run_expires,omitempty"`
+	SessionID  string         `json:"session_id"`
+	Stdout     string         `json:"stdout"`
+	Stderr     string         `json:"stderr"`
 	// Result is the value of the final expression as JSON (null after a
 	// statement, or when the value has no JSON form, or when its JSON text
 	// is longer than the result limit; see ResultRepr).
@@ -167,18 +179,35 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 			return aerr
 		}
 	}
-	opts := session.ExecOptions{Inputs: inputs, TypeCheck: tc}
+	tools, aerr := parseTools(req.Tools)
+	if aerr != nil {
+		return aerr
+	}
+	opts := session.ExecOptions{Inputs: inputs, TypeCheck: tc, Tools: tools, RunTTL: h.opts.RunTTL}
+	op := func(ctx context.Context, s *session.Session) (*session.Result, error) {
+		return s.ExecOptions(ctx, req.Code, opts)
+	}
+	return h.answer(ctx, w, r, ns, req.SessionID, op, limits, start)
+}
+
+// sessionOp is what a request does with its session: run code, or resume
+// a paused run.
+type sessionOp func(ctx context.Context, s *session.Session) (*session.Result, error)
+
+// answer does op on the session and answers the request: as JSON, or as
+// a stream of events when the client asks for one.
+func (h *Handler) answer(ctx context.Context, w http.ResponseWriter, r *http.Request, ns, sessionID string, op sessionOp, limits runtime.Limits, start time.Time) *apiError {
 	runID := agent.NewRunID()
 	if wantsEvents(r) {
-		return h.stream(ctx, w, req.SessionID, runID, func(ctx context.Context, sink func(agent.Event)) (any, *apiError) {
-			resp, aerr := h.execute(ctx, ns, req, opts, limits, start, runID, sink)
+		return h.stream(ctx, w, sessionID, runID, func(ctx context.Context, sink func(agent.Event)) (any, *apiError) {
+			resp, aerr := h.execute(ctx, ns, sessionID, op, limits, start, runID, sink)
 			if aerr != nil {
 				return nil, aerr // not a nil *ExecResponse in an interface
 			}
 			return resp, nil
 		})
 	}
-	resp, aerr := h.execute(ctx, ns, req, opts, limits, start, runID, nil)
+	resp, aerr := h.execute(ctx, ns, sessionID, op, limits, start, runID, nil)
 	if aerr != nil {
 		return aerr
 	}
@@ -186,21 +215,21 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 	return nil
 }
 
-// execute runs the code of an /exec request and returns its answer,
-// reporting the run's events to sink (nil: none).
-func (h *Handler) execute(ctx context.Context, ns string, req *ExecRequest, opts session.ExecOptions, limits runtime.Limits, start time.Time, runID string, sink func(agent.Event)) (*ExecResponse, *apiError) {
-	out, err := h.run(ctx, ns, req.SessionID, req.Code, opts, limits, runID, sink)
+// execute does op on the session and returns the answer, reporting the
+// run's events to sink (nil: none).
+func (h *Handler) execute(ctx context.Context, ns, sessionID string, op sessionOp, limits runtime.Limits, start time.Time, runID string, sink func(agent.Event)) (*ExecResponse, *apiError) {
+	out, err := h.run(ctx, ns, sessionID, op, limits, runID, sink)
 	elapsed := time.Since(start)
 	if aerr := typeCheckError(err); aerr != nil {
 		h.metrics.execs.inc("type_error")
-		aerr.body.SessionID, aerr.body.DurationMS = req.SessionID, durationMS(elapsed)
+		aerr.body.SessionID, aerr.body.DurationMS = sessionID, durationMS(elapsed)
 		return nil, aerr
 	}
 	h.metrics.execDuration.observe(elapsed.Seconds())
 	if aerr := execLimitError(err, out.pyErr, out.resp != nil, limits, h.opts.Limits); aerr != nil {
 		h.metrics.execs.inc("limit")
 		h.metrics.limits.inc(aerr.code)
-		aerr.body = &ErrorResponse{SessionID: req.SessionID, DurationMS: durationMS(elapsed)}
+		aerr.body = &ErrorResponse{SessionID: sessionID, DurationMS: durationMS(elapsed)}
 		if resp := out.resp; resp != nil {
 			b := aerr.body
 			b.Stdout, b.Stderr, b.HasState, b.StateSize, b.StateHash = resp.Stdout, resp.Stderr, resp.HasState, resp.StateSize, resp.StateHash
@@ -210,10 +239,18 @@ func (h *Handler) execute(ctx context.Context, ns string, req *ExecRequest, opts
 	}
 	if err != nil {
 		h.metrics.execs.inc("error")
+		if aerr := runError(err); aerr != nil {
+			return nil, aerr
+		}
 		return nil, storeError(err)
 	}
 	resp := out.resp
-	resp.SessionID = req.SessionID
+	resp.SessionID = sessionID
+	if out.paused != nil {
+		setPaused(resp, sessionID, out.paused)
+		h.metrics.execs.inc("paused")
+		return resp, nil
+	}
 	resp.DurationMS = durationMS(elapsed)
 	if resp.Error != nil {
 		h.metrics.execs.inc("exception")
@@ -324,8 +361,9 @@ func clamp[T int | int64 | time.Duration](want, max T) T {
 // outcome is what run learnt: the answer (nil when the session could not
 // be opened) and the Python exception that ended the code, if any.
 type outcome struct {
-	resp  *ExecResponse
-	pyErr *runtime.Error
+	resp   *ExecResponse
+	pyErr  *runtime.Error
+	paused *session.Paused // the run stopped at client tool calls
 }
 
 // run opens the stored session id of namespace ns, runs code and stores
@@ -333,7 +371,7 @@ type outcome struct {
 // it fails (what the code printed before a limit stopped it). The run's
 // events (run runID: print output, host calls) go to sink when it is not
 // nil; they are also where the answer's stdout and stderr come from.
-func (h *Handler) run(ctx context.Context, ns, id, code string, opts session.ExecOptions, limits runtime.Limits, runID string, sink func(agent.Event)) (outcome, error) {
+func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits runtime.Limits, runID string, sink func(agent.Event)) (outcome, error) {
 	var stdout, stderr strings.Builder
 	host, closeHost, err := h.requestHost()
 	if err != nil {
@@ -374,18 +412,26 @@ func (h *Handler) run(ctx context.Context, ns, id, code string, opts session.Exe
 			sink(e)
 		}
 	})
-	res, err := s.ExecOptions(rctx, code, opts)
+	res, err := op(rctx, s)
 	switch {
 	case err != nil:
 		rec.Finish(nil, err)
+	case res.Paused != nil:
+		// The calls the client answers, as the tool calls of the run.
+		for _, c := range res.Paused.Calls {
+			args, _ := json.Marshal(callArguments(c))
+			rec.ToolCall(c.Name, string(args))
+		}
+		rec.Finish(nil, nil)
 	case res.Err != nil:
 		rec.Finish(nil, res.Err)
 	default:
 		rec.Finish(res.Value, nil)
 	}
-	resp := &ExecResponse{Stdout: stdout.String(), Stderr: stderr.String(), Result: json.RawMessage("null")}
+	resp := &ExecResponse{Status: StatusCompleted, Stdout: stdout.String(), Stderr: stderr.String(), Result: json.RawMessage("null")}
 	out := outcome{resp: resp}
 	if res != nil {
+		out.paused = res.Paused
 		resp.HasState, resp.StateSize, resp.StateHash = res.HasState, res.StateSize, res.StateHash
 		resp.StateSaved, resp.StateNote = res.Saved, res.NotSavedReason
 		out.pyErr = res.Err

@@ -150,6 +150,9 @@ type Options struct {
 	// write limit and memory budget are per request; a read-write mount
 	// writes to the host directory, which every request shares.
 	Mounts []runtime.MountSpec
+	// RunTTL is how long a run paused at client tool calls waits for its
+	// resume; 0 means session.DefaultRunTTL.
+	RunTTL time.Duration
 	// OS serves the file, environment and clock calls the mounts do not;
 	// nil denies them. Clients can never name a host path: only what the
 	// operator configured is reachable.
@@ -242,6 +245,7 @@ func New(opts Options) (*Handler, error) {
 	h.mux = http.NewServeMux()
 	h.route("POST /exec", "exec", h.exec)
 	h.route("POST /check", "check", h.check)
+	h.route("POST /runs/{run_id}/resume", "resume", h.resume)
 	h.route("GET /state/{id}", "state_get", h.getState)
 	h.route("POST /state/{id}", "state_upload", h.uploadState)
 	h.route("DELETE /state/{id}", "state_delete", h.deleteState)
@@ -253,7 +257,7 @@ func New(opts Options) (*Handler, error) {
 	h.mux.HandleFunc("GET /healthz", h.instrument("healthz", h.healthz))
 	h.mux.HandleFunc("GET /metrics", h.instrument("metrics", h.serveMetrics))
 	for path, allow := range map[string]string{"/exec": "POST", "/check": "POST", "/state/{id}": "GET, POST, DELETE", "/state/{id}/info": "GET",
-		"/state/{id}/files": "GET", "/state/{id}/files/{path...}": "GET, PUT, DELETE", "/healthz": "GET", "/metrics": "GET"} {
+		"/state/{id}/files": "GET", "/state/{id}/files/{path...}": "GET, PUT, DELETE", "/runs/{run_id}/resume": "POST", "/healthz": "GET", "/metrics": "GET"} {
 		h.mux.HandleFunc(path, h.instrument("other", func(w http.ResponseWriter, r *http.Request) *apiError {
 			w.Header().Set("Allow", allow)
 			return &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", msg: r.Method + " is not allowed on " + r.URL.Path + "; use " + allow}

@@ -1,0 +1,242 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/store"
+)
+
+// ToolSpec declares a client tool in POST /exec: a function the code may
+// call that the client answers (POST /runs/{run_id}/resume). The shape is
+// a model's tool definition; Description and Parameters are not used by
+// the server (the client keeps them for its model).
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	// Async makes a call return an awaitable at once, so that
+	// asyncio.gather collects several calls before the run pauses; the
+	// code must await it. By default a call pauses the run where it is
+	// made and its result is the call's value.
+	Async bool `json:"async,omitempty"`
+}
+
+// ToolCallInfo is a call of a client tool in a paused answer.
+type ToolCallInfo struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Args and Kwargs are the arguments as JSON (a value without a JSON
+	// form appears as its repr, a string).
+	Args   []json.RawMessage          `json:"args"`
+	Kwargs map[string]json.RawMessage `json:"kwargs"`
+}
+
+// ResumeRequest is the body of POST /runs/{run_id}/resume.
+type ResumeRequest struct {
+	Results []ToolResultSpec `json:"results"`
+	// Limits, as for POST /exec, for the rest of the run.
+	Limits *RequestLimits `json:"limits,omitempty"`
+}
+
+// ToolResultSpec answers one call: its value, or an error the call raises
+// in the code.
+type ToolResultSpec struct {
+	ID    string          `json:"id"`
+	Value json.RawMessage `json:"value,omitempty"`
+	Error *ToolError      `json:"error,omitempty"`
+}
+
+// ToolError is an exception a client tool raises in the code.
+type ToolError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// Answer statuses.
+const (
+	StatusCompleted = "completed"
+	StatusPaused    = "paused"
+)
+
+const maxTools = 64
+
+// parseTools checks the client tools of a request.
+func parseTools(specs []ToolSpec) ([]session.ClientTool, *apiError) {
+	if len(specs) > maxTools {
+		return nil, badRequest(fmt.Sprintf("%d tools, at most %d are accepted", len(specs), maxTools))
+	}
+	seen := map[string]bool{}
+	out := make([]session.ClientTool, 0, len(specs))
+	for _, t := range specs {
+		switch {
+		case !identPattern.MatchString(t.Name):
+			return nil, badRequest(fmt.Sprintf("tool name %q is not a Python identifier", t.Name))
+		case seen[t.Name]:
+			return nil, badRequest(fmt.Sprintf("tool %q is declared twice", t.Name))
+		}
+		seen[t.Name] = true
+		out = append(out, session.ClientTool{Name: t.Name, Async: t.Async})
+	}
+	return out, nil
+}
+
+func badRequest(msg string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: msg}
+}
+
+// runID names a paused run over HTTP: the session id and the session's run
+// id, so that any instance can find it (the API key's namespace is part of
+// the lookup, so another key's runs are not found).
+func runID(sessionID, run string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(sessionID)) + "." + run
+}
+
+// parseRunID splits a run id; ok is false when it is not one.
+func parseRunID(id string) (sessionID, run string, ok bool) {
+	enc, run, found := strings.Cut(id, ".")
+	b, err := base64.RawURLEncoding.DecodeString(enc)
+	if !found || err != nil || run == "" || checkSessionID(string(b)) != nil {
+		return "", "", false
+	}
+	return string(b), run, true
+}
+
+// setPaused fills a paused answer.
+func setPaused(resp *ExecResponse, sessionID string, p *session.Paused) {
+	resp.Status, resp.RunID = StatusPaused, runID(sessionID, p.RunID)
+	resp.Result, resp.ResultRepr = json.RawMessage("null"), ""
+	resp.Calls = make([]ToolCallInfo, len(p.Calls))
+	resp.RunExpires = p.Expires.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	for i, c := range p.Calls {
+		info := ToolCallInfo{ID: c.ID, Name: c.Name, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
+		for j, a := range c.Args {
+			info.Args[j] = jsonOrRepr(a)
+		}
+		for _, kw := range c.Kwargs {
+			k, _ := kw.Key.(object.Str)
+			info.Kwargs[string(k)] = jsonOrRepr(kw.Value)
+		}
+		resp.Calls[i] = info
+	}
+}
+
+func jsonOrRepr(v object.Value) json.RawMessage {
+	if js, err := object.ToJSON(v); err == nil {
+		return js
+	}
+	js, _ := json.Marshal(object.Repr(v))
+	return js
+}
+
+// toolResults converts a resume request's results.
+func toolResults(specs []ToolResultSpec) ([]session.ToolResult, *apiError) {
+	if len(specs) == 0 {
+		return nil, badRequest("results is empty: answer at least one call of the run")
+	}
+	out := make([]session.ToolResult, len(specs))
+	for i, r := range specs {
+		res := session.ToolResult{ID: r.ID}
+		switch {
+		case r.Error != nil && len(r.Value) > 0:
+			return nil, badRequest(fmt.Sprintf("result %q has both a value and an error", r.ID))
+		case r.Error != nil:
+			if !identPattern.MatchString(r.Error.Type) {
+				return nil, badRequest(fmt.Sprintf("result %q: error type %q is not a Python exception name", r.ID, r.Error.Type))
+			}
+			res.Error = &runtime.Exception{Type: r.Error.Type, Message: r.Error.Message}
+		default:
+			raw := r.Value
+			if len(raw) == 0 {
+				raw = json.RawMessage("null")
+			}
+			v, err := object.FromJSON(raw)
+			if err != nil {
+				return nil, badRequest(fmt.Sprintf("result %q: %v", r.ID, err))
+			}
+			res.Value = v
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+// runError is the answer for a resume the session refused.
+func runError(err error) *apiError {
+	switch {
+	case errors.Is(err, session.ErrRunNotPaused):
+		return &apiError{status: http.StatusConflict, code: "run_not_paused", msg: err.Error() + "; a run is resumed once: its next pause has a new run_id"}
+	case errors.Is(err, session.ErrRunExpired):
+		return &apiError{status: http.StatusGone, code: "run_expired", msg: err.Error() + "; the session's next /exec abandons it"}
+	case errors.Is(err, session.ErrBadResults):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_results", msg: err.Error()}
+	case errors.Is(err, session.ErrRunPaused):
+		return &apiError{status: http.StatusConflict, code: "run_paused", msg: err.Error() + "; resume it with POST /runs/{run_id}/resume"}
+	case errors.Is(err, errResumeRaced):
+		return &apiError{status: http.StatusConflict, code: "run_already_resumed", msg: "another request resumed this run at the same time, and its outcome was stored; this one's was not"}
+	}
+	return nil
+}
+
+// errResumeRaced marks a resume that lost the session's compare-and-set.
+var errResumeRaced = errors.New("httpapi: resume raced another")
+
+// callArguments is a call's arguments as one JSON object for a tool call
+// event: {"args": [...], "kwargs": {...}}.
+func callArguments(c session.ToolCall) map[string]any {
+	var info ExecResponse
+	setPaused(&info, "", &session.Paused{Calls: []session.ToolCall{c}})
+	return map[string]any{"args": info.Calls[0].Args, "kwargs": info.Calls[0].Kwargs}
+}
+
+// resume serves POST /runs/{run_id}/resume: the client's results for a
+// paused run's calls; the run goes on, on this instance, and the answer is
+// /exec's (completed, or paused again with a new run_id).
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ns string) *apiError {
+	sessionID, run, ok := parseRunID(r.PathValue("run_id"))
+	if !ok {
+		return &apiError{status: http.StatusNotFound, code: "run_not_found", msg: "no such run: run_id is not one this API gave out"}
+	}
+	var req ResumeRequest
+	if aerr := h.readBody(w, r, &req); aerr != nil {
+		return aerr
+	}
+	results, aerr := toolResults(req.Results)
+	if aerr != nil {
+		return aerr
+	}
+	if l := req.Limits; l != nil && (l.DurationMS < 0 || l.MemoryBytes < 0 || l.Recursion < 0 || l.OutputBytes < 0 || l.ResultBytes < 0) {
+		return badRequest("limits must not be negative")
+	}
+	limits := h.limits(req.Limits)
+	done, aerr := h.begin()
+	if aerr != nil {
+		return aerr
+	}
+	defer done()
+	ctx, cancel := h.workContext(r)
+	defer cancel()
+	// A run of a session this API key cannot see is no run at all.
+	if _, err := h.opts.Store.Stat(ctx, storeID(ns, sessionID)); errors.Is(err, store.ErrNotFound) {
+		return &apiError{status: http.StatusNotFound, code: "run_not_found", msg: "no such run (unknown, or made with another API key)"}
+	} else if err != nil {
+		return storeError(err)
+	}
+	op := func(ctx context.Context, s *session.Session) (*session.Result, error) {
+		res, err := s.Resume(ctx, run, results)
+		if errors.Is(err, store.ErrConflict) {
+			err = fmt.Errorf("%w: %w", errResumeRaced, err)
+		}
+		return res, err
+	}
+	return h.answer(ctx, w, r, ns, sessionID, op, limits, time.Now())
+}
