@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -28,4 +29,36 @@ func BenchmarkExec(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPauseResume: one round trip of a client tool — /exec pauses at
+// the call and stores the paused run, /runs/{run_id}/resume loads it and
+// finishes — next to a plain /exec of the same code with the tool's value
+// in place (report as the ratio of the two).
+func BenchmarkPauseResume(b *testing.B) {
+	srv := newServer(b, httpapi.Options{})
+	c := srv.client("")
+	b.Run("plain-exec", func(b *testing.B) {
+		for b.Loop() {
+			if status, resp, _ := c.exec(map[string]any{"session_id": "plain", "code": "n = 41\nn + 1"}); status != 200 || resp.Error != nil {
+				b.Fatalf("status %d", status)
+			}
+		}
+	})
+	b.Run("pause-store-resume", func(b *testing.B) {
+		req := map[string]any{"session_id": "paused", "code": "n = ask()\nn + 1", "tools": []map[string]any{{"name": "ask"}}}
+		body, _ := json.Marshal(req)
+		for b.Loop() {
+			status, _, data := c.do("POST", "/exec", body)
+			var p httpapi.ExecResponse
+			if status != 200 || json.Unmarshal(data, &p) != nil || p.Status != httpapi.StatusPaused {
+				b.Fatalf("exec: %d %s", status, data)
+			}
+			res, _ := json.Marshal(map[string]any{"results": []map[string]any{{"id": p.Calls[0].ID, "value": 41}}})
+			status, _, data = c.do("POST", "/runs/"+p.RunID+"/resume", res)
+			if status != 200 {
+				b.Fatalf("resume: %d %s", status, data)
+			}
+		}
+	})
 }
