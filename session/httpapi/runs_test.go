@@ -1,10 +1,14 @@
 package httpapi_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -146,4 +150,48 @@ func TestConcurrentHTTPResumes(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, ok, "exactly one resume wins: %v", statuses)
+}
+
+// streamPost posts body to path asking for events.
+func (c *client) streamPost(t *testing.T, path string, body []byte) *events {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	hreq, err := http.NewRequestWithContext(ctx, "POST", c.s.srv.URL+path, bytes.NewReader(body))
+	require.NoError(t, err)
+	hreq.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(hreq)
+	require.NoError(t, err)
+	t.Cleanup(func() { cancel(); resp.Body.Close() })
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	return &events{t: t, resp: resp, r: bufio.NewReader(resp.Body), cancel: cancel}
+}
+
+// TestStreamPauseResume: a streamed run that pauses reports the client
+// tool calls as AG-UI tool calls and ends with the paused answer; the
+// streamed resume ends with the completed one. Every frame passes the
+// protocol checks.
+func TestStreamPauseResume(t *testing.T) {
+	c := newServer(t, httpapi.Options{}).client("")
+	body, _ := json.Marshal(map[string]any{"code": "print('asking')\nx = ask('q', n=2)\nprint('got', x)\nx * 2", "tools": []map[string]any{{"name": "ask"}}})
+	evs := c.streamPost(t, "/exec", body).rest()
+	brief := briefEvents(evs)
+	assert.Contains(t, brief, `TEXT_MESSAGE_CONTENT "asking\n"`)
+	assert.Contains(t, brief, `TOOL_CALL_START "ask"`)
+	var args string
+	for _, ev := range evs {
+		if ev["type"] == "TOOL_CALL_ARGS" {
+			args = ev["delta"].(string)
+		}
+	}
+	assert.JSONEq(t, `{"args": ["q"], "kwargs": {"n": 2}}`, args)
+	p := finished(t, evs[len(evs)-1])
+	require.Equal(t, httpapi.StatusPaused, p.Status)
+
+	res, _ := json.Marshal(map[string]any{"results": []map[string]any{{"id": p.Calls[0].ID, "value": 21}}})
+	evs = c.streamPost(t, "/runs/"+p.RunID+"/resume", res).rest()
+	assert.Contains(t, briefEvents(evs), `TEXT_MESSAGE_CONTENT "got 21\n"`)
+	done := finished(t, evs[len(evs)-1])
+	assert.Equal(t, httpapi.StatusCompleted, done.Status)
+	assert.Equal(t, json.RawMessage(`42`), done.Result)
 }
