@@ -1,0 +1,48 @@
+package session
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/object"
+)
+
+// TestPausedRunSection: a paused run round-trips through blob version 4,
+// and forged run sections are refused as corrupt.
+func TestPausedRunSection(t *testing.T) {
+	args, _ := object.Encode(object.Tuple{object.Str("q")})
+	kwargs, _ := object.Encode(object.Dict{})
+	zero := uint32(0)
+	good := func() *pausedRun {
+		return &pausedRun{ID: "r1", Code: "ask('q')", Expires: time.Unix(100, 0).UTC(), Tools: []ClientTool{{Name: "ask"}},
+			Calls: []storedCall{{ID: 0, Name: "ask", Args: args, Kwargs: kwargs}}, Blocking: &zero, TTL: int64(time.Hour)}
+	}
+	b := &blob{MontyVersion: "1.4.0", Names: []string{}, JSON: []byte(`{}`), Dump: []byte("dump"), Run: good()}
+	data, err := b.encode([]byte("k"), false)
+	require.NoError(t, err)
+	assert.Equal(t, byte(blobVersionRun), data[4])
+	got, err := decodeBlob(data, [][]byte{[]byte("k")}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, good(), got.Run)
+
+	five := uint32(5)
+	for name, forge := range map[string]func(r *pausedRun){
+		"no id":            func(r *pausedRun) { r.ID = "" },
+		"no calls":         func(r *pausedRun) { r.Calls = nil },
+		"repeated call":    func(r *pausedRun) { r.Calls = append(r.Calls, r.Calls[0]) },
+		"unnamed call":     func(r *pausedRun) { r.Calls[0].Name = "" },
+		"blocking unknown": func(r *pausedRun) { r.Blocking = &five },
+		"args not cbor":    func(r *pausedRun) { r.Calls[0].Args = []byte{0xff} },
+		"args not a tuple": func(r *pausedRun) { r.Calls[0].Args = kwargs },
+	} {
+		r := good()
+		forge(r)
+		data, err := (&blob{MontyVersion: "1.4.0", Names: []string{}, JSON: []byte(`{}`), Dump: []byte("d"), Run: r}).encode(nil, false)
+		require.NoError(t, err)
+		_, err = decodeBlob(data, nil, 0)
+		assert.ErrorIs(t, err, ErrCorrupt, name)
+	}
+}
