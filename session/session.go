@@ -69,10 +69,19 @@ type Options struct {
 	// CaptureOnError saves the state left by a call that raised. By default
 	// such a call leaves the session exactly as it was before the call.
 	CaptureOnError bool
-	// FreshOnCorrupt starts an empty session when the stored blob cannot be
-	// loaded (damaged, or failing its signature). The blob is always kept
-	// aside first; without this option opening fails instead.
+	// FreshOnCorrupt starts an empty session when the stored state cannot
+	// be loaded: a damaged or truncated blob, one of another format, one
+	// whose signature does not verify (written for another session or
+	// signed with another key), or an entry the store itself cannot read
+	// (store.ErrUnreadable). The state is always kept aside first
+	// (Restore.QuarantinedAs says where); without this option, or when it
+	// cannot be kept aside, Open fails instead with a *CorruptStateError.
 	FreshOnCorrupt bool
+	// Ephemeral turns persistence off: the session never reads or writes
+	// the Store, and every call starts with an empty namespace (and empty
+	// files); Result.NotSavedReason says so. Seed 004's
+	// STATE_PERSISTENCE_ENABLED=false.
+	Ephemeral bool
 	// NoCompression stores dumps uncompressed.
 	NoCompression bool
 	// Limits apply to every call (zero value: runtime.DefaultLimits()).
@@ -127,9 +136,14 @@ type Restore struct {
 	// classes, instances, ...) when FromJSON is true.
 	Lost []string
 	// QuarantinedAs is the id where an unloadable blob was kept aside.
+	// When it is set the session started empty (Options.FreshOnCorrupt).
 	QuarantinedAs string
 	// Reason explains FromJSON or a quarantine.
 	Reason string
+	// Err is why the stored state could not be loaded, when QuarantinedAs
+	// is set: it matches ErrCorrupt, and store.ErrUnreadable too when the
+	// store could not read the entry at all.
+	Err error
 }
 
 // Result is the outcome of one Exec.
@@ -177,6 +191,8 @@ type Session struct {
 	info    store.Info
 	closed  bool
 	restore Restore
+	// noticed is set once RestoreNotice has reported restore.
+	noticed bool
 	// tc is the live type check context (the saved one between calls;
 	// nil while the session does not record one).
 	tc *typecheck.Context
@@ -251,9 +267,17 @@ func (s *Session) Restored() Restore { return s.restore }
 
 // load fetches and restores the stored state, or starts empty.
 func (s *Session) load(ctx context.Context) error {
+	s.noticed = false
+	if s.opts.Ephemeral {
+		return s.fresh(ctx)
+	}
 	obj, err := s.opts.Store.Get(ctx, s.id)
 	if errors.Is(err, store.ErrNotFound) {
 		return s.fresh(ctx)
+	}
+	if errors.Is(err, store.ErrUnreadable) {
+		// Damage to this entry, not an outage of the store.
+		return s.salvage(ctx, err)
 	}
 	if err != nil {
 		return err
@@ -273,7 +297,7 @@ func (s *Session) load(ctx context.Context) error {
 		return fmt.Errorf("session %s: %w", s.id, err)
 	}
 	if errors.Is(err, ErrCorrupt) {
-		return s.quarantine(ctx, obj.Data, err)
+		return s.quarantine(ctx, obj.Data, err, "")
 	}
 	if err != nil {
 		// Cancelled, no interpreter, a dead one: the blob is not to blame.
@@ -340,25 +364,30 @@ func blobFault(ctx context.Context, err error, what string) error {
 // quarantine keeps an unloadable blob aside, then fails or starts fresh.
 // The copy is named after the blob's content, so meeting the same blob
 // again (every call on a session until someone repairs it) keeps one copy.
-func (s *Session) quarantine(ctx context.Context, data []byte, cause error) error {
+// replace is the version a fresh start's first save replaces the original
+// under ("": the stored version, as Stat reports it).
+func (s *Session) quarantine(ctx context.Context, data []byte, cause error, replace string) error {
 	sum := sha256.Sum256(data)
 	qid := fmt.Sprintf("%s.corrupt.%x", s.id, sum[:8])
 	if len(qid) > 200 {
 		qid = fmt.Sprintf("corrupt.%x.%x", sha256.Sum256([]byte(s.id)), sum[:8])
 	}
 	if _, err := s.opts.Store.Put(ctx, qid, data, store.Cond{IfAbsent: true}); err != nil && !errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("session %s: stored state cannot be loaded (%w) and keeping it aside failed: %v; it was left in place", s.id, cause, err)
+		return &CorruptStateError{ID: s.id, Err: cause, KeepErr: err}
+	}
+	if !s.opts.FreshOnCorrupt {
+		return &CorruptStateError{ID: s.id, QuarantinedAs: qid, Err: cause}
 	}
 	s.restore.QuarantinedAs = qid
 	s.restore.Reason = cause.Error()
-	if !s.opts.FreshOnCorrupt {
-		return fmt.Errorf("session %s: stored state cannot be loaded: %w; a copy was kept as %q and the original left in place (open with FreshOnCorrupt to start empty)", s.id, cause, qid)
-	}
+	s.restore.Err = cause
 	// Starting empty: later saves replace the original, whose copy is kept.
-	obj, err := s.opts.Store.Stat(ctx, s.id)
-	if err == nil {
-		s.version = obj.Version
+	if replace == "" {
+		if obj, err := s.opts.Store.Stat(ctx, s.id); err == nil {
+			replace = obj.Version
+		}
 	}
+	s.version = replace
 	s.saved = nil
 	return s.freshInterpreter(ctx)
 }
@@ -732,6 +761,11 @@ func strs(list object.List) []string {
 
 // save persists the state after a call, with the type check context tc.
 func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) error {
+	if s.opts.Ephemeral {
+		res.NotSavedReason = NotSavedEphemeral
+		s.describe(res)
+		return nil
+	}
 	names, view, omitted, err := s.snapshotUnlessPaused(ctx)
 	if err != nil {
 		return err
@@ -752,7 +786,7 @@ func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) 
 		return err
 	}
 	if int64(len(data)) > s.opts.maxStateSize() {
-		res.NotSavedReason = fmt.Sprintf("state is %d bytes, over the %d-byte limit; the previously saved state is kept", len(data), s.opts.maxStateSize())
+		res.NotSavedReason = fmt.Sprintf("state is %d bytes, over the %d-byte limit; the previously saved state is kept (the next call continues from it, or starts empty when there is none)", len(data), s.opts.maxStateSize())
 		s.describe(res)
 		return nil
 	}

@@ -118,6 +118,23 @@ type Store interface {
 	Close() error
 }
 
+// Salvager is implemented by stores that can hand over an entry they
+// cannot read as a blob (see ErrUnreadable), so that a caller can keep its
+// bytes aside and then replace the entry without losing a concurrent
+// update. The session package does this before it starts a session whose
+// stored state is damaged afresh (session.Options.FreshOnCorrupt).
+type Salvager interface {
+	// Salvage returns the bytes stored under id as they are, whatever they
+	// hold (for the directory store: the whole file, header included), and
+	// a token that, passed to Put as Cond.IfVersion, replaces exactly this
+	// entry: Put fails with ErrConflict once the entry was changed or
+	// removed. It returns ErrNotFound when nothing is stored under id, an
+	// error matching ErrUnreadable when the entry cannot be read even as
+	// bytes (no permission, not a file) or is larger than max bytes, and
+	// ErrUnavailable for failures of the backend.
+	Salvage(ctx context.Context, id string, max int64) (data []byte, token string, err error)
+}
+
 var (
 	validID    = regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,200}$`)
 	dotSegment = regexp.MustCompile(`(^|/)\.\.?(/|$)`)

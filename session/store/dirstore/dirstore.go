@@ -30,6 +30,17 @@
 // reports a mismatch as store.ErrUnreadable (which matches
 // store.ErrUnavailable too); List skips and reports such files (see List).
 //
+// # Damaged files
+//
+// A .session file that is not what Put wrote (truncated, garbage, written
+// by something else, a directory or another non-regular file in its place,
+// a file this process may not read) is damage to that one entry, never an
+// outage of the store: Get and Stat report it as store.ErrUnreadable, List
+// skips and reports it. Salvage hands over its bytes with a token that
+// lets Put replace exactly that file, so a caller can keep the bytes aside
+// and start the session afresh (the session package does, with
+// session.Options.FreshOnCorrupt) without overwriting a concurrent repair.
+//
 // # Concurrency
 //
 // Writers of an id (Put, Delete, and the lazy removal of an expired blob)
@@ -61,6 +72,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -99,7 +111,10 @@ type Store struct {
 	closed atomic.Bool
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Salvager = (*Store)(nil)
+)
 
 // Open returns a store in dir, creating the directory (mode 0700) if needed,
 // and removes temporary files left behind by writers that died more than
@@ -327,7 +342,10 @@ func (s *Store) dropExpired(ctx context.Context, id string) {
 }
 
 // Put stores data under id if cond holds, else it returns store.ErrConflict.
-// It holds the id's lock while it checks cond and replaces the file.
+// It holds the id's lock while it checks cond and replaces the file. A
+// conditional Put over a damaged file fails with its store.ErrUnreadable
+// error, unless cond.IfVersion is the token Salvage returned for that very
+// file.
 func (s *Store) Put(ctx context.Context, id string, data []byte, cond store.Cond) (store.Info, error) {
 	if err := s.begin(ctx, id); err != nil {
 		return store.Info{}, err
@@ -340,6 +358,17 @@ func (s *Store) Put(ctx context.Context, id string, data []byte, cond store.Cond
 	defer lk.unlock()
 
 	now := storeutil.Now()
+	if token, ok := strings.CutPrefix(cond.IfVersion, salvagePrefix); ok {
+		// Replacing an entry handed over by Salvage: exactly that one.
+		if err := checkSalvaged(s.dataPath(n), id, token); err != nil {
+			return store.Info{}, err
+		}
+		h := newHeader(id, data, now, s.ttl)
+		if err := s.writeFile(n, &h, data); err != nil {
+			return store.Info{}, err
+		}
+		return h.info(), nil
+	}
 	old, _, err := s.readFile(id, false)
 	switch {
 	case err == errMissing:
@@ -358,15 +387,7 @@ func (s *Store) Put(ctx context.Context, id string, data []byte, cond store.Cond
 	if err := storeutil.Check(id, cond, exists, version); err != nil {
 		return store.Info{}, err
 	}
-	h := header{
-		ID:       id,
-		Version:  storeutil.NewVersion(),
-		Created:  now.UnixNano(),
-		Modified: now.UnixNano(),
-		Expires:  storeutil.UnixNano(storeutil.Expiry(now, s.ttl)),
-		Size:     int64(len(data)),
-		SHA256:   store.Checksum(data),
-	}
+	h := newHeader(id, data, now, s.ttl)
 	if old != nil {
 		h.Created = old.Created
 		if h.Modified <= old.Modified { // keep Modified strictly increasing
@@ -377,6 +398,114 @@ func (s *Store) Put(ctx context.Context, id string, data []byte, cond store.Cond
 		return store.Info{}, err
 	}
 	return h.info(), nil
+}
+
+// newHeader is the header of data stored under id at now, with a fresh
+// version.
+func newHeader(id string, data []byte, now time.Time, ttl time.Duration) header {
+	return header{
+		ID:       id,
+		Version:  storeutil.NewVersion(),
+		Created:  now.UnixNano(),
+		Modified: now.UnixNano(),
+		Expires:  storeutil.UnixNano(storeutil.Expiry(now, ttl)),
+		Size:     int64(len(data)),
+		SHA256:   store.Checksum(data),
+	}
+}
+
+// salvagePrefix starts the tokens Salvage returns, which Put takes as
+// Cond.IfVersion (versions of readable blobs are plain hex).
+const salvagePrefix = "salvaged-"
+
+// salvageToken names the exact bytes of a file: its size and SHA-256.
+func salvageToken(raw []byte) string {
+	return fmt.Sprintf("%s%d-%s", salvagePrefix, len(raw), store.Checksum(raw))
+}
+
+// Salvage returns the whole .session file of id as it is (header and
+// data), readable or not, and a token that Put accepts as Cond.IfVersion
+// to replace exactly that file (see store.Salvager). A missing file is
+// store.ErrNotFound; one this process may not read, a directory or other
+// non-regular file, or a file of more than max bytes, an error matching
+// store.ErrUnreadable: move it away by hand.
+func (s *Store) Salvage(ctx context.Context, id string, max int64) ([]byte, string, error) {
+	if err := s.begin(ctx, id); err != nil {
+		return nil, "", err
+	}
+	path := s.dataPath(name(id))
+	raw, err := readRaw(path, max)
+	if err == errMissing {
+		return nil, "", storeutil.NotFound(id)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return raw, salvageToken(raw), nil
+}
+
+// readRaw reads the file at path, of at most max bytes, without opening
+// anything but a regular file (a named pipe would block). A missing file
+// yields errMissing.
+func readRaw(path string, max int64) ([]byte, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, errMissing
+	case errors.Is(err, fs.ErrPermission):
+		return nil, storeutil.Unreadable("dirstore: cannot read %s: %v (fix its permissions, or move it away)", path, err)
+	case err != nil:
+		return nil, unavailable("stat", path, err)
+	case !fi.Mode().IsRegular():
+		return nil, storeutil.Unreadable("dirstore: %s is not a regular file and cannot be read or replaced (move it away)", path)
+	case fi.Size() > max:
+		return nil, storeutil.Unreadable("dirstore: %s is %d bytes, more than the %d that may be read from a damaged file (move it away)", path, fi.Size(), max)
+	}
+	f, err := os.Open(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, errMissing
+	case errors.Is(err, fs.ErrPermission):
+		return nil, storeutil.Unreadable("dirstore: cannot read %s: %v (fix its permissions, or move it away)", path, err)
+	case err != nil:
+		return nil, unavailable("open", path, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, storeutil.Unreadable("dirstore: %s is not a regular file and cannot be read or replaced (move it away)", path)
+	}
+	raw, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, unavailable("read", path, err)
+	}
+	if int64(len(raw)) > max {
+		return nil, storeutil.Unreadable("dirstore: %s is more than the %d bytes that may be read from a damaged file (move it away)", path, max)
+	}
+	return raw, nil
+}
+
+// checkSalvaged holds when the file at path is still the one a Salvage
+// token names; else it returns store.ErrConflict. The caller holds the
+// id's lock.
+func checkSalvaged(path, id, token string) error {
+	size, _, ok := strings.Cut(token, "-")
+	n, err := strconv.ParseInt(size, 10, 64)
+	if !ok || err != nil || n < 0 {
+		return storeutil.Conflict(id, "the token "+salvagePrefix+token+" does not come from Salvage")
+	}
+	raw, err := readRaw(path, n)
+	switch {
+	case err == errMissing:
+		return storeutil.Conflict(id, "the salvaged entry no longer exists (Put with a Salvage token)")
+	case errors.Is(err, store.ErrUnreadable):
+		// Larger than it was, or no longer a file: changed.
+		return storeutil.Conflict(id, "the salvaged entry was changed since it was read")
+	case err != nil:
+		return err
+	case salvageToken(raw) != salvagePrefix+token:
+		return storeutil.Conflict(id, "the salvaged entry was changed since it was read")
+	}
+	return nil
 }
 
 // writeFile atomically replaces the .session file of name n.
