@@ -20,9 +20,14 @@
 //
 // For s3:// without credentials in the URL, AWS_ACCESS_KEY_ID and
 // AWS_SECRET_ACCESS_KEY are used.
+//
+// OpenWith takes the same settings as Options instead, for a service's
+// flags (monty serve's --state-ttl, --state-archive-after, ...): they
+// apply to whatever store the spec names, a plain directory included.
 package storeurl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,10 +49,40 @@ import (
 // a backend that cannot be reached).
 var ErrBadSpec = errors.New("storeurl: invalid store spec")
 
+// Options are settings for every store OpenWith opens. A zero duration
+// leaves the backend's default (no expiry for directories and memory, 2
+// hours in Redis, 7 days in S3; the tiered store's archive after 30 minutes
+// without a write, checked every minute); a negative one means never
+// (expiry) or is refused (archiving). A setting given here may not also be
+// given as a parameter of the spec.
+type Options struct {
+	// TTL is how long a blob lives after its last Put: in the store, or in
+	// the HOT store of a tiered pair (spec parameter ttl=).
+	TTL time.Duration
+	// ArchiveTTL is how long a blob lives in the COLD store of a tiered
+	// pair after it was archived (ttl= on the COLD url). Tiered pairs only.
+	ArchiveTTL time.Duration
+	// ArchiveAfter is how long a blob goes without a write before the
+	// tiered store's archiver copies it into the COLD store (archive_after=
+	// on the HOT url). Tiered pairs only.
+	ArchiveAfter time.Duration
+	// ArchiveInterval is the time between archiver passes (interval= on the
+	// HOT url). Tiered pairs only.
+	ArchiveInterval time.Duration
+	// Logf, when set, receives the tiered archiver's errors.
+	Logf func(format string, args ...any)
+}
+
 // Open opens the store that spec names (see the package documentation).
 // Backends that need a server are contacted once, so a wrong address fails
 // here rather than at the first session. The caller closes the store.
 func Open(ctx context.Context, spec string) (store.Store, error) {
+	return OpenWith(ctx, spec, Options{})
+}
+
+// OpenWith is Open with settings that apply whatever the spec names (see
+// Options). Errors about the spec or the settings wrap ErrBadSpec.
+func OpenWith(ctx context.Context, spec string, opts Options) (store.Store, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		return nil, badSpec(spec, "empty; give a directory, mem:, redis://…, s3://… or HOT,COLD")
@@ -56,9 +91,12 @@ func Open(ctx context.Context, spec string) (store.Store, error) {
 		if strings.TrimSpace(hot) == "" || strings.TrimSpace(cold) == "" || strings.Contains(cold, ",") {
 			return nil, badSpec(spec, "a tiered store is HOT,COLD: two stores, comma-separated (a directory name may not contain a comma)")
 		}
-		return openTiered(ctx, spec, hot, cold)
+		return openTiered(ctx, spec, hot, cold, opts)
 	}
-	st, tierOpts, err := openOne(ctx, spec)
+	if opts.ArchiveTTL != 0 || opts.ArchiveAfter != 0 || opts.ArchiveInterval != 0 {
+		return nil, badSpec(spec, "the archive TTL, archive-after and archive interval settings need a tiered store: give HOT,COLD")
+	}
+	st, tierOpts, err := openOne(ctx, spec, opts.TTL)
 	if err == nil && len(tierOpts) > 0 {
 		st.Close()
 		err = badSpec(spec, "archive_after and interval belong on the HOT url of a HOT,COLD pair")
@@ -81,11 +119,12 @@ func isURL(s string) bool {
 }
 
 // openOne opens a single backend and returns the tiered-store parameters
-// (archive_after, interval) found in its query.
-func openOne(ctx context.Context, spec string) (store.Store, url.Values, error) {
+// (archive_after, interval) found in its query. ttl is the time to live
+// when the spec has no ttl= of its own (0: the backend's default).
+func openOne(ctx context.Context, spec string, ttl time.Duration) (store.Store, url.Values, error) {
 	spec = strings.TrimSpace(spec)
 	if !isURL(spec) {
-		st, err := dirstore.Open(spec, dirstore.Options{})
+		st, err := dirstore.Open(spec, dirstore.Options{TTL: max(ttl, 0)})
 		return st, nil, err
 	}
 	u, err := url.Parse(spec)
@@ -101,9 +140,14 @@ func openOne(ctx context.Context, spec string) (store.Store, url.Values, error) 
 			q.Del(k)
 		}
 	}
-	ttl, err := takeDuration(q, "ttl")
-	if err != nil {
+	urlTTL, err := takeDuration(q, "ttl")
+	switch {
+	case err != nil:
 		return nil, nil, badSpec(spec, err.Error())
+	case urlTTL != 0 && ttl != 0:
+		return nil, nil, badSpec(spec, "the TTL is given twice: as ttl= in the url and as a setting; keep one")
+	case urlTTL != 0:
+		ttl = urlTTL
 	}
 	var st store.Store
 	switch u.Scheme {
@@ -170,23 +214,31 @@ func openS3(ctx context.Context, spec string, u *url.URL, q url.Values, ttl time
 	return s3store.New(ctx, opts)
 }
 
-func openTiered(ctx context.Context, spec, hotSpec, coldSpec string) (store.Store, error) {
-	hot, q, err := openOne(ctx, hotSpec)
+func openTiered(ctx context.Context, spec, hotSpec, coldSpec string, o Options) (store.Store, error) {
+	if o.ArchiveAfter < 0 || o.ArchiveInterval < 0 {
+		return nil, badSpec(spec, "the archive-after time and the archive interval must be positive durations")
+	}
+	hot, q, err := openOne(ctx, hotSpec, o.TTL)
 	if err != nil {
 		return nil, err
 	}
-	opts := tiered.Options{Hot: hot}
+	opts := tiered.Options{Hot: hot, Logf: o.Logf}
 	if opts.ArchiveAfter, err = takeDuration(q, "archive_after"); err == nil {
 		opts.Interval, err = takeDuration(q, "interval")
 	}
 	if err == nil {
 		err = leftover(q)
 	}
+	if err == nil && (opts.ArchiveAfter != 0 && o.ArchiveAfter != 0 || opts.Interval != 0 && o.ArchiveInterval != 0) {
+		err = errors.New("archive_after or interval is given twice: in the HOT url and as a setting; keep one")
+	}
 	if err != nil {
 		hot.Close()
 		return nil, badSpec(spec, err.Error())
 	}
-	cold, rest, err := openOne(ctx, coldSpec)
+	opts.ArchiveAfter = cmp.Or(opts.ArchiveAfter, o.ArchiveAfter)
+	opts.Interval = cmp.Or(opts.Interval, o.ArchiveInterval)
+	cold, rest, err := openOne(ctx, coldSpec, o.ArchiveTTL)
 	if err == nil && len(rest) > 0 {
 		cold.Close()
 		err = badSpec(spec, "archive_after and interval belong on the HOT url")

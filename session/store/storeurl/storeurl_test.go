@@ -185,3 +185,74 @@ func TestTieredSpecWithMemory(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestOpenWith: the settings apply whatever the spec names, and may not be
+// given twice.
+func TestOpenWith(t *testing.T) {
+	ctx := storetest.Ctx(t)
+	lifetime := func(t *testing.T, st store.Store) time.Duration {
+		t.Helper()
+		info, err := st.Put(ctx, "ttl", []byte("x"), store.Cond{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Expires.IsZero() {
+			return 0
+		}
+		return info.Expires.Sub(info.Modified)
+	}
+	openWith := func(t *testing.T, spec string, o storeurl.Options) store.Store {
+		t.Helper()
+		st, err := storeurl.OpenWith(ctx, spec, o)
+		if err != nil {
+			t.Fatalf("OpenWith(%q): %v", spec, err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	// A plain directory has no url to carry ttl=.
+	if d := lifetime(t, openWith(t, t.TempDir(), storeurl.Options{TTL: time.Hour})); d != time.Hour {
+		t.Errorf("directory with TTL 1h: lifetime %v", d)
+	}
+	if d := lifetime(t, openWith(t, redisURL(t, ""), storeurl.Options{TTL: 90 * time.Second})); d != 90*time.Second {
+		t.Errorf("redis with TTL 90s: lifetime %v", d)
+	}
+	if d := lifetime(t, openWith(t, redisURL(t, ""), storeurl.Options{TTL: -1})); d != 0 {
+		t.Errorf("redis with TTL never: lifetime %v", d)
+	}
+	if d := lifetime(t, openWith(t, redisURL(t, ""), storeurl.Options{})); d != redisstore.DefaultTTL {
+		t.Errorf("redis without TTL: lifetime %v, want the default", d)
+	}
+
+	// A tiered pair: TTL to HOT, ArchiveTTL to COLD, the archiver's timing.
+	ts := openWith(t, redisURL(t, "")+","+s3URL(t, ""), storeurl.Options{
+		TTL: 3 * time.Hour, ArchiveTTL: 48 * time.Hour, ArchiveAfter: 20 * time.Minute, ArchiveInterval: 2 * time.Minute,
+	}).(*tiered.Store)
+	hot, cold := ts.Tiers()
+	if d := lifetime(t, hot); d != 3*time.Hour {
+		t.Errorf("hot tier lifetime %v, want 3h", d)
+	}
+	if d := lifetime(t, cold); d != 48*time.Hour {
+		t.Errorf("cold tier lifetime %v, want 48h", d)
+	}
+	if after, interval := ts.ArchiveAfter(); after != 20*time.Minute || interval != 2*time.Minute {
+		t.Errorf("archive after %v every %v; want 20m every 2m", after, interval)
+	}
+
+	for name, c := range map[string]struct {
+		spec string
+		o    storeurl.Options
+	}{
+		"ttl twice":                {"mem:?ttl=1h", storeurl.Options{TTL: time.Hour}},
+		"archive ttl on one store": {"mem:", storeurl.Options{ArchiveTTL: time.Hour}},
+		"archive after one store":  {t.TempDir(), storeurl.Options{ArchiveAfter: time.Hour}},
+		"interval on one store":    {"mem:", storeurl.Options{ArchiveInterval: time.Minute}},
+		"archive ttl twice":        {"mem:,mem:?ttl=2h", storeurl.Options{ArchiveTTL: time.Hour}},
+		"archive after twice":      {"mem:?archive_after=1h,mem:", storeurl.Options{ArchiveAfter: time.Hour}},
+		"negative archive after":   {"mem:,mem:", storeurl.Options{ArchiveAfter: -1}},
+	} {
+		if st, err := storeurl.OpenWith(ctx, c.spec, c.o); !errors.Is(err, storeurl.ErrBadSpec) {
+			t.Errorf("%s: OpenWith(%q, %+v) = %v, %v; want ErrBadSpec", name, c.spec, c.o, st, err)
+		}
+	}
+}

@@ -233,6 +233,16 @@ func (env envelope) info(id string, tier store.Info, source string) store.Info {
 	}
 }
 
+// Tiers returns the hot and cold stores, for health checks and
+// diagnostics. Blobs written to them directly are not tiered envelopes:
+// the tiered store reports them as unreadable.
+func (s *Store) Tiers() (hot, cold store.Store) { return s.hot, s.cold }
+
+// ArchiveAfter returns how long a blob goes without a write before the
+// archiver copies it, and the time between archiver passes (the defaults
+// applied).
+func (s *Store) ArchiveAfter() (after, interval time.Duration) { return s.archiveAfter, s.interval }
+
 // --- tier access with the header cache ----------------------------------
 
 func (s *Store) tier(cold bool) store.Store {
