@@ -14,6 +14,8 @@
 //	PUT    /state/{id}/files/{path}   create or replace a file (the body) → 201 or 200
 //	DELETE /state/{id}/files/{path}   remove a file → 204
 //	GET    /healthz            liveness and store health (no API key needed)
+//	GET    /health             liveness only (no API key needed)
+//	GET    /health/store       a write-read-delete round trip through the store → 200 or 503
 //	GET    /metrics            Prometheus text metrics (no API key needed)
 //
 // Every request reads the session from the Store and writes it back, so the
@@ -26,8 +28,15 @@
 // Options.MaxFileBytes, and can be listed, downloaded, uploaded and removed
 // through /state/{id}/files (see docs/files.md).
 //
-// Security: with API keys configured every request but /healthz and
-// /metrics needs a valid x-api-key (compared in constant time), and each key
+// Stored state that cannot be loaded (damaged, truncated, of another
+// format, written for another session or API key, signed with another
+// key, or a file the store cannot read) is kept aside and the session
+// starts empty; the answer says so in "state_warning" and the log has a
+// record. Options.FailOnCorruptState fails such executions with 500
+// "state_corrupt" instead.
+//
+// Security: with API keys configured every request but /healthz, /health
+// and /metrics needs a valid x-api-key (compared in constant time), and each key
 // has its own namespace of session ids, so another key's id behaves as not
 // found: session id ID is stored as "k<24 hex of the key's sha256>/ID", or
 // "public/ID" when no keys are configured. State blobs are signed with
@@ -161,6 +170,26 @@ type Options struct {
 	// (with list_functions() and help()); nil offers none. A request that
 	// streams its events sees their calls as tool calls.
 	Functions *agent.Registry
+	// FailOnCorruptState makes an execution whose stored state cannot be
+	// loaded fail with 500 "state_corrupt". By default the session starts
+	// empty and the answer says so in "state_warning" (and the log has a
+	// record). The state is kept aside either way, never overwritten
+	// before a copy exists.
+	FailOnCorruptState bool
+	// CaptureOnError stores the state a call leaves when its code raises
+	// (seed 004's STATE_CAPTURE_ON_ERROR); by default such a call leaves
+	// the session as it was before the call.
+	CaptureOnError bool
+	// DisablePersistence turns state persistence off (seed 004's
+	// STATE_PERSISTENCE_ENABLED=false): every execution starts with an
+	// empty namespace and stores nothing ("state_note" says so), and
+	// uploads of state and session files are refused with 403
+	// "persistence_disabled". State stored earlier can still be read and
+	// deleted.
+	DisablePersistence bool
+	// HealthTimeout bounds the store round trip of GET /health/store
+	// (default DefaultHealthTimeout).
+	HealthTimeout time.Duration
 }
 
 // Handler is the HTTP API. It is safe for concurrent use.
@@ -181,6 +210,8 @@ type Handler struct {
 
 	poolOnce sync.Once
 	pool     *runtime.Pool // warm interpreters, started on first use
+
+	probe probe // GET /health/store
 }
 
 // DefaultLimits are the server's maxima when Options.Limits is the zero
@@ -231,6 +262,9 @@ func New(opts Options) (*Handler, error) {
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 2 * goruntime.GOMAXPROCS(0)
 	}
+	if opts.HealthTimeout <= 0 {
+		opts.HealthTimeout = DefaultHealthTimeout
+	}
 	h := &Handler{opts: opts, log: opts.Logger, slots: make(chan struct{}, opts.MaxConcurrent), metrics: newMetrics()}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -247,24 +281,31 @@ func New(opts Options) (*Handler, error) {
 	h.route("POST /check", "check", h.check)
 	h.route("POST /runs/{run_id}/resume", "resume", h.resume)
 	h.route("GET /state/{id}", "state_get", h.getState)
-	h.route("POST /state/{id}", "state_upload", h.uploadState)
+	uploadState, putFile, deleteFile := h.uploadState, h.putFile, h.deleteFile
+	if opts.DisablePersistence {
+		uploadState, putFile, deleteFile = persistenceOff, persistenceOff, persistenceOff
+	}
+	h.route("POST /state/{id}", "state_upload", uploadState)
 	h.route("DELETE /state/{id}", "state_delete", h.deleteState)
 	h.route("GET /state/{id}/info", "state_info", h.stateInfo)
 	h.route("GET /state/{id}/files", "files_list", h.listFiles)
 	h.route("GET /state/{id}/files/{path...}", "file_get", h.getFile)
-	h.route("PUT /state/{id}/files/{path...}", "file_put", h.putFile)
-	h.route("DELETE /state/{id}/files/{path...}", "file_delete", h.deleteFile)
+	h.route("PUT /state/{id}/files/{path...}", "file_put", putFile)
+	h.route("DELETE /state/{id}/files/{path...}", "file_delete", deleteFile)
 	h.mux.HandleFunc("GET /healthz", h.instrument("healthz", h.healthz))
+	h.mux.HandleFunc("GET /health", h.instrument("health", h.health))
+	h.route("GET /health/store", "health_store", h.healthStore)
 	h.mux.HandleFunc("GET /metrics", h.instrument("metrics", h.serveMetrics))
 	for path, allow := range map[string]string{"/exec": "POST", "/check": "POST", "/state/{id}": "GET, POST, DELETE", "/state/{id}/info": "GET",
-		"/state/{id}/files": "GET", "/state/{id}/files/{path...}": "GET, PUT, DELETE", "/runs/{run_id}/resume": "POST", "/healthz": "GET", "/metrics": "GET"} {
+		"/state/{id}/files": "GET", "/state/{id}/files/{path...}": "GET, PUT, DELETE", "/runs/{run_id}/resume": "POST", "/healthz": "GET", "/metrics": "GET",
+		"/health": "GET", "/health/store": "GET"} {
 		h.mux.HandleFunc(path, h.instrument("other", func(w http.ResponseWriter, r *http.Request) *apiError {
 			w.Header().Set("Allow", allow)
 			return &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", msg: r.Method + " is not allowed on " + r.URL.Path + "; use " + allow}
 		}))
 	}
 	h.mux.HandleFunc("/", h.instrument("other", func(w http.ResponseWriter, r *http.Request) *apiError {
-		return &apiError{status: http.StatusNotFound, code: "not_found", msg: r.Method + " " + r.URL.Path + " is not an endpoint of this API (see /exec, /check, /state/{id}, /state/{id}/files, /healthz, /metrics)"}
+		return &apiError{status: http.StatusNotFound, code: "not_found", msg: r.Method + " " + r.URL.Path + " is not an endpoint of this API (see /exec, /check, /state/{id}, /state/{id}/files, /healthz, /health, /health/store, /metrics)"}
 	}))
 	return h, nil
 }
@@ -405,6 +446,9 @@ type apiError struct {
 	msg        string
 	retryAfter int
 	body       *ErrorResponse
+	// detail is logged, never sent: what the client must not see (host
+	// paths, the store's own wording).
+	detail string
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) *apiError
@@ -483,6 +527,9 @@ func (h *Handler) instrument(name string, f handlerFunc) http.HandlerFunc {
 		level := slog.LevelInfo
 		if aerr != nil {
 			attrs = append(attrs, slog.String("error", aerr.code), slog.String("message", aerr.msg))
+			if aerr.detail != "" {
+				attrs = append(attrs, slog.String("detail", aerr.detail))
+			}
 			if aerr.status >= 500 {
 				level = slog.LevelError
 			} else {
@@ -516,13 +563,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // storeError maps a store or session failure to a response. Failures the
 // code or the request caused (limits) are mapped by limitError first.
 func storeError(err error) *apiError {
+	var cse *session.CorruptStateError
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return &apiError{status: http.StatusNotFound, code: "state_not_found", msg: "no state is stored for this session"}
 	case errors.Is(err, store.ErrConflict):
 		return &apiError{status: http.StatusConflict, code: "conflict", msg: "another request updated this session at the same time; this call's changes were not saved: " + err.Error()}
-	case errors.Is(err, session.ErrCorrupt):
-		return &apiError{status: http.StatusInternalServerError, code: "state_corrupt", msg: err.Error()}
+	case errors.As(err, &cse):
+		return corruptStateError(cse)
+	case errors.Is(err, session.ErrCorrupt), errors.Is(err, store.ErrUnreadable):
+		// Damage to this session's entry (checked before ErrUnavailable,
+		// which store.ErrUnreadable errors match too): not an outage.
+		return &apiError{status: http.StatusInternalServerError, code: codeStateCorrupt, detail: err.Error(),
+			msg: "the stored state of this session is damaged and cannot be read; DELETE /state/{id} removes it (the next execution of the session then starts empty)"}
 	case errors.Is(err, store.ErrUnavailable):
 		return &apiError{status: http.StatusServiceUnavailable, code: "store_unavailable", msg: err.Error(), retryAfter: 1}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, runtime.ErrCancelled):

@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -210,4 +212,118 @@ func timePtr(t time.Time) *time.Time {
 	}
 	t = t.UTC()
 	return &t
+}
+
+// Codes of StateWarning.
+const (
+	// WarningStateCorrupt: the stored state could not be loaded and the
+	// session started empty.
+	WarningStateCorrupt = "state_corrupt"
+	// WarningRestoredFromJSON: the interpreter dump could not be used and
+	// the session was rebuilt from its JSON view.
+	WarningRestoredFromJSON = "state_restored_from_json"
+)
+
+// codeStateCorrupt is the error code of stored state that cannot be
+// loaded (500).
+const codeStateCorrupt = "state_corrupt"
+
+// StateWarning, in an execution's answer, says that the session did not
+// continue from its stored state as it was.
+type StateWarning struct {
+	// Code is WarningStateCorrupt ("state_corrupt"): the stored state could
+	// not be loaded (damaged, truncated, of another format, written for
+	// another session or API key, signed with another key, or a file the
+	// store cannot read), so it was kept aside and the session started
+	// empty; or WarningRestoredFromJSON ("state_restored_from_json"): its
+	// interpreter dump was written by another Monty version, so the
+	// session was rebuilt from its JSON view and Lost lists what that
+	// could not carry.
+	Code string `json:"code"`
+	// Message says what happened, why, and what became of the old state.
+	Message string `json:"message"`
+	// QuarantinedAs is the session id the old state was kept under (in the
+	// same API key's namespace), for "state_corrupt".
+	QuarantinedAs string `json:"quarantined_as,omitempty"`
+	// Lost names the globals the JSON view could not carry, for
+	// "state_restored_from_json".
+	Lost []string `json:"lost,omitempty"`
+}
+
+// clientID is the client's name for a store id of this handler: the id
+// without its namespace.
+func clientID(sid string) string {
+	if _, id, ok := strings.Cut(sid, "/"); ok {
+		return id
+	}
+	return sid
+}
+
+// corruptReason says why stored state does not load, in words fit for a
+// client: the store's own error names host paths and is logged instead.
+func corruptReason(err error) string {
+	if errors.Is(err, store.ErrUnreadable) {
+		return "the store cannot read it: its entry is damaged"
+	}
+	return err.Error()
+}
+
+// restoreWarning is the warning of an execution whose session (id of
+// namespace ns) was opened as r says, nil when it continued from its
+// stored state; it logs a record for each warning.
+func (h *Handler) restoreWarning(ctx context.Context, ns, id string, r session.Restore) *StateWarning {
+	switch {
+	case r.QuarantinedAs != "":
+		kept := clientID(r.QuarantinedAs)
+		msg := fmt.Sprintf("the stored state of this session could not be loaded (%s), so the session started empty; the old state was kept aside as %q", corruptReason(r.Err), kept)
+		if checkSessionID(kept) == nil {
+			msg += " (GET /state/" + kept + " downloads it)"
+		}
+		msg += " and the original is replaced when this session next stores state"
+		h.log.LogAttrs(ctx, slog.LevelWarn, "stored session state could not be loaded; the session started empty",
+			slog.String("session_id", id), slog.String("namespace", ns), slog.String("quarantined_as", r.QuarantinedAs), slog.String("reason", r.Reason))
+		return &StateWarning{Code: WarningStateCorrupt, Message: msg, QuarantinedAs: kept}
+	case r.FromJSON:
+		h.log.LogAttrs(ctx, slog.LevelWarn, "session restored from its JSON view",
+			slog.String("session_id", id), slog.String("namespace", ns), slog.String("reason", r.Reason), slog.Any("lost", r.Lost))
+		msg := "the session was rebuilt from its JSON view (" + r.Reason + ")"
+		if len(r.Lost) > 0 {
+			msg += "; lost: " + strings.Join(r.Lost, ", ")
+		}
+		return &StateWarning{Code: WarningRestoredFromJSON, Message: msg, Lost: r.Lost}
+	}
+	return nil
+}
+
+// logNotSaved logs the state of a successful execution of session id (of
+// namespace ns) that was not stored because it is over the state size cap
+// (seed 004: "State size exceeds limit"): the execution succeeded, and the
+// session's next execution continues from its previous state.
+func (h *Handler) logNotSaved(ctx context.Context, ns, id string, res *session.Result) {
+	if res == nil || res.NotSavedReason == "" || res.Err != nil || h.opts.DisablePersistence {
+		return
+	}
+	h.log.LogAttrs(ctx, slog.LevelWarn, "state size exceeds limit; the state was not saved",
+		slog.String("session_id", id), slog.String("namespace", ns), slog.Int64("max_state_size", h.opts.MaxStateSize),
+		slog.String("reason", res.NotSavedReason))
+}
+
+// corruptStateError is the answer to an execution whose session's stored
+// state cannot be loaded, and was not started empty.
+func corruptStateError(e *session.CorruptStateError) *apiError {
+	reason := corruptReason(e.Err)
+	if e.KeepErr != nil {
+		return &apiError{status: http.StatusInternalServerError, code: codeStateCorrupt, detail: e.Error(), msg: fmt.Sprintf(
+			"the stored state of this session cannot be loaded (%s) and could not be kept aside, so it was left in place and nothing ran; DELETE /state/{id} removes it (the next execution then starts empty)", reason)}
+	}
+	return &apiError{status: http.StatusInternalServerError, code: codeStateCorrupt, detail: e.Error(), msg: fmt.Sprintf(
+		"the stored state of this session cannot be loaded (%s); a copy was kept aside as %q and the original left in place, and nothing ran (this server fails such executions instead of starting the session empty); DELETE /state/{id} to start it empty, or upload a good copy with POST /state/{id}",
+		reason, clientID(e.QuarantinedAs))}
+}
+
+// persistenceOff answers the requests that would store state when
+// persistence is off.
+func persistenceOff(w http.ResponseWriter, r *http.Request, ns string) *apiError {
+	return &apiError{status: http.StatusForbidden, code: "persistence_disabled",
+		msg: "this server keeps no session state (persistence is off), so state and session files cannot be uploaded; every execution starts empty"}
 }
