@@ -99,6 +99,10 @@ type ExecResponse struct {
 	StateSaved bool    `json:"state_saved"`
 	StateNote  string  `json:"state_note,omitempty"`
 	DurationMS float64 `json:"duration_ms"`
+	// StateWarning says that the session did not continue from its
+	// stored state as it was: the state could not be loaded and the
+	// session started empty, or it was rebuilt from its JSON view.
+	StateWarning *StateWarning `json:"state_warning,omitempty"`
 }
 
 // PythonError is a Python exception in an ExecResponse.
@@ -388,11 +392,16 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 		Limits:       limits,
 		Host:         host,
 		Files:        h.files(),
+		// Stored state that does not load is kept aside either way.
+		FreshOnCorrupt: !h.opts.FailOnCorruptState,
+		CaptureOnError: h.opts.CaptureOnError,
+		Ephemeral:      h.opts.DisablePersistence,
 	})
 	if err != nil {
 		return outcome{}, err
 	}
 	defer s.Close(context.WithoutCancel(ctx))
+	warning := h.restoreWarning(ctx, ns, id, s.Restored())
 	// The recorder routes print output to the events (bounded by
 	// limits.MaxOutput, both streams together) and reports the calls of
 	// Options.Functions.
@@ -428,13 +437,14 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 	default:
 		rec.Finish(res.Value, nil)
 	}
-	resp := &ExecResponse{Status: StatusCompleted, Stdout: stdout.String(), Stderr: stderr.String(), Result: json.RawMessage("null")}
+	resp := &ExecResponse{Status: StatusCompleted, Stdout: stdout.String(), Stderr: stderr.String(), Result: json.RawMessage("null"), StateWarning: warning}
 	out := outcome{resp: resp}
 	if res != nil {
 		out.paused = res.Paused
 		resp.HasState, resp.StateSize, resp.StateHash = res.HasState, res.StateSize, res.StateHash
 		resp.StateSaved, resp.StateNote = res.Saved, res.NotSavedReason
 		out.pyErr = res.Err
+		h.logNotSaved(ctx, ns, id, res)
 	}
 	if e := out.pyErr; e != nil {
 		resp.ExitCode = 1
