@@ -87,6 +87,13 @@ type ExecutorOptions struct {
 	// the code printed and its value, so the code must print what it
 	// wants the model to see.
 	CallResults bool
+	// FailOnCorruptState makes a call fail (an error matching
+	// session.ErrCorrupt) when its session's stored state cannot be loaded:
+	// damaged, of another format, written for another session or signed
+	// with another key. By default the state is kept aside, the session
+	// starts empty and the call's Result.StateWarning (and Text) says so.
+	// It replaces Session.FreshOnCorrupt.
+	FailOnCorruptState bool
 }
 
 // Executor runs execute_python tool calls: each thread key (a conversation)
@@ -131,6 +138,7 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 	host.MaxCalls, host.MaxCallTime, host.OS = opts.MaxHostCalls, opts.MaxHostTime, opts.OS
 	sopts := opts.Session
 	sopts.Host, sopts.Print = host, nil
+	sopts.FreshOnCorrupt = !opts.FailOnCorruptState
 	if sopts.Limits == (runtime.Limits{}) {
 		sopts.Limits = runtime.DefaultLimits()
 	}
@@ -286,6 +294,12 @@ type Result struct {
 	// (it is over the session size cap); the call's changes are then not
 	// kept. Text mentions it too.
 	NotSaved string `json:"not_saved,omitempty"`
+	// StateWarning, on the first call after the session was loaded, says
+	// that it did not continue from its stored state as it was: the state
+	// could not be loaded, so it was kept aside and the session started
+	// empty; or it was rebuilt from its JSON view and some globals were
+	// lost. Text starts with it.
+	StateWarning string `json:"state_warning,omitempty"`
 
 	transcript string // Output with the host calls' results (CallResults)
 }
@@ -346,6 +360,10 @@ func (e *Executor) execute(ctx context.Context, id, code string, tc *session.Typ
 		return nil, fmt.Errorf("agent: session %s: %w", id, err)
 	}
 	defer done()
+	var warning string
+	if r, ok := s.RestoreNotice(); ok {
+		warning = restoreWarning(r)
+	}
 	if tc != nil {
 		// Compiling the checker (once per process; seconds when the cache
 		// is cold) is not the code's time: it happens before the timeout
@@ -360,7 +378,7 @@ func (e *Executor) execute(ctx context.Context, id, code string, tc *session.Typ
 	}
 	defer cancel()
 	rec, sres, err := run(runCtx, s, "", code, tc, sink)
-	res := &Result{Output: sres.Output, SessionID: id, RunID: rec.runID, Saved: sres.Saved, NotSaved: sres.NotSavedReason}
+	res := &Result{Output: sres.Output, SessionID: id, RunID: rec.runID, Saved: sres.Saved, NotSaved: sres.NotSavedReason, StateWarning: warning}
 	if sres.HasState {
 		res.StateSize, res.StateHash = sres.StateSize, sres.StateHash
 	}
@@ -412,9 +430,34 @@ func loadChecker(ctx context.Context, tc *session.TypeCheck) error {
 	return tc.Checker.Load(ctx)
 }
 
+// restoreWarning tells the model how a session that did not continue
+// from its stored state was opened; "" when it did.
+func restoreWarning(r session.Restore) string {
+	switch {
+	case r.QuarantinedAs != "":
+		reason := strings.TrimPrefix(r.Reason, session.ErrCorrupt.Error()+": ")
+		if errors.Is(r.Err, store.ErrUnreadable) {
+			reason = "its stored entry is damaged"
+		}
+		return fmt.Sprintf("Note: this session's saved state could not be loaded (%s), so the session started empty: "+
+			"variables, functions and classes from earlier calls are gone and must be defined again. The old state was kept aside as %q.",
+			reason, r.QuarantinedAs)
+	case r.FromJSON:
+		w := "Note: this session was restored from the JSON form of its saved state (" + r.Reason + ")"
+		if len(r.Lost) > 0 {
+			w += "; these globals could not be restored and must be defined again: " + strings.Join(r.Lost, ", ")
+		}
+		return w + "."
+	}
+	return ""
+}
+
 // text renders a result for the model.
 func text(r *Result) string {
-	parts := make([]string, 0, 2)
+	parts := make([]string, 0, 3)
+	if r.StateWarning != "" {
+		parts = append(parts, r.StateWarning)
+	}
 	if out := strings.TrimRight(cmp.Or(r.transcript, r.Output), "\n"); out != "" {
 		parts = append(parts, out)
 	}

@@ -323,14 +323,14 @@ func TestReset(t *testing.T) {
 }
 
 // TestResetUnloadableSession stores a blob that cannot be loaded under a
-// conversation: calls fail, reset_session repairs it (the blob's copy kept
-// aside stays, once).
+// conversation: with FailOnCorruptState calls fail, reset_session repairs
+// it (the blob's copy kept aside stays, once).
 func TestResetUnloadableSession(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(memstore.Options{})
 	_, err := st.Put(ctx, "broken", []byte("not a session blob"), store.Cond{})
 	require.NoError(t, err)
-	e := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
+	e := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}, FailOnCorruptState: true})
 	for range 2 {
 		_, err = e.Execute(ctx, "broken", codeArgs("1"))
 		require.ErrorIs(t, err, session.ErrCorrupt)

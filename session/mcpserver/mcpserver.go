@@ -13,6 +13,12 @@
 // `monty mcp` runs this server over stdio with NewStdioTransport, which
 // answers malformed input lines with JSON-RPC errors instead of ending the
 // connection.
+//
+// A session whose stored state cannot be loaded (damaged, of another
+// format, signed with another key) starts empty by default: the state is
+// kept aside, and the first call's result text starts with a note saying
+// so (and the log has a record). With the executor's FailOnCorruptState the
+// call is a tool error instead, telling to call reset_session.
 package mcpserver
 
 import (
@@ -24,6 +30,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 )
 
@@ -107,9 +114,19 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		h.log.Info("execute_python", "error", err)
 		return toolError(err.Error()), nil
 	}
+	if errors.Is(err, session.ErrCorrupt) {
+		// The executor fails instead of starting the session empty
+		// (agent.ExecutorOptions.FailOnCorruptState).
+		h.log.Error("execute_python: stored session state cannot be loaded", "error", err)
+		return toolError("the call could not run: " + err.Error() +
+			". Call reset_session (with the same session_id) to start the session empty; the copy kept aside stays."), nil
+	}
 	if err != nil {
 		h.log.Error("execute_python", "error", err)
 		return toolError("the call could not run: " + err.Error()), nil
+	}
+	if res.StateWarning != "" {
+		h.log.Warn("execute_python: the session did not continue from its stored state", "session", res.SessionID, "warning", res.StateWarning)
 	}
 	h.log.Info("execute_python", "session", res.SessionID, "run", res.RunID, "error_type", res.ErrorType, "saved", res.Saved)
 	return &mcp.CallToolResult{
