@@ -76,10 +76,16 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	typeCheck := fs.Bool("type-check", false, "type-check the code first and refuse to run it when the check finds problems (a REPL or session checks each snippet against the earlier ones)")
 	stubsFile := fs.String("stubs", "", "with --type-check: stub (.pyi) `FILE` declaring names the code may use as defined")
 	mountOpts := addMountFlags(fs)
+	onCorrupt := corruptFlag(fs, "a --session", "on stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
 		}
+		return ExitUsage
+	}
+	failOnCorrupt, err := onCorrupt()
+	if err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
 		return ExitUsage
 	}
 	src, name, err := source(fs, *code)
@@ -127,10 +133,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer mounts.Close()
 	osh := osHandler(mounts)
 	if src == "" && name == "" {
-		return interactive(ctx, *sessionID, *storeDir, limits, tc, osh, stdin, stdout, stderr)
+		return interactive(ctx, *sessionID, *storeDir, limits, tc, osh, failOnCorrupt, stdin, stdout, stderr)
 	}
 	if *sessionID != "" {
-		return executeSession(ctx, *sessionID, *storeDir, src, limits, tc, osh, stdout, stderr)
+		return executeSession(ctx, *sessionID, *storeDir, src, limits, tc, osh, failOnCorrupt, stdout, stderr)
 	}
 	return execute(ctx, src, name, limits, tc, osh, stdout, stderr)
 }

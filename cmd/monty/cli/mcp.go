@@ -25,7 +25,9 @@ Serves the execute_python and reset_session tools over the Model Context
 Protocol on stdin/stdout, for MCP clients that start it as a command. Python
 state persists in the session store between calls and between server runs.
 A malformed input line is answered with a JSON-RPC error and skipped. Logs
-go to stderr.
+go to stderr. A session whose stored state cannot be loaded is kept aside and
+started empty, and the call's result says so (--on-corrupt-state fail: the
+call fails instead, and reset_session starts the session empty).
 
 flags:
 `
@@ -48,6 +50,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	typeCheck := fs.Bool("type-check", false, "type-check every execute_python call before it runs (a call's type_check argument overrides this)")
 	stubsFile := fs.String("stubs", "", "stub (.pyi) `FILE` declaring further names the code may use, for type checks")
 	mountOpts := addMountFlags(fs)
+	onCorrupt := corruptFlag(fs, "a session", "at the start of the call's result")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -57,6 +60,11 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "monty mcp: unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
+		return ExitUsage
+	}
+	failOnCorrupt, err := onCorrupt()
+	if err != nil {
+		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
 	mem, err := parseBytes(*maxMemory)
@@ -124,6 +132,9 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		Stubs:     stubs,
 		Checker:   checker,
 		OS:        osHandler(mounts),
+		// A session whose stored state does not load is kept aside and
+		// started empty (the call's text says so), unless told to fail.
+		FailOnCorruptState: failOnCorrupt,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)

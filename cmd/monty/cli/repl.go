@@ -50,7 +50,7 @@ func (r *termReader) ReadLine(prompt string) (string, error) {
 type feeder func(ctx context.Context, code string) (object.Value, string, *runtime.Error, error)
 
 // interactive runs the read-eval-print loop until end of input.
-func interactive(ctx context.Context, sessionID, storeSpec string, limits runtime.Limits, tc *session.TypeCheck, osh runtime.OSHandler, stdin io.Reader, stdout, stderr io.Writer) int {
+func interactive(ctx context.Context, sessionID, storeSpec string, limits runtime.Limits, tc *session.TypeCheck, osh runtime.OSHandler, failOnCorrupt bool, stdin io.Reader, stdout, stderr io.Writer) int {
 	engine, err := processEngine(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
@@ -71,12 +71,13 @@ func interactive(ctx context.Context, sessionID, storeSpec string, limits runtim
 			return storeExit(err)
 		}
 		defer st.Close()
-		s, err := session.Open(ctx, sessionID, session.Options{Store: st, Engine: engine, Limits: limits, TypeCheck: tc, Host: hostFor(osh), Files: &session.Files{}})
+		s, err := session.Open(ctx, sessionID, session.Options{Store: st, Engine: engine, Limits: limits, TypeCheck: tc, Host: hostFor(osh), Files: &session.Files{},
+			FreshOnCorrupt: !failOnCorrupt})
 		if err != nil {
-			fmt.Fprintln(stderr, "monty:", err)
-			return ExitException
+			return openFailed(stderr, sessionID, err)
 		}
 		defer s.Close(ctx)
+		reportRestore(stderr, sessionID, s.Restored())
 		feed = func(ctx context.Context, code string) (object.Value, string, *runtime.Error, error) {
 			res, err := s.Exec(ctx, code)
 			if res == nil {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -21,13 +22,18 @@ import (
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
+	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/store/storeurl"
+	"github.com/monty-go/monty/session/store/tiered"
 )
 
 const serveUsage = `usage: monty serve [flags]
 
 Serves the HTTP API (docs/http.md): POST /exec, GET|POST|DELETE /state/{id},
-GET /state/{id}/info, GET /healthz, GET /metrics. Every flag can also be set
-with the environment variable named in brackets; a flag wins over its variable.
+GET /state/{id}/info, GET /healthz, GET /health, GET /health/store,
+GET /metrics. Every flag can also be set with the environment variable named
+in brackets; a flag wins over its variable. The --state-* flags are seed
+004's STATE_* settings (docs/service.md maps them).
 SIGINT or SIGTERM stops accepting work, lets running executions finish (up to
 --shutdown-timeout) and exits.
 
@@ -55,6 +61,15 @@ var serveEnv = map[string]string{
 	"log-format":       "MONTY_LOG_FORMAT",
 	"log-level":        "MONTY_LOG_LEVEL",
 	"cache-dir":        runtime.CacheDirEnv,
+	// Seed 004's state settings (docs/service.md).
+	"state-persistence":      "MONTY_STATE_PERSISTENCE",
+	"state-capture-on-error": "MONTY_STATE_CAPTURE_ON_ERROR",
+	"state-ttl":              "MONTY_STATE_TTL",
+	"state-archive-after":    "MONTY_STATE_ARCHIVE_AFTER",
+	"state-archive-ttl":      "MONTY_STATE_ARCHIVE_TTL",
+	"state-archive-interval": "MONTY_STATE_ARCHIVE_INTERVAL",
+	"on-corrupt-state":       "MONTY_ON_CORRUPT_STATE",
+	"health-timeout":         "MONTY_HEALTH_TIMEOUT",
 }
 
 // serveConfig is what the flags say.
@@ -70,6 +85,12 @@ type serveConfig struct {
 	logFormat, logLevel, cacheDir           string
 	stubsFile                               string
 	mounts                                  *mountFlags
+	// Seed 004's state settings.
+	noPersistence, captureOnError bool
+	stateTTL, archiveAfter        string
+	archiveTTL, archiveInterval   string
+	onCorrupt                     func() (bool, error)
+	healthTimeout                 time.Duration
 }
 
 func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -110,6 +131,14 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&c.cacheDir, "cache-dir", "", "cache compiled machine code in `DIR` (default "+defaultCacheHint+"; off: none)")
 	fs.StringVar(&c.stubsFile, "stubs", "", "stub (.pyi) `FILE` added to every type check (POST /check, \"type_check\" on /exec): names the sandbox provides")
 	c.mounts = addMountFlags(fs)
+	fs.Var((*negatedBool)(&c.noPersistence), "state-persistence", "keep session state between executions (false: every execution starts empty and nothing is stored) (default true)")
+	fs.BoolVar(&c.captureOnError, "state-capture-on-error", false, "store the state an execution leaves when its code raises (default: such an execution leaves the session as it was)")
+	fs.StringVar(&c.stateTTL, "state-ttl", "", "how long a session's state lives after its last write, in the store or a HOT,COLD pair's HOT store: a `DURATION` like 2h, seconds, or never (default: the store's: 2h in Redis, 7d in S3, never in a directory)")
+	fs.StringVar(&c.archiveAfter, "state-archive-after", "", "with --store HOT,COLD: copy state into COLD after this `DURATION` without a write (default 30m)")
+	fs.StringVar(&c.archiveTTL, "state-archive-ttl", "", "with --store HOT,COLD: how long archived state lives in COLD, a `DURATION` like 7d, or never (default: the COLD store's)")
+	fs.StringVar(&c.archiveInterval, "state-archive-interval", "", "with --store HOT,COLD: time between archiver passes, a `DURATION` (default 1m)")
+	c.onCorrupt = corruptFlag(fs, "a session", "in the answer's state_warning and the log")
+	fs.DurationVar(&c.healthTimeout, "health-timeout", httpapi.DefaultHealthTimeout, "longest store round trip of GET /health/store")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -200,7 +229,115 @@ func (c serveConfig) options() (httpapi.Options, error) {
 	}
 	o.Limits.MaxResult = res
 	o.MaxConcurrent = c.concurrency
+	if c.onCorrupt != nil {
+		if o.FailOnCorruptState, err = c.onCorrupt(); err != nil {
+			return o, usageError{err}
+		}
+	}
+	o.CaptureOnError, o.DisablePersistence = c.captureOnError, c.noPersistence
+	if c.healthTimeout < 0 {
+		return o, usageError{errors.New("--health-timeout must not be negative")}
+	}
+	o.HealthTimeout = c.healthTimeout
 	return o, nil
+}
+
+// negatedBool is a boolean flag stored negated, so that the zero value of
+// the variable is the flag's default, true.
+type negatedBool bool
+
+func (b *negatedBool) String() string {
+	if b == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!bool(*b))
+}
+
+func (b *negatedBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	*b = negatedBool(!v)
+	return nil
+}
+
+// IsBoolFlag lets the flag be given without a value.
+func (b *negatedBool) IsBoolFlag() bool { return true }
+
+// storeOptions are the store settings of the --state-* flags.
+func (c serveConfig) storeOptions() (storeurl.Options, error) {
+	var o storeurl.Options
+	var err error
+	for _, d := range []struct {
+		flag, val string
+		never     bool
+		dst       *time.Duration
+	}{
+		{"state-ttl", c.stateTTL, true, &o.TTL},
+		{"state-archive-ttl", c.archiveTTL, true, &o.ArchiveTTL},
+		{"state-archive-after", c.archiveAfter, false, &o.ArchiveAfter},
+		{"state-archive-interval", c.archiveInterval, false, &o.ArchiveInterval},
+	} {
+		if *d.dst, err = parseStateDuration(d.val, d.never); err != nil {
+			return o, usageError{fmt.Errorf("--%s: %v", d.flag, err)}
+		}
+	}
+	return o, nil
+}
+
+// parseStateDuration reads a --state-* duration: a Go duration (90s, 2h),
+// days (7d), or bare seconds as seed 004's variables give them (7200);
+// "never" (or 0, when never is allowed) is negative; empty is 0 (the
+// store's default).
+func parseStateDuration(s string, never bool) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return 0, nil
+	case never && (s == "never" || s == "0"):
+		return -1, nil
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 && n < 1<<33 {
+		d = time.Duration(n) * time.Second
+	} else if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseFloat(days, 64)
+		if err != nil || !(n > 0) || n > 1e5 {
+			return 0, fmt.Errorf("%q is not a number of days", s)
+		}
+		d = time.Duration(n * float64(24*time.Hour))
+	} else if d, err = time.ParseDuration(s); err != nil {
+		d = 0
+	}
+	if d <= 0 {
+		hint := ""
+		if never {
+			hint = ", or never"
+		}
+		return 0, fmt.Errorf("%q: want a positive duration such as 90s, 2h or 7d, or seconds%s", s, hint)
+	}
+	return d, nil
+}
+
+// describeStore names the kind of store and the settings given to it, for
+// the log (never a URL: it may hold a password).
+func describeStore(st store.Store, o storeurl.Options) string {
+	kind, _, _ := strings.Cut(strings.TrimPrefix(fmt.Sprintf("%T", st), "*"), ".") // "dirstore", "tiered", ...
+	var b strings.Builder
+	b.WriteString(kind)
+	for _, s := range []struct {
+		name string
+		d    time.Duration
+	}{{"ttl", o.TTL}, {"archive_ttl", o.ArchiveTTL}, {"archive_after", o.ArchiveAfter}, {"archive_interval", o.ArchiveInterval}} {
+		switch {
+		case s.d < 0:
+			fmt.Fprintf(&b, " %s=never", s.name)
+		case s.d > 0:
+			fmt.Fprintf(&b, " %s=%s", s.name, s.d)
+		}
+	}
+	return b.String()
 }
 
 // refuseFilesMount refuses a mount at or below /work, where each session
@@ -328,7 +465,12 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	}
 	defer engine.Close(context.Background())
 
-	st, err := openStore(ctx, c.store)
+	storeOpts, err := c.storeOptions()
+	if err != nil {
+		return err
+	}
+	storeOpts.Logf = func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...), "component", "archiver") }
+	st, err := openStoreWith(ctx, c.store, storeOpts)
 	if err != nil {
 		if storeExit(err) == ExitUsage {
 			return usageError{err}
@@ -336,6 +478,12 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
+	if ts, ok := st.(*tiered.Store); ok && storeOpts.TTL > 0 {
+		if after, interval := ts.ArchiveAfter(); after+interval >= storeOpts.TTL {
+			log.Warn("--state-ttl is not longer than --state-archive-after plus --state-archive-interval: state can expire from the hot store before it is archived",
+				"state_ttl", storeOpts.TTL, "archive_after", after, "archive_interval", interval)
+		}
+	}
 	opts.Store, opts.Engine, opts.Logger = st, engine, log
 	if opts.Stubs, err = readStubs(c.stubsFile); err != nil {
 		return usageError{err}
@@ -375,6 +523,15 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	if len(opts.APIKeys) == 0 {
 		log.Warn("no API keys configured: every client can use every session (set --api-key, MONTY_API_KEYS or --api-key-file)")
 	}
+	if opts.DisablePersistence {
+		log.Warn("state persistence is off (--state-persistence=false): every execution starts empty and nothing is stored")
+	}
+	onCorrupt := corruptFresh
+	if opts.FailOnCorruptState {
+		onCorrupt = corruptFail
+	}
+	log.Info("session state", "persistence", !opts.DisablePersistence, "capture_on_error", opts.CaptureOnError, "max_state_size", opts.MaxStateSize,
+		"on_corrupt_state", onCorrupt, "store", describeStore(st, storeOpts))
 	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "api_keys", len(opts.APIKeys),
 		"concurrency", h.Capacity(), "max_duration", opts.Limits.MaxDuration, "max_memory", opts.Limits.MaxMemory, "max_result", h.Limits().MaxResult,
 		"mounts", mountList(opts.Mounts), "max_files_size", opts.MaxFileBytes)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,6 +33,12 @@ func defaultStoreDir() (string, error) {
 // openStore opens the session store named by --store (a directory or a
 // URL, see package storeurl); empty means the per-user default directory.
 func openStore(ctx context.Context, spec string) (store.Store, error) {
+	return openStoreWith(ctx, spec, storeurl.Options{})
+}
+
+// openStoreWith is openStore with settings for every backend (TTLs,
+// archiving).
+func openStoreWith(ctx context.Context, spec string, opts storeurl.Options) (store.Store, error) {
 	if spec == "" {
 		d, err := defaultStoreDir()
 		if err != nil {
@@ -39,7 +46,7 @@ func openStore(ctx context.Context, spec string) (store.Store, error) {
 		}
 		spec = d
 	}
-	st, err := storeurl.Open(ctx, spec)
+	st, err := storeurl.OpenWith(ctx, spec, opts)
 	if err != nil {
 		return nil, fmt.Errorf("session store: %w", err)
 	}
@@ -55,8 +62,61 @@ func storeExit(err error) int {
 	return ExitException
 }
 
+// Values of --on-corrupt-state.
+const (
+	corruptFresh = "fresh"
+	corruptFail  = "fail"
+)
+
+// corruptFlag adds --on-corrupt-state to fs; the returned function reports
+// whether it says to fail, or an error for a value that is neither.
+func corruptFlag(fs *flag.FlagSet, what, where string) func() (fail bool, err error) {
+	v := fs.String("on-corrupt-state", corruptFresh, "when "+what+"'s stored state cannot be loaded (damaged, of another format, signed with another key): "+
+		"fresh keeps it aside and starts empty, saying so "+where+"; fail keeps it aside and fails")
+	return func() (bool, error) {
+		switch *v {
+		case corruptFresh:
+			return false, nil
+		case corruptFail:
+			return true, nil
+		}
+		return false, fmt.Errorf("--on-corrupt-state %q: use fresh or fail", *v)
+	}
+}
+
+// reportRestore tells on stderr how session id was opened when it did not
+// continue from its stored state as it was.
+func reportRestore(stderr io.Writer, id string, r session.Restore) {
+	switch {
+	case r.QuarantinedAs != "":
+		fmt.Fprintf(stderr, "monty: session %s: its stored state could not be loaded (%s); it was kept aside as %q and the session starts empty\n", id, r.Reason, r.QuarantinedAs)
+	case r.FromJSON:
+		fmt.Fprintf(stderr, "monty: session %s restored from its JSON view (%s); lost: %v\n", id, r.Reason, r.Lost)
+	}
+}
+
+// openFailed reports why session id could not be opened and returns the
+// exit code.
+func openFailed(stderr io.Writer, id string, err error) int {
+	var cse *session.CorruptStateError
+	switch {
+	case errors.As(err, &cse) && cse.KeepErr != nil:
+		fmt.Fprintf(stderr, "monty: session %s: its stored state cannot be loaded (%v) and could not be kept aside: %v; it was left in place. Remove it with `monty session rm %s` (or move the damaged file away) to start the session empty\n",
+			id, cse.Err, cse.KeepErr, id)
+	case errors.As(err, &cse):
+		fmt.Fprintf(stderr, "monty: session %s: its stored state cannot be loaded (%v); a copy was kept as %q and the original left in place. Run with --on-corrupt-state fresh to start the session empty, or remove it with `monty session rm %s`\n",
+			id, cse.Err, cse.QuarantinedAs, id)
+	default:
+		fmt.Fprintln(stderr, "monty:", err)
+	}
+	if errors.Is(err, store.ErrInvalidID) {
+		return ExitUsage
+	}
+	return ExitException
+}
+
 // executeSession runs src in a stored session; output streams as usual.
-func executeSession(ctx context.Context, id, storeSpec, src string, limits runtime.Limits, tc *session.TypeCheck, osh runtime.OSHandler, stdout, stderr io.Writer) int {
+func executeSession(ctx context.Context, id, storeSpec, src string, limits runtime.Limits, tc *session.TypeCheck, osh runtime.OSHandler, failOnCorrupt bool, stdout, stderr io.Writer) int {
 	st, err := openStore(ctx, storeSpec)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
@@ -75,18 +135,13 @@ func executeSession(ctx context.Context, id, storeSpec, src string, limits runti
 		fmt.Fprintln(stderr, "monty:", err)
 		return ExitException
 	}
-	s, err := session.Open(ctx, id, session.Options{Store: st, Engine: engine, Limits: limits, Print: emit, TypeCheck: tc, Host: hostFor(osh), Files: &session.Files{}})
+	s, err := session.Open(ctx, id, session.Options{Store: st, Engine: engine, Limits: limits, Print: emit, TypeCheck: tc, Host: hostFor(osh), Files: &session.Files{},
+		FreshOnCorrupt: !failOnCorrupt})
 	if err != nil {
-		fmt.Fprintln(stderr, "monty:", err)
-		if errors.Is(err, store.ErrInvalidID) {
-			return ExitUsage
-		}
-		return ExitException
+		return openFailed(stderr, id, err)
 	}
 	defer s.Close(ctx)
-	if r := s.Restored(); r.FromJSON {
-		fmt.Fprintf(stderr, "monty: session %s restored from its JSON view (%s); lost: %v\n", id, r.Reason, r.Lost)
-	}
+	reportRestore(stderr, id, s.Restored())
 	res, err := s.Exec(ctx, src)
 	if errors.Is(err, typecheck.ErrTypeErrors) {
 		return refuse(err, stderr)
