@@ -84,7 +84,16 @@ func testRegistry(t testing.TB) *agent.Registry {
 	return reg
 }
 
+// newExecutor makes an executor for tests of everything but the call
+// results in the text (TestExecutorCallResults), which it omits so that
+// the texts asserted are what the code printed.
 func newExecutor(t testing.TB, opts agent.ExecutorOptions) *agent.Executor {
+	t.Helper()
+	opts.OmitCallResults = true
+	return newExecutorWith(t, opts)
+}
+
+func newExecutorWith(t testing.TB, opts agent.ExecutorOptions) *agent.Executor {
 	t.Helper()
 	if opts.Session.Store == nil {
 		opts.Session.Store = memstore.New(memstore.Options{})

@@ -104,7 +104,7 @@ type recorder struct {
 	steps  []step // host calls still running, in the order they started
 	out    strings.Builder
 	// text is the print output with a line for each host call's result,
-	// in order: the seed's text result (ExecutorOptions.CallResults).
+	// in order: the seed's text result (unless ExecutorOptions.OmitCallResults).
 	text strings.Builder
 	done bool // finished: later events (an async call the run left behind) are dropped
 }

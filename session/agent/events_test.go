@@ -287,13 +287,13 @@ func TestRecorder(t *testing.T) {
 	}, brief(c.events))
 }
 
-// With CallResults the executor's text has each host call's result, in
-// order with the print output, as the seed's executor collects it.
+// The executor's text has each host call's result, in order with the
+// print output, as the seed's executor collects it (unless omitted).
 func TestExecutorCallResults(t *testing.T) {
 	big := agent.MustFunc(agent.Schema{Name: "big"}, func() string { return strings.Repeat("é", 3000) })
 	reg := testRegistry(t)
 	require.NoError(t, reg.Register(big))
-	e := newExecutor(t, agent.ExecutorOptions{Functions: reg, CallResults: true})
+	e := newExecutorWith(t, agent.ExecutorOptions{Functions: reg})
 	assert.Contains(t, e.Tool().Description, "what each host function call returned")
 	res := execute(t, e, "t", `print('start', end='')
 w = get_weather('Oslo')
@@ -324,8 +324,8 @@ temp 21.5
 	require.Error(t, res.Err)
 	assert.True(t, strings.HasPrefix(res.Text, "[add returned 4]\n[get_weather raised TypeError: get_weather() argument 'city' must be str, not int]\nTraceback"), res.Text)
 
-	// Without the option the text is the print output and the value.
-	plain := newExecutor(t, agent.ExecutorOptions{})
+	// Omitted, the text is the print output and the value.
+	plain := newExecutorWith(t, agent.ExecutorOptions{OmitCallResults: true})
 	assert.Equal(t, "3", ok(t, plain, "t", "add(1, 2)"))
 	assert.NotContains(t, plain.Tool().Description, "what each host function call returned")
 }

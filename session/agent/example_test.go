@@ -71,8 +71,8 @@ func ExampleExecutor_Execute() {
 	}
 	// Output:
 	// ""
-	// "quad(5) is 20"
-	// "'negative: -1'"
+	// "[double returned 10]\n[double returned 20]\nquad(5) is 20"
+	// "[double raised RuntimeError: negative: -1]\n'negative: -1'"
 }
 
 // Stream a run's events while it happens.

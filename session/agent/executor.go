@@ -80,13 +80,14 @@ type ExecutorOptions struct {
 	// OS serves the code's file, environment and clock calls (for example
 	// the operator's mounts); nil denies them.
 	OS runtime.OSHandler
-	// CallResults puts each host function call's result in Result.Text,
-	// in order with the print output, as seed 002's executor collects its
-	// text: a line "[name returned <JSON or repr>]" or "[name raised
-	// <Type: message>]", the result cut after 2 KiB. Off, the text is what
+	// OmitCallResults leaves the host function calls' results out of
+	// Result.Text. By default the text has each call's result in order
+	// with the print output, as seed 002's executor collects its text: a
+	// line "[name returned <JSON or repr>]" or "[name raised <Type:
+	// message>]", the result cut after 2 KiB. Omitted, the text is what
 	// the code printed and its value, so the code must print what it
 	// wants the model to see.
-	CallResults bool
+	OmitCallResults bool
 	// FailOnCorruptState makes a call fail (an error matching
 	// session.ErrCorrupt) when its session's stored state cannot be loaded:
 	// damaged, of another format, written for another session or signed
@@ -112,7 +113,7 @@ type Executor struct {
 	fns     *Registry
 	timeout time.Duration
 	check   bool              // type-check calls that do not say
-	calls   bool              // CallResults
+	calls   bool              // !OmitCallResults
 	tc      session.TypeCheck // how to check them
 
 	mu    sync.Mutex
@@ -159,7 +160,7 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		fns:     fns,
 		timeout: timeout,
 		check:   opts.TypeCheck,
-		calls:   opts.CallResults,
+		calls:   !opts.OmitCallResults,
 		tc:      session.TypeCheck{Checker: opts.Checker, Stubs: stubs, Format: typecheck.Full},
 		turns:   map[string]*turn{},
 	}, nil
@@ -301,7 +302,7 @@ type Result struct {
 	// lost. Text starts with it.
 	StateWarning string `json:"state_warning,omitempty"`
 
-	transcript string // Output with the host calls' results (CallResults)
+	transcript string // Output with the host calls' results (unless OmitCallResults)
 }
 
 // Execute runs an execute_python tool call for a conversation: args is the
