@@ -70,6 +70,7 @@ var serveEnv = map[string]string{
 	"state-archive-interval": "MONTY_STATE_ARCHIVE_INTERVAL",
 	"on-corrupt-state":       "MONTY_ON_CORRUPT_STATE",
 	"health-timeout":         "MONTY_HEALTH_TIMEOUT",
+	"run-ttl":                "MONTY_RUN_TTL",
 }
 
 // serveConfig is what the flags say.
@@ -91,6 +92,7 @@ type serveConfig struct {
 	archiveTTL, archiveInterval   string
 	onCorrupt                     func() (bool, error)
 	healthTimeout                 time.Duration
+	runTTL                        time.Duration
 }
 
 func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -139,6 +141,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&c.archiveInterval, "state-archive-interval", "", "with --store HOT,COLD: time between archiver passes, a `DURATION` (default 1m)")
 	c.onCorrupt = corruptFlag(fs, "a session", "in the answer's state_warning and the log")
 	fs.DurationVar(&c.healthTimeout, "health-timeout", httpapi.DefaultHealthTimeout, "longest store round trip of GET /health/store")
+	fs.DurationVar(&c.runTTL, "run-ttl", session.DefaultRunTTL, "how long a run paused at client tool calls waits for POST /runs/{run_id}/resume")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -239,6 +242,10 @@ func (c serveConfig) options() (httpapi.Options, error) {
 		return o, usageError{errors.New("--health-timeout must not be negative")}
 	}
 	o.HealthTimeout = c.healthTimeout
+	if c.runTTL <= 0 {
+		return o, usageError{errors.New("--run-ttl must be positive, like 1h")}
+	}
+	o.RunTTL = c.runTTL
 	return o, nil
 }
 
