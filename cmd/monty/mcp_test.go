@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -334,4 +335,42 @@ func TestMCPMount(t *testing.T) {
 	b, err := os.ReadFile(dir + "/in.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "from the host", string(b))
+}
+
+// TestMCPClientTools: over MCP the model is the client: execute_python with
+// client_tools pauses at their calls and says how to answer; resume_python
+// with the model's results continues the run, in a new server process too.
+func TestMCPClientTools(t *testing.T) {
+	dir := t.TempDir()
+	cs := mcpClient(t, "--store", dir)
+	text, isErr := call(t, cs, "execute_python", map[string]any{
+		"code":         "import asyncio\nuser = lookup_user(42)\nrates = await asyncio.gather(rate('a'), rate('b'))\nprint(user, rates)",
+		"client_tools": []map[string]any{{"name": "lookup_user"}, {"name": "rate", "async": true}},
+	})
+	require.False(t, isErr, text)
+	assert.Contains(t, text, "The code is paused at calls you answer yourself")
+	assert.Contains(t, text, "lookup_user(42)")
+	runID := regexp.MustCompile(`run_id "([0-9a-f]+)"`).FindStringSubmatch(text)
+	require.Len(t, runID, 2, text)
+
+	// Another process resumes it (the paused run is in the store).
+	require.NoError(t, cs.Close())
+	cs = mcpClient(t, "--store", dir)
+	text, isErr = call(t, cs, "resume_python", map[string]any{"run_id": runID[1], "results": []map[string]any{{"id": "0", "value": "ada"}}})
+	require.False(t, isErr, text)
+	assert.Contains(t, text, "rate('a')")
+	assert.Contains(t, text, "rate('b')")
+	next := regexp.MustCompile(`run_id "([0-9a-f]+)"`).FindStringSubmatch(text)
+	require.Len(t, next, 2, text)
+	ids := regexp.MustCompile(`id "(\d+)": rate`).FindAllStringSubmatch(text, -1)
+	require.Len(t, ids, 2, text)
+	text, isErr = call(t, cs, "resume_python", map[string]any{"run_id": next[1], "results": []map[string]any{
+		{"id": ids[0][1], "value": 4.5}, {"id": ids[1][1], "value": 3}}})
+	require.False(t, isErr, text)
+	assert.Equal(t, "ada [4.5, 3]", strings.TrimSpace(text))
+
+	// A resume the run cannot take is a tool error the model can read.
+	text, isErr = call(t, cs, "resume_python", map[string]any{"run_id": next[1], "results": []map[string]any{{"id": "0", "value": 1}}})
+	assert.True(t, isErr)
+	assert.Contains(t, text, "no paused run")
 }

@@ -410,14 +410,22 @@ func (r *Recorder) ToolResult(id string, v object.Value, err error) { r.rec.tool
 // tc when it is set (else as the session's options say); the caller
 // finishes the stream.
 func run(ctx context.Context, s *session.Session, runID, code string, tc *session.TypeCheck, sink func(Event)) (*recorder, *session.Result, error) {
+	return runOp(ctx, s, runID, func(ctx context.Context, s *session.Session) (*session.Result, error) {
+		if tc != nil {
+			return s.ExecOptions(ctx, code, session.ExecOptions{TypeCheck: tc})
+		}
+		return s.Exec(ctx, code)
+	}, sink)
+}
+
+// sessionOp is what a run does with its session: run code, or resume a
+// paused run.
+type sessionOp func(ctx context.Context, s *session.Session) (*session.Result, error)
+
+// runOp does op under a recorder of the run's events.
+func runOp(ctx context.Context, s *session.Session, runID string, op sessionOp, sink func(Event)) (*recorder, *session.Result, error) {
 	rec, ctx := start(ctx, runID, sink)
-	var res *session.Result
-	var err error
-	if tc != nil {
-		res, err = s.ExecOptions(ctx, code, session.ExecOptions{TypeCheck: tc})
-	} else {
-		res, err = s.Exec(ctx, code)
-	}
+	res, err := op(ctx, s)
 	if res == nil {
 		res = &session.Result{}
 	}

@@ -196,7 +196,9 @@ func (e *Executor) Tool() Tool {
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
 			`"code":{"type":"string","description":"Python source code to execute"},` +
 			`"session_id":{"type":"string","description":"Optional name of a separate session within this conversation (letters, digits and . _ - :); omit it to use the conversation's session"},` +
-			`"type_check":{"type":"boolean","description":"Type-check the code against the available functions and this session's earlier code before running it; if the check finds problems, nothing runs and they are returned (default: ` + strconv.FormatBool(e.check) + `)"}},` +
+			`"type_check":{"type":"boolean","description":"Type-check the code against the available functions and this session's earlier code before running it; if the check finds problems, nothing runs and they are returned (default: ` + strconv.FormatBool(e.check) + `)"},` +
+			`"client_tools":{"type":"array","description":"Functions the code may call that you answer yourself (for example your other tools): a call pauses the run and the result lists the calls; answer them with ` + ResumeToolName + `. With async true a call is awaitable, so asyncio.gather pauses once for several.",` +
+			`"items":{"type":"object","properties":{"name":{"type":"string"},"async":{"type":"boolean"}},"required":["name"]}}},` +
 			`"required":["code"]}`),
 	}
 }
@@ -208,14 +210,24 @@ type ToolArgs struct {
 	// TypeCheck, when set, says whether to type-check this call
 	// (ExecutorOptions.TypeCheck otherwise).
 	TypeCheck *bool `json:"type_check,omitempty"`
+	// ClientTools are functions the caller answers: a call pauses the run
+	// (Result.Paused) until Resume (resume_python) gives the results.
+	ClientTools []ClientToolArg `json:"client_tools,omitempty"`
+}
+
+// ClientToolArg declares a client tool in ToolArgs.
+type ClientToolArg struct {
+	Name  string `json:"name"`
+	Async bool   `json:"async,omitempty"`
 }
 
 // ParseArgs decodes tool-call arguments. Errors match ErrBadArgs.
 func ParseArgs(raw json.RawMessage) (ToolArgs, error) {
 	var a struct {
-		Code      *string `json:"code"`
-		SessionID *string `json:"session_id"`
-		TypeCheck *bool   `json:"type_check"`
+		Code        *string         `json:"code"`
+		SessionID   *string         `json:"session_id"`
+		TypeCheck   *bool           `json:"type_check"`
+		ClientTools []ClientToolArg `json:"client_tools"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&a); err != nil {
@@ -224,7 +236,12 @@ func ParseArgs(raw json.RawMessage) (ToolArgs, error) {
 	if a.Code == nil {
 		return ToolArgs{}, fmt.Errorf("%w: \"code\" is required", ErrBadArgs)
 	}
-	out := ToolArgs{Code: *a.Code, TypeCheck: a.TypeCheck}
+	out := ToolArgs{Code: *a.Code, TypeCheck: a.TypeCheck, ClientTools: a.ClientTools}
+	for _, t := range a.ClientTools {
+		if !defName(t.Name) {
+			return ToolArgs{}, fmt.Errorf("%w: client tool name %q is not a Python identifier", ErrBadArgs, t.Name)
+		}
+	}
 	if a.SessionID != nil {
 		out.SessionID = *a.SessionID
 	}
@@ -301,6 +318,10 @@ type Result struct {
 	// empty; or it was rebuilt from its JSON view and some globals were
 	// lost. Text starts with it.
 	StateWarning string `json:"state_warning,omitempty"`
+	// Paused is set when the code called client tools (ToolArgs.ClientTools):
+	// the run is stored paused until Resume answers the calls; Text says
+	// how.
+	Paused *PausedRun `json:"paused,omitempty"`
 
 	transcript string // Output with the host calls' results (unless OmitCallResults)
 }
@@ -336,7 +357,13 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 	if a.TypeCheck != nil && *a.TypeCheck || a.TypeCheck == nil && e.check {
 		tc = &e.tc
 	}
-	res, err := e.execute(ctx, id, a.Code, tc, sink)
+	opts := session.ExecOptions{TypeCheck: tc}
+	for _, t := range a.ClientTools {
+		opts.Tools = append(opts.Tools, session.ClientTool{Name: t.Name, Async: t.Async})
+	}
+	res, err := e.execute(ctx, id, tc, func(ctx context.Context, s *session.Session) (*session.Result, error) {
+		return s.ExecOptions(ctx, a.Code, opts)
+	}, sink)
 	if err != nil || res.Err != nil && !errors.As(res.Err, new(*runtime.Error)) {
 		// A run that was stopped (timeout, cancellation, host limit, dead
 		// interpreter) leaves no live session behind: the next call
@@ -346,8 +373,9 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 	return res, err
 }
 
-// execute runs code in session id; the caller holds its turn.
-func (e *Executor) execute(ctx context.Context, id, code string, tc *session.TypeCheck, sink func(Event)) (*Result, error) {
+// execute runs op (code, or a resume) in session id; the caller holds its
+// turn.
+func (e *Executor) execute(ctx context.Context, id string, tc *session.TypeCheck, op sessionOp, sink func(Event)) (*Result, error) {
 	s, done, err := e.mgr.Acquire(ctx, id)
 	if err != nil && runtime.LimitOf(err) != runtime.NoLimit {
 		// The stored state does not fit the limits: the code's failure to
@@ -378,7 +406,7 @@ func (e *Executor) execute(ctx context.Context, id, code string, tc *session.Typ
 		runCtx, cancel = context.WithTimeoutCause(ctx, e.timeout, ErrTimeout)
 	}
 	defer cancel()
-	rec, sres, err := run(runCtx, s, "", code, tc, sink)
+	rec, sres, err := runOp(runCtx, s, "", op, sink)
 	res := &Result{Output: sres.Output, SessionID: id, RunID: rec.runID, Saved: sres.Saved, NotSaved: sres.NotSavedReason, StateWarning: warning}
 	if sres.HasState {
 		res.StateSize, res.StateHash = sres.StateSize, sres.StateHash
@@ -388,6 +416,12 @@ func (e *Executor) execute(ctx context.Context, id, code string, tc *session.Typ
 	case err == nil && sres.Err != nil:
 		res.Err, res.ErrorType = sres.Err, sres.Err.Type
 		res.Error = cmp.Or(strings.TrimRight(sres.Err.Text, "\n"), sres.Err.Error())
+	case err == nil && sres.Paused != nil:
+		res.Paused = pausedOf(sres.Paused)
+		for _, c := range res.Paused.Calls {
+			args, _ := json.Marshal(map[string]any{"args": c.Args, "kwargs": c.Kwargs})
+			rec.toolCall(c.Name, string(args))
+		}
 	case err == nil:
 		res.Value = sres.Value
 		if _, none := sres.Value.(object.None); !none && sres.Value != nil {
@@ -462,9 +496,12 @@ func text(r *Result) string {
 	if out := strings.TrimRight(cmp.Or(r.transcript, r.Output), "\n"); out != "" {
 		parts = append(parts, out)
 	}
-	if r.Err != nil {
+	switch {
+	case r.Err != nil:
 		parts = append(parts, r.Error)
-	} else if r.Repr != "" {
+	case r.Paused != nil:
+		parts = append(parts, pausedText(r.Paused))
+	case r.Repr != "":
 		parts = append(parts, r.Repr)
 	}
 	if r.NotSaved != "" {

@@ -1,12 +1,20 @@
 // Package mcpserver offers Python execution to any Model Context Protocol
-// client: an MCP server (github.com/modelcontextprotocol/go-sdk) with two
+// client: an MCP server (github.com/modelcontextprotocol/go-sdk) with three
 // tools,
 //
 //   - execute_python: run code in a persistent session (variables,
 //     functions and classes survive between calls and, through the
 //     executor's store, between server processes); optional session_id
-//     selects one of several named sessions;
+//     selects one of several named sessions; optional client_tools names
+//     functions the model answers itself;
+//   - resume_python: answer the client tool calls a run is paused at;
 //   - reset_session: forget a session's state.
+//
+// MCP gives a server no way to call the client's tools while a tool call
+// runs, so client tools go through the model: a call pauses the run (it
+// is stored, and may be resumed by another server process), the result
+// lists the calls, and the model answers them with resume_python (for
+// example with what its other tools return).
 //
 // The tools are served by an agent.Executor, so host functions registered
 // there are callable from the code and listed in the tool's description.
@@ -65,7 +73,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// New returns an MCP server offering execute_python and reset_session.
+// New returns an MCP server offering execute_python, resume_python and
+// reset_session.
 // Run it with (*mcp.Server).Run over a transport, e.g.
 // NewStdioTransport(os.Stdin, os.Stdout, logger).
 // The server is safe for concurrent use, as the executor is: calls for one
@@ -87,10 +96,13 @@ func New(opts Options) (*mcp.Server, error) {
 	h := &handlers{exec: opts.Executor, thread: opts.ThreadKey, log: logger}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "monty", Title: "Monty Python sandbox", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "Run Python in a sandbox with execute_python. State persists between calls: define a variable " +
-			"or function in one call and use it in the next. Use reset_session to start over.",
+			"or function in one call and use it in the next. Use reset_session to start over. Functions you answer " +
+			"yourself can be given as client_tools: a call pauses the run, and resume_python continues it with your results.",
 	})
 	tool := opts.Executor.Tool()
 	srv.AddTool(&mcp.Tool{Name: tool.Name, Description: tool.Description, InputSchema: tool.Parameters}, h.execute)
+	resume := opts.Executor.ResumeTool()
+	srv.AddTool(&mcp.Tool{Name: resume.Name, Description: resume.Description, InputSchema: resume.Parameters}, h.resume)
 	srv.AddTool(&mcp.Tool{
 		Name:        "reset_session",
 		Description: "Forget everything a Python session holds (variables, functions, classes), so the next execute_python call starts empty.",
@@ -110,30 +122,42 @@ type handlers struct {
 // protocol errors are reserved for failures of the server itself.
 func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	res, err := h.exec.Execute(ctx, h.thread, req.Params.Arguments)
+	return h.answer(agent.ToolName, res, err), nil
+}
+
+// answer is the tool result of an execute_python or resume_python call.
+func (h *handlers) answer(tool string, res *agent.Result, err error) *mcp.CallToolResult {
 	if errors.Is(err, agent.ErrBadArgs) {
-		h.log.Info("execute_python", "error", err)
-		return toolError(err.Error()), nil
+		h.log.Info(tool, "error", err)
+		return toolError(err.Error())
 	}
 	if errors.Is(err, session.ErrCorrupt) {
 		// The executor fails instead of starting the session empty
 		// (agent.ExecutorOptions.FailOnCorruptState).
-		h.log.Error("execute_python: stored session state cannot be loaded", "error", err)
+		h.log.Error(tool+": stored session state cannot be loaded", "error", err)
 		return toolError("the call could not run: " + err.Error() +
-			". Call reset_session (with the same session_id) to start the session empty; the copy kept aside stays."), nil
+			". Call reset_session (with the same session_id) to start the session empty; the copy kept aside stays.")
 	}
 	if err != nil {
-		h.log.Error("execute_python", "error", err)
-		return toolError("the call could not run: " + err.Error()), nil
+		h.log.Error(tool, "error", err)
+		return toolError("the call could not run: " + err.Error())
 	}
 	if res.StateWarning != "" {
-		h.log.Warn("execute_python: the session did not continue from its stored state", "session", res.SessionID, "warning", res.StateWarning)
+		h.log.Warn(tool+": the session did not continue from its stored state", "session", res.SessionID, "warning", res.StateWarning)
 	}
-	h.log.Info("execute_python", "session", res.SessionID, "run", res.RunID, "error_type", res.ErrorType, "saved", res.Saved)
+	h.log.Info(tool, "session", res.SessionID, "run", res.RunID, "error_type", res.ErrorType, "saved", res.Saved, "paused", res.Paused != nil)
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: res.Text}},
 		StructuredContent: res,
 		IsError:           res.Err != nil,
-	}, nil
+	}
+}
+
+// resume runs one resume_python call: the model's answers to the client
+// tool calls a run is paused at. Answered like execute_python.
+func (h *handlers) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	res, err := h.exec.Resume(ctx, h.thread, req.Params.Arguments)
+	return h.answer(agent.ResumeToolName, res, err), nil
 }
 
 // reset runs one reset_session call.

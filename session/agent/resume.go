@@ -1,0 +1,151 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
+)
+
+// ResumeToolName is the name of the tool that answers a paused run's
+// client tool calls (Executor.ResumeTool).
+const ResumeToolName = "resume_python"
+
+// PausedRun is a run stopped at client tool calls, in a Result.
+type PausedRun struct {
+	RunID   string       `json:"run_id"`
+	Calls   []PausedCall `json:"calls"`
+	Expires time.Time    `json:"expires"`
+}
+
+// PausedCall is one call the run waits on, its arguments as JSON (a value
+// without a JSON form as its repr, a string).
+type PausedCall struct {
+	ID     string                     `json:"id"`
+	Name   string                     `json:"name"`
+	Args   []json.RawMessage          `json:"args"`
+	Kwargs map[string]json.RawMessage `json:"kwargs"`
+	// Call is the call as Python would spell it, for the model.
+	Call string `json:"call"`
+}
+
+func pausedOf(p *session.Paused) *PausedRun {
+	out := &PausedRun{RunID: p.RunID, Expires: p.Expires}
+	for _, c := range p.Calls {
+		pc := PausedCall{ID: c.ID, Name: c.Name, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
+		parts := make([]string, 0, len(c.Args)+len(c.Kwargs))
+		for i, a := range c.Args {
+			pc.Args[i] = valueJSON(a)
+			parts = append(parts, object.Repr(a))
+		}
+		for _, kw := range c.Kwargs {
+			k, _ := kw.Key.(object.Str)
+			pc.Kwargs[string(k)] = valueJSON(kw.Value)
+			parts = append(parts, string(k)+"="+object.Repr(kw.Value))
+		}
+		pc.Call = c.Name + "(" + strings.Join(parts, ", ") + ")"
+		out.Calls = append(out.Calls, pc)
+	}
+	return out
+}
+
+// pausedText tells the model how to answer a paused run.
+func pausedText(p *PausedRun) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "The code is paused at calls you answer yourself. Call %s with run_id %q and a result for each call:", ResumeToolName, p.RunID)
+	for _, c := range p.Calls {
+		fmt.Fprintf(&b, "\n- id %q: %s", c.ID, c.Call)
+	}
+	b.WriteString("\nA result is {\"id\": ..., \"value\": <JSON>} or {\"id\": ..., \"error\": {\"type\": \"ValueError\", \"message\": \"...\"}} (raised in the code).")
+	return b.String()
+}
+
+// ResumeArgs are the arguments of a resume_python call.
+type ResumeArgs struct {
+	RunID     string         `json:"run_id"`
+	SessionID string         `json:"session_id,omitempty"`
+	Results   []ResumeResult `json:"results"`
+}
+
+// ResumeResult answers one call: Value (JSON), or Error raised in the code.
+type ResumeResult struct {
+	ID    string          `json:"id"`
+	Value json.RawMessage `json:"value,omitempty"`
+	Error *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error,omitempty"`
+}
+
+// ResumeTool is the definition of the resume_python tool.
+func (e *Executor) ResumeTool() Tool {
+	return Tool{
+		Name: ResumeToolName,
+		Description: "Answer the calls an " + ToolName + " run is paused at (the functions you listed in client_tools), " +
+			"so that the code goes on; the result is like " + ToolName + "'s (it may pause again with a new run_id).",
+		Parameters: json.RawMessage(`{"type":"object","properties":{` +
+			`"run_id":{"type":"string","description":"the run_id the paused result gave"},` +
+			`"session_id":{"type":"string","description":"the session_id given to ` + ToolName + `, if any"},` +
+			`"results":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"value":{},` +
+			`"error":{"type":"object","properties":{"type":{"type":"string"},"message":{"type":"string"}},"required":["type"]}},"required":["id"]}}},` +
+			`"required":["run_id","results"]}`),
+	}
+}
+
+// Resume runs a resume_python call: the results of a paused run's calls.
+// It answers like Execute: the run's outcome in the Result (completed, or
+// paused again), errors for calls that could not run (ErrBadArgs for
+// results that do not fit the run, which the model can correct).
+func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMessage) (*Result, error) {
+	var a ResumeArgs
+	dec := json.NewDecoder(bytes.NewReader(args))
+	if err := dec.Decode(&a); err != nil || a.RunID == "" {
+		return nil, fmt.Errorf("%w: want {\"run_id\": \"…\", \"results\": [{\"id\": \"…\", \"value\": …}]}", ErrBadArgs)
+	}
+	results := make([]session.ToolResult, len(a.Results))
+	for i, r := range a.Results {
+		res := session.ToolResult{ID: r.ID}
+		switch {
+		case r.Error != nil:
+			res.Error = &runtime.Exception{Type: r.Error.Type, Message: r.Error.Message}
+		case len(r.Value) > 0:
+			v, err := object.FromJSON(r.Value)
+			if err != nil {
+				return nil, fmt.Errorf("%w: result %q: %v", ErrBadArgs, r.ID, err)
+			}
+			res.Value = v
+		}
+		results[i] = res
+	}
+	id, err := SessionID(threadKey, a.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	release, err := e.take(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	res, err := e.execute(ctx, id, nil, func(ctx context.Context, s *session.Session) (*session.Result, error) {
+		return s.Resume(ctx, a.RunID, results)
+	}, nil)
+	if err != nil {
+		_ = e.mgr.Forget(id)
+		if isRunRefusal(err) {
+			return nil, fmt.Errorf("%w: %w", ErrBadArgs, err)
+		}
+	}
+	return res, err
+}
+
+// isRunRefusal reports errors of a resume the model can correct.
+func isRunRefusal(err error) bool {
+	return errors.Is(err, session.ErrRunNotPaused) || errors.Is(err, session.ErrRunExpired) || errors.Is(err, session.ErrBadResults)
+}
