@@ -34,19 +34,20 @@ func BenchmarkExec(b *testing.B) {
 // BenchmarkPauseResume: one round trip of a client tool — /exec pauses at
 // the call and stores the paused run, /runs/{run_id}/resume loads it and
 // finishes — next to a plain /exec of the same code with the tool's value
-// in place (report as the ratio of the two).
+// in place (report as the ratio of the two). Each iteration uses a new
+// session, so that a session's growing history does not blur the figures.
 func BenchmarkPauseResume(b *testing.B) {
 	srv := newServer(b, httpapi.Options{})
 	c := srv.client("")
 	b.Run("plain-exec", func(b *testing.B) {
 		for b.Loop() {
-			if status, resp, _ := c.exec(map[string]any{"session_id": "plain", "code": "n = 41\nn + 1"}); status != 200 || resp.Error != nil {
+			if status, resp, _ := c.exec(map[string]any{"code": "n = 41\nn + 1"}); status != 200 || resp.Error != nil {
 				b.Fatalf("status %d", status)
 			}
 		}
 	})
 	b.Run("pause-store-resume", func(b *testing.B) {
-		req := map[string]any{"session_id": "paused", "code": "n = ask()\nn + 1", "tools": []map[string]any{{"name": "ask"}}}
+		req := map[string]any{"code": "n = ask()\nn + 1", "tools": []map[string]any{{"name": "ask"}}}
 		body, _ := json.Marshal(req)
 		for b.Loop() {
 			status, _, data := c.do("POST", "/exec", body)
