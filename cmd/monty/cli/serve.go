@@ -242,8 +242,8 @@ func (c serveConfig) options() (httpapi.Options, error) {
 		return o, usageError{errors.New("--health-timeout must not be negative")}
 	}
 	o.HealthTimeout = c.healthTimeout
-	if c.runTTL <= 0 {
-		return o, usageError{errors.New("--run-ttl must be positive, like 1h")}
+	if c.runTTL < 0 {
+		return o, usageError{errors.New("--run-ttl must not be negative (0: the default, 1h)")}
 	}
 	o.RunTTL = c.runTTL
 	return o, nil

@@ -39,7 +39,7 @@ func TestServeConfigErrors(t *testing.T) {
 		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--mount", keyFile + ":/data"}, "is not a directory"},
 		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--mount", t.TempDir() + ":/data:bogus"}, `unknown mode "bogus"`},
 		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--mount", t.TempDir() + ":/work/in"}, "each session's own files"},
-		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--run-ttl", "0s"}, "--run-ttl must be positive"},
+		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--run-ttl", "-1s"}, "--run-ttl must not be negative"},
 	} {
 		var out, errOut bytes.Buffer
 		code := Run(context.Background(), append([]string{"serve"}, tc.args...), nil, &out, &errOut)
