@@ -21,6 +21,7 @@ type Suspended struct {
 	Waiting []uint32
 }
 
+// Error names the calls the execution waits on.
 func (s *Suspended) Error() string {
 	names := make([]string, len(s.Calls))
 	for i, c := range s.Calls {
@@ -38,7 +39,7 @@ func (d *drive) externalCall(f Function, p *FunctionCall) (Answer, error) {
 		d.external[p.CallID] = &call
 		return Pending(), nil
 	}
-	if d.inflight > 0 {
+	if d.hostFutures() {
 		// Their results would be lost with this Drive: the code must
 		// await them first.
 		return Raise("RuntimeError", fmt.Sprintf(
@@ -59,8 +60,14 @@ func (d *drive) newExternal(extra ...*FunctionCall) []*FunctionCall {
 	return append(out, extra...)
 }
 
+// awaitsExternal reports whether p awaits calls the caller answers.
+func (d *drive) awaitsExternal(p *AwaitFutures) bool {
+	return slices.ContainsFunc(p.CallIDs, func(id uint32) bool { _, ok := d.external[id]; return ok })
+}
+
 // suspendAwait suspends an await whose futures only the caller can
-// resolve (none ready, no host call running): nil when it awaits none.
+// resolve (none ready, no host call running): nil when it awaits none, or
+// when suspending would lose results of the host's own async calls.
 func (d *drive) suspendAwait(p *AwaitFutures) *Suspended {
 	var waiting []uint32
 	for _, id := range p.CallIDs {
@@ -71,5 +78,15 @@ func (d *drive) suspendAwait(p *AwaitFutures) *Suspended {
 	if len(waiting) == 0 {
 		return nil
 	}
+	if d.hostFutures() {
+		// Results of the host's own async calls the code has not awaited
+		// yet would be lost with this Drive.
+		return nil
+	}
 	return &Suspended{Calls: d.newExternal(), Waiting: waiting}
 }
+
+// hostFutures reports results of the host's own async calls that the run
+// would lose if it suspended now: calls still running, or finished but
+// not yet awaited by the code.
+func (d *drive) hostFutures() bool { return d.inflight > 0 || len(d.ready) > 0 }

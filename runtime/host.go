@@ -111,18 +111,19 @@ type drive struct {
 // still running when it passes is abandoned (its context is cancelled and
 // the run ends with ErrTimeLimit without waiting for it to return).
 func (h *Host) Drive(ctx context.Context, e *Execution) (object.Value, error) {
-	return h.drive(ctx, e, nil)
+	return h.drive(ctx, e, nil, e.started)
 }
 
 // Continue drives an execution that a Drive left suspended, once its
 // caller has answered the pause (Execution.Resume): waiting are the ids
 // of External futures still unanswered, which the code may await later.
+// The limits start afresh: MaxDuration counts from the Continue (the time
+// the run waited does not count), MaxCalls and MaxCallTime from zero.
 func (h *Host) Continue(ctx context.Context, e *Execution, waiting []uint32) (object.Value, error) {
-	return h.drive(ctx, e, waiting)
+	return h.drive(ctx, e, waiting, time.Now())
 }
 
-func (h *Host) drive(ctx context.Context, e *Execution, waiting []uint32) (object.Value, error) {
-	start := e.started
+func (h *Host) drive(ctx context.Context, e *Execution, waiting []uint32, start time.Time) (object.Value, error) {
 	if start.IsZero() {
 		start = time.Now()
 	}
@@ -412,6 +413,10 @@ func (d *drive) await(p *AwaitFutures) (Answer, error) {
 		if d.inflight == 0 {
 			if s := d.suspendAwait(p); s != nil {
 				return Answer{}, s
+			}
+			if d.awaitsExternal(p) {
+				// suspendAwait refused: host results would be lost.
+				return Abort("RuntimeError", "the code awaits calls its caller answers while results of the host's async calls wait to be awaited: await those first"), nil
 			}
 			return Abort("RuntimeError", "awaiting futures the host never started"), nil
 		}

@@ -44,6 +44,11 @@ const (
 // foreign format, or whose signature does not verify.
 var ErrCorrupt = errors.New("session: state blob is corrupt or not trusted")
 
+// ErrNewerFormat matches errors from blobs a newer build wrote (a format
+// version above this build's, by less than 16): the state is left stored
+// as it is, for a build that reads it.
+var ErrNewerFormat = errors.New("session: state written by a newer build; update this one to load it")
+
 // blob is the decoded form of a stored session.
 type blob struct {
 	MontyVersion string
@@ -176,6 +181,11 @@ func parseBlobKeys(data []byte, keys [][]byte) (*blob, error) {
 func parseBlob(data, key []byte) (*blob, error) {
 	if len(data) < 7 || string(data[:4]) != blobMagic {
 		return nil, corrupt("not a monty-go session blob")
+	}
+	if data[4] > blobVersionRun && data[4] < blobVersionRun+16 {
+		// Written by a newer build (a rolling upgrade): not damaged, so
+		// not to be kept aside and replaced by an empty session.
+		return nil, fmt.Errorf("%w: blob format version %d, this build reads %d to %d", ErrNewerFormat, data[4], blobVersion, blobVersionRun)
 	}
 	if data[4] < blobVersion || data[4] > blobVersionRun {
 		return nil, corrupt("blob format version %d, this build reads %d to %d", data[4], blobVersion, blobVersionRun)

@@ -25,12 +25,12 @@ const DefaultRunTTL = time.Hour
 // another process, later.
 type ClientTool struct {
 	// Name is the name the code calls.
-	Name string
+	Name string `json:"name"`
 	// Async makes a call return an awaitable at once, as an async def
 	// does, so that asyncio.gather collects several calls before the run
 	// stops; the code must await it. A sync tool (the default) stops the
 	// run at the call, and its result is the call's value.
-	Async bool
+	Async bool `json:"async,omitempty"`
 }
 
 // ToolCall is a call of a client tool the run waits on.
@@ -40,6 +40,10 @@ type ToolCall struct {
 	Name   string
 	Args   []object.Value
 	Kwargs []object.Pair // keys are object.Str
+	// Blocking marks the sync call the code is stopped at: the next
+	// Resume must answer it, and only it (the async calls listed with it
+	// are answered when the code awaits them).
+	Blocking bool
 }
 
 // Paused describes a run stopped at client tool calls.
@@ -75,6 +79,10 @@ var (
 	ErrRunExpired = errors.New("session: the paused run has expired")
 	// ErrBadResults: the results do not answer the run's calls.
 	ErrBadResults = errors.New("session: the results do not answer the paused run's calls")
+	// ErrRunUnloadable: the stored state holds a paused run this build
+	// cannot continue (another Monty version wrote it, or the session is
+	// opened JSON-only); the state stays stored for a build that can.
+	ErrRunUnloadable = errors.New("session: the paused run cannot be continued by this build")
 )
 
 // pausedRun is the stored record of a paused run (blob version 4).
@@ -156,7 +164,8 @@ func (r *pausedRun) public() *Paused {
 	p := &Paused{RunID: r.ID, Expires: r.Expires}
 	for _, c := range r.Calls {
 		args, kwargs, _ := c.decode() // checked when stored or loaded
-		p.Calls = append(p.Calls, ToolCall{ID: strconv.FormatUint(uint64(c.ID), 10), Name: c.Name, Args: args, Kwargs: kwargs})
+		p.Calls = append(p.Calls, ToolCall{ID: strconv.FormatUint(uint64(c.ID), 10), Name: c.Name, Args: args, Kwargs: kwargs,
+			Blocking: r.Blocking != nil && *r.Blocking == c.ID})
 	}
 	return p
 }
@@ -222,7 +231,7 @@ func (s *Session) toolHost(tools []ClientTool) (*runtime.Host, error) {
 	}
 	for _, t := range tools {
 		if _, taken := h.Functions[t.Name]; taken || t.Name == "" {
-			return nil, fmt.Errorf("%w: client tool %q: the name is empty or a host function's", runtime.ErrInvalidOption, t.Name)
+			return nil, fmt.Errorf("%w: client tool %q: the name is empty, given twice, or a host function's", runtime.ErrInvalidOption, t.Name)
 		}
 		h.Functions[t.Name] = runtime.Function{External: true, Async: t.Async}
 	}
@@ -241,9 +250,7 @@ func (s *Session) pause(sp *runtime.Suspended) *Paused {
 		known[c.ID] = c
 	}
 	for _, c := range sp.Calls {
-		args, _ := object.Encode(object.Tuple(c.Args))
-		kwargs, _ := object.Encode(object.Dict(c.Kwargs))
-		known[c.CallID] = storedCall{ID: c.CallID, Name: c.Name, Args: args, Kwargs: kwargs}
+		known[c.CallID] = storeCall(c)
 	}
 	next := &pausedRun{Code: rec.Code, Tools: rec.Tools, TTL: rec.TTL, ID: newRunID(),
 		Expires: time.Now().Add(time.Duration(rec.TTL)).UTC().Truncate(time.Millisecond)}
@@ -353,6 +360,9 @@ func (s *Session) Resume(ctx context.Context, runID string, results []ToolResult
 		if err := s.rollback(ctx); err != nil {
 			return nil, err
 		}
+		if s.run == nil || s.run.rec.ID != runID {
+			return nil, fmt.Errorf("%w: session %s lost run %q while restoring its state", ErrRunNotPaused, s.id, runID)
+		}
 	}
 	s.it.SetLimits(s.opts.Limits)
 	s.it.SetPrintFunc(s.opts.Print)
@@ -376,7 +386,10 @@ func (s *Session) Resume(ctx context.Context, runID string, results []ToolResult
 	} else {
 		s.run = &activeRun{exec: e, rec: &pausedRun{Code: rec.Code, Tools: rec.Tools, TTL: rec.TTL, Calls: rec.remaining(results)}}
 	}
-	return s.finishCall(ctx, rec.Code, v, err, true)
+	// An exception the code raised ends the run and is stored; a limit
+	// (time, memory, ...) leaves the run paused as it was stored.
+	capture := runtime.LimitOf(err) == runtime.NoLimit
+	return s.finishCall(ctx, rec.Code, v, err, capture)
 }
 
 // answer turns results into the answer of the run's pause, and lists the
@@ -432,19 +445,44 @@ func (r *pausedRun) answer(results []ToolResult) (runtime.Answer, []uint32, erro
 	return runtime.Resolve(futures...), waiting, nil
 }
 
-// remaining are the calls results leave unanswered.
+// remaining are the calls results leave unanswered (results were checked
+// by answer).
 func (r *pausedRun) remaining(results []ToolResult) []storedCall {
-	answered := map[string]bool{}
+	answered := map[uint64]bool{}
 	for _, res := range results {
-		answered[res.ID] = true
+		n, _ := strconv.ParseUint(res.ID, 10, 32)
+		answered[n] = true
 	}
 	var out []storedCall
 	for _, c := range r.Calls {
-		if !answered[strconv.FormatUint(uint64(c.ID), 10)] {
+		if !answered[uint64(c.ID)] {
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// storeCall encodes a call for the run record. Arguments that cannot be
+// encoded (nested past the transfer depth) are stored as their repr, so
+// that what the code did never makes its own state unloadable.
+func storeCall(c *runtime.FunctionCall) storedCall {
+	args, err := object.Encode(object.Tuple(c.Args))
+	if err != nil {
+		reprs := make(object.Tuple, len(c.Args))
+		for i, a := range c.Args {
+			reprs[i] = object.Str(object.Repr(a))
+		}
+		args, _ = object.Encode(reprs)
+	}
+	kwargs, err := object.Encode(object.Dict(c.Kwargs))
+	if err != nil {
+		reprs := make(object.Dict, len(c.Kwargs))
+		for i, kw := range c.Kwargs {
+			reprs[i] = object.Pair{Key: kw.Key, Value: object.Str(object.Repr(kw.Value))}
+		}
+		kwargs, _ = object.Encode(reprs)
+	}
+	return storedCall{ID: c.CallID, Name: c.Name, Args: args, Kwargs: kwargs}
 }
 
 // syncRun reloads the state when the store holds a newer one: a run paused

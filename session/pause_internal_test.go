@@ -46,3 +46,18 @@ func TestPausedRunSection(t *testing.T) {
 		assert.ErrorIs(t, err, ErrCorrupt, name)
 	}
 }
+
+// TestNewerFormatIsNotCorrupt: a blob of a format version a newer build
+// writes is not damaged: it is refused as newer, never kept aside as
+// corrupt (which would start the session empty over it).
+func TestNewerFormatIsNotCorrupt(t *testing.T) {
+	data, err := (&blob{MontyVersion: "1.4.0", Names: []string{}, JSON: []byte(`{}`)}).encode(nil, false)
+	require.NoError(t, err)
+	data[4] = blobVersionRun + 1
+	_, err = decodeBlob(data, nil, 0)
+	require.ErrorIs(t, err, ErrNewerFormat)
+	assert.NotErrorIs(t, err, ErrCorrupt)
+	data[4] = 200
+	_, err = decodeBlob(data, nil, 0)
+	assert.ErrorIs(t, err, ErrCorrupt, "not a version any build writes")
+}

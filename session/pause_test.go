@@ -192,11 +192,60 @@ func TestConcurrentResumes(t *testing.T) {
 		if err == nil {
 			wins = append(wins, i)
 		} else {
-			assert.True(t, errors.Is(err, store.ErrConflict), "the loser sees a conflict: %v", err)
+			// The loser lost the compare-and-set, or saw the winner's
+			// state first.
+			assert.True(t, errors.Is(err, store.ErrConflict) || errors.Is(err, session.ErrRunNotPaused), "the loser: %v", err)
 		}
 	}
 	require.Len(t, wins, 1, "exactly one resume wins: %v", errs)
 	res, err = openIn(t, st, "c").Exec(ctx, "answer")
 	require.NoError(t, err)
 	assert.Equal(t, object.Int(int64(wins[0])), res.Value)
+}
+
+// TestPausedRunEdges: the blocking call is marked; a resume stopped by a
+// limit leaves the run paused (and a pause does not count against the
+// resume's time); client tools type-check; a paused run this build cannot
+// continue is refused, not dropped.
+func TestPausedRunEdges(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	limits := runtime.DefaultLimits()
+	limits.MaxDuration = 300 * time.Millisecond
+	s, err := session.Open(ctx, "edge", session.Options{Store: st, Limits: limits})
+	require.NoError(t, err)
+	defer s.Close(ctx)
+	res, err := s.ExecOptions(ctx, `
+import asyncio
+f = fetch('later')
+x = ask('now')
+while x == 'spin':
+    pass
+x`, session.ExecOptions{Tools: tools})
+	require.NoError(t, err)
+	p := res.Paused
+	require.Len(t, p.Calls, 2)
+	assert.False(t, p.Calls[0].Blocking)
+	assert.True(t, p.Calls[1].Blocking, "the sync call the code is stopped at")
+	assert.Equal(t, "ask", p.Calls[1].Name)
+
+	time.Sleep(350 * time.Millisecond) // longer than MaxDuration: waiting is not running
+	res, err = s.Resume(ctx, p.RunID, []session.ToolResult{{ID: p.Calls[1].ID, Value: object.Str("spin")}})
+	require.NoError(t, err)
+	require.ErrorIs(t, res.Err, runtime.ErrTimeLimit, "the resumed code ran into the limit")
+	require.NotNil(t, s.Paused(), "a limit leaves the run paused")
+	res, err = s.Resume(ctx, p.RunID, []session.ToolResult{{ID: p.Calls[1].ID, Value: object.Str("ok")}})
+	require.NoError(t, err)
+	assert.Equal(t, object.Str("ok"), res.Value, "resumed again after the limit, past the pause")
+
+	// Client tools are declared to the type checker.
+	tc := &session.TypeCheck{}
+	res, err = s.ExecOptions(ctx, "y: str = ask('q')\nz = await fetch(1)", session.ExecOptions{Tools: tools, TypeCheck: tc})
+	require.NoError(t, err, "the checker knows the tools")
+	require.NotNil(t, res.Paused)
+
+	// A JSON-only opening cannot continue it: refused, the state kept.
+	_, err = session.Open(ctx, "edge", session.Options{Store: st, JSONOnly: true})
+	require.ErrorIs(t, err, session.ErrRunUnloadable)
+	require.NotNil(t, openIn(t, st, "edge").Paused(), "still stored paused")
 }

@@ -317,6 +317,12 @@ func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
 	if err := s.newInterpreter(ctx); err != nil {
 		return err
 	}
+	if b.Run != nil && (b.JSONOnly || s.opts.JSONOnly || b.MontyVersion != s.eng.MontyVersion()) {
+		// Rebuilding from the JSON view would drop the run and let the
+		// next call overwrite it: refuse, leaving the state stored.
+		return fmt.Errorf("%w: run %s, paused by Monty %s, cannot be continued here (Monty %s, JSON-only %t); resume it where it was paused",
+			ErrRunUnloadable, b.Run.ID, b.MontyVersion, s.eng.MontyVersion(), s.opts.JSONOnly)
+	}
 	if !b.JSONOnly && !s.opts.JSONOnly {
 		if b.MontyVersion == s.eng.MontyVersion() {
 			repl, paused, err := s.it.LoadREPL(ctx, b.Dump)
@@ -326,6 +332,9 @@ func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
 			}
 			if !errors.Is(err, runtime.ErrInvalidDump) {
 				return blobFault(ctx, err, "the dump does not load")
+			}
+			if b.Run != nil {
+				return fmt.Errorf("%w: run %s: its dump does not load here: %v", ErrRunUnloadable, b.Run.ID, err)
 			}
 			s.restore.Reason = "the dump could not be loaded: " + err.Error()
 		} else {
@@ -531,15 +540,12 @@ func (s *Session) ExecOptions(ctx context.Context, code string, o ExecOptions) (
 	var checked *typecheck.Result
 	if o.TypeCheck != nil {
 		var err error
-		if checked, err = s.check(ctx, code, o.TypeCheck, o.Inputs); err != nil {
+		if checked, err = s.check(ctx, code, o.TypeCheck, o.Inputs, o.Tools); err != nil {
 			return nil, err
 		}
 		if err := checked.Err(); err != nil {
 			return nil, err
 		}
-	}
-	if err := s.settleRun(ctx); err != nil {
-		return nil, err
 	}
 	inputs := o.Inputs
 	if s.repl == nil || s.it == nil || s.it.Dead() != nil || s.it.Outdated() {
@@ -549,6 +555,9 @@ func (s *Session) ExecOptions(ctx context.Context, code string, o ExecOptions) (
 		if err := s.rollback(ctx); err != nil {
 			return nil, fmt.Errorf("session %s: restoring the saved state after an earlier failure: %w", s.id, err)
 		}
+	}
+	if err := s.settleRun(ctx); err != nil {
+		return nil, err
 	}
 	s.it.SetLimits(s.opts.Limits)
 	s.it.SetPrintFunc(s.opts.Print)
@@ -587,10 +596,12 @@ func (s *Session) finishCall(ctx context.Context, code string, v object.Value, e
 		tc = s.tc // the code is not done yet
 	}
 	err = s.save(ctx, res, tc)
-	if err == nil && res.Paused != nil && !res.Saved {
+	if res.Paused != nil && (err != nil || !res.Saved) {
 		// A paused run that is not stored cannot be resumed: it is over.
 		res.Paused = nil
-		err = fmt.Errorf("session %s: the paused run could not be stored (%s): %w", s.id, res.NotSavedReason, ErrStateTooLarge)
+		if err == nil {
+			err = fmt.Errorf("session %s: the paused run could not be stored (%s): %w", s.id, res.NotSavedReason, ErrStateTooLarge)
+		}
 	}
 	if err != nil || !res.Saved {
 		// Not stored (store failure, conflict, size cap): the live state

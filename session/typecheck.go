@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -60,11 +61,11 @@ func (s *Session) Check(ctx context.Context, code string, tc TypeCheck) (*typech
 	}
 	defer s.busy.Store(false)
 	defer s.mu.Unlock()
-	return s.check(ctx, code, &tc, nil)
+	return s.check(ctx, code, &tc, nil, nil)
 }
 
 // check runs the checker on code with the session's context; s.mu is held.
-func (s *Session) check(ctx context.Context, code string, tc *TypeCheck, inputs []runtime.Input) (*typecheck.Result, error) {
+func (s *Session) check(ctx context.Context, code string, tc *TypeCheck, inputs []runtime.Input, tools []ClientTool) (*typecheck.Result, error) {
 	checker := tc.Checker
 	if checker == nil {
 		var err error
@@ -82,6 +83,15 @@ func (s *Session) check(ctx context.Context, code string, tc *TypeCheck, inputs 
 			values[in.Name] = in.Value
 		}
 		req.Stubs = req.Stubs + "\n" + typecheck.Declarations(values)
+	}
+	for _, t := range tools {
+		// The client answers them with anything: the checker knows only
+		// that they exist (and which ones are awaited).
+		def := "def"
+		if t.Async {
+			def = "async def"
+		}
+		req.Stubs += fmt.Sprintf("\nfrom typing import Any\n%s %s(*args: Any, **kwargs: Any) -> Any: ...\n", def, t.Name)
 	}
 	s.tc.Apply(&req)
 	return checker.Check(ctx, req)

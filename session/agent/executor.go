@@ -237,10 +237,12 @@ func ParseArgs(raw json.RawMessage) (ToolArgs, error) {
 		return ToolArgs{}, fmt.Errorf("%w: \"code\" is required", ErrBadArgs)
 	}
 	out := ToolArgs{Code: *a.Code, TypeCheck: a.TypeCheck, ClientTools: a.ClientTools}
+	seen := map[string]bool{}
 	for _, t := range a.ClientTools {
-		if !defName(t.Name) {
-			return ToolArgs{}, fmt.Errorf("%w: client tool name %q is not a Python identifier", ErrBadArgs, t.Name)
+		if !defName(t.Name) || seen[t.Name] {
+			return ToolArgs{}, fmt.Errorf("%w: client tool name %q is not a Python identifier, or is given twice", ErrBadArgs, t.Name)
 		}
+		seen[t.Name] = true
 	}
 	if a.SessionID != nil {
 		out.SessionID = *a.SessionID
@@ -361,7 +363,7 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 	for _, t := range a.ClientTools {
 		opts.Tools = append(opts.Tools, session.ClientTool{Name: t.Name, Async: t.Async})
 	}
-	res, err := e.execute(ctx, id, tc, func(ctx context.Context, s *session.Session) (*session.Result, error) {
+	res, err := e.execute(ctx, id, a.SessionID, tc, func(ctx context.Context, s *session.Session) (*session.Result, error) {
 		return s.ExecOptions(ctx, a.Code, opts)
 	}, sink)
 	if err != nil || res.Err != nil && !errors.As(res.Err, new(*runtime.Error)) {
@@ -375,7 +377,7 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 
 // execute runs op (code, or a resume) in session id; the caller holds its
 // turn.
-func (e *Executor) execute(ctx context.Context, id string, tc *session.TypeCheck, op sessionOp, sink func(Event)) (*Result, error) {
+func (e *Executor) execute(ctx context.Context, id, named string, tc *session.TypeCheck, op sessionOp, sink func(Event)) (*Result, error) {
 	s, done, err := e.mgr.Acquire(ctx, id)
 	if err != nil && runtime.LimitOf(err) != runtime.NoLimit {
 		// The stored state does not fit the limits: the code's failure to
@@ -417,7 +419,7 @@ func (e *Executor) execute(ctx context.Context, id string, tc *session.TypeCheck
 		res.Err, res.ErrorType = sres.Err, sres.Err.Type
 		res.Error = cmp.Or(strings.TrimRight(sres.Err.Text, "\n"), sres.Err.Error())
 	case err == nil && sres.Paused != nil:
-		res.Paused = pausedOf(sres.Paused)
+		res.Paused = pausedOf(sres.Paused, named)
 		for _, c := range res.Paused.Calls {
 			args, _ := json.Marshal(map[string]any{"args": c.Args, "kwargs": c.Kwargs})
 			rec.toolCall(c.Name, string(args))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,9 +21,12 @@ const ResumeToolName = "resume_python"
 
 // PausedRun is a run stopped at client tool calls, in a Result.
 type PausedRun struct {
-	RunID   string       `json:"run_id"`
-	Calls   []PausedCall `json:"calls"`
-	Expires time.Time    `json:"expires"`
+	RunID string `json:"run_id"`
+	// SessionID is the session_id the call named ("" for the
+	// conversation's session): resume_python needs it too.
+	SessionID string       `json:"session_id,omitempty"`
+	Calls     []PausedCall `json:"calls"`
+	Expires   time.Time    `json:"expires"`
 }
 
 // PausedCall is one call the run waits on, its arguments as JSON (a value
@@ -34,12 +38,15 @@ type PausedCall struct {
 	Kwargs map[string]json.RawMessage `json:"kwargs"`
 	// Call is the call as Python would spell it, for the model.
 	Call string `json:"call"`
+	// Blocking marks the sync call the code is stopped at: answer it,
+	// alone.
+	Blocking bool `json:"blocking,omitempty"`
 }
 
-func pausedOf(p *session.Paused) *PausedRun {
-	out := &PausedRun{RunID: p.RunID, Expires: p.Expires}
+func pausedOf(p *session.Paused, sessionID string) *PausedRun {
+	out := &PausedRun{RunID: p.RunID, SessionID: sessionID, Expires: p.Expires}
 	for _, c := range p.Calls {
-		pc := PausedCall{ID: c.ID, Name: c.Name, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
+		pc := PausedCall{ID: c.ID, Name: c.Name, Blocking: c.Blocking, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
 		parts := make([]string, 0, len(c.Args)+len(c.Kwargs))
 		for i, a := range c.Args {
 			pc.Args[i] = valueJSON(a)
@@ -59,9 +66,22 @@ func pausedOf(p *session.Paused) *PausedRun {
 // pausedText tells the model how to answer a paused run.
 func pausedText(p *PausedRun) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "The code is paused at calls you answer yourself. Call %s with run_id %q and a result for each call:", ResumeToolName, p.RunID)
+	fmt.Fprintf(&b, "The code is paused at calls you answer yourself. Call %s with run_id %q", ResumeToolName, p.RunID)
+	if p.SessionID != "" {
+		fmt.Fprintf(&b, " and session_id %q", p.SessionID)
+	}
+	blocking := slices.ContainsFunc(p.Calls, func(c PausedCall) bool { return c.Blocking })
+	if blocking {
+		b.WriteString(" and the result of the call the code is stopped at (the others are answered at a later pause):")
+	} else {
+		b.WriteString(" and results for these calls (all, or some for now):")
+	}
 	for _, c := range p.Calls {
-		fmt.Fprintf(&b, "\n- id %q: %s", c.ID, c.Call)
+		mark := ""
+		if c.Blocking {
+			mark = " (answer this one now)"
+		}
+		fmt.Fprintf(&b, "\n- id %q: %s%s", c.ID, c.Call, mark)
 	}
 	b.WriteString("\nA result is {\"id\": ..., \"value\": <JSON>} or {\"id\": ..., \"error\": {\"type\": \"ValueError\", \"message\": \"...\"}} (raised in the code).")
 	return b.String()
@@ -114,6 +134,9 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 		res := session.ToolResult{ID: r.ID}
 		switch {
 		case r.Error != nil:
+			if !defName(r.Error.Type) {
+				return nil, fmt.Errorf("%w: result %q: error type %q is not a Python exception name", ErrBadArgs, r.ID, r.Error.Type)
+			}
 			res.Error = &runtime.Exception{Type: r.Error.Type, Message: r.Error.Message}
 		case len(r.Value) > 0:
 			v, err := object.FromJSON(r.Value)
@@ -133,7 +156,7 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 		return nil, err
 	}
 	defer release()
-	res, err := e.execute(ctx, id, nil, func(ctx context.Context, s *session.Session) (*session.Result, error) {
+	res, err := e.execute(ctx, id, a.SessionID, nil, func(ctx context.Context, s *session.Session) (*session.Result, error) {
 		return s.Resume(ctx, a.RunID, results)
 	}, nil)
 	if err != nil {

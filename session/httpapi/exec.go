@@ -250,6 +250,7 @@ func (h *Handler) execute(ctx context.Context, ns, sessionID string, op sessionO
 	}
 	resp := out.resp
 	resp.SessionID = sessionID
+	resp.DurationMS = durationMS(elapsed)
 	if out.paused != nil {
 		setPaused(resp, sessionID, out.paused)
 		h.metrics.execs.inc("paused")

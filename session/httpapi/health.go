@@ -59,8 +59,12 @@ type StoreCheck struct {
 	// entry), "mismatch" (it read back other bytes than were written),
 	// "conflict" or "error".
 	Error string `json:"error,omitempty"`
-	// Message is the store's error, with any password in a URL blanked.
+	// Message says what failed, in general terms: the store's own error
+	// (which may name hosts, paths or credentials) goes to the server's
+	// log only.
 	Message string `json:"message,omitempty"`
+
+	detail string // the store's error, passwords blanked, for the log
 }
 
 // probe runs one store check at a time: concurrent requests share it.
@@ -129,6 +133,11 @@ func (h *Handler) startProbe() *probeRun {
 	p.current = run
 	go func() {
 		run.result = checkStore(context.Background(), h.opts.Store, p.id, h.opts.HealthTimeout)
+		for _, c := range run.result.Checks {
+			if c.detail != "" {
+				h.log.Warn("store health check failed", "check", c.Name, "error", c.Error, "detail", c.detail)
+			}
+		}
 		p.mu.Lock()
 		p.current = nil
 		p.mu.Unlock()
@@ -156,7 +165,8 @@ func checkStore(ctx context.Context, st store.Store, id string, timeout time.Dur
 		err := f()
 		c.DurationMS = durationMS(time.Since(t))
 		if err != nil {
-			c.Status, c.Error, c.Message = "failed", checkCode(ctx, err), redactSecrets(err.Error())
+			c.Status, c.Error, c.detail = "failed", checkCode(ctx, err), redactSecrets(err.Error())
+			c.Message = checkMessages[c.Error]
 			out.Status = "unavailable"
 			written = written && name != "write"
 		}
@@ -200,6 +210,16 @@ func checkStore(ctx context.Context, st store.Store, id string, timeout time.Dur
 var errMismatch = errors.New("the store read back other bytes than were written")
 
 // checkCode classifies a failed step.
+// checkMessages describe the check failures for clients.
+var checkMessages = map[string]string{
+	"timeout":           "the store did not answer in time",
+	"mismatch":          "the store returned other bytes than were written",
+	"unreadable":        "the store answered but could not read the entry",
+	"conflict":          "the store refused the write as a conflict",
+	"store_unavailable": "the store cannot be reached",
+	"error":             "the store failed; the server's log has the detail",
+}
+
 func checkCode(ctx context.Context, err error) string {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:

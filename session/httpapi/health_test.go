@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,15 +121,31 @@ func TestHealthStoreTimeout(t *testing.T) {
 }
 
 // TestHealthStoreHidesPasswords: a store error naming a URL with
-// credentials is shown without them.
+// credentials is not shown to the client (the log has it, password
+// blanked).
 func TestHealthStoreHidesPasswords(t *testing.T) {
-	c := newServer(t, httpapi.Options{Store: downStore{}}).client("")
+	var logs strings.Builder
+	var mu sync.Mutex
+	c := newServer(t, httpapi.Options{Store: downStore{}, Logger: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))}).client("")
 	status, h, _ := storeHealth(t, c)
 	body, _ := json.Marshal(h)
-	if status != http.StatusServiceUnavailable || strings.Contains(string(body), "hunter2") || !strings.Contains(string(body), "redis://***@db:6379") {
+	if status != http.StatusServiceUnavailable || strings.Contains(string(body), "hunter2") || strings.Contains(string(body), "db:6379") {
 		t.Fatalf("/health/store: %d %s", status, body)
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "redis://***@db:6379") || strings.Contains(logs.String(), "hunter2") {
+		t.Fatalf("log: %s", logs.String())
+	}
 }
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // TestHealthStoreRealBackends runs the check against Redis, S3 and a tiered
 // pair of them, and against a Redis store whose connection is gone.

@@ -4,7 +4,9 @@
 //
 // Endpoints (see docs/http.md for the full reference):
 //
-//	POST   /exec               run code, optionally in a session; a new session id when none is given
+//	POST   /exec               run code, optionally in a session; a new session id when none is given;
+//	                           "tools" the client answers pause the run (status "paused", a run_id)
+//	POST   /runs/{run_id}/resume   the results of a paused run's calls: it goes on, on any instance
 //	GET    /state/{id}         the session's state blob (ETag = its sha256; If-None-Match → 304)
 //	POST   /state/{id}         upload a blob downloaded earlier → 201; it is used by the next /exec
 //	DELETE /state/{id}         delete the state → 204
@@ -305,7 +307,7 @@ func New(opts Options) (*Handler, error) {
 		}))
 	}
 	h.mux.HandleFunc("/", h.instrument("other", func(w http.ResponseWriter, r *http.Request) *apiError {
-		return &apiError{status: http.StatusNotFound, code: "not_found", msg: r.Method + " " + r.URL.Path + " is not an endpoint of this API (see /exec, /check, /state/{id}, /state/{id}/files, /healthz, /health, /health/store, /metrics)"}
+		return &apiError{status: http.StatusNotFound, code: "not_found", msg: r.Method + " " + r.URL.Path + " is not an endpoint of this API (see /exec, /runs/{run_id}/resume, /check, /state/{id}, /state/{id}/files, /healthz, /health, /health/store, /metrics)"}
 	}))
 	return h, nil
 }

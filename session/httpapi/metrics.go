@@ -19,7 +19,7 @@ import (
 // metrics are the counters behind GET /metrics, in Prometheus text format.
 type metrics struct {
 	requests       labelled // by "endpoint,code"
-	execs          labelled // by outcome: ok, exception, limit, error, type_error
+	execs          labelled // by outcome: ok, exception, limit, error, type_error, paused
 	checks         labelled // POST /check by outcome: clean, problems
 	limits         labelled // 422s by code
 	rejected       atomic.Int64

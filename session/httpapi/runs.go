@@ -35,6 +35,10 @@ type ToolSpec struct {
 type ToolCallInfo struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
+	// Blocking marks the sync call the code is stopped at: the resume
+	// must answer it, alone (async calls listed with it are answered when
+	// the code awaits them, at a later pause).
+	Blocking bool `json:"blocking,omitempty"`
 	// Args and Kwargs are the arguments as JSON (a value without a JSON
 	// form appears as its repr, a string).
 	Args   []json.RawMessage          `json:"args"`
@@ -118,7 +122,7 @@ func setPaused(resp *ExecResponse, sessionID string, p *session.Paused) {
 	resp.Calls = make([]ToolCallInfo, len(p.Calls))
 	resp.RunExpires = p.Expires.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	for i, c := range p.Calls {
-		info := ToolCallInfo{ID: c.ID, Name: c.Name, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
+		info := ToolCallInfo{ID: c.ID, Name: c.Name, Blocking: c.Blocking, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
 		for j, a := range c.Args {
 			info.Args[j] = jsonOrRepr(a)
 		}
@@ -183,6 +187,12 @@ func runError(err error) *apiError {
 		return &apiError{status: http.StatusConflict, code: "run_paused", msg: err.Error() + "; resume it with POST /runs/{run_id}/resume"}
 	case errors.Is(err, errResumeRaced):
 		return &apiError{status: http.StatusConflict, code: "run_already_resumed", msg: "another request resumed this run at the same time, and its outcome was stored; this one's was not"}
+	case errors.Is(err, session.ErrRunUnloadable):
+		return &apiError{status: http.StatusConflict, code: "run_unloadable", msg: err.Error()}
+	case errors.Is(err, session.ErrStateTooLarge):
+		return &apiError{status: statusTooLarge, code: codeStateTooLarge, msg: err.Error()}
+	case errors.Is(err, runtime.ErrInvalidOption):
+		return badRequest(err.Error())
 	}
 	return nil
 }

@@ -52,6 +52,8 @@ func TestClientToolsAcrossInstances(t *testing.T) {
 	p := pausedAnswer(t, status, data)
 	require.Len(t, p.Calls, 1)
 	assert.Equal(t, "get_city", p.Calls[0].Name)
+	assert.True(t, p.Calls[0].Blocking, "the sync call the code is stopped at")
+	assert.Positive(t, p.DurationMS)
 	assert.Equal(t, []json.RawMessage{json.RawMessage(`"ada"`)}, p.Calls[0].Args)
 	assert.NotEmpty(t, p.RunExpires)
 	assert.True(t, p.StateSaved)
@@ -132,7 +134,7 @@ func TestConcurrentHTTPResumes(t *testing.T) {
 	status, _, data := clients[0].do("POST", "/exec", body)
 	p := pausedAnswer(t, status, data)
 	var wg sync.WaitGroup
-	statuses := make([]int, 6)
+	statuses := make([]int, 4) // two per instance: within its slots, even on one CPU
 	for i := range statuses {
 		wg.Add(1)
 		go func() {

@@ -29,8 +29,9 @@ import (
 
 const serveUsage = `usage: monty serve [flags]
 
-Serves the HTTP API (docs/http.md): POST /exec, GET|POST|DELETE /state/{id},
-GET /state/{id}/info, GET /healthz, GET /health, GET /health/store,
+Serves the HTTP API (docs/http.md): POST /exec, POST /runs/{run_id}/resume,
+GET|POST|DELETE /state/{id}, GET /state/{id}/info, GET|PUT|DELETE
+/state/{id}/files[/PATH], GET /healthz, GET /health, GET /health/store,
 GET /metrics. Every flag can also be set with the environment variable named
 in brackets; a flag wins over its variable. The --state-* flags are seed
 004's STATE_* settings (docs/service.md maps them).
