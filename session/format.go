@@ -176,13 +176,31 @@ func parseBlobKeys(data []byte, keys [][]byte) (*blob, error) {
 	return nil, first
 }
 
+// intactEnvelope reports whether data ends with the SHA-256 of what
+// precedes it (before the signature, when flagged), as every version's
+// envelope does: what tells a newer build's blob from a damaged one.
+func intactEnvelope(data []byte) bool {
+	body := data
+	if data[5]&flagSigned != 0 {
+		if len(body) < 32 {
+			return false
+		}
+		body = body[:len(body)-32]
+	}
+	if len(body) < 7+32 {
+		return false
+	}
+	sum := sha256.Sum256(body[:len(body)-32])
+	return bytes.Equal(sum[:], body[len(body)-32:])
+}
+
 // parseBlob checks a blob's checksum and signature and splits it into its
 // parts, leaving the dump as stored (maybe compressed).
 func parseBlob(data, key []byte) (*blob, error) {
 	if len(data) < 7 || string(data[:4]) != blobMagic {
 		return nil, corrupt("not a monty-go session blob")
 	}
-	if data[4] > blobVersionRun && data[4] < blobVersionRun+16 {
+	if data[4] > blobVersionRun && data[4] < blobVersionRun+16 && intactEnvelope(data) {
 		// Written by a newer build (a rolling upgrade): not damaged, so
 		// not to be kept aside and replaced by an empty session.
 		return nil, fmt.Errorf("%w: blob format version %d, this build reads %d to %d", ErrNewerFormat, data[4], blobVersion, blobVersionRun)

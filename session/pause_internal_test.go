@@ -1,6 +1,7 @@
 package session
 
 import (
+	"crypto/sha256"
 	"testing"
 	"time"
 
@@ -54,9 +55,13 @@ func TestNewerFormatIsNotCorrupt(t *testing.T) {
 	data, err := (&blob{MontyVersion: "1.4.0", Names: []string{}, JSON: []byte(`{}`)}).encode(nil, false)
 	require.NoError(t, err)
 	data[4] = blobVersionRun + 1
+	sum := sha256.Sum256(data[:len(data)-32])
+	copy(data[len(data)-32:], sum[:]) // a newer build's intact envelope
 	_, err = decodeBlob(data, nil, 0)
 	require.ErrorIs(t, err, ErrNewerFormat)
 	assert.NotErrorIs(t, err, ErrCorrupt)
+	_, err = decodeBlob([]byte("MGOS\x09garbage"), nil, 0)
+	assert.ErrorIs(t, err, ErrCorrupt, "a newer version number on a damaged blob")
 	data[4] = 200
 	_, err = decodeBlob(data, nil, 0)
 	assert.ErrorIs(t, err, ErrCorrupt, "not a version any build writes")

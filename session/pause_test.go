@@ -238,14 +238,15 @@ x`, session.ExecOptions{Tools: tools})
 	require.NoError(t, err)
 	assert.Equal(t, object.Str("ok"), res.Value, "resumed again after the limit, past the pause")
 
-	// Client tools are declared to the type checker.
+	// Client tools are declared to the type checker (a session without
+	// the short time limit: a check under -race can take longer).
 	tc := &session.TypeCheck{}
-	res, err = s.ExecOptions(ctx, "y: str = ask('q')\nz = await fetch(1)", session.ExecOptions{Tools: tools, TypeCheck: tc})
+	res, err = openIn(t, st, "edge-tc").ExecOptions(ctx, "y: str = ask('q')\nz = await fetch(1)", session.ExecOptions{Tools: tools, TypeCheck: tc})
 	require.NoError(t, err, "the checker knows the tools")
 	require.NotNil(t, res.Paused)
 
 	// A JSON-only opening cannot continue it: refused, the state kept.
-	_, err = session.Open(ctx, "edge", session.Options{Store: st, JSONOnly: true})
+	_, err = session.Open(ctx, "edge-tc", session.Options{Store: st, JSONOnly: true})
 	require.ErrorIs(t, err, session.ErrRunUnloadable)
-	require.NotNil(t, openIn(t, st, "edge").Paused(), "still stored paused")
+	require.NotNil(t, openIn(t, st, "edge-tc").Paused(), "still stored paused")
 }
