@@ -125,15 +125,18 @@ func (e *StateLimitError) Error() string {
 // Is makes errors.Is(err, ErrMemoryLimit) true.
 func (e *StateLimitError) Is(target error) bool { return target == ErrMemoryLimit }
 
-// byteSize formats n bytes for a message ("3.2 MiB").
+// byteSize formats n bytes for a message: "16 MiB", "3.2 MiB", "100 bytes".
 func byteSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size {
+			if n%u.size == 0 {
+				return fmt.Sprintf("%d %s", n/u.size, u.name)
+			}
+			return fmt.Sprintf("%.1f %s", float64(n)/float64(u.size), u.name)
+		}
 	}
 	return fmt.Sprintf("%d bytes", n)
 }

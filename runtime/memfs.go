@@ -258,35 +258,19 @@ type noSpaceError struct {
 func (e *noSpaceError) Error() string {
 	var bounds []string
 	if e.limits.MaxBytes > 0 {
-		bounds = append(bounds, fmt.Sprintf("%s of contents and paths", sizeText(e.limits.MaxBytes)))
+		bounds = append(bounds, fmt.Sprintf("%s of contents and paths", byteSize(e.limits.MaxBytes)))
 	}
 	if e.limits.MaxEntries > 0 {
 		bounds = append(bounds, fmt.Sprintf("%d files and directories", e.limits.MaxEntries))
 	}
 	holds := fmt.Sprintf("%s holds at most %s", e.at, strings.Join(bounds, " and "))
 	if e.path == "" {
-		return fmt.Sprintf("[Errno 28] No space left on device: the files (%s in %d entries) do not fit: %s", sizeText(e.bytes), e.entries, holds)
+		return fmt.Sprintf("[Errno 28] No space left on device: the files (%s in %d entries) do not fit: %s", byteSize(e.bytes), e.entries, holds)
 	}
 	return fmt.Sprintf("[Errno 28] No space left on device: %s (%s; remove or shorten files to make room)", quote(e.path), holds)
 }
 
 func (e *noSpaceError) Unwrap() error { return ErrNoSpace }
-
-// sizeText formats a byte count for a message: "16 MiB", "1.5 KiB", "100 bytes".
-func sizeText(n int64) string {
-	for _, u := range []struct {
-		size int64
-		name string
-	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
-		if n >= u.size {
-			if n%u.size == 0 {
-				return fmt.Sprintf("%d %s", n/u.size, u.name)
-			}
-			return fmt.Sprintf("%.1f %s", float64(n)/float64(u.size), u.name)
-		}
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
 
 // memBackend implements fileSystem over the MemFS tree.
 type memBackend MemFS

@@ -388,8 +388,16 @@ func classify(root *os.Root, name string) (realKind, error) {
 // may have replaced or deleted. (This keeps the view coherent; os.Root is
 // what confines.)
 func (o *ovBackend) realPath(name string) error {
+	_, err := o.hostWalk(name)
+	return err
+}
+
+// hostWalk walks name's components on the host, refusing a symlink among
+// them (PermissionError): realDir when every one is a directory, else the
+// kind of the first that is not (nothing is below it).
+func (o *ovBackend) hostWalk(name string) (realKind, error) {
 	if name == "." {
-		return nil
+		return realDir, nil
 	}
 	w := &walk{root: o.root}
 	defer w.close()
@@ -397,14 +405,14 @@ func (o *ovBackend) realPath(name string) error {
 		k, err := w.step(c)
 		switch {
 		case err != nil:
-			return err
+			return 0, err
 		case k == realSymlink:
-			return fs.ErrPermission
+			return 0, fs.ErrPermission
 		case k != realDir:
-			return nil
+			return k, nil
 		}
 	}
-	return nil
+	return realDir, nil
 }
 
 // hostKind says what the host directory has at name, reached without
@@ -518,20 +526,11 @@ func (o *ovBackend) parentDir(name string) error {
 	case e != nil, !host:
 		return fs.ErrNotExist
 	}
-	w := &walk{root: o.root}
-	defer w.close()
-	for _, c := range strings.Split(dir, "/") {
-		k, err := w.step(c)
-		switch {
-		case err != nil:
-			return err
-		case k == realSymlink:
-			return fs.ErrPermission
-		case k != realDir:
-			return fs.ErrNotExist
-		}
+	k, err := o.hostWalk(dir)
+	if err == nil && k != realDir {
+		err = fs.ErrNotExist
 	}
-	return nil
+	return err
 }
 
 // writable checks that name may become a file: not a directory, not a
