@@ -16,6 +16,9 @@ if ! scripts/services.sh status >/dev/null 2>&1; then
 fi
 eval "$(scripts/services.sh env)"
 # --- end of session store services
+# --- Python clients written by others (MCP SDK, AG-UI models, upstream
+# Monty) for the tests that drive monty through them (scripts/pyclients.sh).
+eval "$(scripts/pyclients.sh env)"
 
 echo "== gofmt" >&2
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './wasm/target/*'))

@@ -1,0 +1,50 @@
+// Package clienttest runs the Python clients in testdata/clients (scripts
+// that drive monty through packages written by others: the official MCP
+// SDK, AG-UI's event models, upstream Monty) from Go tests.
+package clienttest
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"testing"
+	"time"
+)
+
+// Python returns MONTY_TEST_PYTHON, the interpreter of the environment
+// scripts/pyclients.sh makes, failing t when it is unset.
+func Python(t testing.TB) string {
+	t.Helper()
+	py := os.Getenv("MONTY_TEST_PYTHON")
+	if py == "" {
+		t.Fatal(`MONTY_TEST_PYTHON is not set: this test drives monty through Python clients from PyPI; run ` +
+			"`eval \"$(scripts/pyclients.sh env)\"` from the repository root (scripts/test.sh does this), then run the tests again")
+	}
+	return py
+}
+
+// Script is the path of testdata/clients/name.
+func Script(name string) string {
+	_, file, _, _ := goruntime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "clients", name)
+}
+
+// Run runs testdata/clients/script with args under Python, with env added
+// to the environment, and fails t (showing both streams) unless it exits 0
+// within the timeout. It returns the script's stdout.
+func Run(t testing.TB, timeout time.Duration, env []string, script string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Python(t), append([]string{Script(script)}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %v: %v (timeout %s)\nstdout:\n%s\nstderr:\n%s", script, args, err, timeout, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
