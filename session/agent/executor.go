@@ -30,13 +30,42 @@ const (
 
 // Errors, for use with errors.Is.
 var (
-	// ErrBadArgs matches errors from tool-call arguments that are not a JSON
-	// object with a string "code" (and optionally a string "session_id").
-	ErrBadArgs = errors.New("agent: bad execute_python arguments")
+	// ErrBadArgs matches errors in a tool call's arguments that the model
+	// can correct (an *ArgsError names the tool): execute_python arguments
+	// that are not a JSON object with a string "code", a session_id that
+	// is not one, resume_python results that do not answer the paused run.
+	ErrBadArgs = errors.New("agent: bad tool arguments")
 	// ErrTimeout matches Result.Err when the code ran longer than
 	// ExecutorOptions.Timeout (host calls included).
 	ErrTimeout = errors.New("agent: execution timed out")
 )
+
+// ArgsError is an error in the arguments of a tool call. It matches
+// ErrBadArgs, and what Err matches.
+type ArgsError struct {
+	// Tool is the tool whose arguments are wrong (ToolName,
+	// ResumeToolName); empty when the error is not about one tool's
+	// arguments (from SessionID).
+	Tool string
+	// Err says what is wrong, in the caller's terms.
+	Err error
+}
+
+func (e *ArgsError) Error() string {
+	tool := cmp.Or(e.Tool, "tool")
+	return "agent: bad " + tool + " arguments: " + e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *ArgsError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrBadArgs.
+func (e *ArgsError) Is(target error) bool { return target == ErrBadArgs }
+
+// badArgs is an *ArgsError of tool with a formatted message.
+func badArgs(tool, format string, args ...any) error {
+	return &ArgsError{Tool: tool, Err: fmt.Errorf(format, args...)}
+}
 
 // TypeCheckErrorType is Result.ErrorType when a type check refused the
 // code (Result.Err then matches typecheck.ErrTypeErrors).
@@ -231,16 +260,16 @@ func ParseArgs(raw json.RawMessage) (ToolArgs, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&a); err != nil {
-		return ToolArgs{}, fmt.Errorf("%w: want a JSON object with a string \"code\": %v", ErrBadArgs, err)
+		return ToolArgs{}, badArgs(ToolName, "want a JSON object with a string \"code\": %v", err)
 	}
 	if a.Code == nil {
-		return ToolArgs{}, fmt.Errorf("%w: \"code\" is required", ErrBadArgs)
+		return ToolArgs{}, badArgs(ToolName, "\"code\" is required")
 	}
 	out := ToolArgs{Code: *a.Code, TypeCheck: a.TypeCheck, ClientTools: a.ClientTools}
 	seen := map[string]bool{}
 	for _, t := range a.ClientTools {
 		if !defName(t.Name) || seen[t.Name] {
-			return ToolArgs{}, fmt.Errorf("%w: client tool name %q is not a Python identifier, or is given twice", ErrBadArgs, t.Name)
+			return ToolArgs{}, badArgs(ToolName, "client tool name %q is not a Python identifier, or is given twice", t.Name)
 		}
 		seen[t.Name] = true
 	}
@@ -254,23 +283,28 @@ func ParseArgs(raw json.RawMessage) (ToolArgs, error) {
 // alone, or threadKey/session_id when the call names a session (session_id
 // alone when the thread key is empty). Neither may contain "/", so that
 // different threads never share an id and a call cannot reach another
-// thread's sessions. Errors match ErrBadArgs.
+// thread's sessions. Errors are *ArgsError (matching ErrBadArgs).
 func SessionID(threadKey, sessionID string) (string, error) {
+	return storeID("", threadKey, sessionID)
+}
+
+// storeID is SessionID for a call of tool.
+func storeID(tool, threadKey, sessionID string) (string, error) {
 	id := threadKey
 	switch {
 	case sessionID == "" && threadKey == "":
-		return "", fmt.Errorf("%w: no thread key and no session_id", ErrBadArgs)
+		return "", badArgs(tool, "no thread key and no session_id")
 	case strings.Contains(sessionID, "/"):
-		return "", fmt.Errorf("%w: session_id %q may not contain '/'", ErrBadArgs, sessionID)
+		return "", badArgs(tool, "session_id %q may not contain '/'", sessionID)
 	case strings.Contains(threadKey, "/"):
-		return "", fmt.Errorf("%w: thread key %q may not contain '/'", ErrBadArgs, threadKey)
+		return "", badArgs(tool, "thread key %q may not contain '/'", threadKey)
 	case sessionID != "" && threadKey != "":
 		id = threadKey + "/" + sessionID
 	case sessionID != "":
 		id = sessionID
 	}
 	if err := store.CheckID(id); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrBadArgs, err)
+		return "", &ArgsError{Tool: tool, Err: err}
 	}
 	return id, nil
 }
@@ -301,10 +335,19 @@ type Result struct {
 	// exception).
 	ErrorType string `json:"error_type,omitempty"`
 	Error     string `json:"error,omitempty"`
-	// SessionID is the store id of the session; RunID names the run in its
-	// events.
-	SessionID string `json:"session_id"`
-	RunID     string `json:"run_id"`
+	// SessionID is the session_id the call named, as the caller gave it:
+	// what resume_python and reset_session take to reach this session.
+	// It is empty (and left out of the JSON) for the conversation's own
+	// session.
+	SessionID string `json:"session_id,omitempty"`
+	// RunID is the id resume_python takes when the run is paused (the same
+	// as Paused.RunID); empty otherwise.
+	RunID string `json:"run_id,omitempty"`
+	// StoreID is the id the session is stored under (see the SessionID
+	// function); EventRunID is the run id its events carry (Event.RunID).
+	// Neither is part of the tool's answer.
+	StoreID    string `json:"-"`
+	EventRunID string `json:"-"`
 	// Saved is true when the call stored new session state; StateSize and
 	// StateHash describe the stored state.
 	Saved     bool   `json:"saved"`
@@ -346,7 +389,7 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 	if err != nil {
 		return nil, err
 	}
-	id, err := SessionID(threadKey, a.SessionID)
+	id, err := storeID(ToolName, threadKey, a.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -383,7 +426,7 @@ func (e *Executor) execute(ctx context.Context, id, named string, tc *session.Ty
 		// The stored state does not fit the limits: the code's failure to
 		// report (the state stays stored as it is), not the executor's.
 		line, _ := runtime.LimitLine(err)
-		res := &Result{SessionID: id, Err: err, ErrorType: runtime.LimitOf(err).ExceptionType(), Error: line}
+		res := &Result{SessionID: named, StoreID: id, Err: err, ErrorType: runtime.LimitOf(err).ExceptionType(), Error: line}
 		res.Text = text(res)
 		return res, nil
 	}
@@ -409,7 +452,7 @@ func (e *Executor) execute(ctx context.Context, id, named string, tc *session.Ty
 	}
 	defer cancel()
 	rec, sres, err := runOp(runCtx, s, "", op, sink)
-	res := &Result{Output: sres.Output, SessionID: id, RunID: rec.runID, Saved: sres.Saved, NotSaved: sres.NotSavedReason, StateWarning: warning}
+	res := &Result{Output: sres.Output, SessionID: named, StoreID: id, EventRunID: rec.runID, Saved: sres.Saved, NotSaved: sres.NotSavedReason, StateWarning: warning}
 	if sres.HasState {
 		res.StateSize, res.StateHash = sres.StateSize, sres.StateHash
 	}
@@ -420,6 +463,7 @@ func (e *Executor) execute(ctx context.Context, id, named string, tc *session.Ty
 		res.Error = cmp.Or(strings.TrimRight(sres.Err.Text, "\n"), sres.Err.Error())
 	case err == nil && sres.Paused != nil:
 		res.Paused = pausedOf(sres.Paused, named)
+		res.RunID = res.Paused.RunID
 		for _, c := range res.Paused.Calls {
 			args, _ := json.Marshal(map[string]any{"args": c.Args, "kwargs": c.Kwargs})
 			rec.toolCall(c.Name, string(args))
@@ -516,7 +560,7 @@ func text(r *Result) string {
 // state is deleted and the next call starts empty. It waits for a running
 // call on that session to finish.
 func (e *Executor) Reset(ctx context.Context, threadKey, sessionID string) error {
-	id, err := SessionID(threadKey, sessionID)
+	id, err := storeID("reset_session", threadKey, sessionID)
 	if err != nil {
 		return err
 	}

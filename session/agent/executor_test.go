@@ -27,7 +27,8 @@ func TestExecuteConversation(t *testing.T) {
 	require.NoError(t, res.Err)
 	assert.Equal(t, "defined", res.Text)
 	assert.Equal(t, "defined\n", res.Output)
-	assert.Equal(t, "thread-1", res.SessionID)
+	assert.Equal(t, "", res.SessionID) // the conversation's own session
+	assert.Equal(t, "thread-1", res.StoreID)
 	assert.True(t, res.Saved)
 	assert.NotEmpty(t, res.StateHash)
 
@@ -45,7 +46,8 @@ func TestExecuteConversation(t *testing.T) {
 	// A named session within a thread is separate too, and persisted.
 	res, err := e.Execute(context.Background(), "thread-1", json.RawMessage(`{"code": "x = 5", "session_id": "scratch"}`))
 	require.NoError(t, err)
-	assert.Equal(t, "thread-1/scratch", res.SessionID)
+	assert.Equal(t, "scratch", res.SessionID) // as the caller named it
+	assert.Equal(t, "thread-1/scratch", res.StoreID)
 
 	// A new executor over the same store continues every session.
 	e2 := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
@@ -60,7 +62,8 @@ func TestExecuteConversation(t *testing.T) {
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(b, &m))
 	assert.Equal(t, "5", m["result"])
-	assert.Equal(t, "thread-1/scratch", m["session_id"])
+	assert.Equal(t, "scratch", m["session_id"])
+	assert.NotContains(t, m, "run_id") // only a paused run has one to give
 }
 
 func TestExecuteBadArgs(t *testing.T) {
@@ -82,12 +85,18 @@ func TestExecuteBadArgs(t *testing.T) {
 	} {
 		_, err := e.Execute(context.Background(), c.thread, json.RawMessage(c.args))
 		assert.ErrorIs(t, err, agent.ErrBadArgs, name)
+		var argsErr *agent.ArgsError
+		if assert.ErrorAs(t, err, &argsErr, name) {
+			assert.Equal(t, agent.ToolName, argsErr.Tool, name)
+			assert.True(t, strings.HasPrefix(err.Error(), "agent: bad execute_python arguments: "), err.Error())
+		}
 	}
 	require.ErrorIs(t, e.Reset(context.Background(), "", ""), agent.ErrBadArgs)
 	// Without a thread key, session_id alone names the session.
 	res, err := e.Execute(context.Background(), "", json.RawMessage(`{"code": "1 + 1", "session_id": "mcp-1"}`))
 	require.NoError(t, err)
 	assert.Equal(t, "mcp-1", res.SessionID)
+	assert.Equal(t, "mcp-1", res.StoreID)
 	assert.Equal(t, "2", res.Text)
 }
 

@@ -127,7 +127,7 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 	var a ResumeArgs
 	dec := json.NewDecoder(bytes.NewReader(args))
 	if err := dec.Decode(&a); err != nil || a.RunID == "" {
-		return nil, fmt.Errorf("%w: want {\"run_id\": \"…\", \"results\": [{\"id\": \"…\", \"value\": …}]}", ErrBadArgs)
+		return nil, badArgs(ResumeToolName, "want {\"run_id\": \"…\", \"session_id\": \"…\", \"results\": [{\"id\": \"…\", \"value\": …}]} (session_id only for a named session)")
 	}
 	results := make([]session.ToolResult, len(a.Results))
 	for i, r := range a.Results {
@@ -135,19 +135,19 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 		switch {
 		case r.Error != nil:
 			if !defName(r.Error.Type) {
-				return nil, fmt.Errorf("%w: result %q: error type %q is not a Python exception name", ErrBadArgs, r.ID, r.Error.Type)
+				return nil, badArgs(ResumeToolName, "result %q: error type %q is not a Python exception name", r.ID, r.Error.Type)
 			}
 			res.Error = &runtime.Exception{Type: r.Error.Type, Message: r.Error.Message}
 		case len(r.Value) > 0:
 			v, err := object.FromJSON(r.Value)
 			if err != nil {
-				return nil, fmt.Errorf("%w: result %q: %v", ErrBadArgs, r.ID, err)
+				return nil, badArgs(ResumeToolName, "result %q: %v", r.ID, err)
 			}
 			res.Value = v
 		}
 		results[i] = res
 	}
-	id, err := SessionID(threadKey, a.SessionID)
+	id, err := storeID(ResumeToolName, threadKey, a.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -161,14 +161,37 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 	}, nil)
 	if err != nil {
 		_ = e.mgr.Forget(id)
-		if isRunRefusal(err) {
-			return nil, fmt.Errorf("%w: %w", ErrBadArgs, err)
+		if refusal := runRefusal(err, a); refusal != nil {
+			return nil, &ArgsError{Tool: ResumeToolName, Err: refusal}
 		}
 	}
 	return res, err
 }
 
-// isRunRefusal reports errors of a resume the model can correct.
-func isRunRefusal(err error) bool {
-	return errors.Is(err, session.ErrRunNotPaused) || errors.Is(err, session.ErrRunExpired) || errors.Is(err, session.ErrBadResults)
+// runRefusal is the error of a resume the model can correct, told in the
+// caller's terms (its run_id and session_id, not the store's ids), or nil
+// when err is another failure.
+func runRefusal(err error, a ResumeArgs) error {
+	where := "the conversation's session"
+	if a.SessionID != "" {
+		where = fmt.Sprintf("session_id %q", a.SessionID)
+	}
+	switch {
+	case errors.Is(err, session.ErrRunNotPaused):
+		return &callerError{err: err, msg: fmt.Sprintf("run_id %q is not paused in %s: it was resumed already, "+
+			"abandoned after expiring, or never made there (a named session's run needs the same session_id as the call that paused)", a.RunID, where)}
+	case errors.Is(err, session.ErrRunExpired), errors.Is(err, session.ErrBadResults):
+		return err // these name only the run and its calls
+	}
+	return nil
 }
+
+// callerError is an error told in the caller's terms: msg replaces the
+// text of err, which it still matches.
+type callerError struct {
+	err error
+	msg string
+}
+
+func (e *callerError) Error() string { return e.msg }
+func (e *callerError) Unwrap() error { return e.err }

@@ -3,11 +3,13 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 )
 
@@ -29,6 +31,10 @@ func TestExecutorClientTools(t *testing.T) {
 	assert.Equal(t, map[string]json.RawMessage{"strict": json.RawMessage("true")}, c.Kwargs)
 	assert.Contains(t, res.Text, `Call resume_python with run_id "`+res.Paused.RunID+`"`)
 	assert.Equal(t, agent.ResumeToolName, e.ResumeTool().Name)
+	// The result shows one run id, the one Resume takes.
+	assert.Equal(t, res.Paused.RunID, res.RunID)
+	assert.NotEqual(t, res.RunID, res.EventRunID)
+	assert.Empty(t, res.SessionID)
 
 	for name, raw := range map[string]string{
 		"not json":     `{`,
@@ -38,6 +44,7 @@ func TestExecutorClientTools(t *testing.T) {
 	} {
 		_, err := e.Resume(ctx, "conv", json.RawMessage(raw))
 		assert.ErrorIs(t, err, agent.ErrBadArgs, name)
+		assert.True(t, strings.HasPrefix(err.Error(), "agent: bad resume_python arguments: "), err.Error())
 	}
 	res, err = e.Resume(ctx, "conv", json.RawMessage(`{"run_id": "`+res.Paused.RunID+`", "results": [{"id": "`+c.ID+`", "error": {"type": "ValueError", "message": "refused"}}]}`))
 	require.NoError(t, err)
@@ -46,4 +53,32 @@ func TestExecutorClientTools(t *testing.T) {
 
 	_, err = e.Execute(ctx, "conv", json.RawMessage(`{"code": "1", "client_tools": [{"name": "not a name"}]}`))
 	assert.ErrorIs(t, err, agent.ErrBadArgs)
+}
+
+// A resume of a run that is not paused is told in the caller's ids: its
+// run_id and session_id, never the store's id of the session.
+func TestResumeRefusalNamesCallersIDs(t *testing.T) {
+	ctx := context.Background()
+	e := newExecutor(t, agent.ExecutorOptions{})
+	args, _ := json.Marshal(map[string]any{"code": "ask()", "session_id": "ct", "client_tools": []map[string]any{{"name": "ask"}}})
+	res, err := e.Execute(ctx, "conv", args)
+	require.NoError(t, err)
+	require.NotNil(t, res.Paused)
+	assert.Equal(t, "ct", res.SessionID)
+	assert.Equal(t, "conv/ct", res.StoreID)
+
+	// The run is in session "ct": without session_id it is not found.
+	_, err = e.Resume(ctx, "conv", json.RawMessage(`{"run_id": "`+res.RunID+`", "results": [{"id": "0", "value": 1}]}`))
+	require.ErrorIs(t, err, session.ErrRunNotPaused)
+	assert.Equal(t, `agent: bad resume_python arguments: run_id "`+res.RunID+`" is not paused in the conversation's session: `+
+		`it was resumed already, abandoned after expiring, or never made there (a named session's run needs the same session_id as the call that paused)`, err.Error())
+	_, err = e.Resume(ctx, "conv", json.RawMessage(`{"run_id": "abc", "session_id": "ct", "results": [{"id": "0", "value": 1}]}`))
+	require.ErrorIs(t, err, session.ErrRunNotPaused)
+	assert.Contains(t, err.Error(), `run_id "abc" is not paused in session_id "ct"`)
+	assert.NotContains(t, err.Error(), "conv/ct")
+
+	res, err = e.Resume(ctx, "conv", json.RawMessage(`{"run_id": "`+res.RunID+`", "session_id": "ct", "results": [{"id": "0", "value": 1}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, "1", res.Text)
+	assert.Empty(t, res.RunID)
 }

@@ -61,6 +61,13 @@ const logPrefix = 64
 //   - every other line is passed on to the SDK unchanged, but for the
 //     whitespace around it.
 //
+// At the end of the input the transport does not end the connection at
+// once: it waits until every request already passed on has been answered
+// (each within its own limits; a request the client cancelled with
+// notifications/cancelled is not waited for), so that a one-shot client
+// (`printf … | monty mcp`) gets every answer. Closing the connection stops
+// the wait.
+//
 // An answer carries the request's id when it has a usable one (never a
 // response's), else null. Each rejected line is logged at warn level on
 // logger (nil logs nothing) with the reason and the line's first bytes.
@@ -68,9 +75,12 @@ const logPrefix = 64
 // a time under one lock, so they never interleave. Closing the transport's
 // connection closes neither r nor w.
 func NewStdioTransport(r io.Reader, w io.Writer, logger *slog.Logger) mcp.Transport {
-	sw := &syncWriter{w: w}
+	open := newInflight()
+	sw := &syncWriter{w: w, open: open}
+	lr := newLineReader(r, sw, logger, MaxLineLength)
+	lr.open = open
 	return &mcp.IOTransport{
-		Reader: newLineReader(r, sw, logger, MaxLineLength),
+		Reader: lr,
 		Writer: sw,
 		// The line reader already bounds each frame (and hands the SDK
 		// one line at a time), so the SDK's own cap is not needed; its
@@ -80,17 +90,123 @@ func NewStdioTransport(r io.Reader, w io.Writer, logger *slog.Logger) mcp.Transp
 }
 
 // syncWriter serialises writes: each Write is one whole line, from the
-// SDK or from the line reader.
+// SDK or from the line reader. A line that answers a request in open
+// settles it.
 type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu   sync.Mutex
+	w    io.Writer
+	open *inflight // nil: nothing tracked
 }
 
 func (s *syncWriter) Write(p []byte) (int, error) {
+	if s.open != nil {
+		// Settled even when the write fails: the answer will not come.
+		defer s.open.settle(answeredID(p))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// answeredID is the id of the request a written message answers, in
+// canonical form (idKey), or "" when it is not a response.
+func answeredID(line []byte) string {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	if json.Unmarshal(line, &msg) != nil || msg.Method != nil || len(msg.ID) == 0 {
+		return ""
+	}
+	return idKey(msg.ID)
+}
+
+// idKey is the canonical form of a JSON-RPC id, the same for the id a
+// request was read with and the id the SDK writes back: a string
+// re-encoded, an integer in decimal (the SDK answers 1.0 as 1).
+func idKey(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return ""
+		}
+		out, _ := json.Marshal(s)
+		return string(out)
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return ""
+	}
+	return strconv.FormatInt(int64(f), 10)
+}
+
+// inflight counts the requests passed on to the SDK and not yet answered,
+// by id, so that the end of input can wait for their answers. It is safe
+// for concurrent use.
+type inflight struct {
+	mu     sync.Mutex
+	ids    map[string]int
+	idle   chan struct{} // closed while nothing is in flight
+	closed chan struct{} // closed when the connection is
+	once   sync.Once
+}
+
+func newInflight() *inflight {
+	idle := make(chan struct{})
+	close(idle)
+	return &inflight{ids: map[string]int{}, idle: idle, closed: make(chan struct{})}
+}
+
+// add records a request passed on.
+func (f *inflight) add(id string) {
+	if id == "" {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.ids) == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.ids[id]++
+}
+
+// settle records an answer to (or the cancellation of) request id.
+func (f *inflight) settle(id string) {
+	if id == "" {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.ids[id]
+	switch {
+	case !ok:
+		return
+	case n > 1:
+		f.ids[id] = n - 1
+		return
+	}
+	delete(f.ids, id)
+	if len(f.ids) == 0 {
+		close(f.idle)
+	}
+}
+
+// wait returns once nothing is in flight or the connection is closed.
+func (f *inflight) wait() {
+	f.mu.Lock()
+	idle := f.idle
+	f.mu.Unlock()
+	select {
+	case <-idle:
+	case <-f.closed:
+	}
+}
+
+// close ends every wait.
+func (f *inflight) close() { f.once.Do(func() { close(f.closed) }) }
 
 // Close does nothing: the writer belongs to the caller.
 func (s *syncWriter) Close() error { return nil }
@@ -104,6 +220,7 @@ type lineReader struct {
 	out     io.Writer
 	log     *slog.Logger
 	maxLine int
+	open    *inflight // requests passed on; nil: the end of input does not wait
 
 	buf     []byte // the line being read; reused
 	pending []byte // the rest of the line being handed over
@@ -117,12 +234,23 @@ func newLineReader(r io.Reader, out io.Writer, logger *slog.Logger, maxLine int)
 	return &lineReader{src: bufio.NewReaderSize(r, 64<<10), out: out, log: logger, maxLine: maxLine}
 }
 
-// Close does nothing: the source belongs to the caller.
-func (r *lineReader) Close() error { return nil }
+// Close ends a wait for answers at the end of input; the source belongs
+// to the caller and stays open.
+func (r *lineReader) Close() error {
+	if r.open != nil {
+		r.open.close()
+	}
+	return nil
+}
 
 func (r *lineReader) Read(p []byte) (int, error) {
 	for len(r.pending) == 0 {
 		if r.err != nil {
+			if r.err == io.EOF && r.open != nil {
+				// The input is over: let the requests read so far be
+				// answered before the SDK ends the connection.
+				r.open.wait()
+			}
 			return 0, r.err
 		}
 		line, size, err := r.readLine()
@@ -193,6 +321,10 @@ func (r *lineReader) screen(line []byte) error {
 	switch {
 	case v.ok:
 		r.pending = append(msg, '\n') // msg is a prefix of r.buf: no copy
+		if r.open != nil {
+			r.open.add(v.request)
+			r.open.settle(v.cancelled)
+		}
 		return nil
 	case v.drop:
 		r.log.Warn("mcp: dropped input line", "reason", v.reason, "bytes", len(line), "prefix", prefix(line))
@@ -247,11 +379,13 @@ func prefix(line []byte) string {
 
 // verdict is what check decided about a line.
 type verdict struct {
-	ok     bool            // pass it on
-	drop   bool            // skip it without an answer
-	code   int             // else answer with this code
-	id     json.RawMessage // and this id (nil: null)
-	reason string
+	ok        bool            // pass it on
+	request   string          // and it is a request with this id (idKey)
+	cancelled string          // or it cancels the request with this id
+	drop      bool            // skip it without an answer
+	code      int             // else answer with this code
+	id        json.RawMessage // and this id (nil: null)
+	reason    string
 }
 
 func invalid(id json.RawMessage, format string, args ...any) verdict {
@@ -350,6 +484,18 @@ func check(msg []byte) verdict {
 		// rather than Invalid params; the usual mistakes are caught here.
 		if reason := checkInitialize(params); reason != "" {
 			return verdict{code: codeInvalidParams, id: id, reason: reason}
+		}
+	}
+	if hasID {
+		return verdict{ok: true, request: idKey(id)}
+	}
+	if name == "notifications/cancelled" && len(params) > 0 && params[0] == '{' {
+		// MCP: the receiver of a cancellation does not answer the request.
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(params, &p) == nil {
+			return verdict{ok: true, cancelled: idKey(p.RequestID)}
 		}
 	}
 	return verdict{ok: true}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 
@@ -428,4 +429,105 @@ func mustJSON(v any) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// A one-shot client writes its requests and closes its end at once: every
+// request read before the end of input is still answered, in the ids the
+// client used (an integer written as 3.0 is answered as 3), and the
+// server then ends cleanly.
+func TestStdioTransportAnswersAllAtEndOfInput(t *testing.T) {
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{
+		Session: session.Options{Store: memstore.New(memstore.Options{})},
+	})
+	require.NoError(t, err)
+	defer exec.Close()
+	srv, err := New(Options{Executor: exec})
+	require.NoError(t, err)
+	input := strings.Join([]string{
+		initializeLine,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		// Long enough that the input ends while it runs.
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_python","arguments":{"code":"n = 0\nfor i in range(300000):\n    n += i\nn"}}}`,
+		`{"jsonrpc":"2.0","id":3.0,"method":"tools/call","params":{"name":"execute_python","arguments":{"code":"print('x')","session_id":"other"}}}`,
+		`{"jsonrpc":"2.0","id":"p","method":"ping"}`,
+		`junk`,
+	}, "\n") + "\n"
+	var out bytes.Buffer
+	err = srv.Run(context.Background(), NewStdioTransport(strings.NewReader(input), &syncBuffer{b: &out}, nil))
+	assert.True(t, err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed), "server: %v", err)
+	answers := map[string]answer{}
+	for line := range strings.Lines(out.String()) {
+		var a answer
+		require.NoError(t, json.Unmarshal([]byte(line), &a), line)
+		answers[string(a.ID)] = a
+	}
+	require.Len(t, answers, 5, out.String()) // 1, 2, 3, "p" and null for the junk line
+	text, isErr := toolText(t, answers["2"])
+	assert.False(t, isErr)
+	assert.Equal(t, "44999850000", text)
+	text, _ = toolText(t, answers["3"])
+	assert.Equal(t, "x", text)
+	assert.Nil(t, answers[`"p"`].Error)
+	assert.Equal(t, -32700, answers["null"].Error.Code)
+}
+
+// syncBuffer is a bytes.Buffer the server may write from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// The end of input waits for the answers of the requests passed on, but
+// not for one the client cancelled, and closing the reader ends the wait.
+func TestLineReaderWaitsForAnswers(t *testing.T) {
+	// start hands the SDK's side every line of input (as the SDK reads
+	// them before answering), then reads on to the end in the background.
+	start := func(input string) (*lineReader, *syncWriter, chan error) {
+		open := newInflight()
+		w := &syncWriter{w: io.Discard, open: open}
+		lr := newLineReader(strings.NewReader(input), w, nil, MaxLineLength)
+		lr.open = open
+		buf := make([]byte, 1<<10)
+		for range strings.Count(input, "\n") {
+			_, err := lr.Read(buf)
+			require.NoError(t, err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := lr.Read(buf)
+			done <- err
+		}()
+		return lr, w, done
+	}
+	notDone := func(done chan error, what string) {
+		t.Helper()
+		select {
+		case err := <-done:
+			t.Fatalf("the end of input did not wait for %s: %v", what, err)
+		default:
+		}
+	}
+
+	_, w, done := start(`{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":"a","method":"ping"}` + "\n")
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":7,"result":{}}` + "\n"))
+	// A request the server sends is no answer.
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":"a","method":"roots/list"}` + "\n"))
+	notDone(done, `request "a"`)
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":"a","result":{}}` + "\n"))
+	require.ErrorIs(t, <-done, io.EOF)
+
+	_, _, done = start(`{"jsonrpc":"2.0","id":8,"method":"tools/call"}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8}}` + "\n")
+	require.ErrorIs(t, <-done, io.EOF)
+
+	lr, _, done := start(`{"jsonrpc":"2.0","id":9,"method":"tools/call"}` + "\n")
+	notDone(done, "request 9")
+	require.NoError(t, lr.Close())
+	require.ErrorIs(t, <-done, io.EOF)
 }

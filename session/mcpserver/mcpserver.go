@@ -58,6 +58,53 @@ const resetSchema = `{
   "additionalProperties": false
 }`
 
+// resultSchema is the output schema of execute_python and resume_python:
+// the structured content of their results (agent.Result). Every id in it
+// is one the next call takes as it is.
+const resultSchema = `{
+  "type": "object",
+  "properties": {
+    "text": {"type": "string", "description": "What the call printed, then the value of the last expression or the error, or how to answer a pause."},
+    "output": {"type": "string", "description": "What the code printed."},
+    "result": {"type": "string", "description": "repr() of the value of the last expression, unless it is None."},
+    "error_type": {"type": "string", "description": "The Python exception type when the code failed (TimeoutError, MemoryError, TypeCheckError, ...)."},
+    "error": {"type": "string", "description": "The traceback or reason when the code failed."},
+    "session_id": {"type": "string", "description": "The session_id the call named (absent for the default session): give it to resume_python and reset_session."},
+    "run_id": {"type": "string", "description": "Present when the run is paused: the run_id resume_python takes."},
+    "saved": {"type": "boolean", "description": "Whether the call stored new session state."},
+    "state_size": {"type": "integer", "description": "Size of the stored state in bytes."},
+    "state_hash": {"type": "string", "description": "SHA-256 of the stored state."},
+    "not_saved": {"type": "string", "description": "Why the state of a successful call was not stored."},
+    "state_warning": {"type": "string", "description": "Why the session did not continue from its stored state."},
+    "paused": {
+      "type": "object",
+      "description": "Present when the code called client tools: answer the calls with resume_python.",
+      "properties": {
+        "run_id": {"type": "string", "description": "The run_id resume_python takes (the same as the top-level run_id)."},
+        "session_id": {"type": "string", "description": "The session_id resume_python takes (absent for the default session)."},
+        "calls": {
+          "type": "array",
+          "items": {
+            "type": "object",
+            "properties": {
+              "id": {"type": "string", "description": "The id of this call's result in resume_python."},
+              "name": {"type": "string"},
+              "args": {"type": "array", "description": "Positional arguments as JSON."},
+              "kwargs": {"type": "object", "description": "Keyword arguments as JSON."},
+              "call": {"type": "string", "description": "The call as Python spells it."},
+              "blocking": {"type": "boolean", "description": "The code is stopped at this call: answer it, alone."}
+            },
+            "required": ["id", "name", "args", "kwargs", "call"]
+          }
+        },
+        "expires": {"type": "string", "format": "date-time", "description": "When the paused run is dropped unless resumed."}
+      },
+      "required": ["run_id", "calls", "expires"]
+    }
+  },
+  "required": ["text", "output", "saved"]
+}`
+
 // Options configure a server.
 type Options struct {
 	// Executor runs the code. Required; the caller closes it after the
@@ -100,9 +147,9 @@ func New(opts Options) (*mcp.Server, error) {
 			"yourself can be given as client_tools: a call pauses the run, and resume_python continues it with your results.",
 	})
 	tool := opts.Executor.Tool()
-	srv.AddTool(&mcp.Tool{Name: tool.Name, Description: tool.Description, InputSchema: tool.Parameters}, h.execute)
+	srv.AddTool(&mcp.Tool{Name: tool.Name, Description: tool.Description, InputSchema: tool.Parameters, OutputSchema: json.RawMessage(resultSchema)}, h.execute)
 	resume := opts.Executor.ResumeTool()
-	srv.AddTool(&mcp.Tool{Name: resume.Name, Description: resume.Description, InputSchema: resume.Parameters}, h.resume)
+	srv.AddTool(&mcp.Tool{Name: resume.Name, Description: resume.Description, InputSchema: resume.Parameters, OutputSchema: json.RawMessage(resultSchema)}, h.resume)
 	srv.AddTool(&mcp.Tool{
 		Name:        "reset_session",
 		Description: "Forget everything a Python session holds (variables, functions, classes), so the next execute_python call starts empty.",
@@ -143,9 +190,9 @@ func (h *handlers) answer(tool string, res *agent.Result, err error) *mcp.CallTo
 		return toolError("the call could not run: " + err.Error())
 	}
 	if res.StateWarning != "" {
-		h.log.Warn(tool+": the session did not continue from its stored state", "session", res.SessionID, "warning", res.StateWarning)
+		h.log.Warn(tool+": the session did not continue from its stored state", "session", res.StoreID, "warning", res.StateWarning)
 	}
-	h.log.Info(tool, "session", res.SessionID, "run", res.RunID, "error_type", res.ErrorType, "saved", res.Saved, "paused", res.Paused != nil)
+	h.log.Info(tool, "session", res.StoreID, "run", res.EventRunID, "paused_run", res.RunID, "error_type", res.ErrorType, "saved", res.Saved, "paused", res.Paused != nil)
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: res.Text}},
 		StructuredContent: res,
