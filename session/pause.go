@@ -305,6 +305,61 @@ func (s *Session) pauseOf() (uint32, bool) {
 	return 0, false
 }
 
+// CheckResults reports whether results answer the calls of p as Resume
+// takes them: nil, or an error matching ErrBadResults that says why not.
+// Resume checks the same; a caller checks first to refuse results before
+// it commits to an answer (a stream's first frame).
+func (p *Paused) CheckResults(results []ToolResult) error {
+	ids := make([]uint32, 0, len(p.Calls))
+	var blocking *uint32
+	for _, c := range p.Calls {
+		n, err := strconv.ParseUint(c.ID, 10, 32)
+		if err != nil {
+			continue // not one of ours: no result can answer it
+		}
+		id := uint32(n)
+		ids = append(ids, id)
+		if c.Blocking {
+			blocking = &id
+		}
+	}
+	_, err := checkResults(ids, blocking, results)
+	return err
+}
+
+// checkResults checks results against the calls ids a run waits on, the
+// blocking one (nil: none) answered alone, and returns them by call id,
+// a result with neither value nor error taken as None.
+func checkResults(ids []uint32, blocking *uint32, results []ToolResult) (map[uint32]ToolResult, error) {
+	if len(results) == 0 {
+		return nil, fmt.Errorf("%w: no results", ErrBadResults)
+	}
+	byID := map[uint32]ToolResult{}
+	for _, res := range results {
+		n, err := strconv.ParseUint(res.ID, 10, 32)
+		id := uint32(n)
+		_, dup := byID[id]
+		switch {
+		case err != nil || !slices.Contains(ids, id):
+			return nil, fmt.Errorf("%w: %q is not a call of this run", ErrBadResults, res.ID)
+		case dup:
+			return nil, fmt.Errorf("%w: call %s is answered twice", ErrBadResults, res.ID)
+		case res.Error != nil && res.Error.Type == "":
+			return nil, fmt.Errorf("%w: call %s: an error needs a type", ErrBadResults, res.ID)
+		}
+		if res.Value == nil && res.Error == nil {
+			res.Value = object.None{}
+		}
+		byID[id] = res
+	}
+	if blocking != nil {
+		if _, ok := byID[*blocking]; !ok || len(byID) != 1 {
+			return nil, fmt.Errorf("%w: the run is stopped at call %d, which must be answered, alone", ErrBadResults, *blocking)
+		}
+	}
+	return byID, nil
+}
+
 func newRunID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
@@ -395,32 +450,16 @@ func (s *Session) Resume(ctx context.Context, runID string, results []ToolResult
 // answer turns results into the answer of the run's pause, and lists the
 // async calls still waiting after it.
 func (r *pausedRun) answer(results []ToolResult) (runtime.Answer, []uint32, error) {
-	if len(results) == 0 {
-		return runtime.Answer{}, nil, fmt.Errorf("%w: no results", ErrBadResults)
+	ids := make([]uint32, len(r.Calls))
+	for i, c := range r.Calls {
+		ids[i] = c.ID
 	}
-	byID := map[uint32]ToolResult{}
-	for _, res := range results {
-		n, err := strconv.ParseUint(res.ID, 10, 32)
-		id := uint32(n)
-		_, dup := byID[id]
-		switch {
-		case err != nil || !slices.ContainsFunc(r.Calls, func(c storedCall) bool { return c.ID == id }):
-			return runtime.Answer{}, nil, fmt.Errorf("%w: %q is not a call of this run", ErrBadResults, res.ID)
-		case dup:
-			return runtime.Answer{}, nil, fmt.Errorf("%w: call %s is answered twice", ErrBadResults, res.ID)
-		case res.Error != nil && res.Error.Type == "":
-			return runtime.Answer{}, nil, fmt.Errorf("%w: call %s: an error needs a type", ErrBadResults, res.ID)
-		}
-		if res.Value == nil && res.Error == nil {
-			res.Value = object.None{}
-		}
-		byID[id] = res
+	byID, err := checkResults(ids, r.Blocking, results)
+	if err != nil {
+		return runtime.Answer{}, nil, err
 	}
 	if r.Blocking != nil {
-		res, ok := byID[*r.Blocking]
-		if !ok || len(byID) != 1 {
-			return runtime.Answer{}, nil, fmt.Errorf("%w: the run is stopped at call %d, which must be answered, alone", ErrBadResults, *r.Blocking)
-		}
+		res := byID[*r.Blocking]
 		var waiting []uint32
 		for _, c := range r.Calls {
 			if c.ID != *r.Blocking {

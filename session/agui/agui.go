@@ -4,7 +4,7 @@
 // an AG-UI frontend.
 //
 //	agent.RunStarted     → RUN_STARTED          (threadId, runId injected)
-//	agent.RunFinished    → RUN_FINISHED         (result: the final value as JSON)
+//	agent.RunFinished    → RUN_FINISHED         (result: the final value as JSON; no outcome: success)
 //	agent.RunError       → RUN_ERROR            (message; code: the Python exception type)
 //	agent.StepStarted    → STEP_STARTED         (stepName: the host call's toolCallId)
 //	agent.StepFinished   → STEP_FINISHED        (stepName: the host call's toolCallId)
@@ -83,12 +83,47 @@ type RunStartedEvent struct {
 
 // RunFinishedEvent is RUN_FINISHED; Result is the value of the code's
 // final expression as JSON (its repr as a JSON string when JSON cannot
-// carry it), absent for None.
+// carry it), absent for None. Outcome says why the run ended; Convert
+// leaves it absent, which AG-UI reads as success.
 type RunFinishedEvent struct {
 	Base
 	ThreadID string          `json:"threadId"`
 	RunID    string          `json:"runId"`
 	Result   json.RawMessage `json:"result,omitempty"`
+	Outcome  *Outcome        `json:"outcome,omitempty"`
+}
+
+// Outcome types of RUN_FINISHED (AG-UI 1.0's RunFinishedOutcome).
+const (
+	// OutcomeSuccess: the run completed.
+	OutcomeSuccess = "success"
+	// OutcomeInterrupt: the run is paused, waiting for what its
+	// Interrupts name; a new run answers them.
+	OutcomeInterrupt = "interrupt"
+)
+
+// Outcome is RUN_FINISHED's "outcome": why the run ended. Type is
+// OutcomeSuccess, or OutcomeInterrupt with at least one Interrupt.
+type Outcome struct {
+	Type       string      `json:"type"`
+	Interrupts []Interrupt `json:"interrupts,omitempty"`
+}
+
+// Interrupt is something a paused run needs from outside before it can go
+// on (AG-UI 1.0), such as the result of a tool call the client answers.
+type Interrupt struct {
+	// ID identifies the interrupt within the run; the answer names it.
+	ID string `json:"id"`
+	// Reason says why the run stopped (an open string).
+	Reason string `json:"reason"`
+	// Message is a prompt for whoever answers.
+	Message string `json:"message,omitempty"`
+	// ToolCallID is the tool call (TOOL_CALL_START) the interrupt waits on.
+	ToolCallID string `json:"toolCallId,omitempty"`
+	// ExpiresAt is when the interrupt stops being answerable (ISO 8601).
+	ExpiresAt string `json:"expiresAt,omitempty"`
+	// Metadata is free-form data for the client.
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 // RunErrorEvent is RUN_ERROR; Code is the Python exception type when the

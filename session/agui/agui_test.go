@@ -105,9 +105,22 @@ func TestShapeCheck(t *testing.T) {
 		`{"type":"TEXT_MESSAGE_START","messageId":"m","role":"tool"}`,
 		`{"type":"TOOL_CALL_RESULT","messageId":"m","toolCallId":"c","content":"x","role":"assistant"}`,
 		`{"type":"STEP_STARTED","stepName":"s","timestamp":"now"}`,
+		`{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"paused"}}`,
+		`{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"success","interrupts":[]}}`,
+		`{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[]}}`,
+		`{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"1"}]}}`,
+		`{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"1","reason":"x","toolCallID":"1"}]}}`,
+		`{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"1","reason":"x"},{"id":"1","reason":"y"}]}}`,
 	} {
 		_, err := aguitest.Check([]byte(bad))
 		assert.Error(t, err, bad)
+	}
+	for _, good := range []string{
+		`{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"success"}}`,
+		`{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"1","reason":"tool_call","toolCallId":"1","expiresAt":"2026-01-01T00:00:00.000Z","metadata":{"run_id":"x"}}]}}`,
+	} {
+		_, err := aguitest.Check([]byte(good))
+		assert.NoError(t, err, good)
 	}
 	for _, order := range [][]string{
 		{`{"type":"TEXT_MESSAGE_START","messageId":"m"}`},
@@ -117,6 +130,7 @@ func TestShapeCheck(t *testing.T) {
 		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"RUN_FINISHED","threadId":"t","runId":"other"}`},
 		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"RUN_ERROR","message":"x"}`, `{"type":"RUN_ERROR","message":"y"}`},
 		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"TOOL_CALL_RESULT","messageId":"m","toolCallId":"c","content":"x"}`},
+		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"1","reason":"x","toolCallId":"c"}]}}`},
 	} {
 		var s aguitest.Stream
 		var err error

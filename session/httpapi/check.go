@@ -91,10 +91,11 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request, ns string) *apiE
 		res, err = h.checkInSession(ctx, ns, req.SessionID, req.Code, *tc, limits)
 	}
 	if err != nil {
+		// The session's own wording (loading it) names it by its store id.
 		if kind := runtime.LimitOf(err); kind != runtime.NoLimit {
-			return &apiError{status: statusLimit, code: kind.String(), msg: limitMessage(kind, errText(err), limits, h.opts.Limits)}
+			return (&apiError{status: statusLimit, code: kind.String(), msg: limitMessage(kind, errText(err), limits, h.opts.Limits)}).named(ns, req.SessionID)
 		}
-		return checkerError(err)
+		return checkerError(err).named(ns, req.SessionID)
 	}
 	diags := res.Diagnostics
 	if diags == nil {

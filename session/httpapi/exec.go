@@ -188,15 +188,35 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 		return aerr
 	}
 	opts := session.ExecOptions{Inputs: inputs, TypeCheck: tc, Tools: tools, RunTTL: h.opts.RunTTL}
-	op := func(ctx context.Context, s *session.Session) (*session.Result, error) {
-		return s.ExecOptions(ctx, req.Code, opts)
+	op := sessionOp{
+		// A session waiting for its run's resume runs nothing else (an
+		// expired run is abandoned by the call instead).
+		refuse: func(s *session.Session) *apiError {
+			if p := s.Paused(); p != nil && time.Now().Before(p.Expires) {
+				return runPaused(req.SessionID, runID(req.SessionID, p.RunID))
+			}
+			return nil
+		},
+		do: func(ctx context.Context, s *session.Session) (*session.Result, error) {
+			return s.ExecOptions(ctx, req.Code, opts)
+		},
 	}
 	return h.answer(ctx, w, r, ns, req.SessionID, op, limits, start)
 }
 
 // sessionOp is what a request does with its session: run code, or resume
 // a paused run.
-type sessionOp func(ctx context.Context, s *session.Session) (*session.Result, error)
+type sessionOp struct {
+	// run is the run_id a resume continues; empty for an execution.
+	run string
+	// refuse, once the session is open and before anything runs (before
+	// a stream's first frame), returns the answer to a request the
+	// session cannot serve, or nil. The session checks again (it may
+	// change meanwhile): refuse only answers early.
+	refuse func(s *session.Session) *apiError
+	// do runs the request's code on the session.
+	do func(ctx context.Context, s *session.Session) (*session.Result, error)
+}
 
 // answer does op on the session and answers the request: as JSON, or as
 // a stream of events when the client asks for one.
@@ -224,6 +244,11 @@ func (h *Handler) answer(ctx context.Context, w http.ResponseWriter, r *http.Req
 func (h *Handler) execute(ctx context.Context, ns, sessionID string, op sessionOp, limits runtime.Limits, start time.Time, runID string, sink func(agent.Event)) (*ExecResponse, *apiError) {
 	out, err := h.run(ctx, ns, sessionID, op, limits, runID, sink)
 	elapsed := time.Since(start)
+	var refused *apiError
+	if errors.As(err, &refused) {
+		h.metrics.execs.inc("error")
+		return nil, refused
+	}
 	if aerr := typeCheckError(err); aerr != nil {
 		h.metrics.execs.inc("type_error")
 		aerr.body.SessionID, aerr.body.DurationMS = sessionID, durationMS(elapsed)
@@ -239,14 +264,14 @@ func (h *Handler) execute(ctx context.Context, ns, sessionID string, op sessionO
 			b.Stdout, b.Stderr, b.HasState, b.StateSize, b.StateHash = resp.Stdout, resp.Stderr, resp.HasState, resp.StateSize, resp.StateHash
 			b.Exception = resp.Error
 		}
-		return nil, aerr
+		return nil, aerr.named(ns, sessionID)
 	}
 	if err != nil {
 		h.metrics.execs.inc("error")
-		if aerr := runError(err); aerr != nil {
+		if aerr := runError(err, sessionID, op.run); aerr != nil {
 			return nil, aerr
 		}
-		return nil, storeError(err)
+		return nil, storeError(err).named(ns, sessionID)
 	}
 	resp := out.resp
 	resp.SessionID = sessionID
@@ -403,6 +428,11 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 	}
 	defer s.Close(context.WithoutCancel(ctx))
 	warning := h.restoreWarning(ctx, ns, id, s.Restored())
+	if op.refuse != nil {
+		if aerr := op.refuse(s); aerr != nil {
+			return outcome{}, aerr
+		}
+	}
 	// The recorder routes print output to the events (bounded by
 	// limits.MaxOutput, both streams together) and reports the calls of
 	// Options.Functions.
@@ -422,17 +452,15 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 			sink(e)
 		}
 	})
-	res, err := op(rctx, s)
+	res, err := op.do(rctx, s)
 	switch {
 	case err != nil:
 		rec.Finish(nil, err)
 	case res.Paused != nil:
-		// The calls the client answers, as the tool calls of the run.
-		for _, c := range res.Paused.Calls {
-			args, _ := json.Marshal(callArguments(c))
-			rec.ToolCall(c.Name, string(args))
-		}
 		rec.Finish(nil, nil)
+		if sink != nil {
+			reportCalls(sink, runID, res.Paused.Calls)
+		}
 	case res.Err != nil:
 		rec.Finish(nil, res.Err)
 	default:

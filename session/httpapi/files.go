@@ -14,7 +14,6 @@ import (
 
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
-	"github.com/monty-go/monty/session/store"
 )
 
 // FileList is the body of GET /state/{id}/files.
@@ -83,25 +82,23 @@ func (h *Handler) fileRequest(r *http.Request, ns string, file bool) (id, sid st
 	return id, sid, nil
 }
 
-// fileError maps a failure of a file operation on session id (store id
-// sid) to a response.
-func fileError(err error, id, sid string) *apiError {
-	msg := strings.ReplaceAll(err.Error(), sid, id)
-	switch {
+// fileError maps a failure of a file operation on session id (of
+// namespace ns) to a response.
+func fileError(err error, ns, id string) *apiError {
+	var aerr *apiError
+	switch msg := err.Error(); {
 	case errors.Is(err, fs.ErrInvalid):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_path", msg: msg}
+		aerr = &apiError{status: http.StatusBadRequest, code: codeInvalidPath, msg: msg}
 	case errors.Is(err, fs.ErrNotExist):
-		return &apiError{status: http.StatusNotFound, code: "file_not_found", msg: msg + "; GET /state/{id}/files lists the session's files"}
+		aerr = &apiError{status: http.StatusNotFound, code: "file_not_found", msg: msg + "; GET /state/{id}/files lists the session's files"}
 	case errors.Is(err, runtime.ErrNoSpace):
-		return &apiError{status: statusTooLarge, code: "files_too_large", msg: msg}
+		aerr = &apiError{status: statusTooLarge, code: "files_too_large", msg: msg}
 	case errors.Is(err, session.ErrStateTooLarge):
-		return &apiError{status: statusTooLarge, code: codeStateTooLarge, msg: msg}
-	case errors.Is(err, store.ErrNotFound):
-		return &apiError{status: http.StatusNotFound, code: "state_not_found", msg: "no state is stored for this session"}
+		aerr = &apiError{status: statusTooLarge, code: codeStateTooLarge, msg: msg}
+	default:
+		aerr = storeError(err)
 	}
-	aerr := storeError(err)
-	aerr.msg = strings.ReplaceAll(aerr.msg, sid, id)
-	return aerr
+	return aerr.named(ns, id)
 }
 
 // listFiles serves GET /state/{id}/files.
@@ -119,7 +116,7 @@ func (h *Handler) listFiles(w http.ResponseWriter, r *http.Request, ns string) *
 	defer done()
 	files, err := session.ListFiles(r.Context(), sid, h.fileOptions(ns, id))
 	if err != nil {
-		return fileError(err, id, sid)
+		return fileError(err, ns, id)
 	}
 	out := FileList{SessionID: id, Files: files, MaxBytes: h.maxFileBytes()}
 	for _, f := range files {
@@ -143,7 +140,7 @@ func (h *Handler) getFile(w http.ResponseWriter, r *http.Request, ns string) *ap
 	defer done()
 	data, err := session.ReadFile(r.Context(), sid, r.PathValue("path"), h.fileOptions(ns, id))
 	if err != nil {
-		return fileError(err, id, sid)
+		return fileError(err, ns, id)
 	}
 	sum := sha256.Sum256(data)
 	etag := hex.EncodeToString(sum[:])
@@ -194,7 +191,7 @@ func (h *Handler) putFile(w http.ResponseWriter, r *http.Request, ns string) *ap
 	}
 	up, err := session.WriteFile(r.Context(), sid, r.PathValue("path"), data, h.fileOptions(ns, id))
 	if err != nil {
-		return fileError(err, id, sid)
+		return fileError(err, ns, id)
 	}
 	h.metrics.fileUploads.Add(1)
 	h.metrics.stateSize.observe(float64(up.State.Size))
@@ -220,7 +217,7 @@ func (h *Handler) deleteFile(w http.ResponseWriter, r *http.Request, ns string) 
 	defer done()
 	up, err := session.RemoveFile(r.Context(), sid, r.PathValue("path"), h.fileOptions(ns, id))
 	if err != nil {
-		return fileError(err, id, sid)
+		return fileError(err, ns, id)
 	}
 	h.metrics.stateSize.observe(float64(up.State.Size))
 	w.WriteHeader(http.StatusNoContent)

@@ -134,7 +134,9 @@ func TestFilesNamespaces(t *testing.T) {
 }
 
 // TestFilesPathEscapes: paths that try to leave /work, or that are not
-// paths, never read or write anything but the session's own files.
+// paths, never read or write anything but the session's own files: they
+// are refused with 400 invalid_path, dot and empty segments included
+// (raw ones too: HTTP would clean and redirect them).
 func TestFilesPathEscapes(t *testing.T) {
 	srv := newServer(t, httpapi.Options{})
 	c := srv.client("")
@@ -142,31 +144,18 @@ func TestFilesPathEscapes(t *testing.T) {
 	for _, p := range []string{
 		"%2e%2e/%2e%2e/etc/passwd", "..%2F..%2Fetc%2Fpasswd", "a/%2e%2e/%2e%2e/x", "%00", "a%00b",
 		"%2Fwork%2F..%2Fx", "%2Fetc%2Fpasswd", "%2Fwork", "",
+		"/etc/passwd", "./new.txt", "a//b", "a/./b", "a/../../x",
 	} {
 		for _, m := range []string{"PUT", "GET", "DELETE"} {
 			status, _, body := c.do(m, "/state/esc/files/"+p, []byte("pwned"))
-			switch status {
-			case 301, 307, 308, 400, 404, 405: // refused, or redirected to a cleaned path
-			default:
-				t.Errorf("%s %q: %d %s", m, p, status, body)
-			}
-			if status == 400 {
-				wantError(t, m+" "+p, status, body, 400, "invalid_path")
-			}
-		}
-	}
-	// HTTP cleans these request paths before the handler sees them: they
-	// name files under /work.
-	for _, p := range []string{"/etc/passwd", "./new.txt", "a//b"} {
-		if status, _, body := c.do("PUT", "/state/esc/files/"+p, []byte("inside")); status != 201 {
-			t.Errorf("PUT %q: %d %s", p, status, body)
+			wantError(t, m+" "+p, status, body, 400, "invalid_path")
 		}
 	}
 	var paths []string
 	for _, f := range c.listFiles("esc").Files {
 		paths = append(paths, f.Path)
 	}
-	if strings.Join(paths, " ") != "a/b etc/passwd new.txt ok.txt" {
+	if strings.Join(paths, " ") != "ok.txt" {
 		t.Fatalf("files after the attempts: %v", paths)
 	}
 	ids, err := srv.store.List(context.Background())

@@ -69,6 +69,7 @@ import (
 	"log/slog"
 	"net/http"
 	goruntime "runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -198,6 +199,7 @@ type Options struct {
 type Handler struct {
 	opts    Options
 	mux     *http.ServeMux
+	badPath http.HandlerFunc // answers a path with dot segments
 	log     *slog.Logger
 	keys    [][32]byte // sha256 of each API key
 	slots   chan struct{}
@@ -306,6 +308,7 @@ func New(opts Options) (*Handler, error) {
 			return &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", msg: r.Method + " is not allowed on " + r.URL.Path + "; use " + allow}
 		}))
 	}
+	h.badPath = h.instrument("other", invalidPath)
 	h.mux.HandleFunc("/", h.instrument("other", func(w http.ResponseWriter, r *http.Request) *apiError {
 		return &apiError{status: http.StatusNotFound, code: "not_found", msg: r.Method + " " + r.URL.Path + " is not an endpoint of this API (see /exec, /runs/{run_id}/resume, /check, /state/{id}, /state/{id}/files, /healthz, /health, /health/store, /metrics)"}
 	}))
@@ -320,10 +323,40 @@ func (h *Handler) Limits() runtime.Limits { return h.opts.Limits }
 // at once.
 func (h *Handler) Capacity() int { return cap(h.slots) }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. A request path with a "." or ".."
+// segment, raw or percent-encoded, or an empty one (a//b) is refused with
+// 400 "invalid_path" before it is routed, on every route: it is never
+// cleaned and redirected, so that a path names exactly what the client
+// sent.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if dotSegments(r.URL.Path) {
+		h.badPath(w, r)
+		return
+	}
 	h.mux.ServeHTTP(w, r)
 }
+
+// dotSegments reports whether the (decoded) request path p has a "." or
+// ".." segment, or an empty one other than the last (a trailing slash).
+func dotSegments(p string) bool {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if s == "." || s == ".." || s == "" && i > 0 && i < len(segs)-1 {
+			return true
+		}
+	}
+	return false
+}
+
+// invalidPath answers a request path that dotSegments refuses.
+func invalidPath(w http.ResponseWriter, r *http.Request) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: codeInvalidPath, msg: fmt.Sprintf(
+		"the request path %q has a \".\" or \"..\" segment (perhaps percent-encoded) or an empty one: name sessions, runs and files by their plain path, such as /state/{id}/files/reports/out.csv (a file path is relative to /work)", r.URL.Path)}
+}
+
+// codeInvalidPath is the error code of a path that names no file or
+// endpoint plainly.
+const codeInvalidPath = "invalid_path"
 
 // Shutdown stops accepting executions (new ones get 503), waits for the
 // running ones to finish and store their state, and returns. If ctx ends
@@ -449,8 +482,21 @@ type apiError struct {
 	retryAfter int
 	body       *ErrorResponse
 	// detail is logged, never sent: what the client must not see (host
-	// paths, the store's own wording).
+	// paths, store ids, the store's own wording).
 	detail string
+}
+
+// Error makes an answer an error, for the paths that return answers as
+// errors (a request the opened session refuses).
+func (e *apiError) Error() string { return e.code + ": " + e.msg }
+
+// named replaces the store id of session id (of namespace ns) in e's
+// message with id, and returns e: a message that quotes a session's or
+// the store's error names the session as the client does, never by its
+// store id, which holds the namespace derived from the API key.
+func (e *apiError) named(ns, id string) *apiError {
+	e.msg = strings.ReplaceAll(e.msg, storeID(ns, id), id)
+	return e
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) *apiError
@@ -570,7 +616,8 @@ func storeError(err error) *apiError {
 	case errors.Is(err, store.ErrNotFound):
 		return &apiError{status: http.StatusNotFound, code: "state_not_found", msg: "no state is stored for this session"}
 	case errors.Is(err, store.ErrConflict):
-		return &apiError{status: http.StatusConflict, code: "conflict", msg: "another request updated this session at the same time; this call's changes were not saved: " + err.Error()}
+		return &apiError{status: http.StatusConflict, code: "conflict", detail: err.Error(),
+			msg: "another request updated this session at the same time; this call's changes were not saved"}
 	case errors.As(err, &cse):
 		return corruptStateError(cse)
 	case errors.Is(err, session.ErrCorrupt), errors.Is(err, store.ErrUnreadable):
@@ -579,9 +626,14 @@ func storeError(err error) *apiError {
 		return &apiError{status: http.StatusInternalServerError, code: codeStateCorrupt, detail: err.Error(),
 			msg: "the stored state of this session is damaged and cannot be read; DELETE /state/{id} removes it (the next execution of the session then starts empty)"}
 	case errors.Is(err, store.ErrUnavailable):
-		return &apiError{status: http.StatusServiceUnavailable, code: "store_unavailable", msg: err.Error(), retryAfter: 1}
+		// The store's error names its host, paths and keys: the log has it.
+		return &apiError{status: http.StatusServiceUnavailable, code: "store_unavailable", detail: err.Error(), retryAfter: 1,
+			msg: "the session store cannot be reached, so nothing was saved; retry shortly (the server's log has the detail)"}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, runtime.ErrCancelled):
 		return &apiError{status: http.StatusServiceUnavailable, code: "cancelled", msg: "the request was cancelled (client gone or server shutting down); the session keeps its state from before the call"}
+	case errors.Is(err, errMountsUnavailable):
+		return &apiError{status: http.StatusInternalServerError, code: "internal", msg: err.Error()}
 	}
-	return &apiError{status: http.StatusInternalServerError, code: "internal", msg: err.Error()}
+	return &apiError{status: http.StatusInternalServerError, code: "internal", detail: err.Error(),
+		msg: "the server failed to serve this request (a fault of the server, not of the request); its log has the detail"}
 }

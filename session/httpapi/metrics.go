@@ -160,7 +160,9 @@ type Health struct {
 	// Status is "ok", or "unavailable" (with 503) when the store cannot be
 	// reached, or "shutting_down".
 	Status string `json:"status"`
-	// Store is "ok" or the store's error.
+	// Store is "ok", or what failed: the code of a /health/store check
+	// ("store_unavailable", "timeout", ...) and what it means. The
+	// store's own error, which names its hosts and paths, is logged.
 	Store string `json:"store"`
 	// Running and Capacity are the slots in use now (executions, state
 	// uploads and downloads) and the number of slots.
@@ -178,7 +180,10 @@ func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) *apiError {
 	out := Health{Status: "ok", Store: "ok", Running: h.running.Load(), Capacity: cap(h.slots)}
 	status := http.StatusOK
 	if _, err := h.opts.Store.Stat(ctx, healthProbeID); err != nil && !errors.Is(err, store.ErrNotFound) {
-		out.Status, out.Store, status = "unavailable", err.Error(), http.StatusServiceUnavailable
+		// Anyone may ask: the store's own error (hosts, paths) is logged.
+		code := checkCode(ctx, err)
+		out.Status, out.Store, status = "unavailable", code+": "+checkMessages[code], http.StatusServiceUnavailable
+		h.log.Warn("store health check failed", "check", "healthz", "error", code, "detail", redactSecrets(err.Error()))
 	}
 	h.mu.Lock()
 	if h.draining {

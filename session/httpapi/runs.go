@@ -13,6 +13,8 @@ import (
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/agui"
 	"github.com/monty-go/monty/session/store"
 )
 
@@ -174,27 +176,67 @@ func toolResults(specs []ToolResultSpec) ([]session.ToolResult, *apiError) {
 	return out, nil
 }
 
-// runError is the answer for a resume the session refused.
-func runError(err error) *apiError {
+// runError is the answer for a run the session refused, nil for other
+// errors. Its message names the session and the run by the API's ids
+// (sessionID, and runID: the run_id a resume was given, empty for an
+// execution), never by the store's: the session's own wording holds the
+// store id, with the namespace derived from the API key.
+func runError(err error, sessionID, runID string) *apiError {
 	switch {
 	case errors.Is(err, session.ErrRunNotPaused):
-		return &apiError{status: http.StatusConflict, code: "run_not_paused", msg: err.Error() + "; a run is resumed once: its next pause has a new run_id"}
+		return runNotPaused(sessionID, runID)
 	case errors.Is(err, session.ErrRunExpired):
-		return &apiError{status: http.StatusGone, code: "run_expired", msg: err.Error() + "; the session's next /exec abandons it"}
+		return runExpired(sessionID, runID)
 	case errors.Is(err, session.ErrBadResults):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_results", msg: err.Error()}
+		// What is wrong names the calls by the ids the client sent.
+		return invalidResults(runID, strings.TrimPrefix(err.Error(), session.ErrBadResults.Error()+": "))
 	case errors.Is(err, session.ErrRunPaused):
-		return &apiError{status: http.StatusConflict, code: "run_paused", msg: err.Error() + "; resume it with POST /runs/{run_id}/resume"}
+		return runPaused(sessionID, "")
 	case errors.Is(err, errResumeRaced):
-		return &apiError{status: http.StatusConflict, code: "run_already_resumed", msg: "another request resumed this run at the same time, and its outcome was stored; this one's was not"}
+		return &apiError{status: http.StatusConflict, code: "run_already_resumed", detail: err.Error(), msg: fmt.Sprintf(
+			"another request resumed run %q at the same time, and its outcome was stored; this one's was not", runID)}
 	case errors.Is(err, session.ErrRunUnloadable):
-		return &apiError{status: http.StatusConflict, code: "run_unloadable", msg: err.Error()}
+		return &apiError{status: http.StatusConflict, code: "run_unloadable", detail: err.Error(), msg: fmt.Sprintf(
+			"session %q holds a run paused by another version of the interpreter, which this server cannot continue; resume it on a server of the version that paused it", sessionID)}
 	case errors.Is(err, session.ErrStateTooLarge):
-		return &apiError{status: statusTooLarge, code: codeStateTooLarge, msg: err.Error()}
+		return &apiError{status: statusTooLarge, code: codeStateTooLarge, detail: err.Error(), msg: fmt.Sprintf(
+			"the run paused at client tool calls, but the state of session %q with the paused run is larger than this server's limit on stored state, so nothing was stored", sessionID)}
 	case errors.Is(err, runtime.ErrInvalidOption):
 		return badRequest(err.Error())
 	}
 	return nil
+}
+
+// invalidResults is the answer to a resume of run runID whose results do
+// not answer its calls, for the reason why.
+func invalidResults(runID, why string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "invalid_results", msg: fmt.Sprintf(
+		"the results do not answer the calls of run %q: %s; answer the calls the run's answer lists (calls[].id), and a blocking call alone", runID, why)}
+}
+
+// runNotPaused is the answer to a resume of run runID of session
+// sessionID, which is not paused there (any more).
+func runNotPaused(sessionID, runID string) *apiError {
+	return &apiError{status: http.StatusConflict, code: "run_not_paused", msg: fmt.Sprintf(
+		"session %q has no paused run %q: it was resumed already (a run is resumed once: its next pause has a new run_id), abandoned after it expired, or never made", sessionID, runID)}
+}
+
+// runExpired is the answer to a resume of run runID of session sessionID
+// after it expired.
+func runExpired(sessionID, runID string) *apiError {
+	return &apiError{status: http.StatusGone, code: "run_expired", msg: fmt.Sprintf(
+		"run %q of session %q waited longer than its time to live and has expired; the session's next /exec abandons it", runID, sessionID)}
+}
+
+// runPaused is the answer to an execution in session sessionID while its
+// run runID (empty: not known) waits for its resume.
+func runPaused(sessionID, runID string) *apiError {
+	resume := "POST /runs/{run_id}/resume (the answer that paused it has its run_id)"
+	if runID != "" {
+		resume = fmt.Sprintf("POST /runs/%s/resume (run_id %q)", runID, runID)
+	}
+	return &apiError{status: http.StatusConflict, code: "run_paused", msg: fmt.Sprintf(
+		"session %q has a run paused at client tool calls, and runs nothing else until it is resumed with %s or expires", sessionID, resume)}
 }
 
 // errResumeRaced marks a resume that lost the session's compare-and-set.
@@ -208,11 +250,47 @@ func callArguments(c session.ToolCall) map[string]any {
 	return map[string]any{"args": info.Calls[0].Args, "kwargs": info.Calls[0].Kwargs}
 }
 
+// reportCalls reports the calls a paused run waits on to sink as the
+// tool calls of run runID (start, arguments, end), under the ids a
+// resume answers them by: the ids the stream's interrupts name.
+func reportCalls(sink func(agent.Event), runID string, calls []session.ToolCall) {
+	for _, c := range calls {
+		args, _ := json.Marshal(callArguments(c))
+		now := time.Now()
+		for _, e := range []agent.Event{{Type: agent.ToolCallStart, ToolName: c.Name}, {Type: agent.ToolCallArgs, Delta: string(args)}, {Type: agent.ToolCallEnd}} {
+			e.RunID, e.Time, e.ToolCallID = runID, now, c.ID
+			sink(e)
+		}
+	}
+}
+
+// interruptReason is the reason of the interrupts of a paused run.
+const interruptReason = "tool_call"
+
+// outcome is how the run of the answer ended, for its RUN_FINISHED
+// event: success, or for a paused run an interrupt for each call it
+// waits on, which names the call by the id the resume answers it by.
+func (resp *ExecResponse) outcome() *agui.Outcome {
+	if resp.Status != StatusPaused {
+		return &agui.Outcome{Type: agui.OutcomeSuccess}
+	}
+	out := &agui.Outcome{Type: agui.OutcomeInterrupt}
+	for _, c := range resp.Calls {
+		out.Interrupts = append(out.Interrupts, agui.Interrupt{
+			ID: c.ID, Reason: interruptReason, ToolCallID: c.ID, ExpiresAt: resp.RunExpires,
+			Message:  fmt.Sprintf("the code waits for the result of %s (call %q): POST /runs/%s/resume with it", c.Name, c.ID, resp.RunID),
+			Metadata: map[string]any{"run_id": resp.RunID, "tool": c.Name, "blocking": c.Blocking},
+		})
+	}
+	return out
+}
+
 // resume serves POST /runs/{run_id}/resume: the client's results for a
 // paused run's calls; the run goes on, on this instance, and the answer is
 // /exec's (completed, or paused again with a new run_id).
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ns string) *apiError {
-	sessionID, run, ok := parseRunID(r.PathValue("run_id"))
+	apiRun := r.PathValue("run_id")
+	sessionID, run, ok := parseRunID(apiRun)
 	if !ok {
 		return &apiError{status: http.StatusNotFound, code: "run_not_found", msg: "no such run: run_id is not one this API gave out"}
 	}
@@ -241,12 +319,28 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ns string) *api
 	} else if err != nil {
 		return storeError(err)
 	}
-	op := func(ctx context.Context, s *session.Session) (*session.Result, error) {
-		res, err := s.Resume(ctx, run, results)
-		if errors.Is(err, store.ErrConflict) {
-			err = fmt.Errorf("%w: %w", errResumeRaced, err)
-		}
-		return res, err
+	op := sessionOp{
+		run: apiRun,
+		refuse: func(s *session.Session) *apiError {
+			p := s.Paused()
+			switch {
+			case p == nil || p.RunID != run:
+				return runNotPaused(sessionID, apiRun)
+			case !time.Now().Before(p.Expires):
+				return runExpired(sessionID, apiRun)
+			}
+			if err := p.CheckResults(results); err != nil {
+				return invalidResults(apiRun, strings.TrimPrefix(err.Error(), session.ErrBadResults.Error()+": "))
+			}
+			return nil
+		},
+		do: func(ctx context.Context, s *session.Session) (*session.Result, error) {
+			res, err := s.Resume(ctx, run, results)
+			if errors.Is(err, store.ErrConflict) {
+				err = fmt.Errorf("%w: %w", errResumeRaced, err)
+			}
+			return res, err
+		},
 	}
 	return h.answer(ctx, w, r, ns, sessionID, op, limits, time.Now())
 }

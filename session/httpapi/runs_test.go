@@ -170,9 +170,10 @@ func (c *client) streamPost(t *testing.T, path string, body []byte) *events {
 }
 
 // TestStreamPauseResume: a streamed run that pauses reports the client
-// tool calls as AG-UI tool calls and ends with the paused answer; the
-// streamed resume ends with the completed one. Every frame passes the
-// protocol checks.
+// tool calls as AG-UI tool calls, under the ids the resume answers them
+// by, and ends with an interrupt outcome naming each call and the paused
+// answer; the streamed resume ends with the completed one and a success
+// outcome. Every frame passes the protocol checks.
 func TestStreamPauseResume(t *testing.T) {
 	c := newServer(t, httpapi.Options{}).client("")
 	body, _ := json.Marshal(map[string]any{"code": "print('asking')\nx = ask('q', n=2)\nprint('got', x)\nx * 2", "tools": []map[string]any{{"name": "ask"}}})
@@ -180,20 +181,65 @@ func TestStreamPauseResume(t *testing.T) {
 	brief := briefEvents(evs)
 	assert.Contains(t, brief, `TEXT_MESSAGE_CONTENT "asking\n"`)
 	assert.Contains(t, brief, `TOOL_CALL_START "ask"`)
-	var args string
+	var args, callID string
 	for _, ev := range evs {
-		if ev["type"] == "TOOL_CALL_ARGS" {
+		switch ev["type"] {
+		case "TOOL_CALL_START":
+			callID = ev["toolCallId"].(string)
+		case "TOOL_CALL_ARGS":
 			args = ev["delta"].(string)
 		}
 	}
 	assert.JSONEq(t, `{"args": ["q"], "kwargs": {"n": 2}}`, args)
-	p := finished(t, evs[len(evs)-1])
+	last := evs[len(evs)-1]
+	p := finished(t, last)
 	require.Equal(t, httpapi.StatusPaused, p.Status)
+	require.Len(t, p.Calls, 1)
+	assert.Equal(t, p.Calls[0].ID, callID, "the stream's tool call is the call the resume answers")
+	assert.Equal(t, map[string]any{"type": "interrupt", "interrupts": []any{map[string]any{
+		"id": p.Calls[0].ID, "reason": "tool_call", "toolCallId": p.Calls[0].ID, "expiresAt": p.RunExpires,
+		"message":  `the code waits for the result of ask (call "` + p.Calls[0].ID + `"): POST /runs/` + p.RunID + `/resume with it`,
+		"metadata": map[string]any{"run_id": p.RunID, "tool": "ask", "blocking": true},
+	}}}, last["outcome"])
 
-	res, _ := json.Marshal(map[string]any{"results": []map[string]any{{"id": p.Calls[0].ID, "value": 21}}})
+	res, _ := json.Marshal(map[string]any{"results": []map[string]any{{"id": callID, "value": 21}}})
 	evs = c.streamPost(t, "/runs/"+p.RunID+"/resume", res).rest()
 	assert.Contains(t, briefEvents(evs), `TEXT_MESSAGE_CONTENT "got 21\n"`)
 	done := finished(t, evs[len(evs)-1])
 	assert.Equal(t, httpapi.StatusCompleted, done.Status)
 	assert.Equal(t, json.RawMessage(`42`), done.Result)
+	assert.Equal(t, map[string]any{"type": "success"}, evs[len(evs)-1]["outcome"])
+
+	// The run is not paused any more: a streamed resume gets the JSON
+	// answer's status and body, and no frame (TestRunErrorMessages has
+	// the other refusals).
+	status, hdr, streamed := c.do("POST", "/runs/"+p.RunID+"/resume", res, "Accept", "text/event-stream")
+	assert.Equal(t, http.StatusConflict, status, string(streamed))
+	assert.Equal(t, "application/json", hdr.Get("Content-Type"))
+	_, _, plain := c.do("POST", "/runs/"+p.RunID+"/resume", res)
+	assert.JSONEq(t, string(plain), string(streamed))
+}
+
+// TestStreamInterruptsGathered: a run paused at several gathered async
+// calls ends its stream with an interrupt per call, each naming one of the
+// stream's tool calls, and resuming with the interrupts' tool call ids
+// completes it.
+func TestStreamInterruptsGathered(t *testing.T) {
+	c := newServer(t, httpapi.Options{}).client("")
+	body, _ := json.Marshal(map[string]any{"code": "import asyncio\nsum(await asyncio.gather(f(1), f(2), f(3)))",
+		"tools": []map[string]any{{"name": "f", "async": true}}})
+	evs := c.streamPost(t, "/exec", body).rest()
+	p := finished(t, evs[len(evs)-1])
+	interrupts := evs[len(evs)-1]["outcome"].(map[string]any)["interrupts"].([]any)
+	require.Len(t, interrupts, 3)
+	var results []map[string]any
+	for i, in := range interrupts {
+		in := in.(map[string]any)
+		assert.Equal(t, p.Calls[i].ID, in["toolCallId"])
+		assert.Equal(t, p.RunExpires, in["expiresAt"])
+		results = append(results, map[string]any{"id": in["toolCallId"], "value": 10 * (i + 1)})
+	}
+	res, _ := json.Marshal(map[string]any{"results": results})
+	evs = c.streamPost(t, "/runs/"+p.RunID+"/resume", res).rest()
+	assert.Equal(t, json.RawMessage(`60`), finished(t, evs[len(evs)-1]).Result)
 }

@@ -63,6 +63,8 @@ type streamRun func(ctx context.Context, sink func(agent.Event)) (any, *apiError
 // frame not written within sseWriteTimeout). The last frame carries the
 // answer: RUN_FINISHED with the 200 body as "result", or RUN_ERROR with
 // the error's code and message and the whole error body as "rawEvent".
+// RUN_FINISHED's outcome is the answer's own when it has an outcome()
+// method (*ExecResponse: an interrupt for a paused run), else success.
 // threadID and runID are RUN_STARTED's and RUN_FINISHED's threadId and
 // runId.
 //
@@ -91,12 +93,19 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, threadID, r
 		if aerr.status >= 500 {
 			level = slog.LevelError
 		}
-		h.log.LogAttrs(ctx, level, "streamed run failed", slog.String("run_id", runID),
-			slog.Int("status", aerr.status), slog.String("error", aerr.code), slog.String("message", aerr.msg))
+		attrs := []slog.Attr{slog.String("run_id", runID), slog.Int("status", aerr.status), slog.String("error", aerr.code), slog.String("message", aerr.msg)}
+		if aerr.detail != "" {
+			attrs = append(attrs, slog.String("detail", aerr.detail))
+		}
+		h.log.LogAttrs(ctx, level, "streamed run failed", attrs...)
 		s.send(&agui.RunErrorEvent{Base: base(agui.RunErrorType, marshal(errorBody(aerr))), Message: aerr.msg, Code: aerr.code})
 		return nil
 	}
-	s.send(&agui.RunFinishedEvent{Base: base(agui.RunFinishedType, nil), ThreadID: threadID, RunID: runID, Result: marshal(res)})
+	outcome := &agui.Outcome{Type: agui.OutcomeSuccess}
+	if o, ok := res.(interface{ outcome() *agui.Outcome }); ok {
+		outcome = o.outcome()
+	}
+	s.send(&agui.RunFinishedEvent{Base: base(agui.RunFinishedType, nil), ThreadID: threadID, RunID: runID, Result: marshal(res), Outcome: outcome})
 	return nil
 }
 

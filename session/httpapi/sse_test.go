@@ -180,6 +180,7 @@ func TestStreamExec(t *testing.T) {
 	assert.Equal(t, all[5]["stepName"], all[6]["toolCallId"], "the step is the call")
 
 	got := finished(t, all[len(all)-1])
+	assert.Equal(t, map[string]any{"type": "success"}, all[len(all)-1]["outcome"])
 	assert.Equal(t, "live", got.SessionID)
 	assert.Equal(t, "one\ntwo\nthree 21\n", got.Stdout)
 	assert.Equal(t, "warn\n", got.Stderr)

@@ -65,7 +65,7 @@ var shapes = map[string]map[string]field{
 		"parentRunId": opt(str), "input": opt(obj),
 	},
 	"RUN_FINISHED": {
-		"threadId": req(str), "runId": req(str), "result": opt(anyVal),
+		"threadId": req(str), "runId": req(str), "result": opt(anyVal), "outcome": opt(obj),
 	},
 	"RUN_ERROR": {
 		"message": req(str), "code": opt(str),
@@ -120,32 +120,92 @@ func Check(data []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("aguitest: type %q is not an AG-UI event type this project emits (%s): %s", typ, strings.Join(Types(), ", "), data)
 	}
 	var problems []string
-	for name, v := range ev {
+	for name := range ev {
 		if !camel.MatchString(name) {
 			problems = append(problems, fmt.Sprintf("field %q is not camelCase", name))
 		}
-		f, ok := shape[name]
-		if !ok {
-			f, ok = base[name]
-		}
-		if !ok {
-			problems = append(problems, fmt.Sprintf("field %q is not part of %s", name, typ))
-			continue
-		}
-		if msg := f.check(v); msg != "" {
-			problems = append(problems, fmt.Sprintf("field %q %s", name, msg))
-		}
 	}
-	for name, f := range shape {
-		if _, ok := ev[name]; f.required && !ok {
-			problems = append(problems, fmt.Sprintf("required field %q is missing", name))
-		}
+	fields := maps.Clone(base)
+	maps.Copy(fields, shape)
+	problems = append(problems, checkFields(typ, ev, fields)...)
+	if outcome, ok := ev["outcome"].(map[string]any); ok {
+		problems = append(problems, checkOutcome(outcome)...)
 	}
 	if len(problems) > 0 {
 		slices.Sort(problems)
 		return ev, fmt.Errorf("aguitest: %s event does not fit the protocol: %s: %s", typ, strings.Join(problems, "; "), data)
 	}
 	return ev, nil
+}
+
+// outcomes are the shapes of RUN_FINISHED's outcome by its type (AG-UI
+// 1.0), and interrupt the shape of one of an interrupt outcome's
+// interrupts.
+var (
+	outcomes = map[string]map[string]field{
+		"success":   {"type": req(str), "pendingToolCallIds": opt(anyVal)},
+		"interrupt": {"type": req(str), "interrupts": req(anyVal)},
+		"cancelled": {"type": req(str)},
+	}
+	interrupt = map[string]field{
+		"id": req(nonEmp), "reason": req(str), "message": opt(str), "toolCallId": opt(str),
+		"responseSchema": opt(obj), "expiresAt": opt(str), "metadata": opt(obj), "subagentRunId": opt(str),
+	}
+)
+
+// checkOutcome returns what is wrong with a RUN_FINISHED outcome: its
+// type, its fields, and for an interrupt outcome a non-empty list of
+// interrupts of the right shape with distinct ids.
+func checkOutcome(outcome map[string]any) []string {
+	typ, _ := outcome["type"].(string)
+	shape, ok := outcomes[typ]
+	if !ok {
+		return []string{fmt.Sprintf("outcome type %q is not one of %q", typ, slices.Sorted(maps.Keys(outcomes)))}
+	}
+	problems := checkFields("outcome", outcome, shape)
+	if typ != "interrupt" {
+		return problems
+	}
+	list, _ := outcome["interrupts"].([]any)
+	if len(list) == 0 {
+		return append(problems, "an interrupt outcome needs at least one interrupt")
+	}
+	ids := map[string]bool{}
+	for i, v := range list {
+		in, ok := v.(map[string]any)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("interrupt %d is not an object", i))
+			continue
+		}
+		problems = append(problems, checkFields(fmt.Sprintf("interrupt %d", i), in, interrupt)...)
+		if id, _ := in["id"].(string); ids[id] {
+			problems = append(problems, fmt.Sprintf("interrupt id %q is repeated", id))
+		} else {
+			ids[id] = true
+		}
+	}
+	return problems
+}
+
+// checkFields returns what is wrong with obj (an event, or an object in
+// one; what names it) against shape: fields missing, unknown, or of the
+// wrong type.
+func checkFields(what string, obj map[string]any, shape map[string]field) []string {
+	var problems []string
+	for name, v := range obj {
+		f, ok := shape[name]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("field %q is not part of %s", name, what))
+		} else if msg := f.check(v); msg != "" {
+			problems = append(problems, fmt.Sprintf("%s: field %q %s", what, name, msg))
+		}
+	}
+	for name, f := range shape {
+		if _, ok := obj[name]; f.required && !ok {
+			problems = append(problems, fmt.Sprintf("%s: required field %q is missing", what, name))
+		}
+	}
+	return problems
 }
 
 // check returns what is wrong with v, or "".
@@ -177,8 +237,9 @@ func (f field) check(v any) string {
 // start before their other events, under an id not already active; a
 // tool call's result follows its start; RUN_FINISHED repeats RUN_STARTED's
 // threadId and runId and comes when no message, tool call or step is
-// active; nothing follows RUN_FINISHED or RUN_ERROR. A Stream is not safe
-// for concurrent use.
+// active, and its interrupts name tool calls the run started; nothing
+// follows RUN_FINISHED or RUN_ERROR. A Stream is not safe for concurrent
+// use.
 type Stream struct {
 	started, ended     bool
 	threadID, runID    string
@@ -249,6 +310,9 @@ func (s *Stream) order(ev map[string]any) error {
 				return fmt.Errorf("%s still active: %v", what, slices.Sorted(maps.Keys(set)))
 			}
 		}
+		if err := s.interrupts(ev); err != nil {
+			return err
+		}
 		s.ended = true
 	case "RUN_ERROR":
 		s.ended = true
@@ -272,6 +336,20 @@ func (s *Stream) order(ev map[string]any) error {
 	case "TOOL_CALL_RESULT":
 		if !s.results[str("toolCallId")] {
 			return fmt.Errorf("result of tool call %q, which never started", str("toolCallId"))
+		}
+	}
+	return nil
+}
+
+// interrupts checks that the interrupts of a RUN_FINISHED event name only
+// tool calls the stream started.
+func (s *Stream) interrupts(ev map[string]any) error {
+	outcome, _ := ev["outcome"].(map[string]any)
+	list, _ := outcome["interrupts"].([]any)
+	for _, v := range list {
+		in, _ := v.(map[string]any)
+		if id, ok := in["toolCallId"].(string); ok && !s.results[id] {
+			return fmt.Errorf("interrupt %v names tool call %q, which never started", in["id"], id)
 		}
 	}
 	return nil
