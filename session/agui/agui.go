@@ -79,7 +79,14 @@ type RunStartedEvent struct {
 	Base
 	ThreadID string `json:"threadId"`
 	RunID    string `json:"runId"`
+	// ProtocolVersion declares the AG-UI version the stream speaks
+	// (ProtocolVersion), as AG-UI 1.0 requires of the event opening a run.
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
 }
+
+// ProtocolVersion is the AG-UI protocol version these events follow,
+// declared on RUN_STARTED.
+const ProtocolVersion = "1.0"
 
 // RunFinishedEvent is RUN_FINISHED; Result is the value of the code's
 // final expression as JSON (its repr as a JSON string when JSON cannot
@@ -226,7 +233,7 @@ func (a Adapter) Convert(e agent.Event) Event {
 	}
 	switch e.Type {
 	case agent.RunStarted:
-		return &RunStartedEvent{Base: b(RunStartedType), ThreadID: a.ThreadID, RunID: runID}
+		return &RunStartedEvent{Base: b(RunStartedType), ThreadID: a.ThreadID, RunID: runID, ProtocolVersion: ProtocolVersion}
 	case agent.RunFinished:
 		ev := &RunFinishedEvent{Base: b(RunFinishedType), ThreadID: a.ThreadID, RunID: runID}
 		if _, none := e.Value.(object.None); e.Value != nil && !none {

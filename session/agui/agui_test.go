@@ -35,7 +35,7 @@ func TestConvertEveryKind(t *testing.T) {
 		want string
 	}{
 		{agent.Event{Type: agent.RunStarted, RunID: "r", Time: at},
-			`{"type":"RUN_STARTED","timestamp":1700000000123,"threadId":"thread-1","runId":"run-9"}`},
+			`{"type":"RUN_STARTED","timestamp":1700000000123,"threadId":"thread-1","runId":"run-9","protocolVersion":"1.0"}`},
 		{agent.Event{Type: agent.RunFinished, Value: object.Dict{{Key: object.Str("a"), Value: object.List{object.Int(1)}}}, Time: at},
 			`{"type":"RUN_FINISHED","timestamp":1700000000123,"threadId":"thread-1","runId":"run-9","result":{"a":[1]}}`},
 		{agent.Event{Type: agent.RunFinished, Value: object.None{}, Time: at},
@@ -81,7 +81,7 @@ func TestConvertEveryKind(t *testing.T) {
 	// message or a time those fields are left out.
 	got, err := json.Marshal(agui.Adapter{ThreadID: "t"}.Convert(agent.Event{Type: agent.RunStarted, RunID: "run-own"}))
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"type":"RUN_STARTED","threadId":"t","runId":"run-own"}`, string(got))
+	assert.JSONEq(t, `{"type":"RUN_STARTED","threadId":"t","runId":"run-own","protocolVersion":"1.0"}`, string(got))
 	got, err = json.Marshal(agui.Adapter{}.Convert(agent.Event{Type: agent.ToolCallStart, ToolCallID: "c", ToolName: "f"}))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"f"}`, string(got))
@@ -99,7 +99,8 @@ func TestShapeCheck(t *testing.T) {
 		`{"type":"RUN_PAUSED"}`,
 		`{"type":"RUN_STARTED","threadId":"t"}`,
 		`{"type":"RUN_STARTED","threadId":"t","runId":7}`,
-		`{"type":"RUN_STARTED","thread_id":"t","threadId":"t","runId":"r"}`,
+		`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, // AG-UI 1.0: no version declared
+		`{"type":"RUN_STARTED","thread_id":"t","threadId":"t","runId":"r","protocolVersion":"1.0"}`,
 		`{"type":"TOOL_CALL_START","toolCallID":"c","toolCallId":"c","toolCallName":"f"}`,
 		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""}`,
 		`{"type":"TEXT_MESSAGE_START","messageId":"m","role":"tool"}`,
@@ -124,13 +125,13 @@ func TestShapeCheck(t *testing.T) {
 	}
 	for _, order := range [][]string{
 		{`{"type":"TEXT_MESSAGE_START","messageId":"m"}`},
-		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}`},
-		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"STEP_STARTED","stepName":"s"}`, `{"type":"RUN_FINISHED","threadId":"t","runId":"r"}`},
-		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"STEP_FINISHED","stepName":"s"}`},
-		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"RUN_FINISHED","threadId":"t","runId":"other"}`},
-		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"RUN_ERROR","message":"x"}`, `{"type":"RUN_ERROR","message":"y"}`},
-		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"TOOL_CALL_RESULT","messageId":"m","toolCallId":"c","content":"x"}`},
-		{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"1","reason":"x","toolCallId":"c"}]}}`},
+		{`{"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}`, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}`},
+		{`{"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}`, `{"type":"STEP_STARTED","stepName":"s"}`, `{"type":"RUN_FINISHED","threadId":"t","runId":"r"}`},
+		{`{"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}`, `{"type":"STEP_FINISHED","stepName":"s"}`},
+		{`{"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}`, `{"type":"RUN_FINISHED","threadId":"t","runId":"other"}`},
+		{`{"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}`, `{"type":"RUN_ERROR","message":"x"}`, `{"type":"RUN_ERROR","message":"y"}`},
+		{`{"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}`, `{"type":"TOOL_CALL_RESULT","messageId":"m","toolCallId":"c","content":"x"}`},
+		{`{"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}`, `{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"1","reason":"x","toolCallId":"c"}]}}`},
 	} {
 		var s aguitest.Stream
 		var err error
@@ -142,7 +143,7 @@ func TestShapeCheck(t *testing.T) {
 		assert.Error(t, err, "%v", order)
 	}
 	var s aguitest.Stream
-	_, err := s.Add([]byte(`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`))
+	_, err := s.Add([]byte(`{"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}`))
 	require.NoError(t, err)
 	assert.Error(t, s.End(), "a stream without its last event")
 }

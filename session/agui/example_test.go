@@ -37,7 +37,7 @@ func ExampleAdapter_Sink() {
 		panic(err)
 	}
 	// Output:
-	// data: {"type":"RUN_STARTED","threadId":"thread-1","runId":"run-1"}
+	// data: {"type":"RUN_STARTED","threadId":"thread-1","runId":"run-1","protocolVersion":"1.0"}
 	//
 	// data: {"type":"RUN_FINISHED","threadId":"thread-1","runId":"run-1","result":42}
 }

@@ -86,7 +86,7 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, threadID, r
 		if aerr != nil {
 			return aerr
 		}
-		s.send(&agui.RunStartedEvent{Base: base(agui.RunStartedType, nil), ThreadID: threadID, RunID: runID})
+		s.send(&agui.RunStartedEvent{Base: base(agui.RunStartedType, nil), ThreadID: threadID, RunID: runID, ProtocolVersion: agui.ProtocolVersion})
 	}
 	if aerr != nil {
 		level := slog.LevelWarn

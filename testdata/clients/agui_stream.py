@@ -29,6 +29,7 @@ import urllib.parse
 from datetime import datetime, timezone
 
 from ag_ui.core import (
+    PROTOCOL_VERSION,
     Event,
     EventType,
     RunFinishedEvent,
@@ -79,6 +80,9 @@ class Order:
         self.events.append(ev)
         if t == EventType.RUN_STARTED:
             check(n == 1, f"{where}: RUN_STARTED again")
+            # AG-UI 1.0: the event that opens a run MUST declare the version.
+            check(ev.protocol_version == PROTOCOL_VERSION,
+                  f"{where}: RUN_STARTED declares protocolVersion {ev.protocol_version!r}, not {PROTOCOL_VERSION!r}")
         elif t == EventType.RUN_FINISHED:
             first = self.events[0]
             check((ev.thread_id, ev.run_id) == (first.thread_id, first.run_id),

@@ -61,7 +61,7 @@ var base = map[string]field{
 // fields beyond the base ones (type, timestamp, rawEvent).
 var shapes = map[string]map[string]field{
 	"RUN_STARTED": {
-		"threadId": req(str), "runId": req(str),
+		"threadId": req(str), "runId": req(str), "protocolVersion": req(str),
 		"parentRunId": opt(str), "input": opt(obj),
 	},
 	"RUN_FINISHED": {
