@@ -372,5 +372,5 @@ func TestMCPClientTools(t *testing.T) {
 	// A resume the run cannot take is a tool error the model can read.
 	text, isErr = call(t, cs, "resume_python", map[string]any{"run_id": next[1], "results": []map[string]any{{"id": "0", "value": 1}}})
 	assert.True(t, isErr)
-	assert.Contains(t, text, "no paused run")
+	assert.Contains(t, text, `agent: bad resume_python arguments: run_id "`+next[1]+`" is not paused in the conversation's session`)
 }

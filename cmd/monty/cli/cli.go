@@ -16,6 +16,7 @@ import (
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/store"
 )
 
 // Exit codes.
@@ -69,10 +70,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fs.PrintDefaults()
 	}
 	code := fs.String("c", "", "run `CODE` (a program passed as a string)")
-	maxDuration := fs.Duration("max-duration", 0, "stop the code after this much wall-clock time, sleeps and waits included, e.g. 5s (0: no limit)")
-	maxMemory := fs.String("max-memory", "", "limit the interpreter heap, e.g. 64MB or 1GiB (empty: no limit)")
+	limitOpts := addLimitFlags(fs, runLimits)
 	sessionID := fs.String("session", "", "keep Python state between runs in session `ID` (functions, classes and data survive)")
-	storeDir := fs.String("store", "", "session store: a `DIR`, or redis://…, s3://…, HOT,COLD (see docs; default: "+defaultStoreHint+")")
+	storeSpec := fs.String("store", "", "with --session: the session store `SPEC`: "+storeFlagHelp)
 	typeCheck := fs.Bool("type-check", false, "type-check the code first and refuse to run it when the check finds problems (a REPL or session checks each snippet against the earlier ones)")
 	stubsFile := fs.String("stubs", "", "with --type-check: stub (.pyi) `FILE` declaring names the code may use as defined")
 	mountOpts := addMountFlags(fs)
@@ -94,32 +94,19 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fs.Usage()
 		return ExitUsage
 	}
-	mem, err := parseBytes(*maxMemory)
-	if err != nil {
-		fmt.Fprintf(stderr, "monty: --max-memory: %v\n", err)
+	cfg := runConfig{sessionID: *sessionID, failOnCorrupt: failOnCorrupt}
+	if cfg.limits, err = limitOpts.limits(); err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
 		return ExitUsage
 	}
-	if *maxDuration < 0 {
-		fmt.Fprintln(stderr, "monty: --max-duration must not be negative")
-		return ExitUsage
-	}
-	limits := runtime.DefaultLimits()
-	limits.MaxDuration, limits.MaxMemory = *maxDuration, mem
 	if *stubsFile != "" && !*typeCheck {
 		fmt.Fprintln(stderr, "monty: --stubs needs --type-check")
 		return ExitUsage
 	}
-	var tc *session.TypeCheck
-	if *typeCheck {
-		stubs, err := readStubs(*stubsFile)
-		if err != nil {
-			fmt.Fprintln(stderr, "monty:", err)
-			return ExitUsage
-		}
-		if tc, err = typeCheckConfig(ctx, stubs); err != nil {
-			fmt.Fprintln(stderr, "monty:", err)
-			return ExitException
-		}
+	stubs, err := readStubs(*stubsFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
+		return ExitUsage
 	}
 	mounts, err := mountOpts.open()
 	if err == nil && *sessionID != "" {
@@ -131,14 +118,42 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return ExitUsage
 	}
 	defer mounts.Close()
-	osh := osHandler(mounts)
-	if src == "" && name == "" {
-		return interactive(ctx, *sessionID, *storeDir, limits, tc, osh, failOnCorrupt, stdin, stdout, stderr)
-	}
+	cfg.host = &runtime.Host{OS: osHandler(mounts), MaxCalls: limitOpts.maxHostCalls()}
 	if *sessionID != "" {
-		return executeSession(ctx, *sessionID, *storeDir, src, limits, tc, osh, failOnCorrupt, stdout, stderr)
+		// Opened before anything is compiled: a wrong spec fails at once.
+		if cfg.store, err = openStore(ctx, *storeSpec); err != nil {
+			fmt.Fprintln(stderr, "monty:", err)
+			return storeExit(err)
+		}
+		defer cfg.store.Close()
 	}
-	return execute(ctx, src, name, limits, tc, osh, stdout, stderr)
+	if *typeCheck {
+		if cfg.tc, err = typeCheckConfig(ctx, stubs); err != nil {
+			fmt.Fprintln(stderr, "monty:", err)
+			return ExitException
+		}
+	}
+	switch {
+	case src == "" && name == "":
+		return interactive(ctx, cfg, stdin, stdout, stderr)
+	case *sessionID != "":
+		return executeSession(ctx, cfg, src, stdout, stderr)
+	}
+	return execute(ctx, cfg, src, name, stdout, stderr)
+}
+
+// runConfig is how monty runs code (-c, FILE, the REPL), from its flags.
+type runConfig struct {
+	limits runtime.Limits
+	// host serves the code's OS calls (the mounts) and bounds its host
+	// calls.
+	host *runtime.Host
+	// tc type-checks the code before it runs; nil: no check.
+	tc *session.TypeCheck
+	// sessionID is the --session (empty: none), kept in store.
+	sessionID     string
+	store         store.Store
+	failOnCorrupt bool
 }
 
 // mountFlags are the --mount flags of a command: host directories the
@@ -207,14 +222,6 @@ func osHandler(t *runtime.MountTable) runtime.OSHandler {
 	return t
 }
 
-// hostFor is a session's Host for an OS handler: nil without one.
-func hostFor(osh runtime.OSHandler) *runtime.Host {
-	if osh == nil {
-		return nil
-	}
-	return &runtime.Host{OS: osh}
-}
-
 // source returns the program text and its script name from -c or a file.
 func source(fs *flag.FlagSet, code string) (string, string, error) {
 	switch {
@@ -234,9 +241,10 @@ func source(fs *flag.FlagSet, code string) (string, string, error) {
 	return "", "", nil // interactive
 }
 
-func execute(ctx context.Context, src, name string, limits runtime.Limits, tc *session.TypeCheck, osh runtime.OSHandler, stdout, stderr io.Writer) int {
-	if tc != nil {
-		res, err := tc.Checker.Check(ctx, typecheck.Request{Code: src, Path: checkPath(name), Stubs: tc.Stubs, Format: tc.Format, Limits: limits})
+// execute runs src, the script called name, without a session.
+func execute(ctx context.Context, cfg runConfig, src, name string, stdout, stderr io.Writer) int {
+	if tc := cfg.tc; tc != nil {
+		res, err := tc.Checker.Check(ctx, typecheck.Request{Code: src, Path: checkPath(name), Stubs: tc.Stubs, Format: tc.Format, Limits: cfg.limits})
 		if err == nil {
 			err = res.Err()
 		}
@@ -255,12 +263,11 @@ func execute(ctx context.Context, src, name string, limits runtime.Limits, tc *s
 		return ExitException
 	}
 	defer it.Close(ctx)
-	it.SetLimits(limits)
+	it.SetLimits(cfg.limits)
 	it.SetOutput(stdout, stderr)
 	prog, err := it.Compile(ctx, src, runtime.WithScriptName(name))
 	if err == nil {
-		host := runtime.Host{OS: osh}
-		_, err = host.Run(ctx, prog)
+		_, err = cfg.host.Run(ctx, prog)
 	}
 	return report(err, stderr)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
@@ -40,10 +39,10 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprint(stderr, mcpUsage)
 		fs.PrintDefaults()
 	}
-	storeSpec := fs.String("store", "", "session store: a `DIR`, mem:, redis://…, s3://… or HOT,COLD (default: "+defaultStoreHint+")")
+	storeSpec := fs.String("store", "", "the session store `SPEC`: "+storeFlagHelp)
 	thread := fs.String("thread", mcpserver.DefaultThreadKey, "conversation `KEY` the sessions belong to (servers sharing a store and key share sessions)")
-	timeout := fs.Duration("timeout", agent.DefaultTimeout, "longest wall time of one call, host calls included")
-	maxMemory := fs.String("max-memory", "16MiB", "largest interpreter heap of one call")
+	limitOpts := addLimitFlags(fs, mcpLimits)
+	fs.Func("timeout", "the same as --max-duration `DURATION`", func(s string) error { return fs.Set("max-duration", s) })
 	maxLive := fs.Int("max-live", 0, "most sessions kept in memory at once (0: the manager's default)")
 	signingKeyFile := fs.String("signing-key-file", "", "sign stored state with the key in `FILE` (or set MONTY_SIGNING_KEY); default unsigned, like monty --session")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -67,11 +66,21 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
-	mem, err := parseBytes(*maxMemory)
+	limits, err := limitOpts.limits()
 	if err != nil {
-		fmt.Fprintln(stderr, "monty mcp: --max-memory:", err)
+		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
+	// The executor bounds each call's time and memory itself, where 0
+	// is its default and a negative value none.
+	timeout, maxMemory := limits.MaxDuration, limits.MaxMemory
+	if timeout == 0 {
+		timeout = -1
+	}
+	if maxMemory == 0 {
+		maxMemory = -1
+	}
+	limits.MaxDuration = 0
 	logger, err := newLogger("text", *logLevel, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)
@@ -113,8 +122,6 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return ExitException
 	}
 	defer engine.Close(context.Background())
-	limits := runtime.DefaultLimits()
-	limits.MaxMemory = mem
 	checker := typecheck.Lazy(typecheck.WithLogger(logger))
 	defer checker.Close(context.Background())
 	if *typeCheck {
@@ -123,9 +130,11 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		go func() { _ = checker.Load(context.Background()) }()
 	}
 	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session: session.Options{Store: st, Engine: engine, SigningKey: key, Limits: limits, Files: &session.Files{}},
-		Manager: session.ManagerOptions{MaxLive: *maxLive},
-		Timeout: *timeout,
+		Session:      session.Options{Store: st, Engine: engine, SigningKey: key, Limits: limits, Files: &session.Files{}},
+		Manager:      session.ManagerOptions{MaxLive: *maxLive},
+		Timeout:      timeout,
+		MaxMemory:    maxMemory,
+		MaxHostCalls: limitOpts.maxHostCalls(),
 		// Compiled at the first checked call, so that a server whose
 		// calls are never checked does not load it.
 		TypeCheck: *typeCheck,
@@ -146,7 +155,8 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
-	logger.Info("monty mcp: serving on stdio", "thread", *thread, "timeout", timeout.String(), "max_memory", mem, "mounts", mountList(mounts.Specs()))
+	logger.Info("monty mcp: serving on stdio", "thread", *thread, "max_duration", limitOpts.duration.String(), "max_memory", limits.MaxMemory,
+		"max_output", limits.MaxOutput, "max_result", limits.MaxResult, "mounts", mountList(mounts.Specs()))
 	start := time.Now()
 	// Malformed input lines are answered with JSON-RPC errors and skipped
 	// instead of ending the connection.

@@ -14,7 +14,6 @@ import (
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
-	"github.com/monty-go/monty/session"
 )
 
 // lineReader reads one line of input with a prompt.
@@ -50,7 +49,7 @@ func (r *termReader) ReadLine(prompt string) (string, error) {
 type feeder func(ctx context.Context, code string) (object.Value, string, *runtime.Error, error)
 
 // interactive runs the read-eval-print loop until end of input.
-func interactive(ctx context.Context, sessionID, storeSpec string, limits runtime.Limits, tc *session.TypeCheck, osh runtime.OSHandler, failOnCorrupt bool, stdin io.Reader, stdout, stderr io.Writer) int {
+func interactive(ctx context.Context, cfg runConfig, stdin io.Reader, stdout, stderr io.Writer) int {
 	engine, err := processEngine(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
@@ -64,20 +63,12 @@ func interactive(ctx context.Context, sessionID, storeSpec string, limits runtim
 	defer it.Close(ctx)
 
 	var feed feeder
-	if sessionID != "" {
-		st, err := openStore(ctx, storeSpec)
-		if err != nil {
-			fmt.Fprintln(stderr, "monty:", err)
-			return storeExit(err)
-		}
-		defer st.Close()
-		s, err := session.Open(ctx, sessionID, session.Options{Store: st, Engine: engine, Limits: limits, TypeCheck: tc, Host: hostFor(osh), Files: &session.Files{},
-			FreshOnCorrupt: !failOnCorrupt})
-		if err != nil {
-			return openFailed(stderr, sessionID, err)
+	if cfg.sessionID != "" {
+		s, code := openSession(ctx, cfg, nil, stderr)
+		if s == nil {
+			return code
 		}
 		defer s.Close(ctx)
-		reportRestore(stderr, sessionID, s.Restored())
 		feed = func(ctx context.Context, code string) (object.Value, string, *runtime.Error, error) {
 			res, err := s.Exec(ctx, code)
 			if res == nil {
@@ -86,18 +77,17 @@ func interactive(ctx context.Context, sessionID, storeSpec string, limits runtim
 			return res.Value, res.Output, res.Err, err
 		}
 	} else {
-		it.SetLimits(limits)
+		it.SetLimits(cfg.limits)
 		repl, err := it.NewREPL(ctx, runtime.WithScriptName("<stdin>"))
 		if err != nil {
 			fmt.Fprintln(stderr, "monty:", err)
 			return ExitException
 		}
-		host := runtime.Host{OS: osh}
 		var tcContext typecheck.Context // what earlier snippets defined
 		feed = func(ctx context.Context, code string) (object.Value, string, *runtime.Error, error) {
 			var checked *typecheck.Result
-			if tc != nil {
-				req := typecheck.Request{Code: code, Stubs: tc.Stubs, Format: tc.Format, Limits: limits}
+			if tc := cfg.tc; tc != nil {
+				req := typecheck.Request{Code: code, Stubs: tc.Stubs, Format: tc.Format, Limits: cfg.limits}
 				tcContext.Apply(&req)
 				res, err := tc.Checker.Check(ctx, req)
 				if err == nil {
@@ -108,7 +98,7 @@ func interactive(ctx context.Context, sessionID, storeSpec string, limits runtim
 				}
 				checked = res
 			}
-			v, err := host.Feed(ctx, repl, code)
+			v, err := cfg.host.Feed(ctx, repl, code)
 			var pyErr *runtime.Error
 			if errors.As(err, &pyErr) {
 				return nil, it.Output(), pyErr, nil

@@ -33,8 +33,9 @@ Serves the HTTP API (docs/http.md): POST /exec, POST /runs/{run_id}/resume,
 GET|POST|DELETE /state/{id}, GET /state/{id}/info, GET|PUT|DELETE
 /state/{id}/files[/PATH], GET /healthz, GET /health, GET /health/store,
 GET /metrics. Every flag can also be set with the environment variable named
-in brackets; a flag wins over its variable. The --state-* flags are seed
-004's STATE_* settings (docs/service.md maps them).
+in brackets; a flag wins over its variable. The --max-* limits bound every
+execution: a request may ask for less, never for more. The --state-* flags
+are seed 004's STATE_* settings (docs/service.md maps them).
 SIGINT or SIGTERM stops accepting work, lets running executions finish (up to
 --shutdown-timeout) and exits.
 
@@ -50,6 +51,7 @@ var serveEnv = map[string]string{
 	"max-duration":     "MONTY_MAX_DURATION",
 	"max-memory":       "MONTY_MAX_MEMORY",
 	"max-recursion":    "MONTY_MAX_RECURSION",
+	"max-int-bits":     "MONTY_MAX_INT_BITS",
 	"max-output":       "MONTY_MAX_OUTPUT",
 	"max-result":       "MONTY_MAX_RESULT",
 	"max-state-size":   "MONTY_MAX_STATE_SIZE",
@@ -78,11 +80,10 @@ var serveEnv = map[string]string{
 type serveConfig struct {
 	addr, store, apiKeyFile, signingKeyFile string
 	apiKeys                                 []string
-	maxDuration, shutdownTimeout            time.Duration
-	maxMemory, maxOutput, maxState, maxBody string
-	maxFiles                                string
-	maxResult                               string
-	maxRecursion, concurrency               int
+	shutdownTimeout                         time.Duration
+	limits                                  *limitFlags
+	maxState, maxBody, maxFiles             string
+	concurrency                             int
 	tlsCert, tlsKey                         string
 	logFormat, logLevel, cacheDir           string
 	stubsFile                               string
@@ -110,18 +111,15 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0 picks a free one)")
-	fs.StringVar(&c.store, "store", "", "session store: a `DIR`, mem:, redis://…, s3://… or HOT,COLD (default: "+defaultStoreHint+")")
+	fs.StringVar(&c.store, "store", "", "the session store `SPEC`: "+storeFlagHelp)
 	fs.Func("api-key", "accept this API `KEY` in x-api-key (repeatable; each key has its own sessions) [MONTY_API_KEYS, comma-separated]", func(s string) error {
 		c.apiKeys = append(c.apiKeys, s)
 		return nil
 	})
 	fs.StringVar(&c.apiKeyFile, "api-key-file", "", "read API keys from `FILE`, one per line (# comments)")
 	fs.StringVar(&c.signingKeyFile, "signing-key-file", "", "read the state signing key from `FILE` (at least 16 bytes; or set MONTY_SIGNING_KEY)")
-	fs.DurationVar(&c.maxDuration, "max-duration", 30*time.Second, "longest run time of one execution (requests may ask for less; 0: no limit)")
-	fs.StringVar(&c.maxMemory, "max-memory", "256MiB", "largest interpreter heap of one execution (empty: no limit)")
-	fs.IntVar(&c.maxRecursion, "max-recursion", 0, "deepest Python call stack (0: the interpreter's default, 1000)")
-	fs.StringVar(&c.maxOutput, "max-output", "1MiB", "most print() output of one execution")
-	fs.StringVar(&c.maxResult, "max-result", "16MiB", "largest result of one execution: the value leaving the sandbox, and its JSON and repr in the answer (at most --max-memory)")
+	// Requests may ask for less than these limits, never for more.
+	c.limits = addLimitFlags(fs, serveLimits)
 	fs.StringVar(&c.maxState, "max-state-size", "50MiB", "largest stored or uploaded session state")
 	fs.StringVar(&c.maxFiles, "max-files-size", "16MiB", "most bytes of files each session keeps at /work, saved with its state (0: no /work)")
 	fs.StringVar(&c.maxBody, "max-body", "1MiB", "largest POST /exec body")
@@ -197,16 +195,17 @@ func (c serveConfig) options() (httpapi.Options, error) {
 	if o.APIKeys, err = apiKeys(c.apiKeys, c.apiKeyFile); err != nil {
 		return o, usageError{err}
 	}
-	if c.maxDuration < 0 || c.maxRecursion < 0 || c.concurrency < 0 {
-		return o, usageError{errors.New("--max-duration, --max-recursion and --concurrency must not be negative")}
+	if c.concurrency < 0 {
+		return o, usageError{errors.New("--concurrency must not be negative")}
 	}
-	o.Limits = runtime.Limits{MaxDuration: c.maxDuration, MaxRecursion: c.maxRecursion}
+	if o.Limits, err = c.limits.limits(); err != nil {
+		return o, usageError{err}
+	}
 	sizes := []struct {
 		flag string
 		val  string
 		dst  *int64
-	}{{"max-memory", c.maxMemory, &o.Limits.MaxMemory}, {"max-state-size", c.maxState, &o.MaxStateSize}, {"max-body", c.maxBody, &o.MaxBody},
-		{"max-files-size", c.maxFiles, &o.MaxFileBytes}}
+	}{{"max-state-size", c.maxState, &o.MaxStateSize}, {"max-body", c.maxBody, &o.MaxBody}, {"max-files-size", c.maxFiles, &o.MaxFileBytes}}
 	for _, s := range sizes {
 		if *s.dst, err = parseBytes(s.val); err != nil {
 			return o, usageError{fmt.Errorf("--%s: %v", s.flag, err)}
@@ -218,20 +217,6 @@ func (c serveConfig) options() (httpapi.Options, error) {
 	if o.MaxFileBytes == 0 {
 		o.MaxFileBytes = -1 // no /work
 	}
-	out, err := parseBytes(c.maxOutput)
-	if err != nil || out == 0 || out > 1<<30 {
-		return o, usageError{fmt.Errorf("--max-output: give a size up to 1GiB, like 1MiB")}
-	}
-	o.Limits.MaxOutput = int(out)
-	res, err := parseBytes(c.maxResult)
-	if err != nil || res <= 0 || res > 1<<30 {
-		return o, usageError{fmt.Errorf("--max-result: give a size up to 1GiB, like 16MiB")}
-	}
-	if mem := o.Limits.MaxMemory; mem > 0 {
-		// A value cannot take more than the heap may.
-		res = min(res, mem)
-	}
-	o.Limits.MaxResult = res
 	o.MaxConcurrent = c.concurrency
 	if c.onCorrupt != nil {
 		if o.FailOnCorruptState, err = c.onCorrupt(); err != nil {
@@ -467,12 +452,7 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	engine, err := serviceEngine(ctx, c.cacheDir, log)
-	if err != nil {
-		return err
-	}
-	defer engine.Close(context.Background())
-
+	// The store before the engine: a wrong spec fails at once.
 	storeOpts, err := c.storeOptions()
 	if err != nil {
 		return err
@@ -492,6 +472,11 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 				"state_ttl", storeOpts.TTL, "archive_after", after, "archive_interval", interval)
 		}
 	}
+	engine, err := serviceEngine(ctx, c.cacheDir, log)
+	if err != nil {
+		return err
+	}
+	defer engine.Close(context.Background())
 	opts.Store, opts.Engine, opts.Logger = st, engine, log
 	if opts.Stubs, err = readStubs(c.stubsFile); err != nil {
 		return usageError{err}

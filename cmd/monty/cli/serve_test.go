@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"io"
 	"log/slog"
 	"net/http"
@@ -132,7 +133,6 @@ func TestCompileNotice(t *testing.T) {
 // bound, 16 MiB by default, at most --max-memory.
 func TestServeMaxResult(t *testing.T) {
 	t.Setenv("MONTY_SIGNING_KEY", "0123456789abcdef")
-	base := serveConfig{maxMemory: "256MiB", maxOutput: "1MiB", maxResult: "16MiB", maxState: "50MiB", maxBody: "1MiB"}
 	for _, tc := range []struct {
 		memory, result string
 		want           int64
@@ -141,9 +141,14 @@ func TestServeMaxResult(t *testing.T) {
 		{"256MiB", "1KiB", 1 << 10},
 		{"8MiB", "16MiB", 8 << 20},
 		{"", "64MiB", 64 << 20},
+		{"0", "64MiB", 64 << 20},
 	} {
-		c := base
-		c.maxMemory, c.maxResult = tc.memory, tc.result
+		c := serveConfig{maxState: "50MiB", maxBody: "1MiB"}
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		c.limits = addLimitFlags(fs, serveLimits)
+		if err := fs.Parse([]string{"--max-memory", tc.memory, "--max-result", tc.result}); err != nil {
+			t.Fatal(err)
+		}
 		o, err := c.options()
 		if err != nil || o.Limits.MaxResult != tc.want {
 			t.Errorf("--max-memory %q --max-result %q: MaxResult %d (%v), want %d", tc.memory, tc.result, o.Limits.MaxResult, err, tc.want)

@@ -18,6 +18,12 @@ import (
 
 const defaultStoreHint = "$XDG_DATA_HOME/monty-go/sessions or ~/.local/share/monty-go/sessions"
 
+// storeFlagHelp describes the value of every command's --store. Any other
+// SCHEME:… is refused (storeurl.ErrUnknownScheme), never taken for a
+// directory.
+const storeFlagHelp = "a directory (/path, or ./name:x for a relative name with a colon), file:///path, mem:, redis://…, s3://… or HOT,COLD; " +
+	"any other SCHEME: is refused (default: " + defaultStoreHint + ")"
+
 // defaultStoreDir is the per-user session directory.
 func defaultStoreDir() (string, error) {
 	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
@@ -115,14 +121,9 @@ func openFailed(stderr io.Writer, id string, err error) int {
 	return ExitException
 }
 
-// executeSession runs src in a stored session; output streams as usual.
-func executeSession(ctx context.Context, id, storeSpec, src string, limits runtime.Limits, tc *session.TypeCheck, osh runtime.OSHandler, failOnCorrupt bool, stdout, stderr io.Writer) int {
-	st, err := openStore(ctx, storeSpec)
-	if err != nil {
-		fmt.Fprintln(stderr, "monty:", err)
-		return storeExit(err)
-	}
-	defer st.Close()
+// executeSession runs src in the stored session cfg.sessionID; output
+// streams as usual.
+func executeSession(ctx context.Context, cfg runConfig, src string, stdout, stderr io.Writer) int {
 	emit := func(stream runtime.Stream, text string) {
 		if stream == runtime.Stderr {
 			io.WriteString(stderr, text)
@@ -130,18 +131,11 @@ func executeSession(ctx context.Context, id, storeSpec, src string, limits runti
 			io.WriteString(stdout, text)
 		}
 	}
-	engine, err := processEngine(ctx)
-	if err != nil {
-		fmt.Fprintln(stderr, "monty:", err)
-		return ExitException
-	}
-	s, err := session.Open(ctx, id, session.Options{Store: st, Engine: engine, Limits: limits, Print: emit, TypeCheck: tc, Host: hostFor(osh), Files: &session.Files{},
-		FreshOnCorrupt: !failOnCorrupt})
-	if err != nil {
-		return openFailed(stderr, id, err)
+	s, code := openSession(ctx, cfg, emit, stderr)
+	if s == nil {
+		return code
 	}
 	defer s.Close(ctx)
-	reportRestore(stderr, id, s.Restored())
 	res, err := s.Exec(ctx, src)
 	if errors.Is(err, typecheck.ErrTypeErrors) {
 		return refuse(err, stderr)
@@ -155,4 +149,22 @@ func executeSession(ctx context.Context, id, storeSpec, src string, limits runti
 		}
 	}
 	return report(err, stderr)
+}
+
+// openSession opens the session of cfg, saying on stderr how it was
+// restored; print receives its output (nil: collected in each Result).
+// When it cannot be opened, the session is nil and the exit code says why.
+func openSession(ctx context.Context, cfg runConfig, print runtime.PrintFunc, stderr io.Writer) (*session.Session, int) {
+	engine, err := processEngine(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
+		return nil, ExitException
+	}
+	s, err := session.Open(ctx, cfg.sessionID, session.Options{Store: cfg.store, Engine: engine, Limits: cfg.limits, Print: print, TypeCheck: cfg.tc,
+		Host: cfg.host, Files: &session.Files{}, FreshOnCorrupt: !cfg.failOnCorrupt})
+	if err != nil {
+		return nil, openFailed(stderr, cfg.sessionID, err)
+	}
+	reportRestore(stderr, cfg.sessionID, s.Restored())
+	return s, ExitOK
 }

@@ -18,13 +18,13 @@ import (
 	"github.com/monty-go/monty/session/store"
 )
 
-const sessionUsage = `usage: monty session [--store DIR] ls
-       monty session [--store DIR] show ID
-       monty session [--store DIR] rm ID
-       monty session [--store DIR] export ID FILE
-       monty session [--store DIR] import ID FILE
-       monty session [--store DIR] files ID
-       monty session [--store DIR] cat ID PATH
+const sessionUsage = `usage: monty session [--store SPEC] ls
+       monty session [--store SPEC] show ID
+       monty session [--store SPEC] rm ID
+       monty session [--store SPEC] export ID FILE
+       monty session [--store SPEC] import ID FILE
+       monty session [--store SPEC] files ID
+       monty session [--store SPEC] cat ID PATH
 `
 
 // sessionCommand implements `monty session ...`.
@@ -32,7 +32,7 @@ func sessionCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := flag.NewFlagSet("monty session", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, sessionUsage) }
-	storeDir := fs.String("store", "", "session store: a `DIR`, or redis://…, s3://…, HOT,COLD (see docs; default: "+defaultStoreHint+")")
+	storeSpec := fs.String("store", "", "the session store `SPEC`: "+storeFlagHelp)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -45,7 +45,7 @@ func sessionCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		fs.Usage()
 		return ExitUsage
 	}
-	st, err := openStore(ctx, *storeDir)
+	st, err := openStore(ctx, *storeSpec)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
 		return storeExit(err)

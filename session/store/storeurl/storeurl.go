@@ -10,6 +10,14 @@
 //	                                 (so a single directory's name cannot
 //	                                 contain a comma)
 //
+// A spec that starts like a URL, with a scheme (a letter, then letters,
+// digits, '+', '-' or '.') and a colon, is never taken for a directory:
+// one that is none of the forms above, such as dir:/x, file:x, redis:host
+// or postgres://…, is refused with an error matching ErrUnknownScheme. A
+// relative directory whose name has a colon is written with a leading
+// ./ (./backup:1). On Windows a drive letter (C:\dir, C:/dir) starts a
+// path; elsewhere c:/dir is refused like any other unknown scheme.
+//
 // Query parameters, removed before the URL reaches the client library:
 //
 //	ttl=2h           every backend: how long a blob lives after its last Put
@@ -33,6 +41,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +57,16 @@ import (
 // ErrBadSpec is wrapped by every error about the spec itself (as opposed to
 // a backend that cannot be reached).
 var ErrBadSpec = errors.New("storeurl: invalid store spec")
+
+// ErrUnknownScheme is wrapped by the error for a spec that starts with a
+// URL scheme but is none of the accepted forms (see the package
+// documentation): it is never opened as a directory. It matches
+// ErrBadSpec too.
+var ErrUnknownScheme = fmt.Errorf("%w: unknown scheme", ErrBadSpec)
+
+// forms lists the accepted specs, for errors.
+const forms = "a store is a directory (/path, ./relative, or ./name:x for a relative name with a colon), file:///path, mem:, " +
+	"redis://host:port/db (rediss:// for TLS), s3://KEY:SECRET@host:port/bucket, or two of these as HOT,COLD"
 
 // Options are settings for every store OpenWith opens. A zero duration
 // leaves the backend's default (no expiry for directories and memory, 2
@@ -85,11 +104,18 @@ func Open(ctx context.Context, spec string) (store.Store, error) {
 func OpenWith(ctx context.Context, spec string, opts Options) (store.Store, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
-		return nil, badSpec(spec, "empty; give a directory, mem:, redis://…, s3://… or HOT,COLD")
+		return nil, badSpec(spec, "empty; "+forms)
 	}
 	if hot, cold, ok := strings.Cut(spec, ","); ok {
 		if strings.TrimSpace(hot) == "" || strings.TrimSpace(cold) == "" || strings.Contains(cold, ",") {
 			return nil, badSpec(spec, "a tiered store is HOT,COLD: two stores, comma-separated (a directory name may not contain a comma)")
+		}
+		// Both halves are checked before either is opened, so that a
+		// wrong COLD spec leaves no HOT directory behind.
+		for _, s := range []string{hot, cold} {
+			if _, err := schemeOf(s); err != nil {
+				return nil, err
+			}
 		}
 		return openTiered(ctx, spec, hot, cold, opts)
 	}
@@ -107,15 +133,53 @@ func OpenWith(ctx context.Context, spec string, opts Options) (store.Store, erro
 	return st, nil
 }
 
-// isURL reports whether s names a backend by URL rather than a directory.
-func isURL(s string) bool {
-	s = strings.TrimSpace(s)
-	for _, p := range []string{"mem:", "memory:", "file://", "redis://", "rediss://", "s3://"} {
-		if strings.HasPrefix(s, p) {
-			return true
+// schemeOf returns the lower-cased scheme of a spec that names a backend
+// by URL, or "" for a directory. A spec that starts with a scheme but is
+// none of the accepted URL forms is refused (ErrUnknownScheme), whatever
+// the rest of it: it is a mistake, not a directory's name.
+func schemeOf(spec string) (string, error) {
+	spec = strings.TrimSpace(spec)
+	if filepath.VolumeName(spec) != "" {
+		return "", nil // C:\dir on Windows
+	}
+	name, rest, ok := strings.Cut(spec, ":")
+	if !ok || !isScheme(name) {
+		return "", nil
+	}
+	scheme := strings.ToLower(name)
+	switch scheme {
+	case "mem", "memory":
+		if rest == "" || strings.HasPrefix(rest, "?") {
+			return scheme, nil
+		}
+		return "", badSpec(spec, scheme+": takes parameters only (mem: or mem:?ttl=2h); "+forms)
+	case "file", "redis", "rediss", "s3":
+		if strings.HasPrefix(rest, "//") {
+			return scheme, nil
+		}
+		return "", unknownScheme(spec, fmt.Sprintf("%q without // is not a store scheme (%s://…)", name+":", scheme))
+	}
+	return "", unknownScheme(spec, fmt.Sprintf("%q is not a store scheme", name+":"))
+}
+
+// isScheme reports whether s has the syntax of a URL scheme (RFC 3986): a
+// letter, then letters, digits, '+', '-' or '.'.
+func isScheme(s string) bool {
+	for i, c := range s {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
 		}
 	}
-	return false
+	return s != ""
+}
+
+// unknownScheme is the error for spec, which starts with a scheme but is
+// none of the forms, because of why.
+func unknownScheme(spec, why string) error {
+	return fmt.Errorf("%w in %q: %s; %s", ErrUnknownScheme, redact(spec), why, forms)
 }
 
 // openOne opens a single backend and returns the tiered-store parameters
@@ -123,7 +187,11 @@ func isURL(s string) bool {
 // when the spec has no ttl= of its own (0: the backend's default).
 func openOne(ctx context.Context, spec string, ttl time.Duration) (store.Store, url.Values, error) {
 	spec = strings.TrimSpace(spec)
-	if !isURL(spec) {
+	scheme, err := schemeOf(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	if scheme == "" {
 		st, err := dirstore.Open(spec, dirstore.Options{TTL: max(ttl, 0)})
 		return st, nil, err
 	}

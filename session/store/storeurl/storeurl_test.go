@@ -3,7 +3,9 @@ package storeurl_test
 import (
 	"errors"
 	"net/url"
+	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -254,5 +256,82 @@ func TestOpenWith(t *testing.T) {
 		if st, err := storeurl.OpenWith(ctx, c.spec, c.o); !errors.Is(err, storeurl.ErrBadSpec) {
 			t.Errorf("%s: OpenWith(%q, %+v) = %v, %v; want ErrBadSpec", name, c.spec, c.o, st, err)
 		}
+	}
+}
+
+// TestUnknownSchemes: a spec that starts like a URL but is none of the
+// accepted forms is refused with an error listing them, and nothing is
+// created for it (before, dir:/x made a directory named "dir:").
+func TestUnknownSchemes(t *testing.T) {
+	t.Chdir(t.TempDir())
+	hot := filepath.Join(t.TempDir(), "hot")
+	specs := []string{
+		"dir:/x",
+		"dir:x",
+		"Dir:x",
+		"file:x",
+		"file:/x",
+		"redis:localhost",
+		"s3:bucket",
+		"postgres://user:hunter2@db:5432/monty",
+		"HTTP://example.com/x",
+		"x-y.z+1:/x",
+		"dir:/x,mem:",
+		"mem:,dir:/x",
+		hot + ",dir:/x", // the HOT directory is not created either
+	}
+	if goruntime.GOOS != "windows" {
+		specs = append(specs, "c:/x", `C:\x`) // a drive letter only on Windows
+	}
+	for _, spec := range specs {
+		st, err := storeurl.Open(storetest.Ctx(t), spec)
+		if !errors.Is(err, storeurl.ErrUnknownScheme) || !errors.Is(err, storeurl.ErrBadSpec) {
+			t.Errorf("Open(%q) = %v, %v; want ErrUnknownScheme and ErrBadSpec", spec, st, err)
+			if st != nil {
+				st.Close()
+			}
+			continue
+		}
+		for _, form := range []string{"a directory", "./name:x", "file:///path", "mem:", "redis://", "s3://", "HOT,COLD"} {
+			if !strings.Contains(err.Error(), form) {
+				t.Errorf("Open(%q): the error %q does not list %q", spec, err, form)
+			}
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%q): the error shows the password: %v", spec, err)
+		}
+	}
+	if entries, _ := os.ReadDir("."); len(entries) > 0 {
+		t.Errorf("refused specs created %v in the working directory", entries)
+	}
+	if _, err := os.Stat(hot); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused COLD spec left the HOT directory behind: %v", err)
+	}
+}
+
+// TestPathsWithColons: a colon after a path's first character that is
+// not a scheme's (./, a slash before it) keeps a directory a directory;
+// mem: takes parameters only; schemes are case-insensitive.
+func TestPathsWithColons(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for spec, dir := range map[string]string{
+		"./dir:x":    "dir:x",
+		"sub/dir:y":  filepath.Join("sub", "dir:y"),
+		".hidden:z":  ".hidden:z",
+		"plain-name": "plain-name",
+	} {
+		st := open(t, spec)
+		if _, ok := st.(*dirstore.Store); !ok {
+			t.Errorf("Open(%q) opened %T, want a directory", spec, st)
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			t.Errorf("Open(%q) did not make the directory %q: %v", spec, dir, err)
+		}
+	}
+	if _, ok := open(t, "MEM:").(*memstore.Store); !ok {
+		t.Error("MEM: did not open a memstore")
+	}
+	if _, err := storeurl.Open(storetest.Ctx(t), "mem:sessions"); !errors.Is(err, storeurl.ErrBadSpec) || !strings.Contains(err.Error(), "HOT,COLD") {
+		t.Errorf("Open(mem:sessions) = %v; want ErrBadSpec listing the forms", err)
 	}
 }
