@@ -185,6 +185,11 @@ func (c *Class) validate() error {
 	if c.Type == nil {
 		return fmt.Errorf("%w: class %s has no Type", ErrInvalidFunction, c.Name)
 	}
+	return c.validateMethods()
+}
+
+// validateMethods checks a class's attributes and methods.
+func (c *Class) validateMethods() error {
 	seen := map[string]bool{}
 	for _, a := range c.Attributes {
 		if !defName(a.Name) || strings.HasPrefix(a.Name, "_") {
@@ -213,7 +218,7 @@ func (c *Class) validate() error {
 			return fmt.Errorf("%w: class %s: %s declared twice", ErrInvalidFunction, c.Name, m.Name)
 		}
 		seen[m.Name] = true
-		if m.recv != nil && !c.Type.AssignableTo(m.recv) {
+		if m.recv != nil && (c.Type == nil || !c.Type.AssignableTo(m.recv)) {
 			return fmt.Errorf("%w: class %s: method %s takes a %s receiver, not %s", ErrInvalidFunction, c.Name, m.Name, m.recv, c.Type)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 // EventType says what an Event reports.
 type EventType string
 
-// Event types, twelve kinds as in seed 002's bridge. A run's stream
+// Event types: the twelve kinds of seed 002's bridge, and progress. A run's stream
 // starts with RunStarted and ends with RunFinished or RunError. In
 // between, print output forms text messages (TextStart, TextContent...,
 // TextEnd; a message ends when a host call starts, when output switches
@@ -32,7 +32,9 @@ type EventType string
 // StepFinished when it returns. Async calls may overlap, so their results
 // can come in any order; a call still running when the run ends (never
 // awaited) gets its StepFinished, without a result, before the run's last
-// event, so every step that starts also finishes.
+// event, so every step that starts also finishes. A call that reports how
+// far it got (an MCP tool's progress notifications) adds ToolCallProgress
+// events between its ToolCallEnd and its ToolCallResult.
 const (
 	RunStarted     EventType = "run_started"
 	RunFinished    EventType = "run_finished"
@@ -46,6 +48,9 @@ const (
 	ToolCallArgs   EventType = "tool_call_args"
 	ToolCallEnd    EventType = "tool_call_end"
 	ToolCallResult EventType = "tool_call_result"
+	// ToolCallProgress: a host call under way reports its progress
+	// (Progress, Total, Delta for its message).
+	ToolCallProgress EventType = "tool_call_progress"
 )
 
 // Event is one step of a run, in a protocol-neutral form (package agui
@@ -78,6 +83,9 @@ type Event struct {
 	// the call raised, with IsError set.
 	Result  string
 	IsError bool
+	// Progress is how far a call got (ToolCallProgress), out of Total
+	// when Total is not 0; Delta then holds the call's message, if any.
+	Progress, Total float64
 	// Value is the value of the code's final expression (RunFinished) or
 	// the value a host call returned (ToolCallResult).
 	Value object.Value
@@ -177,6 +185,27 @@ func (r *recorder) toolCall(name, args string) string {
 	r.emit(Event{Type: ToolCallStart, ToolCallID: id, ToolName: name})
 	r.emit(Event{Type: ToolCallArgs, ToolCallID: id, Delta: args})
 	r.emit(Event{Type: ToolCallEnd, ToolCallID: id})
+	return id
+}
+
+// toolProgress reports the progress of host call id, still under way.
+func (r *recorder) toolProgress(id string, progress, total float64, message string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done || !slices.ContainsFunc(r.steps, func(s step) bool { return s.id == id }) {
+		return // the call returned, or the run ended
+	}
+	r.emit(Event{Type: ToolCallProgress, ToolCallID: id, Progress: progress, Total: total, Delta: message})
+}
+
+// callIDKey is the context key of the id of the host call a handler runs
+// for.
+type callIDKey struct{}
+
+// callIDFrom returns the id of the host call whose handler has ctx ("" when
+// the run has no events).
+func callIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(callIDKey{}).(string)
 	return id
 }
 

@@ -31,9 +31,7 @@ func (r *Registry) RegisterClass(classes ...*Class) error {
 		if err := c.validate(); err != nil {
 			return err
 		}
-		_, fn := r.funcs[c.Name]
-		_, global := r.globals[c.Name]
-		if fn || global || r.classes[c.Name] != nil || names[c.Name] || c.Name == ListFunctionsName || c.Name == HelpName {
+		if r.taken(c.Name) || names[c.Name] {
 			return fmt.Errorf("%w: the name %s is already taken", ErrInvalidFunction, c.Name)
 		}
 		if r.byType[c.Type] != nil || types[c.Type] {
@@ -42,16 +40,23 @@ func (r *Registry) RegisterClass(classes ...*Class) error {
 		names[c.Name], types[c.Type] = true, true
 	}
 	for _, c := range classes {
-		c := *c
-		c.Attributes, c.Methods = slices.Clone(c.Attributes), slices.Clone(c.Methods)
-		c.calls = make(map[string]runtime.HostFunc, len(c.Methods))
-		for _, m := range c.Methods {
-			m.Name = c.Name + "." + m.Name // as errors and events name it
-			c.calls[m.Name[len(c.Name)+1:]] = hostFunc(&m)
-		}
-		r.classes[c.Name], r.byType[c.Type], r.byID[c.id()] = &c, &c, &c
+		c := c.prepared()
+		r.classes[c.Name], r.byType[c.Type], r.byID[c.id()] = c, c, c
 	}
 	return nil
+}
+
+// prepared is a copy of c as the registry keeps it, with its methods'
+// host functions.
+func (c *Class) prepared() *Class {
+	p := *c
+	p.Attributes, p.Methods = slices.Clone(c.Attributes), slices.Clone(c.Methods)
+	p.calls = make(map[string]runtime.HostFunc, len(p.Methods))
+	for _, m := range p.Methods {
+		m.Name = p.Name + "." + m.Name // as errors and events name it
+		p.calls[m.Name[len(p.Name)+1:]] = hostFunc(&m)
+	}
+	return &p
 }
 
 // Object returns the host object Python sees for v, whose Go type must be
@@ -137,11 +142,11 @@ func (r *Registry) lookupObject(id object.UUID) (hostObject, bool) {
 func (r *Registry) SetGlobal(name string, v object.Value) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, fn := r.funcs[name]
+	_, global := r.globals[name]
 	switch {
 	case !defName(name):
 		return fmt.Errorf("%w: global name %q is not a Python identifier", ErrInvalidFunction, name)
-	case fn || r.classes[name] != nil || name == ListFunctionsName || name == HelpName:
+	case r.taken(name) && !global:
 		return fmt.Errorf("%w: the name %s is already taken", ErrInvalidFunction, name)
 	case v == nil:
 		return fmt.Errorf("%w: global %s: nil value", ErrInvalidFunction, name)
@@ -162,6 +167,68 @@ func (r *Registry) hostValues() map[string]object.Value {
 	for name, v := range r.globals {
 		out[name] = v
 	}
+	for name, e := range r.namespaces {
+		out[name] = e.object()
+	}
+	return out
+}
+
+// nsEntry is a namespace as the registry keeps it: its class (replaced
+// when the server's tools change) and its object's identity.
+type nsEntry struct {
+	class *Class
+	id    object.UUID
+}
+
+// object is the namespace's object, as Python holds it.
+func (e nsEntry) object() object.Instance {
+	return object.Instance{Class: e.class.classType(), ID: e.id}
+}
+
+// addNamespace offers value (an *MCPNamespace) to Python as the global
+// name, an object of class c whose methods are its tools.
+func (r *Registry) addNamespace(name string, c *Class, id object.UUID, value any) error {
+	if err := c.validateMethods(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.taken(name) {
+		return fmt.Errorf("%w: the name %s is already taken", ErrInvalidFunction, name)
+	}
+	p := c.prepared()
+	r.namespaces[name] = nsEntry{class: p, id: id}
+	r.objects[id] = hostObject{class: p, value: value}
+	return nil
+}
+
+// replaceNamespace gives the namespace name the class c (its tools
+// changed); calls made from then on see the new methods.
+func (r *Registry) replaceNamespace(name string, c *Class, value any) error {
+	if err := c.validateMethods(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.namespaces[name]
+	if !ok {
+		return fmt.Errorf("%w: no namespace %s", ErrInvalidFunction, name)
+	}
+	e.class = c.prepared()
+	r.namespaces[name] = e
+	r.objects[e.id] = hostObject{class: e.class, value: value}
+	return nil
+}
+
+// namespaceClasses returns the namespaces' classes by name.
+func (r *Registry) namespaceClasses() []*Class {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*Class, 0, len(r.namespaces))
+	for _, e := range r.namespaces {
+		out = append(out, e.class)
+	}
+	slices.SortFunc(out, func(a, b *Class) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 

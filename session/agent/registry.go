@@ -37,12 +37,24 @@ type Registry struct {
 	byID    map[object.UUID]*Class
 	objects map[object.UUID]hostObject
 	globals map[string]object.Value
+	// namespaces are the MCP servers' namespace classes by name
+	// (AddMCPServer); each has one object, in objects.
+	namespaces map[string]nsEntry
+}
+
+// taken reports whether name is the name of a function, class, global,
+// namespace or introspection built-in; callers hold mu.
+func (r *Registry) taken(name string) bool {
+	_, fn := r.funcs[name]
+	_, global := r.globals[name]
+	_, ns := r.namespaces[name]
+	return fn || global || ns || r.classes[name] != nil || name == ListFunctionsName || name == HelpName
 }
 
 // NewRegistry returns a registry holding fns (see Register).
 func NewRegistry(fns ...Function) (*Registry, error) {
 	r := &Registry{funcs: map[string]Function{}, classes: map[string]*Class{},
-		byType: map[reflect.Type]*Class{}, byID: map[object.UUID]*Class{}, objects: map[object.UUID]hostObject{}, globals: map[string]object.Value{}}
+		byType: map[reflect.Type]*Class{}, byID: map[object.UUID]*Class{}, objects: map[object.UUID]hostObject{}, globals: map[string]object.Value{}, namespaces: map[string]nsEntry{}}
 	return r, r.Register(fns...)
 }
 
@@ -58,8 +70,7 @@ func (r *Registry) Register(fns ...Function) error {
 		if err := f.validate(); err != nil {
 			return err
 		}
-		_, global := r.globals[f.Name]
-		if _, taken := r.funcs[f.Name]; taken || global || r.classes[f.Name] != nil || seen[f.Name] || f.Name == ListFunctionsName || f.Name == HelpName {
+		if r.taken(f.Name) || seen[f.Name] {
 			return fmt.Errorf("%w: the name %s is already taken", ErrInvalidFunction, f.Name)
 		}
 		seen[f.Name] = true
@@ -131,14 +142,18 @@ func (r *Registry) Host() *runtime.Host {
 			Description: "List the host functions you can call.",
 			Params:      []Param{{Name: "category", Type: String, Optional: true, Description: "only this category"}},
 			Returns:     "a list of dicts with name, category, signature and description"},
-		Handler:  func(_ context.Context, a Args) (object.Value, error) { return listFunctions(fns, a) },
+		Handler: func(_ context.Context, a Args) (object.Value, error) {
+			return listFunctions(fns, r.namespaceClasses(), a)
+		},
 		noEvents: true,
 	}
 	help := &Function{
 		Schema: Schema{Name: HelpName, Category: "introspection",
 			Description: "Show how to call a host function or use a host object, or list them all.",
 			Params:      []Param{{Name: "name", Type: Any, Optional: true, Description: "a function or class name, a host function, object or class"}}},
-		Handler:  func(ctx context.Context, a Args) (object.Value, error) { return help(ctx, fns, classes, a) },
+		Handler: func(ctx context.Context, a Args) (object.Value, error) {
+			return help(ctx, fns, classes, r.namespaceClasses(), a)
+		},
 		noEvents: true,
 	}
 	for _, f := range []*Function{list, help} {
@@ -147,28 +162,40 @@ func (r *Registry) Host() *runtime.Host {
 	return &runtime.Host{Functions: byName, Values: r.hostValues(), Objects: objectHandler{r}}
 }
 
-func listFunctions(fns []Function, a Args) (object.Value, error) {
+// listFunctions lists the functions, then the tools of each namespace
+// (named "ns.tool", in category ns).
+func listFunctions(fns []Function, namespaces []*Class, a Args) (object.Value, error) {
 	cat, filter := a["category"].(object.Str)
 	out := object.List{}
-	for _, f := range fns {
-		if filter && f.Category != string(cat) {
-			continue
+	add := func(name, category string, f Function) {
+		if filter && category != string(cat) {
+			return
 		}
 		out = append(out, object.Dict{
-			{Key: object.Str("name"), Value: object.Str(f.Name)},
-			{Key: object.Str("category"), Value: object.Str(f.Category)},
+			{Key: object.Str("name"), Value: object.Str(name)},
+			{Key: object.Str("category"), Value: object.Str(category)},
 			{Key: object.Str("signature"), Value: object.Str(f.Signature())},
 			{Key: object.Str("description"), Value: object.Str(f.Description)},
 		})
 	}
+	for _, f := range fns {
+		add(f.Name, f.Category, f)
+	}
+	for _, ns := range namespaces {
+		for _, m := range ns.Methods {
+			f := m
+			f.Name = ns.Name + "." + m.Name
+			add(f.Name, ns.Name, f)
+		}
+	}
 	return out, nil
 }
 
-func help(ctx context.Context, fns []Function, classes []*Class, a Args) (object.Value, error) {
-	text := overview(fns, classes)
+func help(ctx context.Context, fns []Function, classes, namespaces []*Class, a Args) (object.Value, error) {
+	text := overview(fns, classes, namespaces)
 	if topic, ok := a["name"]; ok {
 		var err error
-		if text, err = helpOn(topic, fns, classes); err != nil {
+		if text, err = helpOn(topic, fns, append(slices.Clone(classes), namespaces...)); err != nil {
 			return nil, err
 		}
 	}
@@ -212,9 +239,9 @@ func helpOn(topic object.Value, fns []Function, classes []*Class) (string, error
 }
 
 // overview lists every function by category with the first line of its
-// description.
-func overview(fns []Function, classes []*Class) string {
-	if len(fns) == 0 && len(classes) == 0 {
+// description, then the classes and the MCP servers' namespaces.
+func overview(fns []Function, classes, namespaces []*Class) string {
+	if len(fns) == 0 && len(classes) == 0 && len(namespaces) == 0 {
 		return "No host functions are available."
 	}
 	var b strings.Builder
@@ -244,6 +271,19 @@ func overview(fns []Function, classes []*Class) string {
 			}
 		}
 	}
+	if len(namespaces) > 0 {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString("MCP servers (their tools are async: await ns.tool(name=value); help(ns) or help('ns.tool') shows them in full):")
+		for _, ns := range namespaces {
+			names := make([]string, len(ns.Methods))
+			for i, m := range ns.Methods {
+				names[i] = m.Name
+			}
+			fmt.Fprintf(&b, "\n    %s: %s", ns.Name, strings.Join(names, ", "))
+		}
+	}
 	return b.String()
 }
 
@@ -262,6 +302,9 @@ func hostFunc(f *Function) runtime.HostFunc {
 		}
 		var v object.Value
 		if err == nil {
+			if id != "" {
+				ctx = context.WithValue(ctx, callIDKey{}, id)
+			}
 			v, err = f.call(ctx, bound)
 		}
 		if rec != nil {

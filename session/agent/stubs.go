@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -403,11 +404,15 @@ func (r *Registry) Stubs() string {
 	for _, g := range r.hostGlobals() {
 		defined[string(g.Key.(object.Str))] = true
 	}
-	for _, c := range classes {
+	namespaces := r.namespaceClasses()
+	for _, c := range append(slices.Clone(classes), namespaces...) {
 		defined[c.Name] = true
 		for _, m := range c.Methods {
 			overload = overload || m.overloaded()
 		}
+	}
+	for _, c := range namespaces {
+		defined[namespaceStubClass(c.Name)] = true
 	}
 	n := newStubNames(defined)
 	var b strings.Builder
@@ -416,7 +421,13 @@ func (r *Registry) Stubs() string {
 		b.WriteString("\n" + f.stub(n) + "\n")
 	}
 	for _, c := range classes {
-		b.WriteString("\n" + c.stub(n) + "\n")
+		b.WriteString("\n" + c.stub(n, c.Name) + "\n")
+	}
+	// A namespace is an object: its class is declared under a private
+	// name, and the namespace as an object of it.
+	for _, c := range namespaces {
+		b.WriteString("\n" + c.stub(n, namespaceStubClass(c.Name)) + "\n")
+		fmt.Fprintf(&b, "\n%s: %s\n", c.Name, namespaceStubClass(c.Name))
 	}
 	if globals := r.hostGlobals(); len(globals) > 0 {
 		b.WriteString("\n")
@@ -438,11 +449,15 @@ func (r *Registry) Stubs() string {
 	return b.String()
 }
 
-// stub renders a host class: its attributes as annotations, its methods
-// as defs taking self.
-func (c *Class) stub(n stubNames) string {
+// namespaceStubClass is the name the stubs give the class of namespace
+// name (private, so that the code cannot name it).
+func namespaceStubClass(name string) string { return "_" + name + "_tools" }
+
+// stub renders a host class under the name class: its attributes as
+// annotations, its methods as defs taking self.
+func (c *Class) stub(n stubNames, class string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "class %s:", c.Name)
+	fmt.Fprintf(&b, "class %s:", class)
 	if c.Description != "" {
 		b.WriteString("\n    " + docstring(c.Description))
 	} else if len(c.Attributes)+len(c.Methods) == 0 {

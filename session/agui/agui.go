@@ -1,7 +1,7 @@
 // Package agui maps the protocol-neutral events of package agent onto
 // AG-UI (Agent-User Interaction protocol) events, one to one (the twelve
-// kinds of seed 002's bridge), so a run of Python code can be streamed to
-// an AG-UI frontend.
+// kinds of seed 002's bridge, and a tool call's progress), so a run of
+// Python code can be streamed to an AG-UI frontend.
 //
 //	agent.RunStarted     → RUN_STARTED          (threadId, runId injected)
 //	agent.RunFinished    → RUN_FINISHED         (result: the final value as JSON; no outcome: success)
@@ -15,6 +15,7 @@
 //	agent.ToolCallArgs   → TOOL_CALL_ARGS       (delta: the arguments as JSON)
 //	agent.ToolCallEnd    → TOOL_CALL_END
 //	agent.ToolCallResult → TOOL_CALL_RESULT     (messageId: toolCallId + "-result", role "tool")
+//	agent.ToolCallProgress → CUSTOM             (name "tool_call_progress"; value: toolCallId, progress, total, message)
 //
 // The events are Go structs whose JSON is the protocol's wire form
 // (camelCase fields, a "type" discriminator, an optional millisecond
@@ -53,7 +54,29 @@ const (
 	ToolCallArgsType       EventType = "TOOL_CALL_ARGS"
 	ToolCallEndType        EventType = "TOOL_CALL_END"
 	ToolCallResultType     EventType = "TOOL_CALL_RESULT"
+	CustomType             EventType = "CUSTOM"
 )
+
+// ToolCallProgressName is the name of the CUSTOM events that carry a tool
+// call's progress (agent.ToolCallProgress): their value is
+// {"toolCallId", "progress", "total"?, "message"?}.
+const ToolCallProgressName = "tool_call_progress"
+
+// CustomEvent is CUSTOM: an application's own event, here a tool call's
+// progress (ToolCallProgressName).
+type CustomEvent struct {
+	Base
+	Name  string `json:"name"`
+	Value any    `json:"value"`
+}
+
+// progressValue is the value of a ToolCallProgressName event.
+type progressValue struct {
+	ToolCallID string  `json:"toolCallId"`
+	Progress   float64 `json:"progress"`
+	Total      float64 `json:"total,omitempty"`
+	Message    string  `json:"message,omitempty"`
+}
 
 // Event is an AG-UI event; json.Marshal gives its wire form. The concrete
 // types are the *Event structs of this package.
@@ -266,6 +289,9 @@ func (a Adapter) Convert(e agent.Event) Event {
 		return &ToolCallArgsEvent{Base: b(ToolCallArgsType), ToolCallID: e.ToolCallID, Delta: e.Delta}
 	case agent.ToolCallEnd:
 		return &ToolCallEndEvent{Base: b(ToolCallEndType), ToolCallID: e.ToolCallID}
+	case agent.ToolCallProgress:
+		return &CustomEvent{Base: b(CustomType), Name: ToolCallProgressName,
+			Value: progressValue{ToolCallID: e.ToolCallID, Progress: e.Progress, Total: e.Total, Message: e.Delta}}
 	case agent.ToolCallResult:
 		return &ToolCallResultEvent{Base: b(ToolCallResultType), MessageID: e.ToolCallID + "-result", ToolCallID: e.ToolCallID, Content: e.Result, Role: "tool"}
 	}

@@ -64,6 +64,8 @@ func TestConvertEveryKind(t *testing.T) {
 			`{"type":"TOOL_CALL_END","timestamp":1700000000123,"toolCallId":"c1"}`},
 		{agent.Event{Type: agent.ToolCallResult, ToolCallID: "c1", Result: `{"temp":3}`, Time: at},
 			`{"type":"TOOL_CALL_RESULT","timestamp":1700000000123,"messageId":"c1-result","toolCallId":"c1","content":"{\"temp\":3}","role":"tool"}`},
+		{agent.Event{Type: agent.ToolCallProgress, ToolCallID: "c1", Progress: 2, Total: 5, Delta: "indexing", Time: at},
+			`{"type":"CUSTOM","timestamp":1700000000123,"name":"tool_call_progress","value":{"toolCallId":"c1","progress":2,"total":5,"message":"indexing"}}`},
 	} {
 		ev := a.Convert(c.in)
 		got, err := json.Marshal(ev)
@@ -87,7 +89,7 @@ func TestConvertEveryKind(t *testing.T) {
 	assert.JSONEq(t, `{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"f"}`, string(got))
 
 	assert.Panics(t, func() { a.Convert(agent.Event{Type: "bogus"}) })
-	assert.Len(t, kinds, 12, "the twelve kinds of seed 002")
+	assert.Len(t, kinds, 13, "the twelve kinds of seed 002, and progress")
 	assert.ElementsMatch(t, aguitest.Types(), slices.Collect(maps.Keys(kinds)))
 }
 

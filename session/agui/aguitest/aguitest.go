@@ -70,6 +70,7 @@ var shapes = map[string]map[string]field{
 	"RUN_ERROR": {
 		"message": req(str), "code": opt(str),
 	},
+	"CUSTOM":        {"name": req(str), "value": req(anyVal)},
 	"STEP_STARTED":  {"stepName": req(str)},
 	"STEP_FINISHED": {"stepName": req(str)},
 	"TEXT_MESSAGE_START": {

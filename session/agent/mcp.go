@@ -1,0 +1,547 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+)
+
+// MCPServer is an MCP server whose tools Python code calls as the async
+// methods of a namespace object: a server added as "github" with a tool
+// search_issues is called as `await github.search_issues(query="…")`,
+// and asyncio.gather runs several calls at once. See
+// Registry.AddMCPServer.
+type MCPServer struct {
+	// Name is the namespace the code uses: a Python identifier that does
+	// not start with "_" and is not the name of a function, class or
+	// global of the registry.
+	Name string
+	// Transport returns a new transport to the server (an
+	// *mcp.CommandTransport for a stdio server, an
+	// *mcp.StreamableClientTransport for an HTTP one). It is called to
+	// connect, and again to reconnect after the server went away: a
+	// transport is used once.
+	Transport func() (mcp.Transport, error)
+	// Allow, when not empty, lists the tools offered (by their MCP names);
+	// Deny lists tools not offered. A tool in both is not offered.
+	Allow, Deny []string
+	// Logger receives the server's log notifications and the connection's
+	// events; nil logs nothing.
+	Logger *slog.Logger
+}
+
+// ErrMCPServer matches errors of AddMCPServer: the server cannot be
+// reached, or its tools cannot be offered to Python.
+var ErrMCPServer = errors.New("agent: MCP server")
+
+// MCPNamespace is an MCP server offered to Python by Registry.AddMCPServer.
+// It keeps one client session to the server, opened again when the
+// server went away, and follows the server's tools/list_changed
+// notifications. It is safe for concurrent use.
+type MCPNamespace struct {
+	srv MCPServer
+	reg *Registry
+	id  object.UUID
+	log *slog.Logger
+
+	mu      sync.Mutex
+	session *mcp.ClientSession // nil: not connected
+	tools   map[string]mcpTool // by Python name
+	closed  bool
+
+	progress sync.Map // progress token → func(*mcp.ProgressNotificationParams), for the calls under way
+}
+
+// mcpTool is one tool of a namespace: its MCP definition and how its
+// Python parameter names map to the tool's argument names.
+type mcpTool struct {
+	def  *mcp.Tool
+	args map[string]string // Python parameter name → JSON property name
+}
+
+// AddMCPServer connects to srv, lists its tools and offers them to
+// Python as the async methods of a namespace object, the global
+// srv.Name, in hosts made from now on. Each tool's inputSchema gives the
+// method's parameters, in the schema's order, required ones first; a tool
+// or parameter name that is not a Python identifier is mapped to one by
+// PythonName, and two names mapping to the same one are refused. Calls
+// are host calls: MaxCalls, MaxCallTime and the run's time limit apply,
+// and a cancelled run cancels the MCP request. What a call returns:
+//
+//   - the result's structuredContent, as Python values (dicts, lists,
+//     str, int, float, bool, None), when it has one;
+//   - else the text of a result whose content is one text item, as a str;
+//   - else a list with an item per content block: a str for text, and a
+//     dict for others: {"type": "image" | "audio", "mime_type", "data"
+//     (bytes)}, {"type": "resource_link", "uri", "name", "mime_type"},
+//     {"type": "resource", "uri", "mime_type", "text" | "blob" (bytes)};
+//   - None for a result with no content.
+//
+// A result with isError raises RuntimeError with the server's text. A
+// server that cannot be reached raises ConnectionError, and the next call
+// connects again.
+//
+// AddMCPServer fails with an error matching ErrMCPServer when the server
+// cannot be reached or its tools cannot be mapped, and with
+// ErrInvalidFunction when the name is taken. Close the namespace to end
+// the session.
+func (r *Registry) AddMCPServer(ctx context.Context, srv MCPServer) (*MCPNamespace, error) {
+	if !defName(srv.Name) || strings.HasPrefix(srv.Name, "_") {
+		return nil, fmt.Errorf("%w: MCP server name %q is not a Python identifier that does not start with _", ErrInvalidFunction, srv.Name)
+	}
+	if srv.Transport == nil {
+		return nil, fmt.Errorf("%w: MCP server %s has no Transport", ErrInvalidFunction, srv.Name)
+	}
+	r.mu.RLock()
+	taken := r.taken(srv.Name)
+	r.mu.RUnlock()
+	if taken { // checked again when the namespace is added
+		return nil, fmt.Errorf("%w: the name %s is already taken", ErrInvalidFunction, srv.Name)
+	}
+	ns := &MCPNamespace{srv: srv, reg: r, id: object.NameUUID("monty-go MCP namespace", srv.Name), log: srv.Logger}
+	if ns.log == nil {
+		ns.log = slog.New(slog.DiscardHandler)
+	}
+	cs, err := ns.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	class, tools, err := ns.describe(ctx, cs)
+	if err != nil {
+		_ = cs.Close()
+		return nil, err
+	}
+	ns.session, ns.tools = cs, tools
+	if err := r.addNamespace(srv.Name, class, ns.id, ns); err != nil {
+		_ = cs.Close()
+		return nil, err
+	}
+	return ns, nil
+}
+
+// Close ends the session with the server; calls made afterwards raise
+// ConnectionError.
+func (ns *MCPNamespace) Close() error {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	ns.closed = true
+	if ns.session == nil {
+		return nil
+	}
+	err := ns.session.Close()
+	ns.session = nil
+	return err
+}
+
+// Name is the namespace's name.
+func (ns *MCPNamespace) Name() string { return ns.srv.Name }
+
+// connect opens a client session.
+func (ns *MCPNamespace) connect(ctx context.Context) (*mcp.ClientSession, error) {
+	t, err := ns.srv.Transport()
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrMCPServer, ns.srv.Name, err)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "monty-go", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) { ns.refresh(ctx, req.Session) },
+		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+			ns.log.Info("mcp server log", "server", ns.srv.Name, "level", req.Params.Level, "logger", req.Params.Logger, "data", req.Params.Data)
+		},
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if report, ok := ns.progress.Load(fmt.Sprint(req.Params.ProgressToken)); ok {
+				report.(func(*mcp.ProgressNotificationParams))(req.Params)
+			}
+		},
+	})
+	cs, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: cannot connect: %w", ErrMCPServer, ns.srv.Name, err)
+	}
+	return cs, nil
+}
+
+// describe lists the server's tools as the methods of the namespace's
+// class.
+func (ns *MCPNamespace) describe(ctx context.Context, cs *mcp.ClientSession) (*Class, map[string]mcpTool, error) {
+	var defs []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w %s: listing tools: %w", ErrMCPServer, ns.srv.Name, err)
+		}
+		if ns.offered(t.Name) {
+			defs = append(defs, t)
+		}
+	}
+	class := &Class{Name: ns.srv.Name, Description: ns.description(cs)}
+	tools := map[string]mcpTool{}
+	origin := map[string]string{}
+	for _, def := range defs {
+		name := PythonName(def.Name)
+		if other, taken := origin[name]; taken {
+			return nil, nil, fmt.Errorf("%w %s: tools %q and %q are both %s in Python; leave one out with a filter", ErrMCPServer, ns.srv.Name, other, def.Name, name)
+		}
+		origin[name] = def.Name
+		fn, args, err := ns.method(name, def)
+		if err != nil {
+			return nil, nil, err
+		}
+		class.Methods = append(class.Methods, fn)
+		tools[name] = mcpTool{def: def, args: args}
+	}
+	slices.SortFunc(class.Methods, func(a, b Function) int { return strings.Compare(a.Name, b.Name) })
+	return class, tools, nil
+}
+
+// description is the namespace class's docstring.
+func (ns *MCPNamespace) description(cs *mcp.ClientSession) string {
+	d := fmt.Sprintf("The tools of the MCP server %s, as async methods: await %s.tool(name=value, ...).", ns.srv.Name, ns.srv.Name)
+	if init := cs.InitializeResult(); init != nil && init.ServerInfo != nil {
+		info := init.ServerInfo
+		d += fmt.Sprintf("\nServer: %s %s.", cmpOr(info.Title, info.Name), info.Version)
+		if init.Instructions != "" {
+			d += "\n" + init.Instructions
+		}
+	}
+	return d
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// offered reports whether the filters offer the tool named name.
+func (ns *MCPNamespace) offered(name string) bool {
+	if len(ns.srv.Allow) > 0 && !slices.Contains(ns.srv.Allow, name) {
+		return false
+	}
+	return !slices.Contains(ns.srv.Deny, name)
+}
+
+// method is the Python method of tool def, named name.
+func (ns *MCPNamespace) method(name string, def *mcp.Tool) (Function, map[string]string, error) {
+	params, args, err := schemaParams(def.InputSchema)
+	if err != nil {
+		return Function{}, nil, fmt.Errorf("%w %s: tool %q: %w", ErrMCPServer, ns.srv.Name, def.Name, err)
+	}
+	desc := def.Description
+	if def.Title != "" && desc == "" {
+		desc = def.Title
+	}
+	tool := def.Name
+	fn := Function{
+		Schema: Schema{Name: name, Description: desc, Params: params, ReturnType: returnTypeOfSchema(def.OutputSchema)},
+		Async:  true,
+		Handler: func(ctx context.Context, a Args) (object.Value, error) {
+			return ns.call(ctx, tool, a)
+		},
+	}
+	return fn, args, nil
+}
+
+// call makes the MCP call of tool with the bound arguments a.
+func (ns *MCPNamespace) call(ctx context.Context, tool string, a Args) (object.Value, error) {
+	cs, t, err := ns.sessionFor(ctx, tool)
+	if err != nil {
+		return nil, err
+	}
+	arguments := make(map[string]json.RawMessage, len(a))
+	for name, v := range a {
+		js, err := object.ToJSON(v)
+		if err != nil {
+			return nil, &runtime.Exception{Type: "TypeError", Message: fmt.Sprintf("%s.%s() argument '%s': %v", ns.srv.Name, PythonName(tool), name, err)}
+		}
+		arguments[t.args[name]] = js
+	}
+	params := &mcp.CallToolParams{Name: tool, Arguments: arguments}
+	if rec, callID := recorderFrom(ctx), callIDFrom(ctx); rec != nil && callID != "" {
+		// The server's progress notifications for this call become the
+		// run's progress events.
+		token := rec.runID + "/" + callID
+		params.Meta = mcp.Meta{"progressToken": token}
+		ns.progress.Store(token, func(p *mcp.ProgressNotificationParams) { rec.toolProgress(callID, p.Progress, p.Total, p.Message) })
+		defer ns.progress.Delete(token)
+	}
+	res, err := cs.CallTool(ctx, params)
+	var refused *jsonrpc.Error
+	switch {
+	case err == nil:
+		return toolResult(ns.srv.Name, tool, res)
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.As(err, &refused):
+		return nil, &runtime.Exception{Type: "RuntimeError", Message: fmt.Sprintf("the MCP server %s refused %s(): %s", ns.srv.Name, tool, refused.Message)}
+	}
+	// The connection failed: the server went away.
+	ns.drop(cs)
+	return nil, &runtime.Exception{Type: "ConnectionError", Message: fmt.Sprintf(
+		"the MCP server %s went away during %s(): %v; the next call connects again", ns.srv.Name, tool, err)}
+}
+
+// sessionFor returns the session to call tool on, connecting again when
+// the last one went away.
+func (ns *MCPNamespace) sessionFor(ctx context.Context, tool string) (*mcp.ClientSession, mcpTool, error) {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	if ns.closed {
+		return nil, mcpTool{}, &runtime.Exception{Type: "ConnectionError", Message: fmt.Sprintf("the MCP server %s is closed", ns.srv.Name)}
+	}
+	if ns.session == nil {
+		cs, err := ns.connect(ctx)
+		if err != nil {
+			return nil, mcpTool{}, &runtime.Exception{Type: "ConnectionError", Message: fmt.Sprintf(
+				"the MCP server %s cannot be reached: %v", ns.srv.Name, errors.Unwrap(err))}
+		}
+		ns.session = cs
+		ns.log.Info("mcp server reconnected", "server", ns.srv.Name)
+	}
+	t, ok := ns.tools[PythonName(tool)]
+	if !ok {
+		return nil, mcpTool{}, &runtime.Exception{Type: "AttributeError", Message: fmt.Sprintf("the MCP server %s no longer has a tool %s", ns.srv.Name, tool)}
+	}
+	return ns.session, t, nil
+}
+
+// drop forgets cs, a session that went away.
+func (ns *MCPNamespace) drop(cs *mcp.ClientSession) {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	if ns.session == cs {
+		ns.session = nil
+		_ = cs.Close()
+		ns.log.Warn("mcp server went away", "server", ns.srv.Name)
+	}
+}
+
+// refresh lists the tools again after a tools/list_changed notification.
+func (ns *MCPNamespace) refresh(ctx context.Context, cs *mcp.ClientSession) {
+	class, tools, err := ns.describe(ctx, cs)
+	if err != nil {
+		ns.log.Warn("mcp server: tools/list_changed, but the tools cannot be listed", "server", ns.srv.Name, "error", err)
+		return
+	}
+	ns.mu.Lock()
+	ns.tools = tools
+	ns.mu.Unlock()
+	if err := ns.reg.replaceNamespace(ns.srv.Name, class, ns); err != nil {
+		ns.log.Warn("mcp server: tools/list_changed, but the new tools cannot be offered", "server", ns.srv.Name, "error", err)
+		return
+	}
+	ns.log.Info("mcp server tools changed", "server", ns.srv.Name, "tools", len(tools))
+}
+
+// toolResult is what a call returns for res (see AddMCPServer).
+func toolResult(server, tool string, res *mcp.CallToolResult) (object.Value, error) {
+	if res.IsError {
+		return nil, &runtime.Exception{Type: "RuntimeError", Message: fmt.Sprintf("%s.%s failed: %s", server, PythonName(tool), contentText(res.Content))}
+	}
+	if res.StructuredContent != nil {
+		js, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return nil, &runtime.Exception{Type: "RuntimeError", Message: fmt.Sprintf("%s.%s returned structured content that is not JSON: %v", server, tool, err)}
+		}
+		return object.FromJSON(js)
+	}
+	switch len(res.Content) {
+	case 0:
+		return object.None{}, nil
+	case 1:
+		if t, ok := res.Content[0].(*mcp.TextContent); ok {
+			return object.Str(t.Text), nil
+		}
+	}
+	out := make(object.List, len(res.Content))
+	for i, c := range res.Content {
+		out[i] = contentValue(c)
+	}
+	return out, nil
+}
+
+// contentValue is one content block as a Python value.
+func contentValue(c mcp.Content) object.Value {
+	d := func(pairs ...any) object.Dict {
+		var out object.Dict
+		for i := 0; i < len(pairs); i += 2 {
+			var v object.Value
+			switch x := pairs[i+1].(type) {
+			case string:
+				v = object.Str(x)
+			case []byte:
+				v = object.Bytes(x)
+			}
+			out = append(out, object.Pair{Key: object.Str(pairs[i].(string)), Value: v})
+		}
+		return out
+	}
+	switch c := c.(type) {
+	case *mcp.TextContent:
+		return object.Str(c.Text)
+	case *mcp.ImageContent:
+		return d("type", "image", "mime_type", c.MIMEType, "data", c.Data)
+	case *mcp.AudioContent:
+		return d("type", "audio", "mime_type", c.MIMEType, "data", c.Data)
+	case *mcp.ResourceLink:
+		return d("type", "resource_link", "uri", c.URI, "name", c.Name, "mime_type", c.MIMEType)
+	case *mcp.EmbeddedResource:
+		r := c.Resource
+		if r == nil {
+			return d("type", "resource")
+		}
+		if r.Blob != nil {
+			return d("type", "resource", "uri", r.URI, "mime_type", r.MIMEType, "blob", r.Blob)
+		}
+		return d("type", "resource", "uri", r.URI, "mime_type", r.MIMEType, "text", r.Text)
+	}
+	return object.None{}
+}
+
+// contentText is the text of an error result.
+func contentText(content []mcp.Content) string {
+	var parts []string
+	for _, c := range content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	if len(parts) == 0 {
+		return "(no text)"
+	}
+	return strings.Join(parts, "\n")
+}
+
+// PythonName is the Python name of an MCP tool or argument name: each
+// character that cannot be part of an identifier becomes "_", leading
+// underscores are dropped (such names never reach the host), "tool_" goes
+// before a name that would start with a digit or be empty, and "_" after
+// a keyword: get-sum becomes get_sum, 2fa tool_2fa, class class_.
+func PythonName(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	s := strings.TrimLeft(b.String(), "_")
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		s = "tool_" + s
+	}
+	if pythonKeywords[s] {
+		s += "_"
+	}
+	return s
+}
+
+// schemaParams are the parameters of a tool's input schema: its
+// properties in the schema's order, required ones first, with their
+// Python names and the map back to the property names.
+func schemaParams(schema any) ([]Param, map[string]string, error) {
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return nil, nil, fmt.Errorf("input schema is not JSON: %w", err)
+	}
+	var s struct {
+		Properties json.RawMessage `json:"properties"`
+		Required   []string        `json:"required"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, nil, fmt.Errorf("input schema: %w", err)
+	}
+	names, props, err := orderedMembers(s.Properties)
+	if err != nil {
+		return nil, nil, fmt.Errorf("input schema properties: %w", err)
+	}
+	var required, optional []Param
+	args := map[string]string{}
+	for _, prop := range names {
+		name := PythonName(prop)
+		if name == "self" {
+			name = "self_"
+		}
+		if other, taken := args[name]; taken {
+			return nil, nil, fmt.Errorf("arguments %q and %q are both %s in Python", other, prop, name)
+		}
+		args[name] = prop
+		var p struct {
+			Type        any    `json:"type"`
+			Description string `json:"description"`
+			Title       string `json:"title"`
+		}
+		_ = json.Unmarshal(props[prop], &p)
+		param := Param{Name: name, Type: paramTypeOf(p.Type), Description: cmpOr(p.Description, p.Title)}
+		if slices.Contains(s.Required, prop) {
+			required = append(required, param)
+		} else {
+			param.Optional = true
+			optional = append(optional, param)
+		}
+	}
+	return append(required, optional...), args, nil
+}
+
+// paramTypeOf is the parameter type of a JSON schema "type": a single
+// known type, else Any (a union, "null", absent).
+func paramTypeOf(t any) ParamType {
+	s, _ := t.(string)
+	switch pt := ParamType(s); pt {
+	case String, Integer, Number, Boolean, Array, Object:
+		return pt
+	}
+	return Any
+}
+
+// returnTypeOfSchema is the return type of a tool with output schema s:
+// Object when it has one (MCP's structured content is an object), else
+// Any (a str, a list of content, or None).
+func returnTypeOfSchema(s any) ParamType {
+	if s == nil {
+		return Any
+	}
+	return Object
+}
+
+// orderedMembers returns the member names of a JSON object in order, and
+// their values.
+func orderedMembers(raw json.RawMessage) ([]string, map[string]json.RawMessage, error) {
+	values := map[string]json.RawMessage{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, values, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, errors.New("not an object")
+	}
+	var names []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		name, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, err
+		}
+		if _, dup := values[name]; !dup {
+			names = append(names, name)
+		}
+		values[name] = v
+	}
+	return names, values, nil
+}

@@ -1,0 +1,247 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/session/agent"
+)
+
+// demoServer is an MCP server of the official Go SDK, in this process,
+// with tools of every kind a namespace must handle. Each connection gets
+// a server session of its own; kill ends the live ones, as a crash would.
+type demoServer struct {
+	srv      *mcp.Server
+	mu       sync.Mutex
+	sessions []*mcp.ServerSession
+	connects atomic.Int32
+}
+
+func newDemoServer(t *testing.T) *demoServer {
+	t.Helper()
+	d := &demoServer{srv: mcp.NewServer(&mcp.Implementation{Name: "demo", Version: "1"}, nil)}
+	type sumIn struct {
+		A int `json:"a" jsonschema:"the first addend"`
+		B int `json:"b,omitempty" jsonschema:"the second addend"`
+	}
+	type sumOut struct {
+		Sum int `json:"sum"`
+	}
+	mcp.AddTool(d.srv, &mcp.Tool{Name: "get-sum", Description: "Add two integers."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in sumIn) (*mcp.CallToolResult, sumOut, error) {
+			return nil, sumOut{Sum: in.A + in.B}, nil
+		})
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	d.srv.AddTool(&mcp.Tool{Name: "echo", Description: "Echo a message.", InputSchema: json.RawMessage(
+		`{"type":"object","properties":{"message":{"type":"string"},"user-id":{"type":"integer"}},"required":["message"]}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args map[string]any
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			return text(fmt.Sprintf("%v/%v", args["message"], args["user-id"])), nil
+		})
+	d.srv.AddTool(&mcp.Tool{Name: "fail", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res := text("the index is down")
+			res.IsError = true
+			return res, nil
+		})
+	d.srv.AddTool(&mcp.Tool{Name: "picture", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{
+				&mcp.TextContent{Text: "a dot"},
+				&mcp.ImageContent{MIMEType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}},
+			}}, nil
+		})
+	d.srv.AddTool(&mcp.Tool{Name: "steps", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args struct{ N int }
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			token := req.Params.GetProgressToken()
+			for i := 1; i <= args.N && token != nil; i++ {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: float64(args.N), Message: fmt.Sprintf("step %d", i)})
+			}
+			return text("done"), nil
+		})
+	d.srv.AddTool(&mcp.Tool{Name: "block", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			<-ctx.Done() // until the client cancels the request
+			return nil, ctx.Err()
+		})
+	return d
+}
+
+// transport connects a new client to the server, as MCPServer.Transport.
+func (d *demoServer) transport(t *testing.T) func() (mcp.Transport, error) {
+	return func() (mcp.Transport, error) {
+		serverSide, clientSide := mcp.NewInMemoryTransports()
+		ss, err := d.srv.Connect(context.Background(), serverSide, nil)
+		if err != nil {
+			return nil, err
+		}
+		d.mu.Lock()
+		d.sessions = append(d.sessions, ss)
+		d.mu.Unlock()
+		d.connects.Add(1)
+		return clientSide, nil
+	}
+}
+
+func (d *demoServer) kill() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, ss := range d.sessions {
+		_ = ss.Close()
+	}
+	d.sessions = nil
+}
+
+func demoNamespace(t *testing.T, d *demoServer, srv agent.MCPServer) (*agent.Registry, *agent.MCPNamespace) {
+	t.Helper()
+	reg, err := agent.NewRegistry()
+	require.NoError(t, err)
+	srv.Name = "demo"
+	srv.Transport = d.transport(t)
+	ns, err := reg.AddMCPServer(context.Background(), srv)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ns.Close() })
+	return reg, ns
+}
+
+// TestMCPNamespace: an MCP server's tools are async methods of a
+// namespace object: gatherable, with their results as Python values, the
+// server's errors as exceptions, names mapped to identifiers.
+func TestMCPNamespace(t *testing.T) {
+	d := newDemoServer(t)
+	reg, _ := demoNamespace(t, d, agent.MCPServer{})
+	e := newExecutor(t, agent.ExecutorOptions{Functions: reg})
+
+	assert.Equal(t, "3 'hi/<nil>' 'x/7'", ok(t, e, "t", `import asyncio
+s, a, b = await asyncio.gather(demo.get_sum(a=1, b=2), demo.echo(message="hi"), demo.echo("x", user_id=7))
+print(s["sum"], repr(a), repr(b))`))
+	assert.Equal(t, "caught: demo.fail failed: the index is down", ok(t, e, "t", `try:
+    await demo.fail()
+except RuntimeError as err:
+    print("caught:", err)`))
+	assert.Equal(t, "['a dot', {'type': 'image', 'mime_type': 'image/png', 'data': b'\\x89PNG'}]", ok(t, e, "t", "await demo.picture()"))
+
+	// The arguments are checked before anything is sent.
+	res := execute(t, e, "t", `await demo.get_sum(b=2)`)
+	assert.Contains(t, res.Text, "TypeError: demo.get_sum() missing 1 required argument(s): 'a'")
+	res = execute(t, e, "t", `await demo.echo(message=1)`)
+	assert.Contains(t, res.Text, "TypeError: demo.echo() argument 'message' must be str, not int")
+	res = execute(t, e, "t", `await demo.nope()`)
+	assert.Contains(t, res.Text, "AttributeError: 'demo' object has no attribute 'nope'")
+
+	// help and list_functions show the tools.
+	text := ok(t, e, "t", "help(demo)")
+	assert.Contains(t, text, "get_sum(a: int, b: int = None)")
+	assert.Contains(t, ok(t, e, "t", "help()"), "demo: block, echo, fail, get_sum, picture, steps")
+	assert.Contains(t, ok(t, e, "t", "[f['name'] for f in list_functions('demo')]"), "'demo.get_sum'")
+}
+
+// A tool's progress notifications become the run's progress events,
+// between the call's start and its result.
+func TestMCPProgressEvents(t *testing.T) {
+	d := newDemoServer(t)
+	reg, _ := demoNamespace(t, d, agent.MCPServer{})
+	e := newExecutorWith(t, agent.ExecutorOptions{Functions: reg})
+	var events []agent.Event
+	res, err := e.ExecuteEvents(context.Background(), "t", codeArgs("await demo.steps(n=3)"), func(ev agent.Event) { events = append(events, ev) })
+	require.NoError(t, err)
+	require.NoError(t, res.Err, res.Text)
+	var kinds []string
+	for _, ev := range events {
+		switch ev.Type {
+		case agent.ToolCallProgress:
+			kinds = append(kinds, fmt.Sprintf("progress %g/%g %s", ev.Progress, ev.Total, ev.Delta))
+		case agent.ToolCallStart, agent.ToolCallResult:
+			kinds = append(kinds, string(ev.Type)+" "+ev.ToolName)
+		}
+	}
+	assert.Equal(t, []string{"tool_call_start demo.steps", "progress 1/3 step 1", "progress 2/3 step 2", "progress 3/3 step 3", "tool_call_result "}, kinds)
+}
+
+// A server that goes away fails the call with ConnectionError; the next
+// call connects again. A run stopped by its time limit cancels the
+// request it waits on.
+func TestMCPReconnectAndCancel(t *testing.T) {
+	d := newDemoServer(t)
+	reg, _ := demoNamespace(t, d, agent.MCPServer{})
+	e := newExecutor(t, agent.ExecutorOptions{Functions: reg, Timeout: 300 * time.Millisecond})
+	assert.Equal(t, "3", ok(t, e, "t", "(await demo.get_sum(a=1, b=2))['sum']"))
+	d.kill()
+	res := execute(t, e, "t", "await demo.get_sum(a=1)")
+	assert.Contains(t, res.Text, "ConnectionError: the MCP server demo went away during get-sum()")
+	assert.Equal(t, "5", ok(t, e, "t", "(await demo.get_sum(a=2, b=3))['sum']"))
+	assert.Equal(t, int32(2), d.connects.Load())
+
+	res = execute(t, e, "t", "await demo.block()")
+	assert.Equal(t, "TimeoutError", res.ErrorType, res.Text)
+	// The server saw the cancellation: the connection still serves calls.
+	assert.Equal(t, "7", ok(t, e, "t", "(await demo.get_sum(a=3, b=4))['sum']"))
+}
+
+// Filters choose the tools; two tools whose names map to the same Python
+// name are refused.
+func TestMCPFiltersAndNames(t *testing.T) {
+	d := newDemoServer(t)
+	reg, _ := demoNamespace(t, d, agent.MCPServer{Allow: []string{"echo", "get-sum", "fail"}, Deny: []string{"fail"}})
+	e := newExecutorWith(t, agent.ExecutorOptions{Functions: reg})
+	assert.Contains(t, ok(t, e, "t", "help()"), "demo: echo, get_sum")
+
+	for name, want := range map[string]string{"get-sum": "get_sum", "2fa": "tool_2fa", "class": "class_", "_x": "x", "a.b/c": "a_b_c", "": "tool_"} {
+		assert.Equal(t, want, agent.PythonName(name), name)
+	}
+	d.srv.AddTool(&mcp.Tool{Name: "get_sum", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, nil })
+	reg2, err := agent.NewRegistry()
+	require.NoError(t, err)
+	_, err = reg2.AddMCPServer(context.Background(), agent.MCPServer{Name: "demo", Transport: d.transport(t)})
+	require.ErrorIs(t, err, agent.ErrMCPServer)
+	assert.Contains(t, err.Error(), `tools "get-sum" and "get_sum" are both get_sum in Python`)
+
+	_, err = reg.AddMCPServer(context.Background(), agent.MCPServer{Name: "demo", Transport: d.transport(t)})
+	require.ErrorIs(t, err, agent.ErrInvalidFunction, "the name is taken")
+	_, err = reg.AddMCPServer(context.Background(), agent.MCPServer{Name: "_hidden", Transport: d.transport(t)})
+	require.ErrorIs(t, err, agent.ErrInvalidFunction)
+}
+
+// A tools/list_changed notification refreshes the namespace.
+func TestMCPToolsChanged(t *testing.T) {
+	d := newDemoServer(t)
+	reg, _ := demoNamespace(t, d, agent.MCPServer{})
+	e := newExecutor(t, agent.ExecutorOptions{Functions: reg})
+	d.srv.AddTool(&mcp.Tool{Name: "late", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "here"}}}, nil
+		})
+	require.Eventually(t, func() bool {
+		return strings.Contains(ok(t, e, "t", "help()"), "late")
+	}, 10*time.Second, 20*time.Millisecond)
+	assert.Equal(t, "'here'", ok(t, e, "t", "await demo.late()"))
+}
+
+// The stubs declare each namespace as an object whose methods are the
+// tools, so the type checker refuses a wrong argument before anything
+// runs.
+func TestMCPStubs(t *testing.T) {
+	d := newDemoServer(t)
+	reg, _ := demoNamespace(t, d, agent.MCPServer{Allow: []string{"get-sum", "echo"}})
+	stubs := reg.Stubs()
+	assert.Contains(t, stubs, "class _demo_tools:")
+	assert.Contains(t, stubs, "async def get_sum(self, a: int, b: int | None = None) -> dict[str, Any]:")
+	assert.Contains(t, stubs, "async def echo(self, message: str, user_id: int | None = None) -> Any:")
+	assert.Contains(t, stubs, "\ndemo: _demo_tools\n")
+}
