@@ -244,7 +244,7 @@ func (ns *MCPNamespace) method(name string, def *mcp.Tool) (Function, map[string
 	}
 	tool := def.Name
 	fn := Function{
-		Schema: Schema{Name: name, Description: desc, Params: params, ReturnType: returnTypeOfSchema(def.OutputSchema)},
+		Schema: Schema{Name: name, Description: desc, Params: params, ReturnType: returnTypeOfSchema(def.OutputSchema), ReturnSchema: rawSchema(def.OutputSchema)},
 		Async:  true,
 		Handler: func(ctx context.Context, a Args) (object.Value, error) {
 			return ns.call(ctx, tool, a)
@@ -484,7 +484,7 @@ func schemaParams(schema any) ([]Param, map[string]string, error) {
 			Title       string `json:"title"`
 		}
 		_ = json.Unmarshal(props[prop], &p)
-		param := Param{Name: name, Type: paramTypeOf(p.Type), Description: cmpOr(p.Description, p.Title)}
+		param := Param{Name: name, Type: paramTypeOf(p.Type), Description: cmpOr(p.Description, p.Title), Schema: props[prop]}
 		if slices.Contains(s.Required, prop) {
 			required = append(required, param)
 		} else {
@@ -514,6 +514,19 @@ func returnTypeOfSchema(s any) ParamType {
 		return Any
 	}
 	return Object
+}
+
+// rawSchema is schema (an output schema as the SDK decoded it) as JSON,
+// nil when there is none.
+func rawSchema(schema any) json.RawMessage {
+	if schema == nil {
+		return nil
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return nil
+	}
+	return raw
 }
 
 // orderedMembers returns the member names of a JSON object in order, and

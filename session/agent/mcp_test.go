@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session/agent"
 )
 
@@ -71,6 +72,9 @@ func newDemoServer(t *testing.T) *demoServer {
 			token := req.Params.GetProgressToken()
 			for i := 1; i <= args.N && token != nil; i++ {
 				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: float64(args.N), Message: fmt.Sprintf("step %d", i)})
+				// The work of a step: a notification is delivered on its
+				// own, so one sent just before the result could overtake it.
+				time.Sleep(20 * time.Millisecond)
 			}
 			return text("done"), nil
 		})
@@ -241,7 +245,56 @@ func TestMCPStubs(t *testing.T) {
 	reg, _ := demoNamespace(t, d, agent.MCPServer{Allow: []string{"get-sum", "echo"}})
 	stubs := reg.Stubs()
 	assert.Contains(t, stubs, "class _demo_tools:")
-	assert.Contains(t, stubs, "async def get_sum(self, a: int, b: int | None = None) -> dict[str, Any]:")
+	assert.Contains(t, stubs, "\n_get_sum_result = TypedDict(\"_get_sum_result\", {\"sum\": int})\n")
+	assert.Contains(t, stubs, "async def get_sum(self, a: int, b: int | None = None) -> _get_sum_result:")
 	assert.Contains(t, stubs, "async def echo(self, message: str, user_id: int | None = None) -> Any:")
 	assert.Contains(t, stubs, "\ndemo: _demo_tools\n")
+}
+
+// Schemas become the stubs' types, checked by the real checker: an enum
+// is a Literal, a nested object a TypedDict, the output schema the
+// result's type; a wrong argument name, value or key is refused before
+// anything runs.
+func TestMCPSchemaTypesTypeCheck(t *testing.T) {
+	d := newDemoServer(t)
+	d.srv.AddTool(&mcp.Tool{Name: "search-issues", Description: "Search the issues.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{
+			"query":{"type":"string"},
+			"filter":{"type":"object","properties":{"state":{"enum":["open","closed"]},"labels":{"type":"array","items":{"type":"string"}}},"required":["state"]},
+			"limit":{"type":["integer","null"]}},"required":["query"]}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"total":{"type":"integer"},"titles":{"type":"array","items":{"type":"string"}}},"required":["total"]}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{StructuredContent: map[string]any{"total": 2, "titles": []string{"a", "b"}}}, nil
+		})
+	reg, _ := demoNamespace(t, d, agent.MCPServer{Allow: []string{"search-issues"}})
+	stubs := reg.Stubs()
+	assert.Contains(t, stubs, "from typing import Any, Literal, NotRequired, TypedDict\n")
+	assert.Contains(t, stubs, `_search_issues_filter = TypedDict("_search_issues_filter", {"labels": NotRequired[list[str]], "state": Literal['open', 'closed']})`)
+	assert.Contains(t, stubs, "async def search_issues(self, query: str, filter: _search_issues_filter | None = None, limit: int | None = None) -> _search_issues_result:")
+
+	c, err := typecheck.Default(context.Background())
+	require.NoError(t, err)
+	check := func(code string) *typecheck.Result {
+		t.Helper()
+		res, err := c.Check(context.Background(), typecheck.Request{Code: code, Stubs: stubs, Format: typecheck.Concise})
+		require.NoError(t, err)
+		return res
+	}
+	res := check("r = await demo.search_issues('bug', filter={'state': 'open', 'labels': ['ui']})\nprint(r['total'] + 1, r.get('titles'))\n")
+	assert.True(t, res.Clean(), res.Text)
+	for code, rule := range map[string]string{
+		"await demo.search_issues(querry='bug')\n":                    "missing-argument",
+		"await demo.search_issues('bug', filter={'state': 'opne'})\n": "invalid-argument-type",
+		"await demo.search_issues('bug', filter={'stat': 'open'})\n":  "invalid-argument-type",
+		"r = await demo.search_issues('bug')\nr['total'].upper()\n":   "unresolved-attribute",
+		"await demo.search_issues('bug', limit='ten')\n":              "invalid-argument-type",
+		"await demo.nope()\n": "unresolved-attribute",
+	} {
+		res := check(code)
+		require.NotEmpty(t, res.Diagnostics, code)
+		assert.Equal(t, rule, res.Diagnostics[0].Rule, "%s: %s", code, res.Text)
+	}
+	// And the call runs.
+	e := newExecutor(t, agent.ExecutorOptions{Functions: reg})
+	assert.Equal(t, "2 ['a', 'b']", ok(t, e, "t", "r = await demo.search_issues('bug', filter={'state': 'open'})\nprint(r['total'], r['titles'])"))
 }

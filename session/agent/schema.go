@@ -105,6 +105,11 @@ type Param struct {
 	// optional too; every other parameter is required (JSON schema's
 	// "required").
 	Optional bool
+	// Schema, when set, is the parameter's JSON schema, from which the
+	// type checker's stubs derive its annotation (Literal for an enum,
+	// TypedDict for an object with properties, list[...] for an array of
+	// items); Type still decides what the runtime accepts.
+	Schema json.RawMessage
 	// Default is the value an omitted optional argument takes, as a Go
 	// value convertible with object.FromGo; nil means none (the function
 	// sees the argument as absent, or the Go zero value with Func). Passing
@@ -131,6 +136,9 @@ type Schema struct {
 	// a dict. Func infers it from the Go result type when empty. It is not
 	// checked when the function runs, and Tool and JSONSchema leave it out.
 	ReturnType ParamType
+	// ReturnSchema, when set, is the JSON schema of the return value, from
+	// which the stubs derive its annotation instead of ReturnType's.
+	ReturnSchema json.RawMessage
 	// Category groups functions for list_functions and help; empty means
 	// DefaultCategory.
 	Category string

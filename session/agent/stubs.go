@@ -53,7 +53,7 @@ func defName(name string) bool { return identifier.MatchString(name) && !pythonK
 
 // typingNames and builtinNames are the names stub annotations use.
 var (
-	typingNames  = []string{"Any", "overload"}
+	typingNames  = []string{"Any", "Literal", "NotRequired", "TypedDict", "overload"}
 	builtinNames = []string{"bool", "dict", "float", "frozenset", "int", "list", "object", "set", "str", "tuple"}
 )
 
@@ -66,6 +66,10 @@ type stubNames struct {
 	shadowed map[string]bool // names the stub module defines
 	typing   string          // alias of the typing module, for shadowed typing names
 	builtins string          // alias of the builtins module, for shadowed builtins
+	// types renders parameters and results described by a JSON schema
+	// (Param.Schema, Schema.ReturnSchema); nil renders them by their
+	// ParamType.
+	types *schemaTypes
 }
 
 // newStubNames returns the spelling for a module defining the names in
@@ -98,19 +102,19 @@ func (n stubNames) name(s string) string {
 	if !n.shadowed[s] {
 		return s
 	}
-	if s == "Any" || s == "overload" {
+	if slices.Contains(typingNames, s) {
 		return n.typing + "." + s
 	}
 	return n.builtins + "." + s
 }
 
 // header is the import block for a module whose functions use overload
-// when overload is set.
-func (n stubNames) header(overload bool) string {
+// when overload is set, and the typing names in used.
+func (n stubNames) header(overload bool, used map[string]bool) string {
 	var from []string
 	var b strings.Builder
 	for _, s := range typingNames {
-		if s == "overload" && !overload || n.shadowed[s] {
+		if s != "Any" && !used[s] && (s != "overload" || !overload) || n.shadowed[s] {
 			continue
 		}
 		from = append(from, s)
@@ -211,6 +215,9 @@ func (f Function) stub(n stubNames) string {
 		def = "async def "
 	}
 	ret := n.result(f.ReturnType)
+	if len(f.ReturnSchema) > 0 && n.types != nil {
+		ret = n.types.annotation(f.ReturnSchema, f.Name+"_result")
+	}
 	var b strings.Builder
 	for i, params := range sigs {
 		if i > 0 {
@@ -271,16 +278,16 @@ func (f Function) signatures(n stubNames) []string {
 	given := func(i int) string {
 		p := f.Params[i]
 		if p.Required() {
-			return p.Name + ": " + n.param(p.Type)
+			return p.Name + ": " + n.paramOf(f.Name, p)
 		}
-		return p.Name + ": " + n.orNone(p.Type)
+		return p.Name + ": " + n.orNoneOf(f.Name, p)
 	}
 	all := make([]string, len(f.Params))
 	for i := range f.Params {
 		if i <= last {
 			all[i] = given(i)
 		} else {
-			all[i] = f.Params[i].stubParam(n)
+			all[i] = f.Params[i].stubParam(n, f.Name)
 		}
 	}
 	sigs := []string{strings.Join(all, ", ")}
@@ -291,23 +298,41 @@ func (f Function) signatures(n stubNames) []string {
 		}
 		parts = append(parts, "*")
 		for _, p := range f.Params[j+1:] {
-			parts = append(parts, p.stubParam(n))
+			parts = append(parts, p.stubParam(n, f.Name))
 		}
 		sigs = append(sigs, strings.Join(parts, ", "))
 	}
 	return sigs
 }
 
-// stubParam renders the parameter as a def declares it.
-func (p Param) stubParam(n stubNames) string {
+// stubParam renders parameter p of function fn as a def declares it.
+func (p Param) stubParam(n stubNames, fn string) string {
 	if p.Required() {
-		return p.Name + ": " + n.param(p.Type)
+		return p.Name + ": " + n.paramOf(fn, p)
 	}
 	d := "None"
 	if p.Default != nil {
 		d = defaultRepr(p.Default)
 	}
-	return p.Name + ": " + n.orNone(p.Type) + " = " + d
+	return p.Name + ": " + n.orNoneOf(fn, p) + " = " + d
+}
+
+// paramOf is the annotation of parameter p of function fn: from its
+// Schema when it has one, else its Type.
+func (n stubNames) paramOf(fn string, p Param) string {
+	if len(p.Schema) > 0 && n.types != nil {
+		return n.types.annotation(p.Schema, fn+"_"+p.Name)
+	}
+	return n.param(p.Type)
+}
+
+// orNoneOf is paramOf for a parameter that also takes None.
+func (n stubNames) orNoneOf(fn string, p Param) string {
+	a := n.paramOf(fn, p)
+	if a == n.name("Any") || strings.HasSuffix(a, "| None") || a == "None" {
+		return a
+	}
+	return a + " | None"
 }
 
 // defaultRepr renders a default as a Python literal when it is None, a
@@ -415,8 +440,8 @@ func (r *Registry) Stubs() string {
 		defined[namespaceStubClass(c.Name)] = true
 	}
 	n := newStubNames(defined)
+	n.types = newSchemaTypes(n, defined)
 	var b strings.Builder
-	b.WriteString(n.header(overload))
 	for _, f := range fns {
 		b.WriteString("\n" + f.stub(n) + "\n")
 	}
@@ -446,7 +471,8 @@ func (r *Registry) Stubs() string {
 	fmt.Fprintf(&b, "\ndef %s(name: %s | None = None) -> %s | None:\n    %s\n",
 		HelpName, n.name("object"), str,
 		docstring("Show how to call a host function or use a host object, or list them all."))
-	return b.String()
+	// The types the schemas need come first: the definitions use them.
+	return n.header(overload, n.types.used) + n.types.declarations() + b.String()
 }
 
 // namespaceStubClass is the name the stubs give the class of namespace
