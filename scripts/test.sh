@@ -19,6 +19,10 @@ eval "$(scripts/services.sh env)"
 # --- Python clients written by others (MCP SDK, AG-UI models, upstream
 # Monty) for the tests that drive monty through them (scripts/pyclients.sh).
 eval "$(scripts/pyclients.sh env)"
+# --- MCP servers written by others (the reference "everything" server from
+# npm, mcp-server-time from PyPI) for the tests that connect to them as an
+# MCP client (scripts/mcpservers.sh; session/agent/mcptest reads the exports).
+eval "$(scripts/mcpservers.sh env)"
 
 echo "== gofmt" >&2
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './wasm/target/*'))

@@ -1,0 +1,85 @@
+package agent_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/agent/mcptest"
+)
+
+// command is an MCPServer.Transport that starts argv.
+func command(argv []string) func() (mcp.Transport, error) {
+	return func() (mcp.Transport, error) {
+		return &mcp.CommandTransport{Command: exec.Command(argv[0], argv[1:]...)}, nil
+	}
+}
+
+// TestMCPReferenceServers: the reference "everything" server (npm) and
+// mcp-server-time (PyPI), started as processes, are namespaces of one
+// registry; one snippet gathers calls to both and computes on their
+// results, reads structured output, text, content blocks and progress,
+// and catches a tool's error.
+func TestMCPReferenceServers(t *testing.T) {
+	ctx := context.Background()
+	reg, err := agent.NewRegistry()
+	require.NoError(t, err)
+	for name, argv := range map[string][]string{"everything": mcptest.Everything(t), "clock": mcptest.Time(t)} {
+		ns, err := reg.AddMCPServer(ctx, agent.MCPServer{Name: name, Transport: command(argv)})
+		require.NoError(t, err, name)
+		t.Cleanup(func() { _ = ns.Close() })
+	}
+	e := newExecutor(t, agent.ExecutorOptions{Functions: reg})
+	var progress int
+	res, err := e.ExecuteEvents(ctx, "t", codeArgs(`import asyncio
+weather, now, echo, total = await asyncio.gather(
+    everything.get_structured_content(location="Chicago"),
+    clock.get_current_time(timezone="UTC"),
+    everything.echo(message="hi"),
+    everything.get_sum(a=2, b=3.5),
+)
+done = await everything.trigger_long_running_operation(duration=0.4, steps=4)
+try:
+    await clock.get_current_time(timezone="Mars/Base")
+except RuntimeError as err:
+    failed = str(err)
+print(weather["humidity"] > 0, now["timezone"], now["datetime"][:4].isdigit(), echo, total, done.startswith("Long running operation completed"))
+print(failed)`), func(ev agent.Event) {
+		if ev.Type == agent.ToolCallProgress {
+			progress++
+		}
+	})
+	require.NoError(t, err)
+	require.NoError(t, res.Err, res.Text)
+	lines := strings.Split(res.Output, "\n")
+	assert.Equal(t, "True UTC True Echo: hi The sum of 2 and 3.5 is 5.5. True", lines[0])
+	assert.Contains(t, lines[1], "clock.get_current_time failed: ")
+	assert.Contains(t, lines[1], "Mars/Base")
+	// Progress notifications every 0.1 s; the last may overtake the result.
+	assert.GreaterOrEqual(t, progress, 3)
+
+	// Content blocks other than text come back as dicts.
+	out := ok(t, e, "t", `img = await everything.get_tiny_image()
+print([b["type"] if isinstance(b, dict) else "text" for b in img], img[1]["mime_type"], img[1]["data"][:4])`)
+	assert.Equal(t, `['text', 'image', 'text'] image/png b'\x89PNG'`, out)
+}
+
+// The same server over streamable HTTP.
+func TestMCPReferenceServerHTTP(t *testing.T) {
+	url := mcptest.StartEverythingHTTP(t)
+	reg, err := agent.NewRegistry()
+	require.NoError(t, err)
+	ns, err := reg.AddMCPServer(context.Background(), agent.MCPServer{Name: "everything", Transport: func() (mcp.Transport, error) {
+		return &mcp.StreamableClientTransport{Endpoint: url}, nil
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ns.Close() })
+	e := newExecutor(t, agent.ExecutorOptions{Functions: reg})
+	assert.Equal(t, "'Echo: over http'", ok(t, e, "t", `await everything.echo(message="over http")`))
+}
