@@ -42,8 +42,12 @@ type Function struct {
 type Host struct {
 	// Functions callable from Python, by name.
 	Functions map[string]Function
-	// OS serves file, environment, clock and import calls; nil denies them
-	// all with PermissionError (sleeps are always served).
+	// OS serves file, environment, clock and import calls; nil serves none
+	// (sleeps are always served). A call no handler serves raises what
+	// upstream Monty raises without one: PermissionError("Permission
+	// denied: '<path>'") for a file operation, RuntimeError("'<name>' is not
+	// supported in this environment") for the rest, ModuleNotFoundError for
+	// an import.
 	OS OSHandler
 	// MaxCalls bounds host function and OS calls per run: 0 means
 	// DefaultMaxHostCalls, negative means no limit.

@@ -150,6 +150,68 @@ func TestIntSizeLimit(t *testing.T) {
 	assert.Equal(t, object.Bool(true), v)
 }
 
+// TestSizesBeyondWasm32: a size that fits 64 bits but not the module's
+// 32-bit usize is MemoryError, as on a 64-bit host (where the allocation
+// fails), not OverflowError or a panic that ends the instance (the carried
+// patch wasm/patches/monty-1.4.0-wasm32-sizes.patch). Like every memory
+// limit it ends the run, uncaught, with or without MaxMemory, and the
+// interpreter stays usable. Sizes beyond 64 bits stay OverflowError, and
+// sizes that need no memory get the 64-bit answer.
+func TestSizesBeyondWasm32(t *testing.T) {
+	it := newInterp(t)
+	tooLarge := []string{
+		"[0] * 2**40",
+		"2**40 * [0]",
+		"[0] * 2**28", // 2**32 bytes of values: past isize::MAX
+		"x = [0]\nx *= 2**40",
+		"[0] * 2**63",
+		"(0,) * 2**40",
+		"'a' * 2**40",
+		"b'a' * 2**40",
+		"from collections import deque\ndeque([0]) * 2**40",
+		"bytes(2**40)",
+		"b'a'.ljust(2**40)",
+		"f'{1:2000000000000}'",
+		"'{:{}}'.format('a', 2**40)",
+		"'%2000000000000d' % 1",
+		"'%*d' % (2**40, 1)",
+		"import os\nos.urandom(2**40)",
+		"import random\nrandom.randbytes(2**40)",
+		"try:\n    [0] * 2**40\nexcept MemoryError:\n    pass",
+	}
+	for _, limits := range []runtime.Limits{{}, {MaxMemory: 64 << 20}} {
+		it.SetLimits(limits)
+		for _, code := range tooLarge {
+			_, err := run(t, it, code)
+			assert.Equal(t, "MemoryError", pyErrType(t, err), code)
+			assert.ErrorIs(t, err, runtime.ErrMemoryLimit, code)
+			require.NoError(t, it.Dead(), code)
+		}
+	}
+	// Growing a list item by item is stopped by MaxMemory, as on 64-bit.
+	it.SetLimits(runtime.Limits{MaxMemory: 64 << 20})
+	_, err := run(t, it, "len(list(range(2**40)))")
+	require.ErrorIs(t, err, runtime.ErrMemoryLimit)
+	it.SetLimits(runtime.Limits{})
+	for code, want := range map[string]string{
+		"[0] * 2**64":                 "OverflowError: cannot fit 'int' into an index-sized integer",
+		"'a' * 2**70":                 "OverflowError: cannot fit 'int' into an index-sized integer",
+		"len(range(-(2**62), 2**62))": "OverflowError: Python int too large to convert to C ssize_t",
+		"import random\nrandom.randbytes(2**63 - 1)": "OverflowError: Python int too large for C uint64_t",
+		// A request no allocation could address is CPython's bare
+		// MemoryError, which code can catch, as on a 64-bit host.
+		"import itertools\nitertools.tee([1], 2**62)": "MemoryError: ",
+	} {
+		_, err = run(t, it, code)
+		assert.Equal(t, want, pyErr(t, err), code)
+	}
+	v, err := run(t, it, `import itertools
+(len(range(2**40)), len(range(-(2**62), 2**62 - 1)), list(itertools.batched('AB', 2**40)), len([0] * 3), f'{1:3}')`)
+	require.NoError(t, err)
+	assert.Equal(t, object.Tuple{object.Int(1 << 40), object.Int(1<<63 - 1),
+		object.List{object.Tuple{object.Str("A"), object.Str("B")}}, object.Int(3), object.Str("  1")}, v)
+}
+
 func TestResultLimit(t *testing.T) {
 	it := newInterp(t)
 	it.SetLimits(runtime.Limits{MaxMemory: 64 << 20, MaxResult: 1 << 20})

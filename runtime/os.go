@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/monty-go/monty/object"
@@ -32,7 +34,9 @@ func (f OSFunc) HandleOS(ctx context.Context, call *OSCall) (object.Value, error
 }
 
 // Chain offers each call to its handlers in order; the first that does not
-// return ErrNotHandled answers. A call no handler serves is denied.
+// return ErrNotHandled answers. A call no handler serves raises what
+// upstream Monty raises for it: a file operation PermissionError, anything
+// else RuntimeError (see unserved).
 type Chain []OSHandler
 
 // HandleOS implements OSHandler.
@@ -46,9 +50,30 @@ func (c Chain) HandleOS(ctx context.Context, call *OSCall) (object.Value, error)
 	return nil, ErrNotHandled
 }
 
-// denied is the PermissionError raised for calls no handler serves.
-func denied(call *OSCall) error {
-	return &Exception{Type: "PermissionError", Message: call.Name + " is not permitted in this sandbox"}
+// unserved is the exception an OS call no handler serves raises, worded as
+// upstream Monty words it (monty-types' OsFunctionCall::on_no_handler), so
+// that code takes the same except branch under both: a file operation
+// (open and the Path calls) is a PermissionError naming its path, such as
+// "Permission denied: '/etc/passwd'"; anything else (os.getenv, os.environ,
+// os.urandom, a host clock) is a RuntimeError such as "'os.getenv' is not
+// supported in this environment". Imports are not found instead
+// (ModuleNotFoundError), which the interpreter raises itself.
+func unserved(call *OSCall) *Exception {
+	if strings.HasPrefix(call.Name, "Path.") || call.Name == "open" {
+		p, _ := argStr(call, 0, "path")
+		return &Exception{Type: "PermissionError", Message: "Permission denied: " + quote(normalizeVirtual(p))}
+	}
+	return &Exception{Type: "RuntimeError", Message: "'" + call.Name + "' is not supported in this environment"}
+}
+
+// normalizeVirtual resolves "." and ".." and drops empty components of an
+// absolute sandbox path, as Monty's normalize_virtual_path does (the
+// interpreter has made relative paths absolute already); "" stays "".
+func normalizeVirtual(p string) string {
+	if p == "" {
+		return p
+	}
+	return path.Clean("/" + p)
 }
 
 // osCall answers an OSCall: sleeps directly, the rest through Host.OS. A
@@ -83,7 +108,7 @@ func (d *drive) osCall(c *OSCall) (Answer, error) {
 		if c.Name == "import" || c.Name == "import_stubs" {
 			return NotFound(), nil
 		}
-		return raiseFor(denied(c)), nil
+		return raiseFor(unserved(c)), nil
 	case err != nil:
 		var exc *Exception
 		if errors.As(err, &exc) {

@@ -29,16 +29,56 @@ func pyErrType(t *testing.T, err error) string {
 	return pyErr.Type
 }
 
-func TestOSDeniedByDefault(t *testing.T) {
+// TestOSUnservedLikeUpstream: an OS call no handler serves raises what
+// upstream Monty (pydantic-monty 1.4.0 without an OS handler) raises, type
+// and message, so code takes the same except branch under both
+// (testdata/clients/parity.py compares the two): a file operation is a
+// PermissionError naming its path, made absolute and normalized; the
+// environment, os.urandom and a host clock are RuntimeError; an import is
+// ModuleNotFoundError. The same holds behind a Chain whose handlers all pass.
+func TestOSUnservedLikeUpstream(t *testing.T) {
 	it := newInterp(t)
-	for _, code := range []string{
-		"from pathlib import Path\nPath('/etc/passwd').read_text()",
-		"import os\nos.getenv('HOME')",
-		"open('/tmp/x', 'w')",
-	} {
-		_, err := hostRun(t, it, &runtime.Host{}, code)
-		assert.Equal(t, "PermissionError", pyErrType(t, err), code)
+	cases := []struct{ code, want string }{
+		{"from pathlib import Path\nPath('/etc/passwd').read_text()", "PermissionError: Permission denied: '/etc/passwd'"},
+		{"from pathlib import Path\nPath('/etc').exists()", "PermissionError: Permission denied: '/etc'"},
+		{"from pathlib import Path\nPath('/tmp/a').rename('/tmp/b')", "PermissionError: Permission denied: '/tmp/a'"},
+		{"import os\nos.listdir('/etc')", "PermissionError: Permission denied: '/etc'"},
+		{"open('/tmp/x', 'w')", "PermissionError: Permission denied: '/tmp/x'"},
+		{"open('data.txt')", "PermissionError: Permission denied: '/data.txt'"},
+		{"open('/tmp/../etc/./passwd')", "PermissionError: Permission denied: '/etc/passwd'"},
+		{"import os\nos.getenv('HOME')", "RuntimeError: 'os.getenv' is not supported in this environment"},
+		{"import os\nos.getenv('HOME', 'default')", "RuntimeError: 'os.getenv' is not supported in this environment"},
+		{"import os\nos.environ.get('HOME')", "RuntimeError: 'os.environ' is not supported in this environment"},
+		{"import os\nos.urandom(4)", "RuntimeError: 'os.urandom' is not supported in this environment"},
+		{"import numpy", "ModuleNotFoundError: No module named 'numpy'"},
 	}
+	pass := runtime.OSFunc(func(context.Context, *runtime.OSCall) (object.Value, error) { return nil, runtime.ErrNotHandled })
+	for name, h := range map[string]*runtime.Host{
+		"no handler": {},
+		"chain":      {OS: runtime.Chain{pass, runtime.NewMemFS("/work")}},
+	} {
+		for _, c := range cases {
+			_, err := hostRun(t, it, h, c.code)
+			assert.Equal(t, c.want, pyErr(t, err), "%s: %s", name, c.code)
+		}
+	}
+	// The clock, when the program asks the host for it.
+	_, err := hostRun(t, it, &runtime.Host{}, "import time\ntime.time()", runtime.WithHostClock())
+	assert.Equal(t, "RuntimeError: 'time.time' is not supported in this environment", pyErr(t, err))
+	// The branches: a PermissionError is an OSError, the RuntimeError is not.
+	v, err := hostRun(t, it, &runtime.Host{}, `
+import os
+caught = []
+for f in (lambda: open('/etc/passwd'), lambda: os.getenv('HOME')):
+    try:
+        f()
+    except OSError as e:
+        caught.append('OSError')
+    except RuntimeError as e:
+        caught.append('RuntimeError')
+caught`)
+	require.NoError(t, err)
+	assert.Equal(t, object.List{object.Str("OSError"), object.Str("RuntimeError")}, v)
 }
 
 func TestMemFS(t *testing.T) {

@@ -156,12 +156,13 @@ func TestStateTooLargeToSave(t *testing.T) {
 
 func TestHostSurvivesHostileCode(t *testing.T) {
 	c := newServer(t, httpapi.Options{}).client("")
-	for _, code := range []string{
-		"open('/etc/passwd').read()",
-		"import os\nos.getenv('HOME')",
+	// Refused as upstream Monty refuses them without a handler.
+	for code, typ := range map[string]string{
+		"open('/etc/passwd').read()":   "PermissionError",
+		"import os\nos.getenv('HOME')": "RuntimeError",
 	} {
 		status, resp, e := c.exec(map[string]any{"code": code})
-		if status != 200 || resp.Error == nil || resp.Error.Type != "PermissionError" {
+		if status != 200 || resp.Error == nil || resp.Error.Type != typ {
 			t.Fatalf("%q: %d %+v %+v", code, status, resp, e)
 		}
 	}
