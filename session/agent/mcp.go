@@ -56,6 +56,11 @@ type MCPNamespace struct {
 	id  object.UUID
 	log *slog.Logger
 
+	// listing serialises listing the tools and offering them: a
+	// tools/list_changed that arrives while AddMCPServer lists them waits
+	// and lists them again.
+	listing sync.Mutex
+
 	mu      sync.Mutex
 	session *mcp.ClientSession // nil: not connected
 	tools   map[string]mcpTool // by Python name
@@ -90,8 +95,9 @@ type mcpTool struct {
 //   - None for a result with no content.
 //
 // A result with isError raises RuntimeError with the server's text. A
-// server that cannot be reached raises ConnectionError, and the next call
-// connects again.
+// server that cannot be reached raises OSError (Monty has no
+// ConnectionError, its subclass in CPython), and the next call connects
+// again.
 //
 // AddMCPServer fails with an error matching ErrMCPServer when the server
 // cannot be reached or its tools cannot be mapped, and with
@@ -114,6 +120,8 @@ func (r *Registry) AddMCPServer(ctx context.Context, srv MCPServer) (*MCPNamespa
 	if ns.log == nil {
 		ns.log = slog.New(slog.DiscardHandler)
 	}
+	ns.listing.Lock()
+	defer ns.listing.Unlock()
 	cs, err := ns.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -123,7 +131,9 @@ func (r *Registry) AddMCPServer(ctx context.Context, srv MCPServer) (*MCPNamespa
 		_ = cs.Close()
 		return nil, err
 	}
+	ns.mu.Lock()
 	ns.session, ns.tools = cs, tools
+	ns.mu.Unlock()
 	if err := r.addNamespace(srv.Name, class, ns.id, ns); err != nil {
 		_ = cs.Close()
 		return nil, err
@@ -132,17 +142,19 @@ func (r *Registry) AddMCPServer(ctx context.Context, srv MCPServer) (*MCPNamespa
 }
 
 // Close ends the session with the server; calls made afterwards raise
-// ConnectionError.
+// OSError.
 func (ns *MCPNamespace) Close() error {
 	ns.mu.Lock()
-	defer ns.mu.Unlock()
 	ns.closed = true
-	if ns.session == nil {
+	cs := ns.session
+	ns.session = nil
+	ns.mu.Unlock()
+	if cs == nil {
 		return nil
 	}
-	err := ns.session.Close()
-	ns.session = nil
-	return err
+	// Closed without the lock: closing waits for the session's handlers,
+	// and a tools/list_changed refresh may be waiting for the lock.
+	return cs.Close()
 }
 
 // Name is the namespace's name.
@@ -288,7 +300,7 @@ func (ns *MCPNamespace) call(ctx context.Context, tool string, a Args) (object.V
 	}
 	// The connection failed: the server went away.
 	ns.drop(cs)
-	return nil, &runtime.Exception{Type: "ConnectionError", Message: fmt.Sprintf(
+	return nil, &runtime.Exception{Type: "OSError", Message: fmt.Sprintf(
 		"the MCP server %s went away during %s(): %v; the next call connects again", ns.srv.Name, tool, err)}
 }
 
@@ -298,12 +310,12 @@ func (ns *MCPNamespace) sessionFor(ctx context.Context, tool string) (*mcp.Clien
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	if ns.closed {
-		return nil, mcpTool{}, &runtime.Exception{Type: "ConnectionError", Message: fmt.Sprintf("the MCP server %s is closed", ns.srv.Name)}
+		return nil, mcpTool{}, &runtime.Exception{Type: "OSError", Message: fmt.Sprintf("the MCP server %s is closed", ns.srv.Name)}
 	}
 	if ns.session == nil {
 		cs, err := ns.connect(ctx)
 		if err != nil {
-			return nil, mcpTool{}, &runtime.Exception{Type: "ConnectionError", Message: fmt.Sprintf(
+			return nil, mcpTool{}, &runtime.Exception{Type: "OSError", Message: fmt.Sprintf(
 				"the MCP server %s cannot be reached: %v", ns.srv.Name, errors.Unwrap(err))}
 		}
 		ns.session = cs
@@ -319,16 +331,21 @@ func (ns *MCPNamespace) sessionFor(ctx context.Context, tool string) (*mcp.Clien
 // drop forgets cs, a session that went away.
 func (ns *MCPNamespace) drop(cs *mcp.ClientSession) {
 	ns.mu.Lock()
-	defer ns.mu.Unlock()
-	if ns.session == cs {
+	current := ns.session == cs
+	if current {
 		ns.session = nil
-		_ = cs.Close()
+	}
+	ns.mu.Unlock()
+	if current {
+		_ = cs.Close() // without the lock, as in Close
 		ns.log.Warn("mcp server went away", "server", ns.srv.Name)
 	}
 }
 
 // refresh lists the tools again after a tools/list_changed notification.
 func (ns *MCPNamespace) refresh(ctx context.Context, cs *mcp.ClientSession) {
+	ns.listing.Lock()
+	defer ns.listing.Unlock()
 	class, tools, err := ns.describe(ctx, cs)
 	if err != nil {
 		ns.log.Warn("mcp server: tools/list_changed, but the tools cannot be listed", "server", ns.srv.Name, "error", err)

@@ -177,7 +177,7 @@ func TestMCPProgressEvents(t *testing.T) {
 	assert.Equal(t, []string{"tool_call_start demo.steps", "progress 1/3 step 1", "progress 2/3 step 2", "progress 3/3 step 3", "tool_call_result "}, kinds)
 }
 
-// A server that goes away fails the call with ConnectionError; the next
+// A server that goes away fails the call with OSError; the next
 // call connects again. A run stopped by its time limit cancels the
 // request it waits on.
 func TestMCPReconnectAndCancel(t *testing.T) {
@@ -187,9 +187,11 @@ func TestMCPReconnectAndCancel(t *testing.T) {
 	assert.Equal(t, "3", ok(t, e, "t", "(await demo.get_sum(a=1, b=2))['sum']"))
 	d.kill()
 	res := execute(t, e, "t", "await demo.get_sum(a=1)")
-	assert.Contains(t, res.Text, "ConnectionError: the MCP server demo went away during get-sum()")
+	assert.Contains(t, res.Text, "OSError: the MCP server demo went away during get-sum()")
 	assert.Equal(t, "5", ok(t, e, "t", "(await demo.get_sum(a=2, b=3))['sum']"))
 	assert.Equal(t, int32(2), d.connects.Load())
+	d.kill()
+	assert.Equal(t, "caught: the MCP server demo went away", ok(t, e, "t", "try:\n    await demo.get_sum(a=1)\nexcept OSError as err:\n    print('caught:', str(err)[:29])"))
 
 	res = execute(t, e, "t", "await demo.block()")
 	assert.Equal(t, "TimeoutError", res.ErrorType, res.Text)

@@ -76,6 +76,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	typeCheck := fs.Bool("type-check", false, "type-check the code first and refuse to run it when the check finds problems (a REPL or session checks each snippet against the earlier ones)")
 	stubsFile := fs.String("stubs", "", "with --type-check: stub (.pyi) `FILE` declaring names the code may use as defined")
 	mountOpts := addMountFlags(fs)
+	connectOpts := addConnectFlags(fs)
 	onCorrupt := corruptFlag(fs, "a --session", "on stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -108,6 +109,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "monty:", err)
 		return ExitUsage
 	}
+	conns, err := connectOpts.servers()
+	if err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
+		return ExitUsage
+	}
 	mounts, err := mountOpts.open()
 	if err == nil && *sessionID != "" {
 		err = refuseFilesMount(mounts) // a session's own files are at /work
@@ -127,8 +133,20 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		defer cfg.store.Close()
 	}
+	// The code calls the servers' tools through the host of a registry
+	// offering them.
+	servers, err := connectOpts.connect(ctx, conns, noticeLogger(stderr))
+	if err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
+		return ExitException
+	}
+	defer servers.Close()
+	if h := servers.host(); h != nil {
+		h.OS, h.MaxCalls = cfg.host.OS, cfg.host.MaxCalls
+		cfg.host = h
+	}
 	if *typeCheck {
-		if cfg.tc, err = typeCheckConfig(ctx, stubs); err != nil {
+		if cfg.tc, err = typeCheckConfig(ctx, servers.stubs(stubs)); err != nil {
 			fmt.Fprintln(stderr, "monty:", err)
 			return ExitException
 		}
@@ -145,8 +163,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // runConfig is how monty runs code (-c, FILE, the REPL), from its flags.
 type runConfig struct {
 	limits runtime.Limits
-	// host serves the code's OS calls (the mounts) and bounds its host
-	// calls.
+	// host serves the code's OS calls (the mounts) and the tools of the
+	// --connect servers, and bounds its host calls.
 	host *runtime.Host
 	// tc type-checks the code before it runs; nil: no check.
 	tc *session.TypeCheck

@@ -38,8 +38,16 @@ func processEngine(ctx context.Context) (*runtime.Engine, error) {
 	return cliEngine.e, cliEngine.err
 }
 
-// noticeHandler turns the engine's log records into the CLI's plain
-// "monty: …" lines: the compile notice (on a terminal only) and warnings.
+// noticeLogger is the log of the run and REPL commands, as a
+// noticeHandler writing to stderr.
+func noticeLogger(stderr io.Writer) *slog.Logger {
+	f, ok := stderr.(*os.File)
+	return slog.New(&noticeHandler{w: stderr, terminal: ok && isTerminal(f)})
+}
+
+// noticeHandler turns log records into the CLI's plain "monty: …" lines:
+// warnings, and on a terminal only the compile notice and the MCP servers
+// connected.
 type noticeHandler struct {
 	mu       sync.Mutex
 	w        io.Writer
@@ -63,6 +71,9 @@ func (h *noticeHandler) Handle(_ context.Context, r slog.Record) error {
 		if dir := attrs["cache_dir"]; dir != "" {
 			line += " [" + dir + "]"
 		}
+		if server := attrs["server"]; server != "" {
+			line += " [MCP server " + server + "]"
+		}
 		if err := attrs["error"]; err != "" {
 			line += ": " + err
 		}
@@ -75,6 +86,8 @@ func (h *noticeHandler) Handle(_ context.Context, r slog.Record) error {
 		if dir := attrs["cache_dir"]; dir != "" {
 			line += " (cached in " + dir + ")"
 		}
+	case r.Message == mcpConnected:
+		line = fmt.Sprintf("monty: connected to the MCP server %s (%s tools)", attrs["server"], attrs["tools"])
 	default:
 		return nil
 	}

@@ -23,6 +23,8 @@ const mcpUsage = `usage: monty mcp [flags]
 Serves the execute_python and reset_session tools over the Model Context
 Protocol on stdin/stdout, for MCP clients that start it as a command. Python
 state persists in the session store between calls and between server runs.
+With --connect, the code calls the tools of other MCP servers: --connect
+time='uvx mcp-server-time' offers await time.get_current_time(timezone="UTC").
 A malformed input line is answered with a JSON-RPC error and skipped. Logs
 go to stderr. A session whose stored state cannot be loaded is kept aside and
 started empty, and the call's result says so (--on-corrupt-state fail: the
@@ -49,6 +51,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	typeCheck := fs.Bool("type-check", false, "type-check every execute_python call before it runs (a call's type_check argument overrides this)")
 	stubsFile := fs.String("stubs", "", "stub (.pyi) `FILE` declaring further names the code may use, for type checks")
 	mountOpts := addMountFlags(fs)
+	connectOpts := addConnectFlags(fs)
 	onCorrupt := corruptFlag(fs, "a session", "at the start of the call's result")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -91,6 +94,11 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
+	conns, err := connectOpts.servers()
+	if err != nil {
+		fmt.Fprintln(stderr, "monty mcp:", err)
+		return ExitUsage
+	}
 	// Only the operator names host directories; the tool's callers see the
 	// guest paths.
 	mounts, err := mountOpts.open()
@@ -116,6 +124,15 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return storeExit(err)
 	}
 	defer st.Close()
+	// Connected at start: a server that cannot be reached is the
+	// operator's to fix now, not the model's later. Closed after the
+	// executor.
+	servers, err := connectOpts.connect(ctx, conns, logger)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty mcp:", err)
+		return ExitException
+	}
+	defer servers.Close()
 	engine, err := serviceEngine(ctx, "", logger)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)
@@ -135,6 +152,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		Timeout:      timeout,
 		MaxMemory:    maxMemory,
 		MaxHostCalls: limitOpts.maxHostCalls(),
+		Functions:    servers.reg,
 		// Compiled at the first checked call, so that a server whose
 		// calls are never checked does not load it.
 		TypeCheck: *typeCheck,

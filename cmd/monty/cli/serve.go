@@ -35,7 +35,8 @@ GET|POST|DELETE /state/{id}, GET /state/{id}/info, GET|PUT|DELETE
 GET /metrics. Every flag can also be set with the environment variable named
 in brackets; a flag wins over its variable. The --max-* limits bound every
 execution: a request may ask for less, never for more. The --state-* flags
-are seed 004's STATE_* settings (docs/service.md maps them).
+are seed 004's STATE_* settings (docs/service.md maps them). The --connect
+MCP servers are the operator's: every client's code may call their tools.
 SIGINT or SIGTERM stops accepting work, lets running executions finish (up to
 --shutdown-timeout) and exits.
 
@@ -88,6 +89,7 @@ type serveConfig struct {
 	logFormat, logLevel, cacheDir           string
 	stubsFile                               string
 	mounts                                  *mountFlags
+	connect                                 *connectFlags
 	// Seed 004's state settings.
 	noPersistence, captureOnError bool
 	stateTTL, archiveAfter        string
@@ -132,6 +134,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&c.cacheDir, "cache-dir", "", "cache compiled machine code in `DIR` (default "+defaultCacheHint+"; off: none)")
 	fs.StringVar(&c.stubsFile, "stubs", "", "stub (.pyi) `FILE` added to every type check (POST /check, \"type_check\" on /exec): names the sandbox provides")
 	c.mounts = addMountFlags(fs)
+	c.connect = addConnectFlags(fs)
 	fs.Var((*negatedBool)(&c.noPersistence), "state-persistence", "keep session state between executions (false: every execution starts empty and nothing is stored) (default true)")
 	fs.BoolVar(&c.captureOnError, "state-capture-on-error", false, "store the state an execution leaves when its code raises (default: such an execution leaves the session as it was)")
 	fs.StringVar(&c.stateTTL, "state-ttl", "", "how long a session's state lives after its last write, in the store or a HOT,COLD pair's HOT store: a `DURATION` like 2h, seconds, or never (default: the store's: 2h in Redis, 7d in S3, never in a directory)")
@@ -449,6 +452,10 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	conns, err := c.connect.servers()
+	if err != nil {
+		return usageError{err}
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -472,15 +479,25 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 				"state_ttl", storeOpts.TTL, "archive_after", after, "archive_interval", interval)
 		}
 	}
+	// The operator's MCP servers: every client's code may call them.
+	// Closed after the handler's executions are done.
+	servers, err := c.connect.connect(ctx, conns, log)
+	if err != nil {
+		return err
+	}
+	defer servers.Close()
+	opts.Functions = servers.reg
 	engine, err := serviceEngine(ctx, c.cacheDir, log)
 	if err != nil {
 		return err
 	}
 	defer engine.Close(context.Background())
 	opts.Store, opts.Engine, opts.Logger = st, engine, log
-	if opts.Stubs, err = readStubs(c.stubsFile); err != nil {
+	stubs, err := readStubs(c.stubsFile)
+	if err != nil {
 		return usageError{err}
 	}
+	opts.Stubs = servers.stubs(stubs)
 	// The type checker is compiled at the first request that asks for a
 	// check, into the same cache as the interpreter.
 	checkerOpts := []typecheck.Option{typecheck.WithLogger(log)}
