@@ -326,6 +326,17 @@ func TestMCPMount(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(dir+"/in.txt", []byte("from the host"), 0o644))
 	cs := mcpClient(t, "--store", "mem:", "--mount", dir+":/data:overlay")
+	// The tool's description tells the model the guest path, never the host's.
+	tools, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	var desc string
+	for _, tool := range tools.Tools {
+		if tool.Name == "execute_python" {
+			desc = tool.Description
+		}
+	}
+	assert.Contains(t, desc, "Mounted directories: /data")
+	assert.NotContains(t, desc, dir)
 	text, isErr := call(t, cs, "execute_python", map[string]any{"code": "from pathlib import Path\nPath('/data/in.txt').write_text('changed')\nprint(Path('/data/in.txt').read_text())"})
 	assert.False(t, isErr, text)
 	assert.Equal(t, "changed", strings.TrimSpace(text))

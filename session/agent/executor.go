@@ -109,6 +109,17 @@ type ExecutorOptions struct {
 	// OS serves the code's file, environment and clock calls (for example
 	// the operator's mounts); nil denies them.
 	OS runtime.OSHandler
+	// Mounts describe the directories OS serves, for the tool's
+	// description: each one's guest path, mode and write limit (never its
+	// host path). The executor does not open them. With Mounts, the
+	// description says that other paths (beyond /work) cannot be opened;
+	// with an OS but no Mounts, it says nothing about files beyond /work.
+	Mounts []runtime.MountSpec
+	// BriefingBudget is the size of the tool's description, in estimated
+	// tokens, past which the host functions are listed by name rather
+	// than as stubs (and, past it again, counted by category): 0 means
+	// DefaultBriefingBudget, negative means no limit.
+	BriefingBudget int
 	// OmitCallResults leaves the host function calls' results out of
 	// Result.Text. By default the text has each call's result in order
 	// with the print output, as seed 002's executor collects its text: a
@@ -143,7 +154,9 @@ type Executor struct {
 	timeout time.Duration
 	check   bool              // type-check calls that do not say
 	calls   bool              // !OmitCallResults
-	tc      session.TypeCheck // how to check them
+	tc      session.TypeCheck // how to check them (Stubs: checkStubs)
+	stubs   string            // ExecutorOptions.Stubs
+	brief   briefing          // what the tool's description tells
 
 	mu    sync.Mutex
 	turns map[string]*turn
@@ -179,10 +192,6 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
-	stubs := fns.Stubs()
-	if opts.Stubs != "" {
-		stubs += "\n" + opts.Stubs
-	}
 	return &Executor{
 		mgr:     session.NewManager(sopts, opts.Manager),
 		store:   sopts.Store,
@@ -190,38 +199,39 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		timeout: timeout,
 		check:   opts.TypeCheck,
 		calls:   !opts.OmitCallResults,
-		tc:      session.TypeCheck{Checker: opts.Checker, Stubs: stubs, Format: typecheck.Full},
+		tc:      session.TypeCheck{Checker: opts.Checker, Format: typecheck.Full},
+		stubs:   opts.Stubs,
+		brief:   newBriefing(opts, sopts.Limits, timeout),
 		turns:   map[string]*turn{},
 	}, nil
+}
+
+// checkStubs are the stubs calls are checked against: the registry's as
+// they are now (an MCP server's tools change with tools/list_changed),
+// then ExecutorOptions.Stubs.
+func (e *Executor) checkStubs() string {
+	stubs := e.fns.Stubs()
+	if e.stubs != "" {
+		stubs += "\n" + e.stubs
+	}
+	return stubs
 }
 
 // Close closes every live session (their state is already stored).
 func (e *Executor) Close() { e.mgr.Close() }
 
 // Tool returns the execute_python tool definition: the parameters are
-// "code" (required), "session_id" and "type_check" (optional), and the
-// description lists the host functions the code can call.
+// "code" (required), "session_id", "type_check" and "client_tools"
+// (optional), and the description briefs the model from the configuration: the Python subset
+// Monty runs (what works and what does not, each claim tested against the
+// interpreter), what persists between calls, the limits, the files (/work,
+// Mounts) and the host functions, classes and MCP namespaces as stubs, or
+// by name past BriefingBudget. It depends only on the options and what the
+// registry holds.
 func (e *Executor) Tool() Tool {
-	var b strings.Builder
-	b.WriteString("Execute Python code in a sandboxed interpreter (Monty: a subset of Python without file, network or environment access). " +
-		"Variables, functions and classes persist between calls in the same session. " +
-		"Returns what the code prints, then the repr of the last expression's value unless it is None, or the Python traceback if the code raised.")
-	if e.calls {
-		b.WriteString(" The result also shows what each host function call returned.")
-	}
-	if ss := e.fns.Schemas(); len(ss) > 0 {
-		b.WriteString(" The code can call these functions directly:")
-		for _, s := range ss {
-			b.WriteString("\n- " + s.Signature())
-			if d, _, _ := strings.Cut(s.Description, "\n"); d != "" {
-				b.WriteString(": " + d)
-			}
-		}
-		b.WriteString("\nlist_functions() lists them and help('name') describes one.")
-	}
 	return Tool{
 		Name:        ToolName,
-		Description: b.String(),
+		Description: e.brief.description(e.fns),
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
 			`"code":{"type":"string","description":"Python source code to execute"},` +
 			`"session_id":{"type":"string","description":"Optional name of a separate session within this conversation (letters, digits and . _ - :); omit it to use the conversation's session"},` +
@@ -400,7 +410,9 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 	defer release()
 	var tc *session.TypeCheck
 	if a.TypeCheck != nil && *a.TypeCheck || a.TypeCheck == nil && e.check {
-		tc = &e.tc
+		check := e.tc
+		check.Stubs = e.checkStubs()
+		tc = &check
 	}
 	opts := session.ExecOptions{TypeCheck: tc}
 	for _, t := range a.ClientTools {

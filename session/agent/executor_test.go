@@ -115,7 +115,7 @@ func TestToolDefinition(t *testing.T) {
 	require.NoError(t, json.Unmarshal(e.ResumeTool().Parameters, &resume), "resume_python's schema is JSON")
 	assert.Equal(t, []any{"run_id", "results"}, resume["required"])
 	assert.Contains(t, tool.Description, "sandboxed")
-	assert.Contains(t, tool.Description, "\n- get_weather(city: str, units: str = 'metric'): Current weather for a city.\n")
+	assert.Contains(t, tool.Description, "\ndef get_weather(city: str, units: str | None = 'metric') -> dict[str, Any]: ...  # Current weather for a city.\n")
 	assert.Contains(t, tool.Description, "help('name')")
 
 	none := newExecutor(t, agent.ExecutorOptions{Functions: mustRegistry(t)})

@@ -237,6 +237,13 @@ func TestMCPToolsChanged(t *testing.T) {
 		return strings.Contains(ok(t, e, "t", "help()"), "late")
 	}, 10*time.Second, 20*time.Millisecond)
 	assert.Equal(t, "'here'", ok(t, e, "t", "await demo.late()"))
+	// Type checks know the new tool too.
+	res, err := e.Execute(context.Background(), "t", json.RawMessage(`{"code": "await demo.late()", "type_check": true}`))
+	require.NoError(t, err)
+	require.NoError(t, res.Err, res.Text)
+	res, err = e.Execute(context.Background(), "t", json.RawMessage(`{"code": "await demo.later()", "type_check": true}`))
+	require.NoError(t, err)
+	assert.Equal(t, agent.TypeCheckErrorType, res.ErrorType, res.Text)
 }
 
 // The stubs declare each namespace as an object whose methods are the

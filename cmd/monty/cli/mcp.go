@@ -159,6 +159,8 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		Stubs:     stubs,
 		Checker:   checker,
 		OS:        osHandler(mounts),
+		// The description tells the model which directories it finds.
+		Mounts: mounts.Specs(),
 		// A session whose stored state does not load is kept aside and
 		// started empty (the call's text says so), unless told to fail.
 		FailOnCorruptState: failOnCorrupt,
