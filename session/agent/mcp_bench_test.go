@@ -18,20 +18,22 @@ import (
 // the reference "everything" server from npm, started as a process like
 // TestMCPReferenceServers does: set the server's command line with
 // `eval "$(scripts/mcpservers.sh env)"` first (these benchmarks fail,
-// saying so, when it is unset). Run with
+// saying so, when it is unset). Each benchmark compares two
+// sub-benchmarks; read their ratio, not the absolute times (the server is
+// a node process). -count runs each sub-benchmark's rounds back to back,
+// so on a shared machine interleave them by running the test binary again
+// and again:
 //
-//	go test -run xxx -bench BenchmarkMCP -count 10 ./session/agent/
-//
-// and read the ratios of the sub-benchmarks of one run, not the absolute
-// times: the server is a node process whose speed the Go side does not
-// control.
+//	go test -c -o /tmp/agent.test ./session/agent/
+//	for i in $(seq 10); do /tmp/agent.test -test.run xxx -test.bench BenchmarkMCP; done >mcp.txt
+//	go run golang.org/x/perf/cmd/benchstat@latest mcp.txt
 
 // BenchmarkMCPCall: one MCP tool call (the server's echo) made directly by
 // the Go SDK's client (direct) against the same call made from Python in a
 // warm execute_python session (python). The Python calls are made in a
-// loop of up to callsPerRun per Execute, so the figure is the cost per tool call
-// with the execute_python call's own cost (running a snippet, storing the
-// session) spread over the loop. Both report ns/toolcall (the same as
+// loop of up to callsPerRun per Execute, so the figure is the cost per
+// tool call, with the execute_python call's own cost (running a snippet,
+// storing the session) spread over the loop. Both report ns/toolcall (the same as
 // ns/op: an op is one tool call).
 func BenchmarkMCPCall(b *testing.B) {
 	ctx := context.Background()
@@ -57,9 +59,7 @@ func BenchmarkMCPCall(b *testing.B) {
 		b.ResetTimer()
 		for left := b.N; left > 0; left -= callsPerRun {
 			res, err := e.Execute(ctx, "bench", codeArgs(fmt.Sprintf(loop, min(left, callsPerRun))))
-			if err != nil || res.Err != nil {
-				b.Fatal(err, res.Text)
-			}
+			mustRun(b, res, err)
 		}
 		reportPerCall(b, 1)
 	})
@@ -87,9 +87,7 @@ total`
 		b.ResetTimer()
 		for range b.N {
 			res, err := e.Execute(ctx, "bench", args)
-			if err != nil || res.Err != nil {
-				b.Fatal(err, res.Text)
-			}
+			mustRun(b, res, err)
 		}
 		reportPerCall(b, 10)
 		b.ReportMetric(1, "round_trips/op")
@@ -104,14 +102,23 @@ total`
 		for range b.N {
 			for _, a := range args {
 				res, err := e.Execute(ctx, "bench", a)
-				if err != nil || res.Err != nil {
-					b.Fatal(err, res.Text)
-				}
+				mustRun(b, res, err)
 			}
 		}
 		reportPerCall(b, 10)
 		b.ReportMetric(10, "round_trips/op")
 	})
+}
+
+// mustRun stops the benchmark when an execute_python call failed.
+func mustRun(b *testing.B, res *agent.Result, err error) {
+	b.Helper()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.Err != nil {
+		b.Fatal(res.Text)
+	}
 }
 
 // callsPerRun bounds the tool calls of one execute_python call in
