@@ -173,6 +173,11 @@ type Options struct {
 	// (with list_functions() and help()); nil offers none. A request that
 	// streams its events sees their calls as tool calls.
 	Functions *agent.Registry
+	// MaxHostCalls bounds the host calls of one execution (file,
+	// environment and clock calls, host functions, MCP tools): 0 means
+	// runtime.DefaultMaxHostCalls, negative no limit. Past it the run
+	// stops with runtime.ErrHostCallLimit (422 "host_call_limit").
+	MaxHostCalls int
 	// FailOnCorruptState makes an execution whose stored state cannot be
 	// loaded fail with 500 "state_corrupt". By default the session starts
 	// empty and the answer says so in "state_warning" (and the log has a

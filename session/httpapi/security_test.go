@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store/memstore"
@@ -260,4 +261,21 @@ func wantErrorBody(t *testing.T, body []byte) apiErr {
 		t.Fatalf("error body %s: %v", body, err)
 	}
 	return e
+}
+
+// Options.MaxHostCalls bounds the host calls of one execution: past it
+// the run stops with 422 host_call_limit; 0 keeps the runtime's default.
+func TestMaxHostCalls(t *testing.T) {
+	env := runtime.Env{"A": "1"}
+	code := "import os\nfor i in range(5):\n    os.getenv('A')\n'done'"
+	c := newServer(t, httpapi.Options{OS: env, MaxHostCalls: 3}).client("")
+	status, resp, e := c.exec(map[string]any{"code": code})
+	if status != 422 || e.Error != "host_call_limit" {
+		t.Fatalf("5 calls with MaxHostCalls 3: %d %+v %+v", status, resp, e)
+	}
+	c = newServer(t, httpapi.Options{OS: env}).client("")
+	status, resp, e = c.exec(map[string]any{"code": code})
+	if status != 200 || string(resp.Result) != `"done"` {
+		t.Fatalf("5 calls with the default: %d %+v %+v", status, resp, e)
+	}
 }

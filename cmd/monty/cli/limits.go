@@ -50,9 +50,8 @@ var (
 	// mcpLimits are monty mcp's: the agent executor's time and memory
 	// defaults.
 	mcpLimits = limitProfile{defaults: withTimeMemory(runtime.DefaultLimits(), agent.DefaultTimeout, agent.DefaultMaxMemory), service: true, host: true}
-	// serveLimits are monty serve's: the HTTP API's defaults (its Options
-	// have no host call limits).
-	serveLimits = limitProfile{defaults: httpapi.DefaultLimits(), service: true}
+	// serveLimits are monty serve's: the HTTP API's defaults.
+	serveLimits = limitProfile{defaults: httpapi.DefaultLimits(), service: true, host: true}
 )
 
 // maxAnswer is the largest --max-output and --max-result of a service.

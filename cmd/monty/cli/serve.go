@@ -53,6 +53,7 @@ var serveEnv = map[string]string{
 	"max-memory":       "MONTY_MAX_MEMORY",
 	"max-recursion":    "MONTY_MAX_RECURSION",
 	"max-int-bits":     "MONTY_MAX_INT_BITS",
+	"max-host-calls":   "MONTY_MAX_HOST_CALLS",
 	"max-output":       "MONTY_MAX_OUTPUT",
 	"max-result":       "MONTY_MAX_RESULT",
 	"max-state-size":   "MONTY_MAX_STATE_SIZE",
@@ -204,6 +205,7 @@ func (c serveConfig) options() (httpapi.Options, error) {
 	if o.Limits, err = c.limits.limits(); err != nil {
 		return o, usageError{err}
 	}
+	o.MaxHostCalls = c.limits.maxHostCalls()
 	sizes := []struct {
 		flag string
 		val  string

@@ -159,6 +159,31 @@ func TestServeMaxResult(t *testing.T) {
 	}
 }
 
+// TestServeMaxHostCalls: --max-host-calls (MONTY_MAX_HOST_CALLS) reaches
+// the HTTP API's options: the runtime's default, a bound, or none (0).
+func TestServeMaxHostCalls(t *testing.T) {
+	t.Setenv("MONTY_SIGNING_KEY", "0123456789abcdef")
+	for flagValue, want := range map[string]int{"": 1000, "7": 7, "0": -1} {
+		c := serveConfig{maxState: "50MiB", maxBody: "1MiB"}
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		c.limits = addLimitFlags(fs, serveLimits)
+		args := []string{}
+		if flagValue != "" {
+			args = []string{"--max-host-calls", flagValue}
+		}
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		o, err := c.options()
+		if err != nil || o.MaxHostCalls != want {
+			t.Errorf("--max-host-calls %q: MaxHostCalls %d (%v), want %d", flagValue, o.MaxHostCalls, err, want)
+		}
+	}
+	if serveEnv["max-host-calls"] != "MONTY_MAX_HOST_CALLS" {
+		t.Fatal("--max-host-calls has no environment variable")
+	}
+}
+
 // TestServeMount runs a real server with an overlay mount: clients reach
 // the operator's directory at its guest path only, share the overlay's
 // changes, and the host directory never changes.
