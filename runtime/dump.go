@@ -119,14 +119,14 @@ type StateLimitError struct {
 // Error says what the state needs, the limit, and what to do.
 func (e *StateLimitError) Error() string {
 	return fmt.Sprintf("monty: memory limit exceeded: the state needs at least %s of heap, more than the memory limit of %s; "+
-		"nothing was loaded: raise the memory limit, or start from fresh state", byteSize(e.Need), byteSize(e.Limit))
+		"nothing was loaded: raise the memory limit, or start from fresh state", ByteSize(e.Need), ByteSize(e.Limit))
 }
 
 // Is makes errors.Is(err, ErrMemoryLimit) true.
 func (e *StateLimitError) Is(target error) bool { return target == ErrMemoryLimit }
 
 // byteSize formats n bytes for a message: "16 MiB", "3.2 MiB", "100 bytes".
-func byteSize(n int64) string {
+func ByteSize(n int64) string {
 	for _, u := range []struct {
 		size int64
 		name string

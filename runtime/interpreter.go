@@ -354,7 +354,7 @@ func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wir
 		}
 		if strings.HasPrefix(msg, valueTooLarge) {
 			return nil, fmt.Errorf("%w: the value is larger than the limit of %s; return a smaller one",
-				ErrResultLimit, byteSize(it.limits.valueCap()))
+				ErrResultLimit, ByteSize(it.limits.valueCap()))
 		}
 		return nil, apiError(msg)
 	}

@@ -258,14 +258,14 @@ type noSpaceError struct {
 func (e *noSpaceError) Error() string {
 	var bounds []string
 	if e.limits.MaxBytes > 0 {
-		bounds = append(bounds, fmt.Sprintf("%s of contents and paths", byteSize(e.limits.MaxBytes)))
+		bounds = append(bounds, fmt.Sprintf("%s of contents and paths", ByteSize(e.limits.MaxBytes)))
 	}
 	if e.limits.MaxEntries > 0 {
 		bounds = append(bounds, fmt.Sprintf("%d files and directories", e.limits.MaxEntries))
 	}
 	holds := fmt.Sprintf("%s holds at most %s", e.at, strings.Join(bounds, " and "))
 	if e.path == "" {
-		return fmt.Sprintf("[Errno 28] No space left on device: the files (%s in %d entries) do not fit: %s", byteSize(e.bytes), e.entries, holds)
+		return fmt.Sprintf("[Errno 28] No space left on device: the files (%s in %d entries) do not fit: %s", ByteSize(e.bytes), e.entries, holds)
 	}
 	return fmt.Sprintf("[Errno 28] No space left on device: %s (%s; remove or shorten files to make room)", quote(e.path), holds)
 }

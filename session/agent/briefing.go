@@ -373,10 +373,10 @@ func (b briefing) limitsText(hostCalls bool) string {
 		parts = append(parts, b.timeout.String()+" of run time (host calls included)")
 	}
 	if m := b.limits.MaxMemory; m > 0 {
-		parts = append(parts, sizeText(m)+" of memory")
+		parts = append(parts, runtime.ByteSize(m)+" of memory")
 	}
 	if o := b.limits.MaxOutput; o > 0 {
-		parts = append(parts, sizeText(int64(o))+" of print output")
+		parts = append(parts, runtime.ByteSize(int64(o))+" of print output")
 	}
 	parts = append(parts, "recursion depth "+strconv.Itoa(cmp.Or(b.limits.MaxRecursion, runtime.DefaultMaxRecursion)))
 	if b.hostCalls > 0 && hostCalls {
@@ -403,7 +403,7 @@ func (b briefing) filesText() string {
 			keep = "empty at the start of each call"
 		}
 		parts = append(parts, fmt.Sprintf("%s is this session's own directory and the working directory (%s, %d entries), %s.",
-			session.FilesMount, sizeText(size), cmp.Or(b.files.MaxEntries, session.DefaultMaxFileEntries), keep))
+			session.FilesMount, runtime.ByteSize(size), cmp.Or(b.files.MaxEntries, session.DefaultMaxFileEntries), keep))
 	}
 	if len(b.mounts) > 0 {
 		m := make([]string, len(b.mounts))
@@ -439,25 +439,9 @@ func mountModeText(s runtime.MountSpec) string {
 		t = s.Mode.String()
 	}
 	if s.WriteLimit > 0 {
-		t += ", up to " + sizeText(s.WriteLimit) + " written"
+		t += ", up to " + runtime.ByteSize(s.WriteLimit) + " written"
 	}
 	return t
-}
-
-// sizeText spells a byte count: "16 MiB", "1.5 KiB", "100 bytes".
-func sizeText(n int64) string {
-	for _, u := range []struct {
-		size int64
-		name string
-	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
-		if n >= u.size {
-			if n%u.size == 0 {
-				return strconv.FormatInt(n/u.size, 10) + " " + u.name
-			}
-			return strconv.FormatFloat(float64(n)/float64(u.size), 'f', 1, 64) + " " + u.name
-		}
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // callables is what the code can call or use, in the order the

@@ -147,23 +147,13 @@ func errText(err error) string {
 	return strings.TrimPrefix(err.Error(), "monty: ")
 }
 
-// byteSize formats a size for a message: "16 MiB", "1.5 KiB", "100 bytes".
+// byteSize formats a size for a message as runtime.ByteSize does ("16
+// MiB", "1.5 KiB", "100 bytes"), 0 as "no limit".
 func byteSize(n int64) string {
-	for _, u := range []struct {
-		size int64
-		name string
-	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
-		if n >= u.size {
-			if n%u.size == 0 {
-				return fmt.Sprintf("%d %s", n/u.size, u.name)
-			}
-			return fmt.Sprintf("%.1f %s", float64(n)/float64(u.size), u.name)
-		}
-	}
 	if n == 0 {
 		return "no limit"
 	}
-	return fmt.Sprintf("%d bytes", n)
+	return runtime.ByteSize(n)
 }
 
 // truncate cuts s to at most n bytes (at a character boundary), saying how
