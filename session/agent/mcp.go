@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -221,19 +222,12 @@ func (ns *MCPNamespace) description(cs *mcp.ClientSession) string {
 	d := fmt.Sprintf("The tools of the MCP server %s, as async methods: await %s.tool(name=value, ...).", ns.srv.Name, ns.srv.Name)
 	if init := cs.InitializeResult(); init != nil && init.ServerInfo != nil {
 		info := init.ServerInfo
-		d += fmt.Sprintf("\nServer: %s %s.", cmpOr(info.Title, info.Name), info.Version)
+		d += fmt.Sprintf("\nServer: %s %s.", cmp.Or(info.Title, info.Name), info.Version)
 		if init.Instructions != "" {
 			d += "\n" + init.Instructions
 		}
 	}
 	return d
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // offered reports whether the filters offer the tool named name.
@@ -501,7 +495,7 @@ func schemaParams(schema any) ([]Param, map[string]string, error) {
 			Title       string `json:"title"`
 		}
 		_ = json.Unmarshal(props[prop], &p)
-		param := Param{Name: name, Type: paramTypeOf(p.Type), Description: cmpOr(p.Description, p.Title), Schema: props[prop]}
+		param := Param{Name: name, Type: paramTypeOf(p.Type), Description: cmp.Or(p.Description, p.Title), Schema: props[prop]}
 		if slices.Contains(s.Required, prop) {
 			required = append(required, param)
 		} else {
