@@ -2,6 +2,7 @@ package object
 
 import (
 	"encoding/hex"
+	"fmt"
 	"math"
 	"math/big"
 )
@@ -27,6 +28,20 @@ type Pair struct {
 
 // UUID identifies a class, an instance or a module within the interpreter.
 type UUID [16]byte
+
+// ParseUUID reads a UUID in the canonical 8-4-4-4-12 hexadecimal form
+// String writes.
+func ParseUUID(s string) (UUID, error) {
+	var u UUID
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return u, fmt.Errorf("object: %q is not a UUID in 8-4-4-4-12 form", s)
+	}
+	digits := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:]
+	if _, err := hex.Decode(u[:], []byte(digits)); err != nil {
+		return UUID{}, fmt.Errorf("object: %q is not a UUID: %w", s, err)
+	}
+	return u, nil
+}
 
 // String formats the UUID in its canonical 8-4-4-4-12 hexadecimal form.
 func (u UUID) String() string {

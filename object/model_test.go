@@ -3,6 +3,7 @@ package object
 import (
 	"math"
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,4 +129,18 @@ func TestTimeZoneLocation(t *testing.T) {
 	name, _ = time.Date(2024, 1, 1, 0, 0, 0, 0, TimeZone{Name: ptr("Z")}.Location()).Zone()
 	assert.Equal(t, "Z", name)
 	require.NotNil(t, TimeZone{Offset: 60}.Location())
+}
+
+// ParseUUID reads back what String writes, and nothing else.
+func TestParseUUID(t *testing.T) {
+	u := NameUUID("test", "x")
+	got, err := ParseUUID(u.String())
+	if err != nil || got != u {
+		t.Fatalf("ParseUUID(%s) = %v, %v", u, got, err)
+	}
+	for _, bad := range []string{"", u.String()[:35], strings.ReplaceAll(u.String(), "-", ""), "zzzzzzzz-zzzz-zzzz-zzzz-zzzzzzzzzzzz", u.String() + "0"} {
+		if _, err := ParseUUID(bad); err == nil {
+			t.Errorf("ParseUUID(%q) accepted", bad)
+		}
+	}
 }

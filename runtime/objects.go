@@ -32,7 +32,9 @@ type ObjectHandler interface {
 	// instead of calling anything (an *Exception as that exception, for
 	// example AttributeError for a name the object does not have). It is
 	// a lookup and must not block: the run's limits bound the returned
-	// Function's call, not Method itself.
+	// Function's call, not Method itself. A Function with External set
+	// is answered by the run's caller, like an External function's call
+	// (Drive returns *Suspended; FunctionCall.ObjectID names the object).
 	Method(ctx context.Context, id object.UUID, name string) (Function, error)
 }
 
@@ -67,6 +69,10 @@ func (d *drive) objectMethod(p *FunctionCall) (Answer, error) {
 	f, err := lookupMethod(d.ctx, d.h.Objects, *p.ObjectID, p.Name)
 	if err != nil {
 		return raiseFor(err), nil
+	}
+	if f.External {
+		// Answered by the caller, as an External function's call.
+		return d.externalCall(f, p)
 	}
 	return d.callFunction(f, p)
 }

@@ -44,6 +44,11 @@ type ToolCall struct {
 	// Resume must answer it, and only it (the async calls listed with it
 	// are answered when the code awaits them).
 	Blocking bool
+	// Object is the host object of a method call the caller answers (a
+	// method whose runtime.Function is External, such as an MCP tool that
+	// waits for a person's approval); nil for a client tool's call. Name
+	// is then the method's name.
+	Object *object.UUID
 }
 
 // Paused describes a run stopped at client tool calls.
@@ -104,6 +109,9 @@ type storedCall struct {
 	Name   string `json:"name"`
 	Args   []byte `json:"args"`   // a tuple
 	Kwargs []byte `json:"kwargs"` // a dict
+	// Object is the host object of a method call (its UUID, canonical
+	// form); empty for a function.
+	Object string `json:"object,omitempty"`
 }
 
 // check validates a decoded record.
@@ -120,11 +128,27 @@ func (r *pausedRun) check() error {
 		if _, _, err := c.decode(); err != nil {
 			return err
 		}
+		if _, err := c.object(); err != nil {
+			return err
+		}
 	}
 	if r.Blocking != nil && !seen[*r.Blocking] {
 		return fmt.Errorf("blocking call %d is not among the calls", *r.Blocking)
 	}
 	return nil
+}
+
+// object is the host object a method call was made on; nil for a
+// function.
+func (c storedCall) object() (*object.UUID, error) {
+	if c.Object == "" {
+		return nil, nil
+	}
+	id, err := object.ParseUUID(c.Object)
+	if err != nil {
+		return nil, fmt.Errorf("call %d: %w", c.ID, err)
+	}
+	return &id, nil
 }
 
 func (c storedCall) decode() ([]object.Value, []object.Pair, error) {
@@ -164,8 +188,9 @@ func (r *pausedRun) public() *Paused {
 	p := &Paused{RunID: r.ID, Expires: r.Expires}
 	for _, c := range r.Calls {
 		args, kwargs, _ := c.decode() // checked when stored or loaded
+		obj, _ := c.object()
 		p.Calls = append(p.Calls, ToolCall{ID: strconv.FormatUint(uint64(c.ID), 10), Name: c.Name, Args: args, Kwargs: kwargs,
-			Blocking: r.Blocking != nil && *r.Blocking == c.ID})
+			Blocking: r.Blocking != nil && *r.Blocking == c.ID, Object: obj})
 	}
 	return p
 }
@@ -521,7 +546,11 @@ func storeCall(c *runtime.FunctionCall) storedCall {
 		}
 		kwargs, _ = object.Encode(reprs)
 	}
-	return storedCall{ID: c.CallID, Name: c.Name, Args: args, Kwargs: kwargs}
+	sc := storedCall{ID: c.CallID, Name: c.Name, Args: args, Kwargs: kwargs}
+	if c.ObjectID != nil {
+		sc.Object = c.ObjectID.String()
+	}
+	return sc
 }
 
 // syncRun reloads the state when the store holds a newer one: a run paused

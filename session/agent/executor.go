@@ -474,7 +474,7 @@ func (e *Executor) execute(ctx context.Context, id, named string, tc *session.Ty
 		res.Err, res.ErrorType = sres.Err, sres.Err.Type
 		res.Error = cmp.Or(strings.TrimRight(sres.Err.Text, "\n"), sres.Err.Error())
 	case err == nil && sres.Paused != nil:
-		res.Paused = pausedOf(sres.Paused, named)
+		res.Paused = pausedOf(sres.Paused, named, e.fns)
 		res.RunID = res.Paused.RunID
 		for _, c := range res.Paused.Calls {
 			args, _ := json.Marshal(map[string]any{"args": c.Args, "kwargs": c.Kwargs})

@@ -50,6 +50,9 @@ type Function struct {
 	noEvents bool
 	// recv is the receiver type of a Method.
 	recv reflect.Type
+	// approval makes a method's calls wait for a person's approval: the
+	// run pauses at them (see MCPServer.Approve).
+	approval bool
 }
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -38,6 +38,15 @@ type MCPServer struct {
 	// Allow, when not empty, lists the tools offered (by their MCP names);
 	// Deny lists tools not offered. A tool in both is not offered.
 	Allow, Deny []string
+	// Approve lists tools (by their MCP names) whose calls wait for a
+	// person's approval, as do the tools whose annotations say
+	// destructiveHint (and not readOnlyHint): the code's call does not
+	// run; the run pauses, is stored like a run paused at client tools
+	// (resumable in any process, until its TTL), and the pause lists the
+	// call as an approval. Registry.Approve answers it: approved, the real
+	// MCP call is made and its result is the call's value; refused, the
+	// call raises PermissionError in the code.
+	Approve []string
 	// Logger receives the server's log notifications and the connection's
 	// events; nil logs nothing.
 	Logger *slog.Logger
@@ -249,6 +258,10 @@ func (ns *MCPNamespace) method(name string, def *mcp.Tool) (Function, map[string
 		desc = def.Title
 	}
 	tool := def.Name
+	approval := ns.needsApproval(def)
+	if approval {
+		desc = strings.TrimSpace(desc + "\nEach call waits for a person's approval: the run pauses until it is given or refused (refused raises PermissionError).")
+	}
 	fn := Function{
 		Schema: Schema{Name: name, Description: desc, Params: params, ReturnType: returnTypeOfSchema(def.OutputSchema), ReturnSchema: rawSchema(def.OutputSchema)},
 		Async:  true,
@@ -256,7 +269,17 @@ func (ns *MCPNamespace) method(name string, def *mcp.Tool) (Function, map[string
 			return ns.call(ctx, tool, a)
 		},
 	}
+	fn.approval = approval
 	return fn, args, nil
+}
+
+// needsApproval reports whether calls of def wait for a person's approval.
+func (ns *MCPNamespace) needsApproval(def *mcp.Tool) bool {
+	if slices.Contains(ns.srv.Approve, def.Name) {
+		return true
+	}
+	a := def.Annotations
+	return a != nil && !a.ReadOnlyHint && a.DestructiveHint != nil && *a.DestructiveHint
 }
 
 // call makes the MCP call of tool with the bound arguments a.

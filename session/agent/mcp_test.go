@@ -15,7 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/store/memstore"
 )
 
 // demoServer is an MCP server of the official Go SDK, in this process,
@@ -306,4 +308,73 @@ func TestMCPSchemaTypesTypeCheck(t *testing.T) {
 	// And the call runs.
 	e := newExecutor(t, agent.ExecutorOptions{Functions: reg})
 	assert.Equal(t, "2 ['a', 'b']", ok(t, e, "t", "r = await demo.search_issues('bug', filter={'state': 'open'})\nprint(r['total'], r['titles'])"))
+}
+
+// A destructive tool (or one the operator lists in Approve) does not run
+// when the code calls it: the run pauses, stored, and the pause lists the
+// call for a person. Approved (here by an executor over the same store, as
+// another process would), the real call is made and the code goes on with
+// its result; refused, the call raises PermissionError in the code. A
+// value cannot stand for an approval, nor an approval for a value.
+func TestMCPApprovals(t *testing.T) {
+	d := newDemoServer(t)
+	var dropped atomic.Int32
+	destructive := true
+	d.srv.AddTool(&mcp.Tool{Name: "drop-table", Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive},
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			dropped.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "dropped"}}}, nil
+		})
+	st := memstore.New(memstore.Options{})
+	newExec := func() *agent.Executor {
+		reg, _ := demoNamespace(t, d, agent.MCPServer{Approve: []string{"echo"}})
+		return newExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{Store: st}})
+	}
+	e := newExec()
+	code := `import asyncio
+r = await demo.drop_table(name="users")
+try:
+    await demo.echo(message="after")
+except PermissionError as err:
+    r = r + " / refused: " + str(err)
+print(r)`
+	res := execute(t, e, "t", code)
+	require.NotNil(t, res.Paused, res.Text)
+	require.Len(t, res.Paused.Calls, 1)
+	c := res.Paused.Calls[0]
+	assert.Equal(t, "demo.drop_table", c.Name)
+	assert.True(t, c.Approval)
+	assert.Contains(t, res.Text, `demo.drop_table(name='users') (needs a person's approval: ask them)`)
+	assert.Equal(t, int32(0), dropped.Load(), "nothing runs before the approval")
+
+	resume := func(e *agent.Executor, runID, results string) (*agent.Result, error) {
+		return e.Resume(context.Background(), "t", json.RawMessage(`{"run_id": "`+runID+`", "results": `+results+`}`))
+	}
+	_, err := resume(e, res.RunID, `[{"id": "`+c.ID+`", "value": "dropped"}]`)
+	require.ErrorIs(t, err, agent.ErrBadArgs)
+	assert.Contains(t, err.Error(), "needs a person's approval")
+	assert.Equal(t, int32(0), dropped.Load(), "a value does not stand for the call")
+
+	// Another executor (another process) approves: the call is made there.
+	e2 := newExec()
+	res, err = resume(e2, res.RunID, `[{"id": "`+c.ID+`", "approve": true}]`)
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), dropped.Load())
+	require.NotNil(t, res.Paused, res.Text) // then echo, listed in Approve
+	c = res.Paused.Calls[0]
+	assert.Equal(t, "demo.echo", c.Name)
+	_, err = resume(e2, res.RunID, `[{"id": "`+c.ID+`", "approve": true, "value": 1}, {"id": "99", "approve": true}]`)
+	require.ErrorIs(t, err, agent.ErrBadArgs)
+	res, err = resume(e2, res.RunID, `[{"id": "`+c.ID+`", "approve": false}]`)
+	require.NoError(t, err)
+	require.NoError(t, res.Err, res.Text)
+	assert.Equal(t, "dropped / refused: demo.echo was not approved: a person refused the call", strings.TrimSpace(res.Output))
+
+	// A call that does not wait for approval cannot be approved.
+	res, err = e2.Execute(context.Background(), "t", json.RawMessage(`{"code": "x = ask()", "client_tools": [{"name": "ask"}]}`))
+	require.NoError(t, err)
+	require.NotNil(t, res.Paused, res.Text)
+	_, err = resume(e2, res.RunID, `[{"id": "0", "approve": true}]`)
+	assert.ErrorIs(t, err, agent.ErrBadArgs)
 }

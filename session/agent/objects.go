@@ -328,6 +328,11 @@ func (h objectHandler) Method(_ context.Context, id object.UUID, name string) (r
 		return runtime.Function{}, &runtime.Exception{Type: "AttributeError", Message: fmt.Sprintf(
 			"'%s' object has no attribute '%s'", o.class.Name, name)}
 	}
+	if m.approval {
+		// The run pauses at the call until a person decides
+		// (Registry.Approve).
+		return runtime.Function{External: true, Async: m.Async}, nil
+	}
 	call := o.class.calls[name]
 	return runtime.Function{
 		Func: func(ctx context.Context, args []object.Value, kwargs []object.Pair) (object.Value, error) {

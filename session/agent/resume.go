@@ -41,12 +41,20 @@ type PausedCall struct {
 	// Blocking marks the sync call the code is stopped at: answer it,
 	// alone.
 	Blocking bool `json:"blocking,omitempty"`
+	// Approval marks a call of an MCP tool that waits for a person's
+	// approval (MCPServer.Approve): answer it with "approve", not a value.
+	Approval bool `json:"approval,omitempty"`
 }
 
-func pausedOf(p *session.Paused, sessionID string) *PausedRun {
+// pausedOf describes a paused run for the model; reg names the calls
+// that wait for approval.
+func pausedOf(p *session.Paused, sessionID string, reg *Registry) *PausedRun {
 	out := &PausedRun{RunID: p.RunID, SessionID: sessionID, Expires: p.Expires}
 	for _, c := range p.Calls {
 		pc := PausedCall{ID: c.ID, Name: c.Name, Blocking: c.Blocking, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
+		if name, ok := reg.ApprovalName(c); ok {
+			pc.Name, pc.Approval = name, true
+		}
 		parts := make([]string, 0, len(c.Args)+len(c.Kwargs))
 		for i, a := range c.Args {
 			pc.Args[i] = valueJSON(a)
@@ -57,7 +65,7 @@ func pausedOf(p *session.Paused, sessionID string) *PausedRun {
 			pc.Kwargs[string(k)] = valueJSON(kw.Value)
 			parts = append(parts, string(k)+"="+object.Repr(kw.Value))
 		}
-		pc.Call = c.Name + "(" + strings.Join(parts, ", ") + ")"
+		pc.Call = pc.Name + "(" + strings.Join(parts, ", ") + ")"
 		out.Calls = append(out.Calls, pc)
 	}
 	return out
@@ -76,14 +84,21 @@ func pausedText(p *PausedRun) string {
 	} else {
 		b.WriteString(" and results for these calls (all, or some for now):")
 	}
+	approvals := false
 	for _, c := range p.Calls {
 		mark := ""
+		if c.Approval {
+			mark, approvals = " (needs a person's approval: ask them)", true
+		}
 		if c.Blocking {
-			mark = " (answer this one now)"
+			mark += " (answer this one now)"
 		}
 		fmt.Fprintf(&b, "\n- id %q: %s%s", c.ID, c.Call, mark)
 	}
 	b.WriteString("\nA result is {\"id\": ..., \"value\": <JSON>} or {\"id\": ..., \"error\": {\"type\": \"ValueError\", \"message\": \"...\"}} (raised in the code).")
+	if approvals {
+		b.WriteString(" A call that needs approval is answered {\"id\": ..., \"approve\": true} once a person approved it (the call is then made) or {\"id\": ..., \"approve\": false} (it raises PermissionError in the code).")
+	}
 	return b.String()
 }
 
@@ -94,11 +109,15 @@ type ResumeArgs struct {
 	Results   []ResumeResult `json:"results"`
 }
 
-// ResumeResult answers one call: Value (JSON), or Error raised in the code.
+// ResumeResult answers one call: Value (JSON), or Error raised in the
+// code; a call that waits for approval is answered with Approve instead.
 type ResumeResult struct {
 	ID    string          `json:"id"`
 	Value json.RawMessage `json:"value,omitempty"`
-	Error *struct {
+	// Approve answers a call that waits for a person's approval: true
+	// makes the call, false raises PermissionError in the code.
+	Approve *bool `json:"approve,omitempty"`
+	Error   *struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	} `json:"error,omitempty"`
@@ -113,7 +132,7 @@ func (e *Executor) ResumeTool() Tool {
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
 			`"run_id":{"type":"string","description":"the run_id the paused result gave"},` +
 			`"session_id":{"type":"string","description":"the session_id given to ` + ToolName + `, if any"},` +
-			`"results":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"value":{},` +
+			`"results":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"value":{},"approve":{"type":"boolean","description":"for a call that needs a person's approval: true once they approved it, false if they refused"},` +
 			`"error":{"type":"object","properties":{"type":{"type":"string"},"message":{"type":"string"}},"required":["type"]}},"required":["id"]}}},` +
 			`"required":["run_id","results"]}`),
 	}
@@ -157,15 +176,57 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 	}
 	defer release()
 	res, err := e.execute(ctx, id, a.SessionID, nil, func(ctx context.Context, s *session.Session) (*session.Result, error) {
+		results, err := e.approvals(ctx, s, a, results)
+		if err != nil {
+			return nil, err
+		}
 		return s.Resume(ctx, a.RunID, results)
 	}, nil)
 	if err != nil {
 		_ = e.mgr.Forget(id)
+		var argsErr *ArgsError
+		if errors.As(err, &argsErr) {
+			return nil, argsErr
+		}
 		if refusal := runRefusal(err, a); refusal != nil {
 			return nil, &ArgsError{Tool: ResumeToolName, Err: refusal}
 		}
 	}
 	return res, err
+}
+
+// approvals completes results with the answers to the calls that wait
+// for approval: the approved calls are made now. A call that waits for
+// approval must be answered by approve, and only such a call may be, so
+// that no value the caller writes stands for a tool's result.
+func (e *Executor) approvals(ctx context.Context, s *session.Session, a ResumeArgs, results []session.ToolResult) ([]session.ToolResult, error) {
+	p := s.Paused()
+	if p == nil || p.RunID != a.RunID {
+		return results, nil // Resume says why
+	}
+	calls := map[string]session.ToolCall{}
+	for _, c := range p.Calls {
+		calls[c.ID] = c
+	}
+	for i, r := range a.Results {
+		c, known := calls[r.ID]
+		_, approval := e.fns.ApprovalName(c)
+		switch {
+		case !known:
+			continue // Resume says why
+		case approval && r.Approve == nil:
+			return nil, badArgs(ResumeToolName, "call %q needs a person's approval: answer {\"id\": %q, \"approve\": true} or false, not a value", r.ID, r.ID)
+		case !approval && r.Approve != nil:
+			return nil, badArgs(ResumeToolName, "call %q does not wait for approval: answer it with a value or an error", r.ID)
+		case approval:
+			res, err := e.fns.Approve(ctx, c, *r.Approve)
+			if err != nil {
+				return nil, err
+			}
+			results[i] = res
+		}
+	}
+	return results, nil
 }
 
 // runRefusal is the error of a resume the model can correct, told in the
