@@ -266,3 +266,65 @@ func TestConnectFailures(t *testing.T) {
 	pid := readPid(t, pidFile, 0)
 	assert.False(t, alive(pid), "the server that did not answer (pid %d) was left running", pid)
 }
+
+// TestConnectApproval: with --approve a tool's call waits for a person:
+// the run pauses and is stored, a second monty mcp process over the same
+// store resumes it with approve, and only then is the call made.
+func TestConnectApproval(t *testing.T) {
+	dir := t.TempDir()
+	everything := strings.Join(mcptest.Everything(t), " ")
+	args := []string{"--store", dir, "--connect", "everything=" + everything, "--approve", "everything=echo,get-sum"}
+	ctx := context.Background()
+	cs := mcpClient(t, args...)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_python", Arguments: map[string]any{"code": `r = await everything.echo(message="approved")
+try:
+    await everything.get_sum(a=1, b=2)
+except PermissionError as e:
+    r += " / " + str(e)
+print(r)`}})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	var paused struct {
+		RunID  string `json:"run_id"`
+		Paused struct {
+			Calls []struct {
+				ID       string `json:"id"`
+				Name     string `json:"name"`
+				Approval bool   `json:"approval"`
+			} `json:"calls"`
+		} `json:"paused"`
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	require.NoError(t, json.Unmarshal(raw, &paused), string(raw))
+	require.Len(t, paused.Paused.Calls, 1, string(raw))
+	call := paused.Paused.Calls[0]
+	assert.Equal(t, "everything.echo", call.Name)
+	assert.True(t, call.Approval)
+	require.NoError(t, cs.Close())
+
+	// Another process approves the first call and refuses the second.
+	cs = mcpClient(t, args...)
+	answer := func(runID, id string, approve bool) (string, string) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "resume_python", Arguments: map[string]any{
+			"run_id": runID, "results": []map[string]any{{"id": id, "approve": approve}}}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, res.Content[0].(*mcp.TextContent).Text)
+		var next struct {
+			RunID  string `json:"run_id"`
+			Output string `json:"output"`
+			Paused struct {
+				Calls []struct{ ID string } `json:"calls"`
+			} `json:"paused"`
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		require.NoError(t, json.Unmarshal(raw, &next))
+		if next.RunID != "" {
+			return next.RunID, next.Paused.Calls[0].ID
+		}
+		return "", next.Output
+	}
+	runID, id := answer(paused.RunID, call.ID, true)
+	require.NotEmpty(t, runID, "the refused call pauses again first")
+	_, out := answer(runID, id, false)
+	assert.Equal(t, "Echo: approved / everything.get_sum was not approved: a person refused the call\n", out)
+}

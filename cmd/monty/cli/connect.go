@@ -25,12 +25,12 @@ import (
 // connectFlags are the flags that connect MCP servers, whose tools the
 // code then calls as the async methods of a namespace (`await
 // time.get_current_time(timezone="UTC")`): --connect, --connect-header,
-// --connect-allow, --connect-deny and --connect-timeout. monty (-c, FILE,
+// --connect-allow, --connect-deny, --approve and --connect-timeout. monty (-c, FILE,
 // the REPL), monty mcp and monty serve register them with
 // addConnectFlags; servers checks them and connect connects.
 type connectFlags struct {
-	connects, headers, allow, deny []string
-	timeout                        time.Duration
+	connects, headers, allow, deny, approve []string
+	timeout                                 time.Duration
 }
 
 // defaultConnectTimeout is --connect-timeout's default: long enough for
@@ -51,6 +51,7 @@ func addConnectFlags(fs *flag.FlagSet) *connectFlags {
 	fs.Func("connect-header", "send the header `NAME=Header: value` in every request to the HTTP MCP server NAME (repeatable)", list(&c.headers))
 	fs.Func("connect-allow", "offer only these tools of the MCP server NAME, by their MCP names: `NAME=tool,tool` (repeatable)", list(&c.allow))
 	fs.Func("connect-deny", "do not offer these tools of the MCP server NAME, by their MCP names: `NAME=tool,tool` (repeatable)", list(&c.deny))
+	fs.Func("approve", "calls of these tools of the MCP server NAME wait for a person's approval, as destructiveHint tools do: the run pauses, and resume_python (or POST /runs/{run_id}/resume) answers approve true or false: `NAME=tool,tool` (repeatable)", list(&c.approve))
 	fs.DurationVar(&c.timeout, "connect-timeout", defaultConnectTimeout, "how long each --connect server may take to start and list its tools")
 	return c
 }
@@ -65,6 +66,7 @@ type mcpConnection struct {
 	url         string
 	header      http.Header
 	allow, deny []string
+	approve     []string
 }
 
 // servers checks the flags and returns the servers they name, in order.
@@ -136,8 +138,12 @@ func (c *connectFlags) servers() ([]*mcpConnection, error) {
 	for _, f := range []struct {
 		flag  string
 		specs []string
-		deny  bool
-	}{{"connect-allow", c.allow, false}, {"connect-deny", c.deny, true}} {
+		dst   func(*mcpConnection) *[]string
+	}{
+		{"connect-allow", c.allow, func(c *mcpConnection) *[]string { return &c.allow }},
+		{"connect-deny", c.deny, func(c *mcpConnection) *[]string { return &c.deny }},
+		{"approve", c.approve, func(c *mcpConnection) *[]string { return &c.approve }},
+	} {
 		for _, spec := range f.specs {
 			conn, list, err := of(f.flag, spec)
 			if err != nil {
@@ -152,11 +158,8 @@ func (c *connectFlags) servers() ([]*mcpConnection, error) {
 			if len(tools) == 0 {
 				return nil, fmt.Errorf("--%s %s: name the tools, like %s=tool,other-tool", f.flag, spec, conn.name)
 			}
-			if f.deny {
-				conn.deny = append(conn.deny, tools...)
-			} else {
-				conn.allow = append(conn.allow, tools...)
-			}
+			dst := f.dst(conn)
+			*dst = append(*dst, tools...)
 		}
 	}
 	return conns, nil
@@ -243,7 +246,7 @@ func (c *connectFlags) connect(ctx context.Context, conns []*mcpConnection, log 
 
 // connectOne connects to conn and adds it to reg.
 func (c *connectFlags) connectOne(ctx context.Context, reg *agent.Registry, conn *mcpConnection, log *slog.Logger) (*agent.MCPNamespace, error) {
-	srv := agent.MCPServer{Name: conn.name, Allow: conn.allow, Deny: conn.deny, Logger: log}
+	srv := agent.MCPServer{Name: conn.name, Allow: conn.allow, Deny: conn.deny, Approve: conn.approve, Logger: log}
 	var stderr *serverStderr
 	where := []any{"server", conn.name}
 	if conn.url != "" {
@@ -286,9 +289,14 @@ func (c *connectFlags) connectOne(ctx context.Context, reg *agent.Registry, conn
 	}
 	tools := offeredTools(ctx, reg, conn.name)
 	log.Info(mcpConnected, append(where, "tools", len(tools))...)
-	for _, tool := range conn.allow {
-		if !slices.Contains(tools, agent.PythonName(tool)) {
-			log.Warn("--connect-allow names a tool the MCP server does not offer", "server", conn.name, "tool", tool, "tools", tools)
+	for _, named := range []struct {
+		flag  string
+		tools []string
+	}{{"--connect-allow", conn.allow}, {"--approve", conn.approve}} {
+		for _, tool := range named.tools {
+			if !slices.Contains(tools, agent.PythonName(tool)) {
+				log.Warn(named.flag+" names a tool the MCP server does not offer", "server", conn.name, "tool", tool, "tools", tools)
+			}
 		}
 	}
 	return ns, nil

@@ -34,6 +34,8 @@ func TestConnectUsageErrors(t *testing.T) {
 		{[]string{"--connect", "a=no-such-mcp-server-here"}, `--connect a: exec: "no-such-mcp-server-here": executable file not found in $PATH: give the command's path, or install it`},
 		{[]string{"--connect", "a=sh", "--connect-allow", "b=tool"}, `--connect-allow b=tool: no --connect server is named b (the servers are a)`},
 		{[]string{"--connect-deny", "b=tool"}, `no --connect server is named b (there is no --connect)`},
+		{[]string{"--connect", "a=sh", "--approve", "b=tool"}, `--approve b=tool: no --connect server is named b (the servers are a)`},
+		{[]string{"--connect", "a=sh", "--approve", "a="}, `--approve a=: name the tools, like a=tool,other-tool`},
 		{[]string{"--connect", "a=sh", "--connect-allow", "a=, ,"}, `--connect-allow a=, ,: name the tools, like a=tool,other-tool`},
 		{[]string{"--connect", "a=sh", "--connect-allow", "tool"}, `--connect-allow "tool": want NAME=…`},
 		{[]string{"--connect", "a=sh", "--connect-header", "a=X-Key: 1"}, `a is a stdio server; headers go to HTTP servers`},
