@@ -92,7 +92,8 @@ const resultSchema = `{
               "args": {"type": "array", "description": "Positional arguments as JSON."},
               "kwargs": {"type": "object", "description": "Keyword arguments as JSON."},
               "call": {"type": "string", "description": "The call as Python spells it."},
-              "blocking": {"type": "boolean", "description": "The code is stopped at this call: answer it, alone."}
+              "blocking": {"type": "boolean", "description": "The code is stopped at this call: answer it, alone."},
+              "approval": {"type": "boolean", "description": "The call needs a person's approval: answer it with approve true or false, never a value."}
             },
             "required": ["id", "name", "args", "kwargs", "call"]
           }
