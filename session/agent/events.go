@@ -34,7 +34,8 @@ type EventType string
 // awaited) gets its StepFinished, without a result, before the run's last
 // event, so every step that starts also finishes. A call that reports how
 // far it got (an MCP tool's progress notifications) adds ToolCallProgress
-// events between its ToolCallEnd and its ToolCallResult.
+// events between its ToolCallEnd and its ToolCallResult, and one whose
+// server logs a message meanwhile ToolCallLog events.
 const (
 	RunStarted     EventType = "run_started"
 	RunFinished    EventType = "run_finished"
@@ -51,6 +52,9 @@ const (
 	// ToolCallProgress: a host call under way reports its progress
 	// (Progress, Total, Delta for its message).
 	ToolCallProgress EventType = "tool_call_progress"
+	// ToolCallLog: the server of a call under way (an MCP server) logged
+	// a message (Level, Delta: the message as text).
+	ToolCallLog EventType = "tool_call_log"
 )
 
 // Event is one step of a run, in a protocol-neutral form (package agui
@@ -86,6 +90,9 @@ type Event struct {
 	// Progress is how far a call got (ToolCallProgress), out of Total
 	// when Total is not 0; Delta then holds the call's message, if any.
 	Progress, Total float64
+	// Level is a log message's severity (ToolCallLog): debug, info,
+	// notice, warning, error, critical, alert or emergency.
+	Level string
 	// Value is the value of the code's final expression (RunFinished) or
 	// the value a host call returned (ToolCallResult).
 	Value object.Value
@@ -196,6 +203,17 @@ func (r *recorder) toolProgress(id string, progress, total float64, message stri
 		return // the call returned, or the run ended
 	}
 	r.emit(Event{Type: ToolCallProgress, ToolCallID: id, Progress: progress, Total: total, Delta: message})
+}
+
+// toolLog reports a message the server of host call id logged while the
+// call was under way.
+func (r *recorder) toolLog(id, level, message string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done || !slices.ContainsFunc(r.steps, func(s step) bool { return s.id == id }) {
+		return
+	}
+	r.emit(Event{Type: ToolCallLog, ToolCallID: id, Level: level, Delta: message})
 }
 
 // callIDKey is the context key of the id of the host call a handler runs

@@ -77,6 +77,7 @@ type MCPNamespace struct {
 	closed  bool
 
 	progress sync.Map // progress token → func(*mcp.ProgressNotificationParams), for the calls under way
+	logs     sync.Map // progress token → func(level, message string), for the calls under way
 }
 
 // mcpTool is one tool of a namespace: its MCP definition and how its
@@ -103,6 +104,10 @@ type mcpTool struct {
 //     (bytes)}, {"type": "resource_link", "uri", "name", "mime_type"},
 //     {"type": "resource", "uri", "mime_type", "text" | "blob" (bytes)};
 //   - None for a result with no content.
+//
+// The server's progress notifications for a call become ToolCallProgress
+// events of the run, and its log messages (MCPLogLevel and above) while
+// calls are under way ToolCallLog events of each such call.
 //
 // A result with isError raises RuntimeError with the server's text. A
 // server that cannot be reached raises OSError (Monty has no
@@ -179,7 +184,15 @@ func (ns *MCPNamespace) connect(ctx context.Context) (*mcp.ClientSession, error)
 	client := mcp.NewClient(&mcp.Implementation{Name: "monty-go", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) { ns.refresh(ctx, req.Session) },
 		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
-			ns.log.Info("mcp server log", "server", ns.srv.Name, "level", req.Params.Level, "logger", req.Params.Logger, "data", req.Params.Data)
+			p := req.Params
+			ns.log.Info("mcp server log", "server", ns.srv.Name, "level", p.Level, "logger", p.Logger, "data", p.Data)
+			// A log message names no request: every call under way on
+			// this server reports it.
+			message := logText(p)
+			ns.logs.Range(func(_, report any) bool {
+				report.(func(string, string))(string(p.Level), message)
+				return true
+			})
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			if report, ok := ns.progress.Load(fmt.Sprint(req.Params.ProgressToken)); ok {
@@ -191,7 +204,33 @@ func (ns *MCPNamespace) connect(ctx context.Context) (*mcp.ClientSession, error)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: cannot connect: %w", ErrMCPServer, ns.srv.Name, err)
 	}
+	if init := cs.InitializeResult(); init != nil && init.Capabilities != nil && init.Capabilities.Logging != nil && init.ProtocolVersion < "2026-07-28" {
+		// Servers send no log messages until the client sets a level (from
+		// protocol 2026-07-28 on, each request carries it instead).
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: MCPLogLevel}); err != nil {
+			ns.log.Warn("mcp server: setting the log level failed", "server", ns.srv.Name, "error", err)
+		}
+	}
 	return cs, nil
+}
+
+// MCPLogLevel is the least severe level of the log messages an MCP server
+// is asked to send; they are logged, and reported to the runs whose calls
+// are under way as ToolCallLog events.
+const MCPLogLevel = "info"
+
+// logText is a log message's data as text: a string as it is, anything
+// else as JSON, after the logger's name when there is one.
+func logText(p *mcp.LoggingMessageParams) string {
+	text, ok := p.Data.(string)
+	if !ok {
+		b, _ := json.Marshal(p.Data)
+		text = string(b)
+	}
+	if p.Logger != "" {
+		text = p.Logger + ": " + text
+	}
+	return text
 }
 
 // describe lists the server's tools as the methods of the namespace's
@@ -296,14 +335,16 @@ func (ns *MCPNamespace) call(ctx context.Context, tool string, a Args) (object.V
 		}
 		arguments[t.args[name]] = js
 	}
-	params := &mcp.CallToolParams{Name: tool, Arguments: arguments}
+	params := &mcp.CallToolParams{Name: tool, Arguments: arguments, Meta: mcp.Meta{mcp.MetaKeyLogLevel: MCPLogLevel}}
 	if rec, callID := recorderFrom(ctx), callIDFrom(ctx); rec != nil && callID != "" {
 		// The server's progress notifications for this call become the
 		// run's progress events.
 		token := rec.runID + "/" + callID
-		params.Meta = mcp.Meta{"progressToken": token}
+		params.Meta["progressToken"] = token
 		ns.progress.Store(token, func(p *mcp.ProgressNotificationParams) { rec.toolProgress(callID, p.Progress, p.Total, p.Message) })
+		ns.logs.Store(token, func(level, message string) { rec.toolLog(callID, level, message) })
 		defer ns.progress.Delete(token)
+		defer ns.logs.Delete(token)
 	}
 	res, err := cs.CallTool(ctx, params)
 	var refused *jsonrpc.Error

@@ -80,6 +80,13 @@ func newDemoServer(t *testing.T) *demoServer {
 			}
 			return text("done"), nil
 		})
+	d.srv.AddTool(&mcp.Tool{Name: "chatty", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "too fine to send"})
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "db", Data: map[string]any{"slow": true}})
+			time.Sleep(20 * time.Millisecond) // a notification is delivered on its own
+			return text("ok"), nil
+		})
 	d.srv.AddTool(&mcp.Tool{Name: "block", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			<-ctx.Done() // until the client cancels the request
@@ -153,7 +160,7 @@ except RuntimeError as err:
 	// help and list_functions show the tools.
 	text := ok(t, e, "t", "help(demo)")
 	assert.Contains(t, text, "get_sum(a: int, b: int = None)")
-	assert.Contains(t, ok(t, e, "t", "help()"), "demo: block, echo, fail, get_sum, picture, steps")
+	assert.Contains(t, ok(t, e, "t", "help()"), "demo: block, chatty, echo, fail, get_sum, picture, steps")
 	assert.Contains(t, ok(t, e, "t", "[f['name'] for f in list_functions('demo')]"), "'demo.get_sum'")
 }
 
@@ -177,6 +184,20 @@ func TestMCPProgressEvents(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"tool_call_start demo.steps", "progress 1/3 step 1", "progress 2/3 step 2", "progress 3/3 step 3", "tool_call_result "}, kinds)
+
+	// The server's log messages while a call is under way are events of
+	// the call (those below MCPLogLevel are not sent).
+	events = nil
+	res, err = e.ExecuteEvents(context.Background(), "t", codeArgs("await demo.chatty()"), func(ev agent.Event) { events = append(events, ev) })
+	require.NoError(t, err)
+	require.NoError(t, res.Err, res.Text)
+	var logs []string
+	for _, ev := range events {
+		if ev.Type == agent.ToolCallLog {
+			logs = append(logs, ev.Level+" "+ev.Delta)
+		}
+	}
+	assert.Equal(t, []string{`warning db: {"slow":true}`}, logs)
 }
 
 // A server that goes away fails the call with OSError; the next

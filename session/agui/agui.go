@@ -16,6 +16,7 @@
 //	agent.ToolCallEnd    → TOOL_CALL_END
 //	agent.ToolCallResult → TOOL_CALL_RESULT     (messageId: toolCallId + "-result", role "tool")
 //	agent.ToolCallProgress → CUSTOM             (name "tool_call_progress"; value: toolCallId, progress, total, message)
+//	agent.ToolCallLog    → CUSTOM               (name "tool_call_log"; value: toolCallId, level, message)
 //
 // The events are Go structs whose JSON is the protocol's wire form
 // (camelCase fields, a "type" discriminator, an optional millisecond
@@ -68,6 +69,18 @@ type CustomEvent struct {
 	Base
 	Name  string `json:"name"`
 	Value any    `json:"value"`
+}
+
+// ToolCallLogName is the name of the CUSTOM events that carry a message
+// the server of a tool call logged (agent.ToolCallLog): their value is
+// {"toolCallId", "level", "message"}.
+const ToolCallLogName = "tool_call_log"
+
+// logValue is the value of a ToolCallLogName event.
+type logValue struct {
+	ToolCallID string `json:"toolCallId"`
+	Level      string `json:"level"`
+	Message    string `json:"message"`
 }
 
 // progressValue is the value of a ToolCallProgressName event.
@@ -292,6 +305,8 @@ func (a Adapter) Convert(e agent.Event) Event {
 	case agent.ToolCallProgress:
 		return &CustomEvent{Base: b(CustomType), Name: ToolCallProgressName,
 			Value: progressValue{ToolCallID: e.ToolCallID, Progress: e.Progress, Total: e.Total, Message: e.Delta}}
+	case agent.ToolCallLog:
+		return &CustomEvent{Base: b(CustomType), Name: ToolCallLogName, Value: logValue{ToolCallID: e.ToolCallID, Level: e.Level, Message: e.Delta}}
 	case agent.ToolCallResult:
 		return &ToolCallResultEvent{Base: b(ToolCallResultType), MessageID: e.ToolCallID + "-result", ToolCallID: e.ToolCallID, Content: e.Result, Role: "tool"}
 	}

@@ -66,6 +66,8 @@ func TestConvertEveryKind(t *testing.T) {
 			`{"type":"TOOL_CALL_RESULT","timestamp":1700000000123,"messageId":"c1-result","toolCallId":"c1","content":"{\"temp\":3}","role":"tool"}`},
 		{agent.Event{Type: agent.ToolCallProgress, ToolCallID: "c1", Progress: 2, Total: 5, Delta: "indexing", Time: at},
 			`{"type":"CUSTOM","timestamp":1700000000123,"name":"tool_call_progress","value":{"toolCallId":"c1","progress":2,"total":5,"message":"indexing"}}`},
+		{agent.Event{Type: agent.ToolCallLog, ToolCallID: "c1", Level: "warning", Delta: "db: slow", Time: at},
+			`{"type":"CUSTOM","timestamp":1700000000123,"name":"tool_call_log","value":{"toolCallId":"c1","level":"warning","message":"db: slow"}}`},
 	} {
 		ev := a.Convert(c.in)
 		got, err := json.Marshal(ev)
