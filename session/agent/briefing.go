@@ -625,7 +625,11 @@ func stubLine(f Function, qual string, method bool) string {
 			}
 		}
 	}
-	return strings.Join(lines, "\n") + comment(desc)
+	line := strings.Join(lines, "\n") + comment(desc)
+	if f.approval {
+		line += " [waits for a person's approval]"
+	}
+	return line
 }
 
 // comment is the first line of a description as a trailing comment; ""

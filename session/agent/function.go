@@ -55,6 +55,16 @@ type Function struct {
 	approval bool
 }
 
+// Help is the text help() shows for the function (Schema.Help), with a
+// note on a method whose calls wait for a person's approval.
+func (f Function) Help() string {
+	h := f.Schema.Help()
+	if f.approval {
+		h += "\n\n    Each call waits for a person's approval: the run pauses until it is given, or refused (the call then raises PermissionError)."
+	}
+	return h
+}
+
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 var ctxType = reflect.TypeFor[context.Context]()

@@ -298,9 +298,6 @@ func (ns *MCPNamespace) method(name string, def *mcp.Tool) (Function, map[string
 	}
 	tool := def.Name
 	approval := ns.needsApproval(def)
-	if approval {
-		desc = strings.TrimSpace(desc + "\nEach call waits for a person's approval: the run pauses until it is given or refused (refused raises PermissionError).")
-	}
 	fn := Function{
 		Schema: Schema{Name: name, Description: desc, Params: params, ReturnType: returnTypeOfSchema(def.OutputSchema), ReturnSchema: rawSchema(def.OutputSchema)},
 		Async:  true,

@@ -368,6 +368,8 @@ print(r)`
 	assert.True(t, c.Approval)
 	assert.Contains(t, res.Text, `demo.drop_table(name='users') (needs a person's approval: ask them)`)
 	assert.Equal(t, int32(0), dropped.Load(), "nothing runs before the approval")
+	assert.Contains(t, e.Tool().Description, "async def demo.drop_table(name: str) -> Any: ... [waits for a person's approval]")
+	assert.Contains(t, ok(t, e, "h", "help('demo.drop_table')"), "Each call waits for a person's approval")
 
 	resume := func(e *agent.Executor, runID, results string) (*agent.Result, error) {
 		return e.Resume(context.Background(), "t", json.RawMessage(`{"run_id": "`+runID+`", "results": `+results+`}`))
