@@ -379,6 +379,13 @@ print(r)`
 	assert.Contains(t, err.Error(), "needs a person's approval")
 	assert.Equal(t, int32(0), dropped.Load(), "a value does not stand for the call")
 
+	// A process without the server cannot make the call.
+	bare := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
+	_, err = resume(bare, res.RunID, `[{"id": "`+c.ID+`", "approve": true}]`)
+	require.ErrorIs(t, err, agent.ErrBadArgs)
+	assert.Contains(t, err.Error(), "resume the run where the same MCP servers are connected")
+	assert.Equal(t, int32(0), dropped.Load())
+
 	// Another executor (another process) approves: the call is made there.
 	e2 := newExec()
 	res, err = resume(e2, res.RunID, `[{"id": "`+c.ID+`", "approve": true}]`)

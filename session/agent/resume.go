@@ -216,6 +216,8 @@ func (e *Executor) approvals(ctx context.Context, s *session.Session, a ResumeAr
 			continue // Resume says why
 		case approval && r.Approve == nil:
 			return nil, badArgs(ResumeToolName, "call %q needs a person's approval: answer {\"id\": %q, \"approve\": true} or false, not a value", r.ID, r.ID)
+		case !approval && r.Approve != nil && c.Object != nil:
+			return nil, badArgs(ResumeToolName, "call %q is a method of a host object this process does not have: resume the run where the same MCP servers are connected under the same names", r.ID)
 		case !approval && r.Approve != nil:
 			return nil, badArgs(ResumeToolName, "call %q does not wait for approval: answer it with a value or an error", r.ID)
 		case approval:
