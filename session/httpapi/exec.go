@@ -277,7 +277,7 @@ func (h *Handler) execute(ctx context.Context, ns, sessionID string, op sessionO
 	resp.SessionID = sessionID
 	resp.DurationMS = durationMS(elapsed)
 	if out.paused != nil {
-		setPaused(resp, sessionID, out.paused)
+		setPaused(resp, sessionID, out.paused, h.opts.Functions)
 		h.metrics.execs.inc("paused")
 		return resp, nil
 	}
@@ -459,7 +459,7 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 	case res.Paused != nil:
 		rec.Finish(nil, nil)
 		if sink != nil {
-			reportCalls(sink, runID, res.Paused.Calls)
+			reportCalls(sink, runID, res.Paused.Calls, h.opts.Functions)
 		}
 	case res.Err != nil:
 		rec.Finish(nil, res.Err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,14 +34,22 @@ type ToolSpec struct {
 	Async bool `json:"async,omitempty"`
 }
 
-// ToolCallInfo is a call of a client tool in a paused answer.
+// ToolCallInfo is a call of a client tool in a paused answer, or of a
+// tool that waits for a person's approval.
 type ToolCallInfo struct {
-	ID   string `json:"id"`
+	ID string `json:"id"`
+	// Name is the client tool's name, or for an approval the method as
+	// the code calls it ("github.delete_repo").
 	Name string `json:"name"`
 	// Blocking marks the sync call the code is stopped at: the resume
 	// must answer it, alone (async calls listed with it are answered when
 	// the code awaits them, at a later pause).
 	Blocking bool `json:"blocking,omitempty"`
+	// Approval marks a call of an MCP tool that waits for a person's
+	// approval (agent.MCPServer.Approve, or a tool annotated
+	// destructiveHint): the server makes the call itself once the resume
+	// approves it ({"id": ..., "approve": true}); a value cannot answer it.
+	Approval bool `json:"approval,omitempty"`
 	// Args and Kwargs are the arguments as JSON (a value without a JSON
 	// form appears as its repr, a string).
 	Args   []json.RawMessage          `json:"args"`
@@ -55,11 +64,17 @@ type ResumeRequest struct {
 }
 
 // ToolResultSpec answers one call: its value, or an error the call raises
-// in the code.
+// in the code; a call that waits for approval (ToolCallInfo.Approval) is
+// answered by Approve instead, and only such a call.
 type ToolResultSpec struct {
 	ID    string          `json:"id"`
 	Value json.RawMessage `json:"value,omitempty"`
 	Error *ToolError      `json:"error,omitempty"`
+	// Approve answers a call that waits for a person's approval: true
+	// once they approved it (the server makes the call, and its outcome
+	// is the result), false if they refused (the call raises
+	// PermissionError in the code).
+	Approve *bool `json:"approve,omitempty"`
 }
 
 // ToolError is an exception a client tool raises in the code.
@@ -117,23 +132,47 @@ func parseRunID(id string) (sessionID, run string, ok bool) {
 	return string(b), run, true
 }
 
-// setPaused fills a paused answer.
-func setPaused(resp *ExecResponse, sessionID string, p *session.Paused) {
+// setPaused fills a paused answer; reg (nil: none) names the calls that
+// wait for approval.
+func setPaused(resp *ExecResponse, sessionID string, p *session.Paused, reg *agent.Registry) {
 	resp.Status, resp.RunID = StatusPaused, runID(sessionID, p.RunID)
 	resp.Result, resp.ResultRepr = json.RawMessage("null"), ""
 	resp.Calls = make([]ToolCallInfo, len(p.Calls))
 	resp.RunExpires = p.Expires.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	for i, c := range p.Calls {
-		info := ToolCallInfo{ID: c.ID, Name: c.Name, Blocking: c.Blocking, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
-		for j, a := range c.Args {
-			info.Args[j] = jsonOrRepr(a)
-		}
-		for _, kw := range c.Kwargs {
-			k, _ := kw.Key.(object.Str)
-			info.Kwargs[string(k)] = jsonOrRepr(kw.Value)
-		}
-		resp.Calls[i] = info
+		resp.Calls[i] = callInfo(c, reg)
 	}
+}
+
+// callInfo describes a call of a paused run.
+func callInfo(c session.ToolCall, reg *agent.Registry) ToolCallInfo {
+	info := ToolCallInfo{ID: c.ID, Blocking: c.Blocking, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
+	info.Name, info.Approval = approvalName(reg, c)
+	for j, a := range c.Args {
+		info.Args[j] = jsonOrRepr(a)
+	}
+	for _, kw := range c.Kwargs {
+		k, _ := kw.Key.(object.Str)
+		info.Kwargs[string(k)] = jsonOrRepr(kw.Value)
+	}
+	return info
+}
+
+// approvalName names a call of a paused run as the code made it and
+// reports whether it waits for a person's approval. Such a call is a
+// method call (a client tool's is a function's): named by reg
+// ("github.delete_repo") when reg has its MCP server, else by the method
+// alone (the run paused on a server that has it).
+func approvalName(reg *agent.Registry, c session.ToolCall) (string, bool) {
+	if c.Object == nil {
+		return c.Name, false
+	}
+	if reg != nil {
+		if name, ok := reg.ApprovalName(c); ok {
+			return name, true
+		}
+	}
+	return c.Name, true
 }
 
 func jsonOrRepr(v object.Value) json.RawMessage {
@@ -153,6 +192,11 @@ func toolResults(specs []ToolResultSpec) ([]session.ToolResult, *apiError) {
 	for i, r := range specs {
 		res := session.ToolResult{ID: r.ID}
 		switch {
+		case r.Approve != nil && (r.Error != nil || len(r.Value) > 0):
+			return nil, badRequest(fmt.Sprintf("result %q has approve and a value or an error: a call that waits for approval is answered by approve alone", r.ID))
+		case r.Approve != nil:
+			// The call is made (or refused) once the run is loaded: see
+			// Handler.approvals.
 		case r.Error != nil && len(r.Value) > 0:
 			return nil, badRequest(fmt.Sprintf("result %q has both a value and an error", r.ID))
 		case r.Error != nil:
@@ -242,30 +286,28 @@ func runPaused(sessionID, runID string) *apiError {
 // errResumeRaced marks a resume that lost the session's compare-and-set.
 var errResumeRaced = errors.New("httpapi: resume raced another")
 
-// callArguments is a call's arguments as one JSON object for a tool call
-// event: {"args": [...], "kwargs": {...}}.
-func callArguments(c session.ToolCall) map[string]any {
-	var info ExecResponse
-	setPaused(&info, "", &session.Paused{Calls: []session.ToolCall{c}})
-	return map[string]any{"args": info.Calls[0].Args, "kwargs": info.Calls[0].Kwargs}
-}
-
 // reportCalls reports the calls a paused run waits on to sink as the
-// tool calls of run runID (start, arguments, end), under the ids a
-// resume answers them by: the ids the stream's interrupts name.
-func reportCalls(sink func(agent.Event), runID string, calls []session.ToolCall) {
+// tool calls of run runID (start, arguments as one JSON object {"args":
+// [...], "kwargs": {...}}, end), under the ids a resume answers them by:
+// the ids the stream's interrupts name. reg names the approvals.
+func reportCalls(sink func(agent.Event), runID string, calls []session.ToolCall, reg *agent.Registry) {
 	for _, c := range calls {
-		args, _ := json.Marshal(callArguments(c))
+		info := callInfo(c, reg)
+		args, _ := json.Marshal(map[string]any{"args": info.Args, "kwargs": info.Kwargs})
 		now := time.Now()
-		for _, e := range []agent.Event{{Type: agent.ToolCallStart, ToolName: c.Name}, {Type: agent.ToolCallArgs, Delta: string(args)}, {Type: agent.ToolCallEnd}} {
+		for _, e := range []agent.Event{{Type: agent.ToolCallStart, ToolName: info.Name}, {Type: agent.ToolCallArgs, Delta: string(args)}, {Type: agent.ToolCallEnd}} {
 			e.RunID, e.Time, e.ToolCallID = runID, now, c.ID
 			sink(e)
 		}
 	}
 }
 
-// interruptReason is the reason of the interrupts of a paused run.
-const interruptReason = "tool_call"
+// The reasons of the interrupts of a paused run: a client tool's result,
+// or a person's approval of a call.
+const (
+	interruptReason         = "tool_call"
+	approvalInterruptReason = "approval"
+)
 
 // outcome is how the run of the answer ended, for its RUN_FINISHED
 // event: success, or for a paused run an interrupt for each call it
@@ -276,11 +318,17 @@ func (resp *ExecResponse) outcome() *agui.Outcome {
 	}
 	out := &agui.Outcome{Type: agui.OutcomeInterrupt}
 	for _, c := range resp.Calls {
-		out.Interrupts = append(out.Interrupts, agui.Interrupt{
+		in := agui.Interrupt{
 			ID: c.ID, Reason: interruptReason, ToolCallID: c.ID, ExpiresAt: resp.RunExpires,
 			Message:  fmt.Sprintf("the code waits for the result of %s (call %q): POST /runs/%s/resume with it", c.Name, c.ID, resp.RunID),
 			Metadata: map[string]any{"run_id": resp.RunID, "tool": c.Name, "blocking": c.Blocking},
-		})
+		}
+		if c.Approval {
+			in.Reason, in.Metadata["approval"] = approvalInterruptReason, true
+			in.Message = fmt.Sprintf("the code waits for a person's approval of %s (call %q): ask them, then POST /runs/%s/resume with {\"id\": %q, \"approve\": true} to make the call, or false to refuse it (it raises PermissionError in the code)",
+				c.Name, c.ID, resp.RunID, c.ID)
+		}
+		out.Interrupts = append(out.Interrupts, in)
 	}
 	return out
 }
@@ -332,9 +380,13 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ns string) *api
 			if err := p.CheckResults(results); err != nil {
 				return invalidResults(apiRun, strings.TrimPrefix(err.Error(), session.ErrBadResults.Error()+": "))
 			}
-			return nil
+			return h.checkApprovals(p, req.Results, apiRun)
 		},
 		do: func(ctx context.Context, s *session.Session) (*session.Result, error) {
+			results, err := h.approvals(ctx, s, sessionID, run, req.Results, results, limits)
+			if err != nil {
+				return nil, err
+			}
 			res, err := s.Resume(ctx, run, results)
 			if errors.Is(err, store.ErrConflict) {
 				err = fmt.Errorf("%w: %w", errResumeRaced, err)
@@ -343,4 +395,101 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ns string) *api
 		},
 	}
 	return h.answer(ctx, w, r, ns, sessionID, op, limits, time.Now())
+}
+
+// checkApprovals checks that the results answer the calls of paused run p
+// that wait for a person's approval with approve, and only those (so that
+// no value the client writes stands for a tool's result), and that this
+// server can make the approved calls. specs are the resume's results;
+// calls they name that p does not have are CheckResults' to refuse.
+func (h *Handler) checkApprovals(p *session.Paused, specs []ToolResultSpec, apiRun string) *apiError {
+	calls := make(map[string]session.ToolCall, len(p.Calls))
+	for _, c := range p.Calls {
+		calls[c.ID] = c
+	}
+	for _, r := range specs {
+		c, known := calls[r.ID]
+		if !known {
+			continue
+		}
+		name, approval := approvalName(h.opts.Functions, c)
+		switch {
+		case approval && r.Approve == nil:
+			return invalidResults(apiRun, fmt.Sprintf(
+				"call %q (%s) waits for a person's approval: answer it with {\"id\": %q, \"approve\": true} once they approved it, or false, not with a value or an error", r.ID, name, r.ID))
+		case !approval && r.Approve != nil:
+			return invalidResults(apiRun, fmt.Sprintf(
+				"call %q (%s) does not wait for approval: answer it with a value or an error, not approve", r.ID, name))
+		case approval && !h.canApprove(c):
+			return approvalUnavailable(apiRun, r.ID, name)
+		}
+	}
+	return nil
+}
+
+// canApprove reports whether this server can answer approval call c: it
+// connects c's MCP server.
+func (h *Handler) canApprove(c session.ToolCall) bool {
+	if h.opts.Functions == nil {
+		return false
+	}
+	_, ok := h.opts.Functions.ApprovalName(c)
+	return ok
+}
+
+// approvalUnavailable is the answer to a resume that answers approval
+// call id (name) of run runID on a server without its MCP server.
+func approvalUnavailable(runID, id, name string) *apiError {
+	return &apiError{status: http.StatusConflict, code: "approval_unavailable", msg: fmt.Sprintf(
+		"call %q of run %q (%s) waits for a person's approval, but this server does not connect the MCP server that makes it; nothing was done: resume the run on a server that connects it under the same name", id, runID, name)}
+}
+
+// approvals completes the results of a resume of run of session s
+// (sessionID, as the client names it) with the answers to the calls that wait
+// for a person's approval: the approved calls are made now, by this
+// server, with ctx (the run's events report them as host calls) and
+// within the request's time limit; a refused call raises PermissionError
+// in the code. The results are checked first, so that nothing is called
+// for a resume the session refuses.
+func (h *Handler) approvals(ctx context.Context, s *session.Session, sessionID, run string, specs []ToolResultSpec, results []session.ToolResult, limits runtime.Limits) ([]session.ToolResult, error) {
+	apiRun := runID(sessionID, run)
+	p := s.Paused()
+	if p == nil || p.RunID != run {
+		return results, nil // Resume says why
+	}
+	if err := p.CheckResults(results); err != nil {
+		return nil, err
+	}
+	if aerr := h.checkApprovals(p, specs, apiRun); aerr != nil {
+		return nil, aerr
+	}
+	calls := make(map[string]session.ToolCall, len(p.Calls))
+	for _, c := range p.Calls {
+		calls[c.ID] = c
+	}
+	results = slices.Clone(results)
+	for i, r := range specs {
+		if r.Approve == nil {
+			continue
+		}
+		c := calls[r.ID]
+		callCtx, cancel := ctx, context.CancelFunc(func() {})
+		if limits.MaxDuration > 0 {
+			callCtx, cancel = context.WithTimeout(ctx, limits.MaxDuration)
+		}
+		res, err := h.opts.Functions.Approve(callCtx, c, *r.Approve)
+		timedOut := callCtx.Err() != nil && ctx.Err() == nil
+		cancel()
+		switch {
+		case err != nil && timedOut:
+			name, _ := approvalName(h.opts.Functions, c)
+			return nil, &apiError{status: statusLimit, code: runtime.TimeLimit.String(), body: &ErrorResponse{SessionID: sessionID}, msg: fmt.Sprintf(
+				"the approved call %s (call %q) took longer than the time limit of %s and was stopped; the run stays paused (the call may have had its effect before it was stopped)",
+				name, r.ID, limits.MaxDuration)}
+		case err != nil:
+			return nil, err
+		}
+		results[i] = res
+	}
+	return results, nil
 }

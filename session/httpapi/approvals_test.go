@@ -1,0 +1,284 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/httpapi"
+	"github.com/monty-go/monty/session/store/memstore"
+)
+
+// mcpTools is an MCP server of the official Go SDK in this process,
+// counting the calls each tool served: echo (listed in Approve by
+// approvalRegistry), wipe (annotated destructiveHint), add (neither), and
+// stall (in Approve; it returns when its request is cancelled).
+type mcpTools struct {
+	srv              *mcp.Server
+	echoes, wipes    atomic.Int32
+	adds, stallCalls atomic.Int32
+}
+
+func newMCPTools() *mcpTools {
+	m := &mcpTools{srv: mcp.NewServer(&mcp.Implementation{Name: "everything", Version: "1"}, nil)}
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	m.srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			m.echoes.Add(1)
+			var args struct{ Message string }
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			return text("echo: " + args.Message), nil
+		})
+	destructive := true
+	m.srv.AddTool(&mcp.Tool{Name: "wipe", Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive}, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			m.wipes.Add(1)
+			return text("wiped"), nil
+		})
+	type addIn struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	type addOut struct {
+		Sum int `json:"sum"`
+	}
+	mcp.AddTool(m.srv, &mcp.Tool{Name: "add"}, func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
+		m.adds.Add(1)
+		return nil, addOut{Sum: in.A + in.B}, nil
+	})
+	m.srv.AddTool(&mcp.Tool{Name: "stall", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			m.stallCalls.Add(1)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	return m
+}
+
+// approvalRegistry connects a new client of the server as the namespace
+// "everything", its echo and stall waiting for approval: each registry is
+// one server's (one process's) connection.
+func (m *mcpTools) approvalRegistry(t *testing.T) *agent.Registry {
+	t.Helper()
+	reg, err := agent.NewRegistry()
+	require.NoError(t, err)
+	ns, err := reg.AddMCPServer(context.Background(), agent.MCPServer{Name: "everything", Approve: []string{"echo", "stall"},
+		Transport: func() (mcp.Transport, error) {
+			serverSide, clientSide := mcp.NewInMemoryTransports()
+			if _, err := m.srv.Connect(context.Background(), serverSide, nil); err != nil {
+				return nil, err
+			}
+			return clientSide, nil
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ns.Close() })
+	return reg
+}
+
+// completedAnswer decodes a 200 answer that must have completed without
+// an exception.
+func completedAnswer(t *testing.T, status int, body []byte) httpapi.ExecResponse {
+	t.Helper()
+	require.Equal(t, http.StatusOK, status, string(body))
+	var resp httpapi.ExecResponse
+	require.NoError(t, json.Unmarshal(body, &resp))
+	require.Equal(t, httpapi.StatusCompleted, resp.Status, string(body))
+	require.Nil(t, resp.Error, string(body))
+	return resp
+}
+
+// errorMessage decodes an error answer's message.
+func errorMessage(t *testing.T, body []byte) string {
+	t.Helper()
+	var e httpapi.ErrorResponse
+	require.NoError(t, json.Unmarshal(body, &e))
+	return e.Message
+}
+
+const approvalCode = `n = await everything.add(a=1, b=2)
+try:
+    r = await everything.echo(message="hi")
+except PermissionError as e:
+    r = "refused: " + str(e)
+(n["sum"], r)`
+
+// TestApprovals: an MCP tool that waits for a person's approval pauses
+// the run at its call, which nothing has made yet; the paused answer
+// marks it "approval" under the name the code calls it by. A value or an
+// error cannot answer it (400, and still nothing is called); approved on
+// another instance sharing the store, that instance makes the real call
+// and the code goes on with its result; refused, the call raises
+// PermissionError in the code. An instance without the MCP server
+// refuses to answer it (409), and does nothing.
+func TestApprovals(t *testing.T) {
+	m := newMCPTools()
+	st := memstore.New(memstore.Options{})
+	a := newServer(t, httpapi.Options{Store: st, Functions: m.approvalRegistry(t)}).client("")
+	b := newServer(t, httpapi.Options{Store: st, Functions: m.approvalRegistry(t)}).client("")
+	bare := newServer(t, httpapi.Options{Store: st}).client("")
+
+	body, _ := json.Marshal(map[string]any{"code": approvalCode})
+	status, _, data := a.do("POST", "/exec", body)
+	p := pausedAnswer(t, status, data)
+	require.Len(t, p.Calls, 1, string(data))
+	call := p.Calls[0]
+	assert.Equal(t, "everything.echo", call.Name)
+	assert.True(t, call.Approval)
+	assert.Equal(t, map[string]json.RawMessage{"message": json.RawMessage(`"hi"`)}, call.Kwargs)
+	assert.Equal(t, int32(1), m.adds.Load(), "a tool that needs no approval runs as the code calls it")
+	assert.Equal(t, int32(0), m.echoes.Load(), "nothing runs before the approval")
+
+	resume := func(c *client, runID string, results ...map[string]any) (int, []byte) {
+		status, _, data := c.do("POST", "/runs/"+runID+"/resume", resumeBody(results...))
+		return status, data
+	}
+	status, data = resume(b, p.RunID, map[string]any{"id": call.ID, "value": "echo: hi"})
+	wantError(t, "a value for an approval", status, data, http.StatusBadRequest, "invalid_results")
+	assert.Contains(t, errorMessage(t, data), `waits for a person's approval: answer it with {"id": "`+call.ID+`", "approve": true}`)
+	status, data = resume(b, p.RunID, map[string]any{"id": call.ID, "error": map[string]any{"type": "ValueError"}})
+	wantError(t, "an error for an approval", status, data, http.StatusBadRequest, "invalid_results")
+	status, data = resume(b, p.RunID, map[string]any{"id": call.ID, "approve": true, "value": 1})
+	wantError(t, "approve and a value", status, data, http.StatusBadRequest, "invalid_request")
+	status, data = resume(bare, p.RunID, map[string]any{"id": call.ID, "approve": true})
+	wantError(t, "approve on a server without the MCP server", status, data, http.StatusConflict, "approval_unavailable")
+	status, data = resume(bare, p.RunID, map[string]any{"id": call.ID, "value": "echo: hi"})
+	wantError(t, "a value, on a server without the MCP server", status, data, http.StatusBadRequest, "invalid_results")
+	assert.Equal(t, int32(0), m.echoes.Load(), "a refused resume calls nothing")
+
+	// Approved on another instance: it makes the call, once.
+	status, data = resume(b, p.RunID, map[string]any{"id": call.ID, "approve": true})
+	done := completedAnswer(t, status, data)
+	assert.JSONEq(t, `[3, "echo: hi"]`, string(done.Result))
+	assert.Equal(t, int32(1), m.echoes.Load())
+	status, data = resume(a, p.RunID, map[string]any{"id": call.ID, "approve": true})
+	wantError(t, "approve twice", status, data, http.StatusConflict, "run_not_paused")
+	assert.Equal(t, int32(1), m.echoes.Load(), "a run is resumed once: so is its call made")
+
+	// Refused: PermissionError at the call.
+	status, _, data = a.do("POST", "/exec", body)
+	p = pausedAnswer(t, status, data)
+	status, data = resume(b, p.RunID, map[string]any{"id": p.Calls[0].ID, "approve": false})
+	done = completedAnswer(t, status, data)
+	assert.JSONEq(t, `[3, "refused: everything.echo was not approved: a person refused the call"]`, string(done.Result))
+	assert.Equal(t, int32(1), m.echoes.Load(), "a refused call is not made")
+}
+
+// TestApprovalsWithClientTools: a run paused at once at a client tool and
+// at a call that waits for approval lists both, only the latter marked;
+// approve answers only the latter. A destructiveHint tool waits for
+// approval without being listed in Approve. An approved call that passes
+// the resume's time limit is stopped with 422 time_limit, and the run
+// stays paused.
+func TestApprovalsWithClientTools(t *testing.T) {
+	m := newMCPTools()
+	c := newServer(t, httpapi.Options{Functions: m.approvalRegistry(t)}).client("")
+	body, _ := json.Marshal(map[string]any{
+		"code": `import asyncio
+city, echoed = await asyncio.gather(ask("city"), everything.echo(message="x"))
+try:
+    w = await everything.wipe()
+except PermissionError as e:
+    w = type(e).__name__
+try:
+    s = await everything.stall()
+except PermissionError:
+    s = "not approved"
+(city, echoed, w, s)`,
+		"tools": []map[string]any{{"name": "ask", "async": true}},
+	})
+	status, _, data := c.do("POST", "/exec", body)
+	p := pausedAnswer(t, status, data)
+	require.Len(t, p.Calls, 2, string(data))
+	ask, echo := p.Calls[0], p.Calls[1]
+	assert.Equal(t, "ask", ask.Name)
+	assert.False(t, ask.Approval, "a client tool's call is answered with a value")
+	assert.Equal(t, "everything.echo", echo.Name)
+	assert.True(t, echo.Approval)
+
+	resume := func(runID string, results ...map[string]any) (int, []byte) {
+		status, _, data := c.do("POST", "/runs/"+runID+"/resume", resumeBody(results...))
+		return status, data
+	}
+	status, data = resume(p.RunID, map[string]any{"id": ask.ID, "approve": true}, map[string]any{"id": echo.ID, "approve": true})
+	wantError(t, "approve for a client tool", status, data, http.StatusBadRequest, "invalid_results")
+	assert.Contains(t, errorMessage(t, data), "does not wait for approval")
+	assert.Equal(t, int32(0), m.echoes.Load(), "a refused resume makes no call, not even the approved one")
+
+	status, data = resume(p.RunID, map[string]any{"id": ask.ID, "value": "Oslo"}, map[string]any{"id": echo.ID, "approve": true})
+	p = pausedAnswer(t, status, data)
+	assert.Equal(t, int32(1), m.echoes.Load())
+	require.Len(t, p.Calls, 1, string(data))
+	assert.Equal(t, "everything.wipe", p.Calls[0].Name, "destructiveHint: waits for approval")
+	assert.True(t, p.Calls[0].Approval)
+	status, data = resume(p.RunID, map[string]any{"id": p.Calls[0].ID, "approve": false})
+	p = pausedAnswer(t, status, data)
+	assert.Equal(t, int32(0), m.wipes.Load())
+	require.Len(t, p.Calls, 1, string(data))
+	assert.Equal(t, "everything.stall", p.Calls[0].Name)
+
+	// The approved call runs under the resume's limits.
+	stall, _ := json.Marshal(map[string]any{"results": []map[string]any{{"id": p.Calls[0].ID, "approve": true}}, "limits": map[string]any{"duration_ms": 200}})
+	status, _, data = c.do("POST", "/runs/"+p.RunID+"/resume", stall)
+	wantError(t, "an approved call past the time limit", status, data, http.StatusUnprocessableEntity, "time_limit")
+	var limited httpapi.ErrorResponse
+	require.NoError(t, json.Unmarshal(data, &limited))
+	assert.Equal(t, p.SessionID, limited.SessionID)
+	assert.Contains(t, limited.Message, "the approved call everything.stall")
+	assert.Equal(t, int32(1), m.stallCalls.Load())
+	status, data = resume(p.RunID, map[string]any{"id": p.Calls[0].ID, "approve": false})
+	done := completedAnswer(t, status, data)
+	assert.JSONEq(t, `["Oslo", "echo: x", "PermissionError", "not approved"]`, string(done.Result))
+}
+
+// TestStreamApprovals: a streamed run paused at a call that waits for
+// approval reports it as a tool call under the code's name and ends with
+// an interrupt of reason "approval"; a streamed resume that answers it
+// with a value gets the JSON 400 before any frame; approved, the stream
+// reports the real call as the run's tool call, with its result.
+func TestStreamApprovals(t *testing.T) {
+	m := newMCPTools()
+	c := newServer(t, httpapi.Options{Functions: m.approvalRegistry(t)}).client("")
+	body, _ := json.Marshal(map[string]any{"code": approvalCode})
+	evs := c.streamPost(t, "/exec", body).rest()
+	brief := briefEvents(evs)
+	assert.Contains(t, brief, `TOOL_CALL_START "everything.add"`)
+	assert.Contains(t, brief, `TOOL_CALL_START "everything.echo"`)
+	last := evs[len(evs)-1]
+	p := finished(t, last)
+	require.Len(t, p.Calls, 1)
+	id := p.Calls[0].ID
+	assert.Equal(t, map[string]any{"type": "interrupt", "interrupts": []any{map[string]any{
+		"id": id, "reason": "approval", "toolCallId": id, "expiresAt": p.RunExpires,
+		"message": `the code waits for a person's approval of everything.echo (call "` + id + `"): ask them, then POST /runs/` + p.RunID +
+			`/resume with {"id": "` + id + `", "approve": true} to make the call, or false to refuse it (it raises PermissionError in the code)`,
+		"metadata": map[string]any{"run_id": p.RunID, "tool": "everything.echo", "blocking": p.Calls[0].Blocking, "approval": true},
+	}}}, last["outcome"])
+	assert.Equal(t, int32(0), m.echoes.Load())
+
+	bad := resumeBody(map[string]any{"id": id, "value": "forged"})
+	status, hdr, streamed := c.do("POST", "/runs/"+p.RunID+"/resume", bad, "Accept", "text/event-stream")
+	assert.Equal(t, http.StatusBadRequest, status, string(streamed))
+	assert.Equal(t, "application/json", hdr.Get("Content-Type"))
+	_, _, plain := c.do("POST", "/runs/"+p.RunID+"/resume", bad)
+	assert.JSONEq(t, string(plain), string(streamed))
+	assert.Equal(t, int32(0), m.echoes.Load())
+
+	evs = c.streamPost(t, "/runs/"+p.RunID+"/resume", resumeBody(map[string]any{"id": id, "approve": true})).rest()
+	assert.Equal(t, int32(1), m.echoes.Load())
+	assert.Equal(t, []string{"RUN_STARTED", "STEP_STARTED", `TOOL_CALL_START "everything.echo"`, `TOOL_CALL_ARGS "{\"message\":\"hi\"}"`,
+		"TOOL_CALL_END", `TOOL_CALL_RESULT "\"echo: hi\""`, "STEP_FINISHED", "RUN_FINISHED"}, briefEvents(evs),
+		"the approved call is the resumed run's host call")
+	done := finished(t, evs[len(evs)-1])
+	assert.Equal(t, httpapi.StatusCompleted, done.Status)
+	assert.JSONEq(t, `[3, "echo: hi"]`, string(done.Result))
+	assert.Equal(t, map[string]any{"type": "success"}, evs[len(evs)-1]["outcome"])
+}
