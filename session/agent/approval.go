@@ -9,15 +9,24 @@ import (
 	"github.com/monty-go/monty/session"
 )
 
-// ErrNotApproval matches Registry.Approve errors for a call that does not
-// wait for a person's approval, or whose host object this registry does
-// not have (an MCP server not connected in this process).
-var ErrNotApproval = errors.New("agent: not a call that waits for approval here")
+// Errors of Registry.CheckAnswer and Registry.Approve, for answers to the
+// calls of a paused run.
+var (
+	// ErrApprovalNeeded: the call waits for a person's approval and was
+	// answered with a value or an error.
+	ErrApprovalNeeded = errors.New("agent: the call waits for a person's approval")
+	// ErrNotApproval: the call does not wait for approval and was
+	// answered with approve.
+	ErrNotApproval = errors.New("agent: the call does not wait for approval")
+	// ErrApprovalUnavailable: the call waits for approval, but its MCP
+	// server is not connected to this registry, so it cannot be made here.
+	ErrApprovalUnavailable = errors.New("agent: the call's MCP server is not connected here")
+)
 
 // approvalMethod returns the class and method of a paused call that waits
 // for approval (see MCPServer.Approve).
 func (r *Registry) approvalMethod(c session.ToolCall) (*Class, *Function, bool) {
-	if c.Object == nil {
+	if r == nil || c.Object == nil {
 		return nil, nil, false
 	}
 	o, ok := r.lookupObject(*c.Object)
@@ -31,14 +40,44 @@ func (r *Registry) approvalMethod(c session.ToolCall) (*Class, *Function, bool) 
 	return o.class, m, true
 }
 
-// ApprovalName reports whether a call of a paused run waits for a
-// person's approval, and names it as the code does ("github.delete_repo").
+// ApprovalName names a call of a paused run as the code made it and
+// reports whether it waits for a person's approval. Such a call is a
+// method call (the host objects' methods the run's caller answers are
+// approvals; a client tool's call is a function's), named
+// "github.delete_repo" when this registry has its MCP server, else by the
+// method alone. r may be nil (no MCP servers).
 func (r *Registry) ApprovalName(c session.ToolCall) (string, bool) {
-	class, _, ok := r.approvalMethod(c)
-	if !ok {
-		return "", false
+	if c.Object == nil {
+		return c.Name, false
 	}
-	return class.Name + "." + c.Name, true
+	if class, _, ok := r.approvalMethod(c); ok {
+		return class.Name + "." + c.Name, true
+	}
+	return c.Name, true
+}
+
+// CheckAnswer reports whether call c of a paused run may be answered as
+// given: byApprove for {"approve": …}, else a value or an error. A call
+// that waits for approval takes approve alone, so that no value a caller
+// writes stands for a tool's result, and only where this registry has its
+// MCP server; any other call takes a value or an error. The errors match
+// ErrApprovalNeeded, ErrNotApproval or ErrApprovalUnavailable and say
+// what to send instead. r may be nil (no MCP servers).
+func (r *Registry) CheckAnswer(c session.ToolCall, byApprove bool) error {
+	name, approval := r.ApprovalName(c)
+	_, _, here := r.approvalMethod(c)
+	switch {
+	case !approval && byApprove:
+		return &callerError{err: ErrNotApproval, msg: fmt.Sprintf(
+			"call %q (%s) does not wait for approval: answer it with a value or an error, not approve", c.ID, name)}
+	case approval && !byApprove:
+		return &callerError{err: ErrApprovalNeeded, msg: fmt.Sprintf(
+			"call %q (%s) waits for a person's approval: answer it with {\"id\": %q, \"approve\": true} once they approved it, or false; a call that needs a person's approval takes no value or error", c.ID, name, c.ID)}
+	case approval && !here:
+		return &callerError{err: ErrApprovalUnavailable, msg: fmt.Sprintf(
+			"call %q (%s) waits for a person's approval, but its MCP server is not connected here, so nothing was done: resume the run where the same MCP servers are connected under the same names", c.ID, name)}
+	}
+	return nil
 }
 
 // Approve answers a call that waits for a person's approval: approved,
@@ -46,13 +85,12 @@ func (r *Registry) ApprovalName(c session.ToolCall) (string, bool) {
 // here under the same name), and its outcome is the result (an exception
 // the tool raised as the result's Error); refused, the call raises
 // PermissionError in the code. Give the result to Session.Resume with the
-// other results. Errors: ErrNotApproval for another call, and the
-// caller's context ending.
+// other results. Errors: CheckAnswer's, and the caller's context ending.
 func (r *Registry) Approve(ctx context.Context, c session.ToolCall, approve bool) (session.ToolResult, error) {
-	class, _, ok := r.approvalMethod(c)
-	if !ok {
-		return session.ToolResult{}, fmt.Errorf("%w: call %s (%s)", ErrNotApproval, c.ID, c.Name)
+	if err := r.CheckAnswer(c, true); err != nil {
+		return session.ToolResult{}, err
 	}
+	class, _, _ := r.approvalMethod(c)
 	name := class.Name + "." + c.Name
 	if !approve {
 		return session.ToolResult{ID: c.ID, Error: &runtime.Exception{Type: "PermissionError",

@@ -51,6 +51,7 @@ type ArgsError struct {
 	Err error
 }
 
+// Error says which tool's arguments are wrong, and how.
 func (e *ArgsError) Error() string {
 	tool := cmp.Or(e.Tool, "tool")
 	return "agent: bad " + tool + " arguments: " + e.Err.Error()

@@ -52,9 +52,7 @@ func pausedOf(p *session.Paused, sessionID string, reg *Registry) *PausedRun {
 	out := &PausedRun{RunID: p.RunID, SessionID: sessionID, Expires: p.Expires}
 	for _, c := range p.Calls {
 		pc := PausedCall{ID: c.ID, Name: c.Name, Blocking: c.Blocking, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
-		if name, ok := reg.ApprovalName(c); ok {
-			pc.Name, pc.Approval = name, true
-		}
+		pc.Name, pc.Approval = reg.ApprovalName(c)
 		parts := make([]string, 0, len(c.Args)+len(c.Kwargs))
 		for i, a := range c.Args {
 			pc.Args[i] = valueJSON(a)
@@ -196,37 +194,35 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 }
 
 // approvals completes results with the answers to the calls that wait
-// for approval: the approved calls are made now. A call that waits for
-// approval must be answered by approve, and only such a call may be, so
-// that no value the caller writes stands for a tool's result.
+// for approval: every answer is checked (Session.Resume's check, then
+// Registry.CheckAnswer) before the approved calls are made, so that no
+// call is made for a resume that is refused.
 func (e *Executor) approvals(ctx context.Context, s *session.Session, a ResumeArgs, results []session.ToolResult) ([]session.ToolResult, error) {
 	p := s.Paused()
 	if p == nil || p.RunID != a.RunID {
 		return results, nil // Resume says why
 	}
+	if err := p.CheckResults(results); err != nil {
+		return nil, err
+	}
 	calls := map[string]session.ToolCall{}
 	for _, c := range p.Calls {
 		calls[c.ID] = c
 	}
-	for i, r := range a.Results {
-		c, known := calls[r.ID]
-		_, approval := e.fns.ApprovalName(c)
-		switch {
-		case !known:
-			continue // Resume says why
-		case approval && r.Approve == nil:
-			return nil, badArgs(ResumeToolName, "call %q needs a person's approval: answer {\"id\": %q, \"approve\": true} or false, not a value", r.ID, r.ID)
-		case !approval && r.Approve != nil && c.Object != nil:
-			return nil, badArgs(ResumeToolName, "call %q is a method of a host object this process does not have: resume the run where the same MCP servers are connected under the same names", r.ID)
-		case !approval && r.Approve != nil:
-			return nil, badArgs(ResumeToolName, "call %q does not wait for approval: answer it with a value or an error", r.ID)
-		case approval:
-			res, err := e.fns.Approve(ctx, c, *r.Approve)
-			if err != nil {
-				return nil, err
-			}
-			results[i] = res
+	for _, r := range a.Results {
+		if err := e.fns.CheckAnswer(calls[r.ID], r.Approve != nil); err != nil {
+			return nil, &ArgsError{Tool: ResumeToolName, Err: err}
 		}
+	}
+	for i, r := range a.Results {
+		if r.Approve == nil {
+			continue
+		}
+		res, err := e.fns.Approve(ctx, calls[r.ID], *r.Approve)
+		if err != nil {
+			return nil, err
+		}
+		results[i] = res
 	}
 	return results, nil
 }

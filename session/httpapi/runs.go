@@ -147,7 +147,7 @@ func setPaused(resp *ExecResponse, sessionID string, p *session.Paused, reg *age
 // callInfo describes a call of a paused run.
 func callInfo(c session.ToolCall, reg *agent.Registry) ToolCallInfo {
 	info := ToolCallInfo{ID: c.ID, Blocking: c.Blocking, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
-	info.Name, info.Approval = approvalName(reg, c)
+	info.Name, info.Approval = reg.ApprovalName(c)
 	for j, a := range c.Args {
 		info.Args[j] = jsonOrRepr(a)
 	}
@@ -156,23 +156,6 @@ func callInfo(c session.ToolCall, reg *agent.Registry) ToolCallInfo {
 		info.Kwargs[string(k)] = jsonOrRepr(kw.Value)
 	}
 	return info
-}
-
-// approvalName names a call of a paused run as the code made it and
-// reports whether it waits for a person's approval. Such a call is a
-// method call (a client tool's is a function's): named by reg
-// ("github.delete_repo") when reg has its MCP server, else by the method
-// alone (the run paused on a server that has it).
-func approvalName(reg *agent.Registry, c session.ToolCall) (string, bool) {
-	if c.Object == nil {
-		return c.Name, false
-	}
-	if reg != nil {
-		if name, ok := reg.ApprovalName(c); ok {
-			return name, true
-		}
-	}
-	return c.Name, true
 }
 
 func jsonOrRepr(v object.Value) json.RawMessage {
@@ -398,10 +381,10 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ns string) *api
 }
 
 // checkApprovals checks that the results answer the calls of paused run p
-// that wait for a person's approval with approve, and only those (so that
-// no value the client writes stands for a tool's result), and that this
-// server can make the approved calls. specs are the resume's results;
-// calls they name that p does not have are CheckResults' to refuse.
+// that wait for a person's approval with approve, and only those, and
+// that this server can make the approved calls (Registry.CheckAnswer).
+// specs are the resume's results; calls they name that p does not have
+// are CheckResults' to refuse.
 func (h *Handler) checkApprovals(p *session.Paused, specs []ToolResultSpec, apiRun string) *apiError {
 	calls := make(map[string]session.ToolCall, len(p.Calls))
 	for _, c := range p.Calls {
@@ -412,29 +395,16 @@ func (h *Handler) checkApprovals(p *session.Paused, specs []ToolResultSpec, apiR
 		if !known {
 			continue
 		}
-		name, approval := approvalName(h.opts.Functions, c)
+		err := h.opts.Functions.CheckAnswer(c, r.Approve != nil)
 		switch {
-		case approval && r.Approve == nil:
-			return invalidResults(apiRun, fmt.Sprintf(
-				"call %q (%s) waits for a person's approval: answer it with {\"id\": %q, \"approve\": true} once they approved it, or false, not with a value or an error", r.ID, name, r.ID))
-		case !approval && r.Approve != nil:
-			return invalidResults(apiRun, fmt.Sprintf(
-				"call %q (%s) does not wait for approval: answer it with a value or an error, not approve", r.ID, name))
-		case approval && !h.canApprove(c):
+		case errors.Is(err, agent.ErrApprovalUnavailable):
+			name, _ := h.opts.Functions.ApprovalName(c)
 			return approvalUnavailable(apiRun, r.ID, name)
+		case err != nil:
+			return invalidResults(apiRun, err.Error())
 		}
 	}
 	return nil
-}
-
-// canApprove reports whether this server can answer approval call c: it
-// connects c's MCP server.
-func (h *Handler) canApprove(c session.ToolCall) bool {
-	if h.opts.Functions == nil {
-		return false
-	}
-	_, ok := h.opts.Functions.ApprovalName(c)
-	return ok
 }
 
 // approvalUnavailable is the answer to a resume that answers approval
@@ -482,7 +452,7 @@ func (h *Handler) approvals(ctx context.Context, s *session.Session, sessionID, 
 		cancel()
 		switch {
 		case err != nil && timedOut:
-			name, _ := approvalName(h.opts.Functions, c)
+			name, _ := h.opts.Functions.ApprovalName(c)
 			return nil, &apiError{status: statusLimit, code: runtime.TimeLimit.String(), body: &ErrorResponse{SessionID: sessionID}, msg: fmt.Sprintf(
 				"the approved call %s (call %q) took longer than the time limit of %s and was stopped; the run stays paused (the call may have had its effect before it was stopped)",
 				name, r.ID, limits.MaxDuration)}
