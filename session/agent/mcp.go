@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -174,6 +175,14 @@ func (ns *MCPNamespace) Close() error {
 
 // Name is the namespace's name.
 func (ns *MCPNamespace) Name() string { return ns.srv.Name }
+
+// Tools returns the Python names of the tools the namespace offers now,
+// sorted.
+func (ns *MCPNamespace) Tools() []string {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	return slices.Sorted(maps.Keys(ns.tools))
+}
 
 // connect opens a client session.
 func (ns *MCPNamespace) connect(ctx context.Context) (*mcp.ClientSession, error) {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session/agent"
 )
@@ -287,7 +286,7 @@ func (c *connectFlags) connectOne(ctx context.Context, reg *agent.Registry, conn
 		}
 		return nil, fmt.Errorf("--connect %s: %s", conn.name, msg)
 	}
-	tools := offeredTools(ctx, reg, conn.name)
+	tools := ns.Tools()
 	log.Info(mcpConnected, append(where, "tools", len(tools))...)
 	for _, named := range []struct {
 		flag  string
@@ -300,28 +299,6 @@ func (c *connectFlags) connectOne(ctx context.Context, reg *agent.Registry, conn
 		}
 	}
 	return ns, nil
-}
-
-// offeredTools are the Python names of the tools reg offers in namespace
-// name, as its list_functions(category=name) lists them.
-func offeredTools(ctx context.Context, reg *agent.Registry, name string) []string {
-	list := reg.Host().Functions[agent.ListFunctionsName].Func
-	v, err := list(ctx, nil, []object.Pair{{Key: object.Str("category"), Value: object.Str(name)}})
-	items, _ := v.(object.List)
-	if err != nil {
-		return nil
-	}
-	var tools []string
-	for _, item := range items {
-		d, _ := item.(object.Dict)
-		for _, p := range d {
-			if p.Key == object.Str("name") {
-				s, _ := p.Value.(object.Str)
-				tools = append(tools, strings.TrimPrefix(string(s), name+"."))
-			}
-		}
-	}
-	return tools
 }
 
 // host is a Host offering the servers, nil when there are none.
