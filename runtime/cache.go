@@ -40,8 +40,14 @@ func DefaultCacheDir() string {
 // moduleHash is the module's SHA-256 in hex: the committed checksum for the
 // embedded module (hashing it costs several milliseconds of every start).
 func moduleHash(module []byte) string {
-	if len(module) == len(wasm.Module) && len(module) > 0 && &module[0] == &wasm.Module[0] {
+	if isEmbeddedModule(module) {
 		return wasm.SHA256
 	}
 	return modcache.Hash(module)
+}
+
+// isEmbeddedModule reports whether module is the embedded one itself (not a
+// copy).
+func isEmbeddedModule(module []byte) bool {
+	return len(module) == len(wasm.Module) && len(module) > 0 && &module[0] == &wasm.Module[0]
 }

@@ -267,6 +267,7 @@ func (e *Engine) compile(ctx context.Context, cfg *engineConfig, cache *modcache
 		e.log.Info("interpreter module compiled", "event", "compile_done", "took", time.Since(start).Round(time.Millisecond),
 			"cache_dir", info.CacheDir)
 	}
+	releaseModulePages(cfg.module)
 	return b, nil
 }
 
