@@ -17,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/monty-go/monty/runtime/internal/modcache"
+	"github.com/monty-go/monty/runtime/internal/pages"
 	"github.com/monty-go/monty/wasm"
 )
 
@@ -267,7 +268,9 @@ func (e *Engine) compile(ctx context.Context, cfg *engineConfig, cache *modcache
 		e.log.Info("interpreter module compiled", "event", "compile_done", "took", time.Since(start).Round(time.Millisecond),
 			"cache_dir", info.CacheDir)
 	}
-	releaseModulePages(cfg.module)
+	if isEmbeddedModule(cfg.module) {
+		pages.Release(cfg.module)
+	}
 	return b, nil
 }
 

@@ -2,6 +2,8 @@ package runtime_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"math"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/wasm"
 )
 
 // fakeModule assembles a wasm module with the shim's exports whose
@@ -41,6 +44,28 @@ func fakeModule(abi byte) []byte {
 		2, 0, 0x0b, // _initialize
 	)...)
 	return m
+}
+
+// TestEngineFromACopyOfTheModule: an engine given a copy of the module (in
+// ordinary memory, unlike the embedded one whose pages are handed back to
+// the kernel after compiling) leaves the caller's bytes as they were, and
+// every new interpreter runs.
+func TestEngineFromACopyOfTheModule(t *testing.T) {
+	ctx := context.Background()
+	module := append([]byte(nil), wasm.Module...)
+	e, err := runtime.NewEngine(ctx, runtime.WithModule(module), runtime.WithCacheDir(t.TempDir()))
+	require.NoError(t, err)
+	defer e.Close(ctx)
+	sum := sha256.Sum256(module)
+	require.Equal(t, wasm.SHA256, hex.EncodeToString(sum[:]), "the caller's module changed")
+	for range 2 {
+		it, err := e.NewInterpreter(ctx)
+		require.NoError(t, err)
+		v, err := run(t, it, "'%s-%d' % ('abc', 1 + 1)")
+		require.NoError(t, err)
+		assert.Equal(t, object.Str("abc-2"), v)
+		require.NoError(t, it.Close(ctx))
+	}
 }
 
 func TestEngineRefusesOtherModules(t *testing.T) {

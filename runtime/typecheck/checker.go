@@ -22,6 +22,7 @@ import (
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/internal/guest"
 	"github.com/monty-go/monty/runtime/internal/modcache"
+	"github.com/monty-go/monty/runtime/internal/pages"
 	"github.com/monty-go/monty/runtime/internal/wire"
 	"github.com/monty-go/monty/wasm/checker"
 )
@@ -245,6 +246,9 @@ func (c *Checker) compile(done chan struct{}) {
 		m.info.Ready = time.Since(start)
 		c.loaded, c.loadErr = m, nil
 		c.idle = append(c.idle, first)
+	}
+	if err == nil && sameBytes(cfg.module, checker.Module) {
+		pages.Release(cfg.module)
 	}
 }
 

@@ -1,6 +1,6 @@
 //go:build linux
 
-package runtime
+package pages
 
 import (
 	"bufio"
@@ -46,30 +46,20 @@ func residentKB(t *testing.T, addr uintptr) int {
 	return 0
 }
 
-// TestReleaseModulePages: releasing the embedded module's pages makes them
-// no longer resident, and reading the module afterwards gives back exactly
-// its bytes (the pages come back from the executable).
-func TestReleaseModulePages(t *testing.T) {
+// TestRelease: releasing the embedded module's pages makes them no longer
+// resident, and reading the module afterwards gives back exactly its bytes
+// (the pages come back from the executable).
+func TestRelease(t *testing.T) {
 	addr := uintptr(unsafe.Pointer(unsafe.SliceData(wasm.Module)))
 	sum := sha256.Sum256(wasm.Module) // makes every page resident
 	require.Equal(t, wasm.SHA256, hex.EncodeToString(sum[:]))
 	before := residentKB(t, addr)
 
-	releaseModulePages(wasm.Module)
+	Release(wasm.Module)
 	after := residentKB(t, addr)
 	require.LessOrEqual(t, after, before-len(wasm.Module)/1024*9/10,
 		"the module's pages stayed resident (%d kB before, %d kB after)", before, after)
 
 	sum = sha256.Sum256(wasm.Module)
 	require.Equal(t, wasm.SHA256, hex.EncodeToString(sum[:]), "the module came back changed")
-}
-
-// TestReleaseModulePagesLeavesCopies: a module that is not the embedded one
-// may live in anonymous memory, where dropping pages would zero them: it is
-// never touched.
-func TestReleaseModulePagesLeavesCopies(t *testing.T) {
-	module := append([]byte(nil), wasm.Module...)
-	releaseModulePages(module)
-	sum := sha256.Sum256(module)
-	require.Equal(t, wasm.SHA256, hex.EncodeToString(sum[:]))
 }
