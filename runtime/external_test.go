@@ -106,3 +106,38 @@ got = await main()
 	require.ErrorAs(t, err, &pyErr)
 	assert.Contains(t, pyErr.Message, "await the host's async calls")
 }
+
+// TestDumpWithSpawnedTasks: a run paused while tasks it spawned (coroutines
+// gathered) wait on async calls is dumped, loaded into another interpreter
+// and finished there; every task comes back and delivers its result.
+func TestDumpWithSpawnedTasks(t *testing.T) {
+	ctx := context.Background()
+	host := &runtime.Host{Functions: map[string]runtime.Function{"fetch": {External: true, Async: true}}}
+	r, err := newInterp(t).NewREPL(ctx)
+	require.NoError(t, err)
+	e, err := r.Feed(ctx, `
+import asyncio
+async def work(i):
+    v = await fetch(i)
+    return v * 10
+await asyncio.gather(work(1), work(2), work(3))`)
+	require.NoError(t, err)
+	_, err = host.Drive(ctx, e)
+	var s *runtime.Suspended
+	require.ErrorAs(t, err, &s)
+	require.Len(t, s.Calls, 3, "each task made its call")
+
+	dump, err := r.Dump(ctx)
+	require.NoError(t, err)
+	_, e, err = newInterp(t).LoadREPL(ctx, dump)
+	require.NoError(t, err)
+	require.NotNil(t, e)
+	var answers []runtime.FutureResult
+	for _, c := range s.Calls {
+		answers = append(answers, runtime.FutureResult{CallID: c.CallID, Value: c.Args[0]})
+	}
+	require.NoError(t, e.Resume(ctx, runtime.Resolve(answers...)))
+	v, err := host.Continue(ctx, e, nil)
+	require.NoError(t, err)
+	assert.Equal(t, object.List{object.Int(10), object.Int(20), object.Int(30)}, v)
+}
