@@ -1,45 +1,60 @@
 #!/usr/bin/env bash
-# Compares the Go runtime with the same module under wasmtime, with monty run
-# natively and with CPython on the same workloads (testdata/bench/*.py), times
-# the monty command's start, and checks the performance targets.
+# Compares the Go runtime with upstream Monty's release binary, with the same
+# module under wasmtime, with monty run natively and with CPython on the same
+# workloads (testdata/bench/*.py), measured interleaved; times the monty
+# command's start and its memory, and checks the performance targets.
 #
-#   scripts/bench.sh            # Go: -benchtime 2s; the others: >= 1 s per workload
-#   BENCHTIME=5s scripts/bench.sh
+#   scripts/bench.sh            # each workload measured for >= 3 s (all columns)
+#   BENCHTIME=10s scripts/bench.sh
 #
 # One command on a fresh machine: it first installs what it needs, saying so
 # once per step: the pinned Rust toolchain when no Rust 1.96 is there
 # (scripts/install-toolchain.sh, for the native column) and a Python venv
-# with wasmtime in ${XDG_CACHE_HOME:-~/.cache}/monty-go/bench-venv (from
-# scripts/wasmtime/requirements.txt, recreated when that file changes).
+# in ${XDG_CACHE_HOME:-~/.cache}/monty-go/bench-venv with wasmtime and
+# upstream's `monty` binary (scripts/wasmtime/requirements.txt, recreated
+# when that file changes).
 #
 # Runs, in one go:
-#   * the Go benchmarks of ./runtime (go test -run '^$' -bench . -benchtime 2s),
-#   * scripts/wasmtime/bench.py: the committed wasm/monty.wasm under wasmtime
-#     (Cranelift) through its Python wheel, speaking the module's ABI as
-#     runtime/ does: the engine's share of the gap to native,
-#   * scripts/native's `monty-native bench` (monty 1.4.0 compiled natively),
-#   * CPython (python3) running the same files in-process with timeit, plus
-#     `python3 -c '1+1'` in a subprocess for the per-process start cost,
+#   * scripts/benchcmp: each workload in every column that runs it,
+#     interleaved: rounds of one sample per column, round-robin, each round
+#     starting at the next column, so that a slow spell of this shared
+#     machine falls on all columns alike; a column's figure is the median of
+#     its samples, and every column must compute the same value. The columns:
+#       Go        this runtime in benchcmp's own process (a warm
+#                 interpreter, the program compiled once, one Run per run)
+#       wasmtime  scripts/wasmtime/bench.py --serve: the committed
+#                 wasm/monty.wasm under wasmtime (Cranelift) through its
+#                 Python wheel, speaking the module's ABI as runtime/ does:
+#                 the engine's share of the gap to native
+#       native    scripts/native's `monty-native serve` (monty 1.4.0
+#                 compiled for the host, in-process)
+#       upstream  upstream Monty's release binary (`monty FILE.py`, from
+#                 the pydantic-monty-runtime wheel), a process per run less
+#                 the run of an empty file, sampled in the same rounds
+#       CPython   scripts/benchcmp/cpython.py: python3 running the same
+#                 files in-process
 #   * scripts/bench_start.py with the monty command built from ./cmd/monty:
-#     `monty -c 'print(1)'` against `python3 -c 'print(1)'` (warm cache,
-#     median of 15), and the first result of `monty serve`, `monty mcp` and
-#     `monty -c` with a fresh, empty MONTY_CACHE_DIR (median of 3; -c once).
-# Prints a table (workload, Go, wasmtime, native, CPython, the ratios of Go to
-# each, target, met?), then the same table as markdown for the README. Exits
+#     `monty -c 'print(1)'` against upstream's and `python3 -c 'print(1)'`
+#     and the peak memory of each one's `-c 'pass'` (warm cache, median of
+#     15, interleaved), then the first result of `monty serve`, `monty mcp`
+#     and `monty -c` with a fresh, empty MONTY_CACHE_DIR (median of 3; -c
+#     once).
+# Prints a table (workload, the five columns, the ratios of Go to each,
+# target, met?), then the same table as markdown for the README. Exits
 # non-zero if a part could not run (the table still shows the rest).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1
-benchtime=${BENCHTIME:-2s}
+benchtime=${BENCHTIME:-3s}
 cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/monty-go
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
-: >"$tmp/results" # lines: "<source> <key> <ns/op>"
+: >"$tmp/results" # lines: "<source> <key> <value>" (ns, or bytes for *_rss and *_idle)
 
 say() { echo "bench.sh: $*" >&2; }
 
-# The compiled-module cache of the warm measurements (Go benchmarks, monty -c):
+# The compiled-module cache of the warm measurements (the Go column, monty -c):
 # the default one (runtime.DefaultCacheDir), unless MONTY_CACHE_DIR says otherwise.
 warm_cache=${MONTY_CACHE_DIR:-$cache_root/compiled}
 
@@ -59,180 +74,126 @@ if command -v python3 >/dev/null; then
   python=$(python3 -c 'import sys; print(sys.executable)') || python=""
 fi
 
-# The wasmtime venv, (re)made when it is missing, broken (its Python gone) or
+# The bench venv, (re)made when it is missing, broken (its Python gone) or
 # its requirements changed; $venv/requirements.txt records what it holds.
+# Upstream's binary comes in a manylinux x86_64 wheel: where that cannot
+# install, the venv gets wasmtime alone and the upstream column is missing.
 venv=$cache_root/bench-venv
 requirements=scripts/wasmtime/requirements.txt
+upstream=$venv/bin/monty
 venv_ok() {
   cmp -s "$requirements" "$venv/requirements.txt" && "$venv/bin/python" -c 'import wasmtime' 2>/dev/null
 }
 if [ -n "$python" ] && ! venv_ok; then
-  say "creating the wasmtime venv $venv ($python -m venv; pip install -r $requirements)"
+  say "creating the bench venv $venv ($python -m venv; pip install -r $requirements)"
   mkdir -p "$cache_root"
-  if "$python" -m venv --clear "$venv" &&
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"; then
-    cp "$requirements" "$venv/requirements.txt" # the stamp: installed as listed
+  pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
+  if "$python" -m venv --clear "$venv" && {
+    "${pip[@]}" -r "$requirements" || {
+      say "pip install -r $requirements failed; installing wasmtime alone"
+      "${pip[@]}" "$(grep -o '^wasmtime==[^ ]*' "$requirements")"
+    }
+  }; then
+    cp "$requirements" "$venv/requirements.txt" # the stamp: installed as listed, or as far as it can be
   else
-    say "could not create the venv; the wasmtime column will be missing"
+    say "could not create the venv; the wasmtime and upstream columns will be missing"
   fi
 fi
 
-# --- Go ---------------------------------------------------------------------
-if command -v go >/dev/null; then
-  say "go test -run '^\$' -bench . -benchtime $benchtime ./runtime/"
-  if go test -run '^$' -bench . -benchtime "$benchtime" ./runtime/ >"$tmp/go.txt" 2>&1; then
-    cat "$tmp/go.txt" >&2
-  else
-    cat "$tmp/go.txt" >&2
-    say "the Go benchmarks failed (output above)"
-    failed=1
-  fi
-  # "BenchmarkTinyCall-8   1000   1234 ns/op ..." -> "go TinyCall 1234"
-  awk '$1 ~ /^Benchmark/ { for (i = 3; i < NF; i++) if ($(i + 1) == "ns/op") {
-         name = $1; sub(/^Benchmark/, "", name); sub(/-[0-9]+$/, "", name)
-         print "go", name, $i } }' "$tmp/go.txt" >>"$tmp/results"
-  say "go build -o $tmp/monty ./cmd/monty (for the start-time rows)"
-  go build -o "$tmp/monty" ./cmd/monty || { say "could not build ./cmd/monty"; failed=1; }
-else
-  say "go not found; skipping the Go benchmarks and the start-time rows"
-  failed=1
-fi
-
-# --- wasmtime ---------------------------------------------------------------
+# --- the columns --------------------------------------------------------------
+benchcmp=(-benchtime "$benchtime")
 if venv_ok; then
-  say "scripts/wasmtime/bench.py (wasm/monty.wasm under wasmtime $(grep -o 'wasmtime==[^ ]*' "$requirements" | cut -d= -f3))"
   # Cranelift takes a while to compile the module: its machine code is kept
   # in $cache_root/wasmtime, keyed by the module's hash and wasmtime version.
-  if "$venv/bin/python" scripts/wasmtime/bench.py --cache-dir "$cache_root/wasmtime" >"$tmp/wasmtime.txt"; then
-    cat "$tmp/wasmtime.txt" >&2
-  else
-    cat "$tmp/wasmtime.txt" >&2
-    say "scripts/wasmtime/bench.py failed"
-    failed=1
-  fi
-  grep '^wasmtime ' "$tmp/wasmtime.txt" >>"$tmp/results"
+  benchcmp+=(-wasmtime "$venv/bin/python" -wasmtime-cache "$cache_root/wasmtime")
 else
-  say "no wasmtime venv; skipping the wasmtime column"
+  say "no bench venv; the wasmtime column is missing"
   failed=1
 fi
-
-# --- native -----------------------------------------------------------------
+if [ -x "$upstream" ] && upstream_version=$("$upstream" --version 2>&1); then
+  benchcmp+=(-upstream "$upstream")
+else
+  say "no upstream monty binary ($upstream: pydantic-monty-runtime is not installed there); the upstream column is missing"
+  upstream=""
+  failed=1
+fi
 if native_bin=$(scripts/native/build.sh); then
-  say "$native_bin bench"
-  if "$native_bin" bench --dir testdata/bench >"$tmp/native.json"; then
-    cat "$tmp/native.json" >&2
-    # {"tiny_call": {"ns_per_op": 696.6, ...}, ...} -> "native tiny_call 696.6"
-    grep -o '"[a-z0-9_]*": {"ns_per_op": [0-9.e+]*' "$tmp/native.json" |
-      sed 's/^"\([a-z0-9_]*\)": {"ns_per_op": \(.*\)$/native \1 \2/' >>"$tmp/results"
-  else
-    say "monty-native bench failed"
-    failed=1
-  fi
+  benchcmp+=(-native "$native_bin")
 else
-  say "could not build scripts/native; skipping the native column"
+  say "could not build scripts/native; the native column is missing"
+  failed=1
+fi
+if [ -n "$python" ]; then
+  benchcmp+=(-python "$python")
+else
+  say "python3 not found; the CPython and wasmtime columns and the start-time rows are missing"
   failed=1
 fi
 
-# --- CPython ----------------------------------------------------------------
-if [ -n "$python" ]; then
-  say "$("$python" --version 2>&1) ($python) with timeit"
-  if ! "$python" - testdata/bench >>"$tmp/results" <<'PY'; then
-import os
-import pickle
-import subprocess
-import sys
-import time
-import timeit
-
-bench_dir = sys.argv[1]
-
-
-def source(name):
-    with open(os.path.join(bench_dir, name)) as f:
-        return f.read()
-
-
-def per_op(fn, min_time=1.0):
-    """ns per call of fn, measured over at least min_time seconds."""
-    timer = timeit.Timer(fn)
-    number, elapsed = timer.autorange()
-    number = max(1, int(number * min_time / max(elapsed, 1e-9)) + 1)
-    return timer.timeit(number) / number * 1e9
-
-
-tiny = compile(source('tiny.py'), 'tiny.py', 'exec')
-fib = compile(source('fib25.py'), 'fib25.py', 'exec')
-loop = compile(source('loop.py'), 'loop.py', 'exec')
-data_ns = {}
-exec(compile(source('data_1mb.py'), 'data_1mb.py', 'exec'), data_ns)
-data = data_ns['data']
-
-
-def fresh_process():
-    subprocess.run([sys.executable, '-c', '1+1'], check=True)
-
-
-def process_per_op(min_time=1.0):
-    fresh_process()
-    n, start = 0, time.perf_counter()
-    while time.perf_counter() - start < min_time:
-        fresh_process()
-        n += 1
-    return (time.perf_counter() - start) / n * 1e9
-
-
-print('cpython tiny', per_op(lambda: exec(tiny, {})))
-print('cpython fib25', per_op(lambda: exec(fib, {})))
-print('cpython loop', per_op(lambda: exec(loop, {})))
-print('cpython dump_load_1mb', per_op(lambda: pickle.loads(pickle.dumps(data))))
-print('cpython fresh_process', process_per_op())
-PY
-    say "the CPython measurements failed"
+# --- the workloads, interleaved -------------------------------------------------
+if command -v go >/dev/null; then
+  say "go build ./scripts/benchcmp ./cmd/monty"
+  if go build -o "$tmp/benchcmp" ./scripts/benchcmp && go build -o "$tmp/monty" ./cmd/monty; then
+    say "scripts/benchcmp ${benchcmp[*]}"
+    if ! "$tmp/benchcmp" "${benchcmp[@]}" >>"$tmp/results"; then
+      say "some measurements failed (above)"
+      failed=1
+    fi
+  else
+    say "could not build scripts/benchcmp or ./cmd/monty"
     failed=1
   fi
 else
-  say "python3 not found; skipping the CPython column, wasmtime and the start-time rows"
+  say "go not found; only the table's frame is left"
   failed=1
 fi
 
 # --- start time -------------------------------------------------------------
 if [ -x "$tmp/monty" ] && [ -n "$python" ]; then
-  say "scripts/bench_start.py: monty -c vs python3 -c (warm cache), then serve, mcp and -c with no cache (about a minute)"
-  if ! "$python" scripts/bench_start.py "$tmp/monty" "$warm_cache" >>"$tmp/results"; then
+  say "scripts/bench_start.py: monty -c vs upstream's and python3 -c, and their memory (warm cache), then serve, mcp and -c with no cache (about a minute)"
+  if ! "$python" scripts/bench_start.py "$tmp/monty" "$warm_cache" --rss-helper "$tmp/benchcmp" \
+    ${upstream:+--upstream "$upstream"} >>"$tmp/results"; then
     say "some start-time measurements failed (above)"
     failed=1
   fi
 fi
 
 # --- table ------------------------------------------------------------------
-# Rows: label | Go | wasmtime | native | CPython | target
-# Each column is a "source/key" of the results ("-": none). The target is
-#   native X  -> Go/native <= X;  cpython X -> Go/CPython <= X;
-#   abs N     -> Go <= N ns;      -         -> none (a reference row).
-# "Go" is this runtime: the Go benchmarks, or the monty command built from
-# ./cmd/monty for the start-time rows.
+# Rows: label | unit | Go | wasmtime | native | upstream | CPython | target
+# The unit is ns or B (bytes). Each column is a "source/key" of the results
+# ("-": none). The target is
+#   COLUMN X  -> Go/COLUMN <= X (COLUMN: native, upstream or cpython);
+#   abs N     -> Go <= N (in the unit);   -  -> none (a reference row).
+# "Go" is this runtime: scripts/benchcmp's Go column, or the monty command
+# built from ./cmd/monty for the start-time rows.
 cat >"$tmp/rows" <<'EOF'
-tiny call (1 + 1)|go/TinyCall|wasmtime/tiny_call_net|native/tiny_call|cpython/tiny|native 3
-fib(25)|go/Fib25|wasmtime/fib25|native/fib25|cpython/fib25|native 1.5
-loop of 1M iterations|go/Loop/background-ctx|wasmtime/loop|-|cpython/loop|-
-pool get|go/PoolGet|-|-|-|abs 100000
-fresh instantiate|go/NewInterpreter|wasmtime/new_interpreter|native/new_repl|-|abs 1000000
-first result, fresh process (warm cache)|go/FirstResultFreshProcess|-|-|cpython/fresh_process|abs 50000000
-monty -c 'print(1)', warm cache|start/monty_c|-|-|start/python_c|cpython 1.5
-monty check -c 'print(1)', warm cache|start/check_c|-|-|-|-
-first result, no cache: monty serve|start/serve_cold|-|-|-|abs 2000000000
-first result, no cache: monty mcp|start/mcp_cold|-|-|-|abs 2000000000
-monty -c 'print(1)', no cache (compiles)|start/cli_cold|-|-|-|-
-REPL dump+load, 1 MB|go/REPLDumpLoad1MB|wasmtime/repl_dump_load_1mb|native/repl_dump_load_1mb|cpython/dump_load_1mb|abs 5000000
+tiny call (1 + 1, warm interpreter)|ns|go/tiny|wasmtime/tiny|native/tiny|-|cpython/tiny|native 1.5
+fib(25)|ns|go/fib25|wasmtime/fib25|native/fib25|upstream/fib25|cpython/fib25|upstream 1.5
+loop of 1M iterations|ns|go/loop|wasmtime/loop|native/loop|upstream/loop|cpython/loop|upstream 1.5
+sort 100k tuples|ns|go/sort|wasmtime/sort|native/sort|upstream/sort|cpython/sort|upstream 1.5
+join 100k pieces|ns|go/join|wasmtime/join|native/join|upstream/join|cpython/join|upstream 1.5
+count 200k words in a dict|ns|go/words|wasmtime/words|native/words|upstream/words|cpython/words|upstream 1.5
+pool get|ns|go/pool_get|-|-|-|-|abs 100000
+fresh instantiate|ns|go/new_interpreter|wasmtime/new_interpreter|native/new_interpreter|-|-|abs 1000000
+REPL dump+load, 1 MB|ns|go/dump_load_1mb|wasmtime/dump_load_1mb|native/dump_load_1mb|-|cpython/dump_load_1mb|abs 5000000
+first result, fresh process (warm cache)|ns|go/first_result|-|-|-|cpython/first_result|abs 50000000
+monty -c 'print(1)', warm cache|ns|start/monty_c|-|-|start/upstream_c|start/python_c|cpython 3
+idle RSS, monty -c waiting after its first print|B|start/monty_idle|-|-|start/upstream_idle|start/python_idle|abs 52428800
+peak RSS, monty -c 'pass'|B|start/monty_rss|-|-|start/upstream_rss|start/python_rss|-
+monty check -c 'print(1)', warm cache|ns|start/check_c|-|-|-|-|-
+first result, no cache: monty serve|ns|start/serve_cold|-|-|-|-|abs 2000000000
+first result, no cache: monty mcp|ns|start/mcp_cold|-|-|-|-|abs 2000000000
+monty -c 'print(1)', no cache (compiles)|ns|start/cli_cold|-|-|-|-|-
 EOF
 
 awk -F'|' -v results="$tmp/results" -v md="$tmp/table.md" '
-function fmt(ns) {
-  if (ns == "") return "n/a"
-  if (ns >= 1e9) return sprintf("%.2f s", ns / 1e9)
-  if (ns >= 1e6) return sprintf("%.2f ms", ns / 1e6)
-  if (ns >= 1e3) return sprintf("%.2f µs", ns / 1e3)
-  return sprintf("%.0f ns", ns)
+function fmt(v, unit) {
+  if (v == "") return "n/a"
+  if (unit == "B") return sprintf("%.1f MiB", v / 1048576)
+  if (v >= 1e9) return sprintf("%.2f s", v / 1e9)
+  if (v >= 1e6) return sprintf("%.2f ms", v / 1e6)
+  if (v >= 1e3) return sprintf("%.2f µs", v / 1e3)
+  return sprintf("%.0f ns", v)
 }
 # Display width: mawk counts bytes, and µ, ×, ≤ and — take more than one.
 function width(s) { gsub(/µ|×|≤|—/, "-", s); return length(s) }
@@ -244,61 +205,66 @@ function pad(s, w, left) {
 function row(cells,   cell, i, out, w) {
   split(cells, cell, "|")
   out = ""
-  for (i = 1; i <= 10; i++) {
+  for (i = 1; i <= 12; i++) {
     w = widths[i] + 0
-    out = out ((i > 1) ? ((i == 9) ? "  " : " ") : "") ((w < 0) ? pad(cell[i], -w, 1) : pad(cell[i], w, 0))
+    out = out ((i > 1) ? ((i == 11) ? "  " : " ") : "") ((w < 0) ? pad(cell[i], -w, 1) : pad(cell[i], w, 0))
   }
   print out
 }
 function get(spec) { return (spec == "-") ? "" : val[spec] }
+function cell(spec, v, unit) { return (spec == "-") ? "—" : fmt(v, unit) }
 function ratio(a, b) { return (a != "" && b != "" && b > 0) ? sprintf("%.2f×", a / b) : "—" }
 BEGIN {
   while ((getline line < results) > 0) {
     split(line, f, " ")
     val[f[1] "/" f[2]] = f[3]
-    if (f[1] == "go") goseen[f[2]] = 1
   }
-  split("-42 10 10 10 10 8 8 8 -18 0", widths, " ")
-  row("workload|Go|wasmtime|native|CPython|Go/wasmt|Go/nat|Go/CPy|target|status")
-  print "| workload | Go | wasmtime | native | CPython | Go/wasmtime | Go/native | Go/CPython | target | status |" > md
-  print "|---|---:|---:|---:|---:|---:|---:|---:|---|---|" > md
+  split("-40 10 10 10 10 10 8 8 8 8 -15 0", widths, " ")
+  row("workload|Go|wasmtime|native|upstream|CPython|Go/wasmt|Go/nat|Go/upstr|Go/CPy|target|status")
+  print "| workload | Go | wasmtime | native | upstream | CPython | Go/wasmtime | Go/native | Go/upstream | Go/CPython | target | status |" > md
+  print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|" > md
+  column["native"] = 5; column["upstream"] = 6; column["cpython"] = 7
+  label["native"] = "native"; label["upstream"] = "upstream"; label["cpython"] = "CPython"
 }
 {
-  g = get($2); w = get($3); n = get($4); c = get($5)
-  if ($2 ~ /^go\//) used[substr($2, 4)] = 1
-  split($6, t, " ")
-  if (t[1] == "native" || t[1] == "cpython") {
-    other = (t[1] == "native") ? n : c
-    target = sprintf("≤ %s× %s", t[2], (t[1] == "native") ? "native" : "CPython")
+  unit = $2
+  for (i = 3; i <= 7; i++) v[i] = get($i)
+  g = v[3]
+  split($8, t, " ")
+  if (t[1] in column) {
+    other = v[column[t[1]]]
+    target = sprintf("≤ %s× %s", t[2], label[t[1]])
     status = (g == "" || other == "") ? "unknown" : ((g / other <= t[2] + 0) ? "met" : "MISSED")
   } else if (t[1] == "abs") {
-    target = "≤ " fmt(t[2])
+    target = "≤ " fmt(t[2], unit)
     status = (g == "") ? "unknown" : ((g + 0 <= t[2] + 0) ? "met" : "MISSED")
   } else {
     target = "(reference)"; status = "—"
   }
-  cells = sprintf("%s|%s|%s|%s|%s|%s|%s|%s|%s|%s", $1, fmt(g), ($3 == "-") ? "—" : fmt(w),
-    ($4 == "-") ? "—" : fmt(n), ($5 == "-") ? "—" : fmt(c), ratio(g, w), ratio(g, n), ratio(g, c), target, status)
+  cells = sprintf("%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s", $1, fmt(g, unit),
+    cell($4, v[4], unit), cell($5, v[5], unit), cell($6, v[6], unit), cell($7, v[7], unit),
+    ratio(g, v[4]), ratio(g, v[5]), ratio(g, v[6]), ratio(g, v[7]), target, status)
   row(cells)
   gsub(/\|/, " | ", cells)
   print "| " cells " |" > md
 }
 END {
-  if (val["wasmtime/tiny_call"] != "")
-    printf "\nwasmtime tiny call: %s from Python, of which %s is what a call from Python costs\nbefore the module runs (call_floor, scripts/wasmtime/bench.py); the table shows the difference.\n",
-      fmt(val["wasmtime/tiny_call"]), fmt(val["wasmtime/call_floor"])
-  if (val["wasmtime/compile"] != "")
-    printf "wasmtime: the module compiled or loaded from its cache in %s.\n", fmt(val["wasmtime/compile"])
-  extra = ""
-  for (k in goseen) if (!(k in used)) extra = extra sprintf("  %-40s %11s\n", k, fmt(val["go/" k]))
-  if (extra != "") { print ""; print "other Go benchmarks:"; printf "%s", extra }
+  print ""
+  if (val["wasmtime/call_floor"] != "")
+    printf "wasmtime: the tiny call less %s, what a call costs from Python before the module runs (call_floor).\n",
+      fmt(val["wasmtime/call_floor"])
+  if (val["upstream/empty"] != "")
+    printf "upstream: a process per run (`monty FILE.py`) less %s, the median run of an empty file.\n",
+      fmt(val["upstream/empty"])
 }' "$tmp/rows"
 
-wasmtime_version=$(grep -o 'wasmtime==[^ ]*' "$requirements" | cut -d= -f3)
+wasmtime_version=$(grep -o '^wasmtime==[^ ]*' "$requirements" | cut -d= -f3)
+native_version=$(sed -n 's/^monty = "=\(.*\)"/\1/p' scripts/native/Cargo.toml)
 echo
 echo "Markdown (for the README):"
 echo
 cat "$tmp/table.md"
 echo
-echo "Go: go test -bench (-benchtime $benchtime) on $(go env GOOS 2>/dev/null)/$(go env GOARCH 2>/dev/null); wasmtime: $wasmtime_version (Cranelift) through its Python wheel, tiny call less the Python host's per-call cost; native: monty $(grep -o '"monty_version": "[^"]*"' "$tmp/native.json" 2>/dev/null | sed 's/.*: "//; s/"//') built for the host; CPython: $([ -n "$python" ] && "$python" --version 2>&1); start times: medians of fresh processes; $(nproc 2>/dev/null || echo '?') CPUs."
+echo "Interleaved (scripts/benchcmp: each workload for >= $benchtime, medians) on $(go env GOOS 2>/dev/null)/$(go env GOARCH 2>/dev/null), $(nproc 2>/dev/null || echo '?') CPUs. Go: this runtime in-process; wasmtime: $wasmtime_version (Cranelift) through its Python wheel, the tiny call less the Python host's per-call cost; native: monty $native_version built for the host; upstream: ${upstream_version:-missing}, a process per run less an empty file's; CPython: $([ -n "$python" ] && "$python" --version 2>&1); start times and memory: medians of fresh processes."
+say "done in ${SECONDS} s"
 exit "$failed"

@@ -1,8 +1,10 @@
 """Start-time measurements of the monty command, for scripts/bench.sh.
 
-    python3 scripts/bench_start.py MONTY_BINARY WARM_CACHE_DIR [--runs N] [--cold-runs N] [--baseline OTHER_MONTY]
+    python3 scripts/bench_start.py MONTY_BINARY WARM_CACHE_DIR [--runs N] [--cold-runs N]
+        [--baseline OTHER_MONTY] [--upstream UPSTREAM_MONTY] [--rss-helper BENCHCMP]
 
-Prints lines in bench.sh's results format, "start <key> <ns>":
+Prints lines in bench.sh's results format, "start <key> <value>" (ns,
+or bytes for the _rss keys):
 
   monty_c       `monty -c 'print(1)'` in a fresh process with the compiled
                 module in WARM_CACHE_DIR (filled first by one untimed run);
@@ -12,8 +14,26 @@ Prints lines in bench.sh's results format, "start <key> <ns>":
   check_c       `monty check -c 'print(1)'` likewise: the first type check
                 in a fresh process, the checker module loaded from the cache
   monty_c_base  with --baseline OTHER_MONTY: `OTHER_MONTY -c 'print(1)'`
-                likewise, interleaved with monty_c (an A/B of the run
-                path's start, e.g. against the binary of an earlier commit)
+                likewise (an A/B of the run path's start, e.g. against the
+                binary of an earlier commit)
+  upstream_c    with --upstream UPSTREAM_MONTY (upstream Monty's release
+                binary, from pydantic-monty-runtime): its `-c 'print(1)'`
+                likewise, for reference
+  monty_rss     with --rss-helper BENCHCMP (scripts/benchcmp built): the
+                peak resident memory of `monty -c 'pass'` in bytes (its
+                ru_maxrss, which `BENCHCMP -peak-rss` reports: a process's
+                ru_maxrss counts its parent's peak when that is larger, so
+                the measured process is started by that small helper, not
+                by this Python), the median of --runs runs
+  python_rss    likewise of `python3 -c 'pass'`
+  upstream_rss  likewise of `UPSTREAM_MONTY -c 'pass'`, with --upstream
+  monty_idle    (Linux) the resident memory of a `monty -c` process that has
+                started, printed its first line and now waits (sleeps):
+                VmRSS from /proc, read once the line arrives; what an idle
+                process holds, where the _rss keys are the high-water mark
+                reached while starting; the median of --runs runs
+  python_idle   likewise of python3
+  upstream_idle likewise of UPSTREAM_MONTY, with --upstream
   serve_cold    `monty serve` with a fresh, empty MONTY_CACHE_DIR: from
                 starting the process to the first successful `POST /exec`
                 of `1 + 1`; the median of --cold-runs runs (default 3)
@@ -24,8 +44,11 @@ Prints lines in bench.sh's results format, "start <key> <ns>":
   cli_cold      `monty -c 'print(1)'` with a fresh, empty MONTY_CACHE_DIR:
                 a process that has to compile the module (once; reference)
 
-Each measured answer is checked (the printed 1, the result 2). A part that
-fails prints a message to stderr and no line, and the exit status is 1.
+The warm-cache runs (the _c and _rss keys) are interleaved: rounds of one
+run of each command, each round starting at the next command, so that all
+see the same load. Each measured answer is checked (the printed 1, the
+result 2). A part that fails prints a message to stderr and no line, and
+the exit status is 1.
 Only the standard library is used, so any python3 runs it.
 """
 
@@ -54,8 +77,8 @@ def log(msg):
     print(f"bench_start.py: {msg}", file=sys.stderr, flush=True)
 
 
-def report(key, ns):
-    print(f"start {key} {ns:.0f}", flush=True)
+def report(key, value):
+    print(f"start {key} {value:.0f}", flush=True)
 
 
 def base_env(cache_dir):
@@ -82,20 +105,70 @@ def timed_run(argv, env, want):
     return elapsed
 
 
+# What the idle-memory runs execute: print a line, then wait to be killed.
+IDLE_CODE = "print(1)\nimport time\ntime.sleep(60)"
+
+
+def idle_rss(argv, env):
+    """Starts argv (which prints a line, then sleeps), waits for the line and
+    returns the process's resident memory then, in bytes (VmRSS)."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = proc.stdout.readline()
+        if line != b"1\n":
+            raise RuntimeError(f"{argv[0]} printed {line!r} (want b'1\\n'); stderr: {proc.stderr.read(2000)!r}")
+        with open(f"/proc/{proc.pid}/status") as f:
+            for field in f:
+                if field.startswith("VmRSS:"):
+                    return int(field.split()[1]) * 1024
+        raise RuntimeError(f"no VmRSS in /proc/{proc.pid}/status")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def idle_processes(cache_dir, runs, binaries):
+    """idle_rss of each (key, binary) `runs` times, interleaved like
+    fresh_processes; returns {key: median bytes}."""
+    env = base_env(cache_dir)
+    values = {key: [] for key, _ in binaries}
+    for r in range(runs):
+        first = r % len(binaries)
+        for key, binary in binaries[first:] + binaries[:first]:
+            values[key].append(idle_rss([binary, "-c", IDLE_CODE], env))
+    for key, binary in binaries:
+        log(f"{binary} -c ... (sleeping): " + ", ".join(f"{x / (1 << 20):.1f}" for x in sorted(values[key])) + " MiB resident")
+    return {key: statistics.median(v) for key, v in values.items()}
+
+
 def fresh_processes(cache_dir, runs, commands):
-    """Runs each (name, argv, want) of commands `runs` times, interleaved so
-    that all see the same load; returns {name: median ns}."""
+    """Runs each (key, argv, want, rss_file) of commands `runs` times, a
+    round of all at a time, each round starting at the next command, so
+    that all see the same load; returns {key: median}: of the wall time in
+    ns, or with an rss_file, of the peak resident memory in bytes that the
+    run wrote there (benchcmp -peak-rss)."""
     env = base_env(cache_dir)
     # Fill the cache (and the page cache) before anything is timed.
-    for _, argv, want in commands:
+    for _, argv, want, _ in commands:
         timed_run(argv, env, want)
-    times = {name: [] for name, _, _ in commands}
-    for _ in range(runs):
-        for name, argv, want in commands:
-            times[name].append(timed_run(argv, env, want))
-    for name, argv, _ in commands:
-        log(f"{' '.join(argv[:2])} ({name}): {fmt_list(times[name])}")
-    return {name: statistics.median(t) for name, t in times.items()}
+    values = {key: [] for key, _, _, _ in commands}
+    for r in range(runs):
+        first = r % len(commands)
+        for key, argv, want, rss_file in commands[first:] + commands[:first]:
+            ns = timed_run(argv, env, want)
+            if rss_file:
+                with open(rss_file) as f:
+                    values[key].append(int(f.read()))
+            else:
+                values[key].append(ns)
+    for key, argv, _, rss_file in commands:
+        if rss_file:
+            shown = ", ".join(f"{x / (1 << 20):.1f}" for x in sorted(values[key])) + " MiB peak RSS"
+            argv = argv[argv.index("--") + 1:]
+        else:
+            shown = fmt_list(values[key])
+        log(f"{' '.join(argv)} ({key}): {shown}")
+    return {key: statistics.median(v) for key, v in values.items()}
 
 
 def fmt_list(ns):
@@ -233,6 +306,8 @@ def main():
     p.add_argument("--runs", type=int, default=15)
     p.add_argument("--cold-runs", type=int, default=3)
     p.add_argument("--baseline", help="another monty binary whose -c start is measured alongside (monty_c_base)")
+    p.add_argument("--upstream", help="upstream Monty's monty binary, measured alongside (upstream_c, upstream_rss)")
+    p.add_argument("--rss-helper", help="scripts/benchcmp built, which measures the _rss keys (none without it)")
     args = p.parse_args()
     monty = os.path.abspath(args.monty)
     failed = False
@@ -246,15 +321,40 @@ def main():
             failed = True
 
     def fresh():
-        commands = [("monty_c", [monty, "-c", "print(1)"], b"1\n"),
-                    ("python_c", [sys.executable, "-c", "print(1)"], b"1\n"),
-                    ("check_c", [monty, "check", "-c", "print(1)"], b"")]
+        binaries = [("monty", monty), ("python", sys.executable)]
+        if args.upstream:
+            binaries.append(("upstream", os.path.abspath(args.upstream)))
+        # (key, argv, want, rss_file): each binary's -c 'print(1)' is timed
+        # as KEY_c; the peak resident memory of its -c 'pass' is KEY_rss.
+        commands = [("check_c", [monty, "check", "-c", "print(1)"], b"", None)]
+        commands += [(f"{key}_c", [binary, "-c", "print(1)"], b"1\n", None) for key, binary in binaries]
         if args.baseline:
-            commands.append(("monty_c_base", [os.path.abspath(args.baseline), "-c", "print(1)"], b"1\n"))
-        for name, ns in fresh_processes(args.cache_dir, args.runs, commands).items():
-            report(name, ns)
+            commands.append(("monty_c_base", [os.path.abspath(args.baseline), "-c", "print(1)"], b"1\n", None))
+        with tempfile.TemporaryDirectory(prefix="bench-start-") as tmp:
+            if args.rss_helper:
+                helper = os.path.abspath(args.rss_helper)
+                for key, binary in binaries:
+                    rss_file = os.path.join(tmp, f"{key}.rss")
+                    commands.append((f"{key}_rss", [helper, "-peak-rss", rss_file, "--", binary, "-c", "pass"],
+                                     b"", rss_file))
+            else:
+                log("no --rss-helper: the _rss keys are not measured")
+            for key, value in fresh_processes(args.cache_dir, args.runs, commands).items():
+                report(key, value)
 
-    attempt("monty -c / python3 -c / monty check -c (warm cache)", fresh)
+    attempt("monty -c / python3 -c / monty check -c and their memory (warm cache)", fresh)
+
+    def idle():
+        binaries = [("monty_idle", monty), ("python_idle", sys.executable)]
+        if args.upstream:
+            binaries.append(("upstream_idle", os.path.abspath(args.upstream)))
+        for key, value in idle_processes(args.cache_dir, args.runs, binaries).items():
+            report(key, value)
+
+    if os.path.exists("/proc/self/status"):
+        attempt("the resident memory of idle processes (warm cache)", idle)
+    else:
+        log("no /proc: the _idle keys are not measured")
     attempt("monty serve (no cache)",
             lambda: report("serve_cold", cold("monty serve", lambda d: serve_cold(monty, d), args.cold_runs)))
     attempt("monty mcp (no cache)",

@@ -31,7 +31,13 @@
 # The baseline is scored twice (baseline-again; AA=0 leaves it out), so the
 # table shows how far two identical modules land apart in the same run.
 # Scoring settings are passed through: COLD (default 3), WARM (7), RUNS (21):
-# see scripts/moduleab/main.go.
+# see scripts/moduleab/main.go. moduleab is built with -tags perfmap, so its
+# table also gives the machine code wazero makes of the dispatch loop
+# (Monty's VM::run) and of the whole module.
+#
+# A variant of the sources rather than of the settings (a patch under
+# wasm/patches/, say) is scored by building it with scripts/build-wasm.sh
+# into a file and passing that to moduleab next to the committed module.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -133,5 +139,5 @@ for v in $variants; do
     echo "module-ab: $v is not built; leaving it out" >&2
   fi
 done
-go build -o "$dir/moduleab" ./scripts/moduleab
+go build -tags perfmap -o "$dir/moduleab" ./scripts/moduleab
 exec "$dir/moduleab" -cold "${COLD:-3}" -warm "${WARM:-7}" -runs "${RUNS:-21}" "${args[@]}"

@@ -14,9 +14,14 @@
 //   - warm start: a fresh process (this program re-executed) that compiles
 //     the module from a warm cache and runs `1 + 1` to a result, timed from
 //     the parent as wall time (-warm runs);
-//   - fib(25) (testdata/bench/fib25.py, one run per round) and the tiny call
-//     (testdata/bench/tiny.py, -tiny runs per round, per run) on a warm
-//     interpreter, over -runs rounds.
+//   - the kernels (-kernels: testdata/bench/NAME.py, one run per round;
+//     default fib(25), the million-iteration loop, sorting, joining and
+//     counting words) and the tiny call (testdata/bench/tiny.py, -tiny runs
+//     per round, per run) on a warm interpreter, over -runs rounds;
+//   - the dispatch loop (Monty's VM::run, found as the function with the
+//     largest br_table): its size and locals in the module, and, in a build
+//     with -tags perfmap, the machine code wazero makes of it and of the
+//     whole module (compiled in a child process, no cache).
 //
 // Every measurement goes round-robin over the modules, starting each round
 // at the next one, so that a slow spell of a shared machine falls on all of
@@ -58,20 +63,30 @@ type variant struct {
 	code       int // bytes of the code section
 	cacheDir   string
 	engine     *monty.Engine
-	fib, tiny  *monty.Program
+	funcs      []wasmFunc
+	dispatch   int // position of the dispatch loop in funcs
+	programs   map[string]*monty.Program
+	tiny       *monty.Program
 	// samples, in nanoseconds
-	cold, warm, fibNs, tinyNs []float64
+	cold, warm, tinyNs []float64
+	kernelNs           map[string][]float64
 }
 
 func main() {
 	if path := os.Getenv(childEnv); path != "" {
-		os.Exit(child(path, os.Getenv(cacheEnv)))
+		status := child(path, os.Getenv(cacheEnv))
+		removePerfMap()
+		os.Exit(status)
+	}
+	if path := os.Getenv(compileEnv); path != "" {
+		os.Exit(compileChild(path))
 	}
 	cold := flag.Int("cold", 3, "cold compiles per module")
 	warm := flag.Int("warm", 7, "fresh-process warm starts per module")
-	runs := flag.Int("runs", 21, "rounds of fib(25) and of the tiny call per module")
+	runs := flag.Int("runs", 21, "rounds of each kernel and of the tiny call per module")
+	kernels := flag.String("kernels", "fib25,loop,sort,join,words", "comma-separated kernels: testdata/bench/NAME.py")
 	tinyN := flag.Int("tiny", 500, "tiny calls per round")
-	bench := flag.String("bench", "testdata/bench", "directory of fib25.py and tiny.py")
+	bench := flag.String("bench", "testdata/bench", "directory of the kernels and tiny.py")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: %s [flags] name=module.wasm ... (the first is the baseline)\n", os.Args[0])
 		flag.PrintDefaults()
@@ -81,7 +96,9 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := score(flag.Args(), *cold, *warm, *runs, *tinyN, *bench); err != nil {
+	err := score(flag.Args(), strings.Split(*kernels, ","), *cold, *warm, *runs, *tinyN, *bench)
+	removePerfMap()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "moduleab:", err)
 		os.Exit(1)
 	}
@@ -122,11 +139,15 @@ func child(path, dir string) int {
 	return 0
 }
 
-func score(args []string, cold, warm, runs, tinyN int, bench string) error {
+func score(args, kernels []string, cold, warm, runs, tinyN int, bench string) error {
 	ctx := context.Background()
-	fibSrc, err := os.ReadFile(filepath.Join(bench, "fib25.py"))
-	if err != nil {
-		return err
+	sources := map[string]string{}
+	for _, k := range kernels {
+		src, err := os.ReadFile(filepath.Join(bench, k+".py"))
+		if err != nil {
+			return err
+		}
+		sources[k] = string(src)
 	}
 	tinySrc, err := os.ReadFile(filepath.Join(bench, "tiny.py"))
 	if err != nil {
@@ -156,7 +177,22 @@ func score(args []string, cold, warm, runs, tinyN int, bench string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		vs = append(vs, &variant{name: name, path: path, wasm: b, code: code})
+		fns, err := definedFuncs(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if perfmapOn {
+			fmt.Fprintf(os.Stderr, "moduleab: compiling %s for its machine code sizes\n", name)
+			if err := machineCode(self, path, fns); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+		}
+		dispatch := dispatchLoop(fns)
+		if dispatch < 0 {
+			return fmt.Errorf("%s: no function switches over %d opcodes: is it monty 1.4.0?", path, opcodes)
+		}
+		vs = append(vs, &variant{name: name, path: path, wasm: b, code: code, funcs: fns, dispatch: dispatch,
+			programs: map[string]*monty.Program{}, kernelNs: map[string][]float64{}})
 	}
 	// roundRobin calls f for every module n times, each round starting at
 	// the next module.
@@ -222,21 +258,25 @@ func score(args []string, cold, warm, runs, tinyN int, bench string) error {
 		if err != nil {
 			return err
 		}
-		if v.fib, err = warmProgram(ctx, it, string(fibSrc), object.Int(75025)); err != nil {
-			return fmt.Errorf("%s: fib25.py: %w", v.name, err)
+		for _, k := range kernels {
+			if v.programs[k], err = warmProgram(ctx, it, sources[k], nil); err != nil {
+				return fmt.Errorf("%s: %s.py: %w", v.name, k, err)
+			}
 		}
 		if v.tiny, err = warmProgram(ctx, it, string(tinySrc), object.Int(2)); err != nil {
 			return fmt.Errorf("%s: tiny.py: %w", v.name, err)
 		}
 	}
-	err = roundRobin("fib(25)", runs, func(v *variant) error {
-		t0 := time.Now()
-		_, err := v.fib.Run(ctx)
-		v.fibNs = append(v.fibNs, float64(time.Since(t0)))
-		return err
-	})
-	if err != nil {
-		return err
+	for _, k := range kernels {
+		err = roundRobin(k, runs, func(v *variant) error {
+			t0 := time.Now()
+			_, err := v.programs[k].Run(ctx)
+			v.kernelNs[k] = append(v.kernelNs[k], float64(time.Since(t0)))
+			return err
+		})
+		if err != nil {
+			return err
+		}
 	}
 	err = roundRobin(fmt.Sprintf("tiny call (%d per round)", tinyN), runs, func(v *variant) error {
 		t0 := time.Now()
@@ -253,10 +293,13 @@ func score(args []string, cold, warm, runs, tinyN int, bench string) error {
 	}
 
 	for _, v := range vs {
-		fmt.Fprintf(os.Stderr, "moduleab: %s samples (ms; tiny in µs): cold %s; warm start %s; fib(25) %s; tiny %s\n",
-			v.name, samples(v.cold, 1e6), samples(v.warm, 1e6), samples(v.fibNs, 1e6), samples(v.tinyNs, 1e3))
+		fmt.Fprintf(os.Stderr, "moduleab: %s samples (ms; tiny in µs): cold %s; warm start %s; tiny %s\n",
+			v.name, samples(v.cold, 1e6), samples(v.warm, 1e6), samples(v.tinyNs, 1e3))
+		for _, k := range kernels {
+			fmt.Fprintf(os.Stderr, "moduleab: %s samples of %s (ms): %s\n", v.name, k, samples(v.kernelNs[k], 1e6))
+		}
 	}
-	report(os.Stdout, vs, runs, tinyN, cold, warm)
+	report(os.Stdout, vs, kernels, runs, tinyN, cold, warm)
 	return nil
 }
 
@@ -269,34 +312,61 @@ func warmProgram(ctx context.Context, it *monty.Interpreter, src string, want ob
 	if err != nil {
 		return nil, err
 	}
-	if !object.Equal(v, want) {
+	if want != nil && !object.Equal(v, want) {
 		return nil, fmt.Errorf("got %s, want %s", object.Repr(v), object.Repr(want))
 	}
 	return p, nil
 }
 
-func report(w io.Writer, vs []*variant, runs, tinyN, cold, warm int) {
+func report(w io.Writer, vs []*variant, kernels []string, runs, tinyN, cold, warm int) {
 	base := vs[0]
 	cell := func(v, b float64, format string) string {
 		return fmt.Sprintf(format+" (%.2f×)", v, v/b)
 	}
 	table := func(title string, stat func([]float64) float64) {
-		fmt.Fprintf(w, "| module (%s) | size | code | cold compile | warm start | fib(25) | tiny call |\n", title)
-		fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- |\n")
+		fmt.Fprintf(w, "| module (%s) | size | code | cold compile | warm start | tiny call |", title)
+		for _, k := range kernels {
+			fmt.Fprintf(w, " %s |", k)
+		}
+		fmt.Fprintf(w, "\n|---|---|---|---|---|---|%s\n", strings.Repeat("---|", len(kernels)))
 		for _, v := range vs {
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", v.name,
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |", v.name,
 				cell(float64(len(v.wasm))/1e6, float64(len(base.wasm))/1e6, "%.2f MB"),
 				cell(float64(v.code)/1e6, float64(base.code)/1e6, "%.2f MB"),
 				cell(stat(v.cold)/1e9, stat(base.cold)/1e9, "%.2f s"),
 				cell(stat(v.warm)/1e6, stat(base.warm)/1e6, "%.0f ms"),
-				cell(stat(v.fibNs)/1e6, stat(base.fibNs)/1e6, "%.0f ms"),
 				cell(stat(v.tinyNs)/1e3, stat(base.tinyNs)/1e3, "%.2f µs"))
+			for _, k := range kernels {
+				fmt.Fprintf(w, " %s |", cell(stat(v.kernelNs[k])/1e6, stat(base.kernelNs[k])/1e6, "%.1f ms"))
+			}
+			fmt.Fprintln(w)
 		}
 		fmt.Fprintln(w)
 	}
 	table("median", median)
 	table("best", slices.Min[[]float64])
-	fmt.Fprintf(w, "Median and best (fastest) of: cold compile %d, warm start (fresh process, warm cache, `1 + 1`) %d, fib(25) %d and tiny call %d rounds (%d calls a round); ratios to %s, measured in the same run; %s/%s, GOMAXPROCS %d.\n",
+
+	fmt.Fprintln(w, "| module | dispatch loop: function | wasm bytes | locals | wazero machine code | whole module's machine code |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	for _, v := range vs {
+		d := v.funcs[v.dispatch]
+		machine, total := "(perfmap build only)", "(perfmap build only)"
+		if perfmapOn {
+			sum := 0
+			for _, f := range v.funcs {
+				sum += f.machine
+			}
+			bd, bsum := base.funcs[base.dispatch].machine, 0
+			for _, f := range base.funcs {
+				bsum += f.machine
+			}
+			machine = cell(float64(d.machine)/1e6, float64(bd)/1e6, "%.3f MB")
+			total = cell(float64(sum)/1e6, float64(bsum)/1e6, "%.1f MB")
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %s | %s |\n", v.name, d.imported+v.dispatch, d.body, d.locals, machine, total)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Median and best (fastest) of: cold compile %d, warm start (fresh process, warm cache, `1 + 1`) %d, each kernel %d and tiny call %d rounds (%d calls a round); ratios to %s, measured in the same run, round-robin; %s/%s, GOMAXPROCS %d.\n",
 		cold, warm, runs, runs, tinyN, base.name, goruntime.GOOS, goruntime.GOARCH, goruntime.GOMAXPROCS(0))
 }
 

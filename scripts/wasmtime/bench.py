@@ -1,7 +1,7 @@
 """Times wasm/monty.wasm under wasmtime (Cranelift), for scripts/bench.sh.
 
-    python bench.py [--module wasm/monty.wasm] [--dir testdata/bench]
-                    [--min-time 1.0] [--cache-dir DIR] [--only KEY,...]
+    python bench.py --serve [--module wasm/monty.wasm] [--dir testdata/bench] [--cache-dir DIR]
+    python bench.py [--module ...] [--dir ...] [--cache-dir DIR] [--min-time 1.0] [--only KEY,...]
 
 The same committed module that the Go runtime runs under wazero is run here
 under wasmtime's Python bindings, speaking the module's ABI (docs/abi.md)
@@ -12,30 +12,31 @@ and random) and the same `monty.print` import. The difference between the
 two columns is then the engine (wazero's compiler against Cranelift) plus
 each host's own per-call work.
 
-Prints one line per workload in bench.sh's results format,
-"wasmtime <key> <ns/op>", with the keys of `monty-native bench`:
+The workloads (class Workloads):
 
-  tiny_call           tiny.py (`1 + 1`) compiled once, run on a warm instance
-  fib25               fib25.py, likewise
-  loop                loop.py (a million-iteration bytecode loop), likewise
-  repl_dump_load_1mb  a REPL holding data_1mb.py dumped and loaded into a
-                      second instance, the loaded REPL freed (as
-                      BenchmarkREPLDumpLoad1MB, without Go's envelope)
-  new_interpreter     a fresh instance: store, WASI, instantiate, _initialize
-  call_floor          the host's side of one tiny_call: the same request
-                      copied in, wasm entered (an empty export,
-                      monty_abi_version) and the same response taken out;
-                      what a call costs from Python before the module does
-                      anything; measured in alternation with tiny_call
-  tiny_call_net       tiny_call minus call_floor: the module's share of a
-                      tiny call, what a host with no per-call cost of its
-                      own would see
-  compile             compiling the module (or loading the cached machine
-                      code), once, informational
+  NAME             the program NAME.py of --dir (fib25, sort, ...) compiled
+                   once on an instance of its own, run to completion per op
+  dump_load_1mb    a REPL holding data_1mb.py dumped and loaded into a
+                   second instance, the loaded REPL freed (as the Go
+                   column, without Go's envelope)
+  new_interpreter  a fresh instance: store, WASI, instantiate, _initialize
+  call_floor       the host's side of one run of tiny.py: the same request
+                   copied in, wasm entered (an empty export,
+                   monty_abi_version) and the same response taken out;
+                   what a call costs from Python before the module does
+                   anything
 
-Each workload is warmed up once, then run in doubling batches until at least
---min-time seconds have passed (as scripts/native does); ns/op is the total
-time over the total count. Progress and the setup go to stderr.
+With --serve it is a worker of scripts/benchcmp, which interleaves the
+columns: it answers requests on stdin (see serve), keeping the compiled
+module and each workload's warm instance. Without, it measures the batch
+keys one after another, each warmed up once and then run in doubling
+batches until at least --min-time seconds have passed (ns/op is the total
+time over the total count), and prints "wasmtime <key> <ns/op>" lines: the
+workloads above, tiny's call_floor measured in alternation with tiny,
+tiny_net (tiny less call_floor: the module's share of a tiny call, what a
+host with no per-call cost of its own would see) and compile (compiling
+the module or loading the cached machine code, once). Progress and the
+setup go to stderr.
 
 Only the standard library and the `wasmtime` package are used (CBOR is
 written and read by hand below: the module needs arrays, integers, text,
@@ -67,6 +68,10 @@ OP_INFO, OP_COMPILE, OP_RUN = 0, 1, 2
 OP_REPL_NEW, OP_FEED, OP_DUMP, OP_LOAD, OP_FREE = 5, 6, 7, 8, 9
 STATUS_OK, STATUS_EXCEPTION, STATUS_FAILURE = 0, 1, 2
 ABI_VERSION = 1
+# The value encoding's tag of a tuple (docs/values.md).
+TAG_TUPLE = 40000
+# What the batch mode measures, in order.
+BATCH_KEYS = ("tiny", "fib25", "loop", "sort", "join", "words", "dump_load_1mb", "new_interpreter")
 WASMTIME_VERSION = importlib.metadata.version("wasmtime")
 
 # Requests and responses this large make runtime/ call monty_release after
@@ -355,6 +360,104 @@ class Interpreter:
         return encode([[], DEFAULT_LIMITS])
 
 
+# --- workloads ----------------------------------------------------------------
+
+def py_repr(v):
+    """Python's repr of a decoded value of the shapes the workloads return:
+    None, bools, ints, floats, strs, lists and tuples."""
+    if isinstance(v, Tagged) and v.tag == TAG_TUPLE:
+        items = [py_repr(x) for x in v.value]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(v, list):
+        return "[" + ", ".join(py_repr(x) for x in v) + "]"
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return repr(v)
+    raise MontyError(f"no repr for the value {v!r}")
+
+
+class Program:
+    """A program compiled once on an instance of its own and run to
+    completion per op (as the Go column). Every answer is checked whole
+    against the first one (the workloads are deterministic), which costs
+    less than decoding it; value is the first answer's, decoded."""
+
+    def __init__(self, mod, source, name):
+        self.it = Interpreter(mod)
+        self.handle = self.it.compile(source, name)
+        self.req = self.it.run_request()
+        self.expected = bytes(self.it.call_raw(OP_RUN, self.handle, self.req))
+        status, self.value = decode(self.expected)
+        if status != STATUS_OK:
+            raise MontyError(f"{name} failed: {self.value}")
+
+    def run(self):
+        if self.it.call_raw(OP_RUN, self.handle, self.req) != self.expected:
+            raise MontyError("a run answered differently")
+        return self.value
+
+    def empty(self):
+        """The host's side of one run without the module's: the same
+        request copied in, wasm entered (Interpreter.empty_call) and the
+        last run's answer, still where that run left it, taken out."""
+        if self.it.empty_call(self.req, self.it.last_packed) != self.expected:
+            raise MontyError("the response buffer changed")
+
+
+class DumpLoad:
+    """A REPL holding data_1mb.py, dumped and loaded into a second
+    instance per op, the loaded REPL freed (as the Go column, without Go's
+    envelope)."""
+
+    def __init__(self, mod, source):
+        self.src, self.dst = Interpreter(mod), Interpreter(mod)
+        self.repl = self.src.call(OP_REPL_NEW, 0, ["main.py", False])
+        progress = self.src.call(OP_FEED, self.repl, [source, [], DEFAULT_LIMITS])
+        if progress[0] != 0:
+            raise MontyError(f"feeding data_1mb.py paused: {progress}")
+
+    def run(self):
+        kind, payload = self.src.call(OP_DUMP, self.repl, [None])
+        handle, _, _ = self.dst.call(OP_LOAD, 0, [kind, payload, None])
+        self.dst.call(OP_FREE, handle)
+
+
+class Workloads:
+    """The workloads of this file's docstring by name, each prepared at its
+    first use."""
+
+    def __init__(self, mod, bench_dir):
+        self.mod, self.bench_dir = mod, bench_dir
+        self.programs, self.prepared = {}, {}
+
+    def source(self, file):
+        with open(os.path.join(self.bench_dir, file)) as f:
+            return f.read()
+
+    def program(self, name):
+        if name not in self.programs:
+            file = f"{name}.py"
+            self.programs[name] = Program(self.mod, self.source(file), file)
+        return self.programs[name]
+
+    def get(self, name):
+        """One run of workload name (returning a program's value), and
+        whether it has a value."""
+        if name not in self.prepared:
+            self.prepared[name] = self._prepare(name)
+        return self.prepared[name]
+
+    def _prepare(self, name):
+        if name == "call_floor":
+            return self.program("tiny").empty, False
+        if name == "dump_load_1mb":
+            return DumpLoad(self.mod, self.source("data_1mb.py")).run, False
+        if name == "new_interpreter":
+            return lambda: Interpreter(self.mod), False
+        if not name.isidentifier():
+            raise MontyError(f"no workload named {name!r}")
+        return self.program(name).run, True
+
+
 # --- measuring ----------------------------------------------------------------
 
 def measure(min_time_ns, op, other=None):
@@ -384,55 +487,48 @@ def measure(min_time_ns, op, other=None):
     return total / count
 
 
-def bench_program(mod, source, min_time_ns, with_floor=False):
-    """A program compiled once and run to completion per op (as benchRun).
-    Returns ns/op, the program's value and, with_floor, ns/op of the same
-    calls' host work around an empty wasm function (Interpreter.empty_call),
-    measured alternately with the runs."""
-    it = Interpreter(mod)
-    handle = it.compile(source)
-    req = it.run_request()
-    expected = bytes(it.call_raw(OP_RUN, handle, req))
-    status, value = decode(expected)
-    if status != STATUS_OK:
-        raise MontyError(f"the program failed: {value}")
+def batch(workloads, keys, min_time_ns):
+    """Measures keys one after another, printing "wasmtime <key> <ns/op>"."""
 
-    def op():
-        # The answer is checked whole against the first one (the workloads
-        # are deterministic), which costs less than decoding it.
-        if it.call_raw(OP_RUN, handle, req) != expected:
-            raise MontyError("a run answered differently")
+    def report(key, ns):
+        print(f"wasmtime {key} {ns:.1f}", flush=True)
 
-    if not with_floor:
-        return measure(min_time_ns, op), value, None
-
-    def empty():
-        # The answer of the last run is still where that run left it.
-        if it.empty_call(req, it.last_packed) != expected:
-            raise MontyError("the response buffer changed")
-
-    ns, floor_ns = measure(min_time_ns, op, empty)
-    return ns, value, floor_ns
+    for key in keys:
+        run, has_value = workloads.get(key)
+        if key == "tiny":
+            tiny = workloads.program("tiny")
+            ns, floor_ns = measure(min_time_ns, run, tiny.empty)
+            report("call_floor", floor_ns)
+            report("tiny_net", ns - floor_ns)
+        else:
+            ns = measure(min_time_ns, run)
+        if has_value:
+            print(f"wasmtime/bench.py: {key} -> {py_repr(run())}", file=sys.stderr)
+        report(key, ns)
 
 
-def bench_dump_load(mod, source, min_time_ns):
-    src, dst = Interpreter(mod), Interpreter(mod)
-    repl = src.call(OP_REPL_NEW, 0, ["main.py", False])
-    progress = src.call(OP_FEED, repl, [source, [], DEFAULT_LIMITS])
-    if progress[0] != 0:
-        raise MontyError(f"feeding data_1mb.py paused: {progress}")
-    size = 0
-
-    def op():
-        nonlocal size
-        kind, payload = src.call(OP_DUMP, repl, [None])
-        size = len(payload)
-        handle, _, _ = dst.call(OP_LOAD, 0, [kind, payload, None])
-        dst.call(OP_FREE, handle)
-
-    ns = measure(min_time_ns, op)
-    print(f"wasmtime/bench.py: dump of data_1mb.py is {size} bytes", file=sys.stderr)
-    return ns
+def serve(workloads):
+    """scripts/benchcmp's worker: each line of stdin is a request "NAME N",
+    run workload NAME (prepared at its first request, untimed) N times; the
+    answer, a line on stdout, is "NS REPR": the mean ns of one run and the
+    repr of the last run's value (nothing after NS for the workloads that
+    are not programs), or "error MESSAGE". Ends at the end of stdin."""
+    clock = time.perf_counter_ns
+    for line in sys.stdin:
+        try:
+            name, n = line.split()
+            n = int(n)
+            if n < 1:
+                raise ValueError("N must be at least 1")
+            run, has_value = workloads.get(name)
+            start = clock()
+            for _ in range(n):
+                value = run()
+            ns = (clock() - start) / n
+            reply = f"{ns:.1f} {py_repr(value)}" if has_value else f"{ns:.1f}"
+        except Exception as e:  # the driver logs it and goes on
+            reply = f"error {type(e).__name__}: {e}".replace("\n", " ")
+        print(reply, flush=True)
 
 
 def main():
@@ -443,41 +539,23 @@ def main():
     p.add_argument("--dir", default=os.path.join(repo, "testdata", "bench"))
     p.add_argument("--min-time", type=float, default=1.0, help="seconds per workload (default 1)")
     p.add_argument("--cache-dir", default="", help="keep the compiled machine code here")
-    p.add_argument("--only", default="", help="comma-separated keys to run (default all)")
+    p.add_argument("--only", default="", help="comma-separated workloads to run (default all)")
+    p.add_argument("--serve", action="store_true", help="answer requests on stdin (scripts/benchcmp's worker)")
     args = p.parse_args()
-    only = set(filter(None, args.only.split(",")))
 
-    def wanted(key):
-        return not only or key in only
-
-    def source(name):
-        with open(os.path.join(args.dir, name)) as f:
-            return f.read()
-
-    def report(key, ns):
-        print(f"wasmtime {key} {ns:.1f}", flush=True)
-
-    min_ns = int(args.min_time * 1e9)
     mod = Module(args.module, args.cache_dir)
     it = Interpreter(mod)
     if it.f_abi(it.store) != ABI_VERSION:
         sys.exit(f"wasmtime/bench.py: {args.module} does not speak ABI version {ABI_VERSION}")
     version, abi = it.call(OP_INFO)
     print(f"wasmtime/bench.py: wasmtime {WASMTIME_VERSION}, monty {version}, ABI {abi}", file=sys.stderr)
-    report("compile", mod.compile_ns)
-
-    for key, name in (("tiny_call", "tiny.py"), ("fib25", "fib25.py"), ("loop", "loop.py")):
-        if wanted(key):
-            ns, value, floor_ns = bench_program(mod, source(name), min_ns, with_floor=key == "tiny_call")
-            print(f"wasmtime/bench.py: {name} -> {value!r}", file=sys.stderr)
-            report(key, ns)
-            if floor_ns is not None:
-                report("call_floor", floor_ns)
-                report("tiny_call_net", ns - floor_ns)
-    if wanted("repl_dump_load_1mb"):
-        report("repl_dump_load_1mb", bench_dump_load(mod, source("data_1mb.py"), min_ns))
-    if wanted("new_interpreter"):
-        report("new_interpreter", measure(min_ns, lambda: Interpreter(mod)))
+    workloads = Workloads(mod, args.dir)
+    if args.serve:
+        serve(workloads)
+        return
+    print(f"wasmtime compile {mod.compile_ns:.1f}", flush=True)
+    keys = [k for k in BATCH_KEYS if not args.only or k in args.only.split(",")]
+    batch(workloads, keys, int(args.min_time * 1e9))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 //! ```text
 //! monty-native conformance DIR [--jobs N] [NAME-SUBSTRING...]
 //! monty-native bench [--dir testdata/bench] [--min-time-ms 1000] [--only NAME]
+//! monty-native serve [--dir testdata/bench]
 //! ```
 
 mod bench;
@@ -13,19 +14,26 @@ mod fixture;
 mod host;
 mod json;
 
-use std::{path::PathBuf, process::ExitCode, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+    time::Duration,
+};
 
 const USAGE: &str = "usage:
   monty-native conformance DIR [--jobs N] [NAME-SUBSTRING...]
       run every DIR/*.py monty test case; one JSON object per line
   monty-native bench [--dir DIR] [--min-time-ms MS] [--only NAME]
-      time the testdata/bench workloads; one JSON object";
+      time the testdata/bench workloads; one JSON object
+  monty-native serve [--dir DIR]
+      time what stdin asks for, a line \"NAME N\" at a time (scripts/benchcmp's worker)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("conformance") => conformance_cmd(&args[1..]),
         Some("bench") => bench_cmd(&args[1..]),
+        Some("serve") => serve_cmd(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -87,11 +95,30 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
             s => return Err(format!("unknown argument {s}\n{USAGE}")),
         }
     }
-    if !dir.join("tiny.py").is_file() {
-        return Err(format!(
-            "{} has no tiny.py: run from the repository root or pass --dir",
-            dir.display()
-        ));
-    }
+    check_dir(&dir)?;
     bench::run(&dir, min_time, &only)
+}
+
+fn serve_cmd(args: &[String]) -> Result<(), String> {
+    let mut dir = PathBuf::from("testdata/bench");
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--dir" => dir = PathBuf::from(value(&mut it, a)?),
+            s => return Err(format!("unknown argument {s}\n{USAGE}")),
+        }
+    }
+    check_dir(&dir)?;
+    bench::serve(&dir)
+}
+
+/// Refuses a bench directory without the workloads' files.
+fn check_dir(dir: &Path) -> Result<(), String> {
+    if dir.join("tiny.py").is_file() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} has no tiny.py: run from the repository root or pass --dir",
+        dir.display()
+    ))
 }

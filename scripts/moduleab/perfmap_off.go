@@ -1,0 +1,5 @@
+//go:build !perfmap
+
+package main
+
+const perfmapOn = false
