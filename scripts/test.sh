@@ -44,3 +44,11 @@ go test -count=1 -run '^TestEngineClosed$' ./runtime/ >/dev/null
 go test -count=1 -run '^TestSameMontyVersionAsTheInterpreter$' ./runtime/typecheck/ >/dev/null
 echo "== go test -race" >&2
 go test -race -count=1 -timeout 20m "$@" ./...
+echo "== nested modules (adapters with their own go.mod): go vet, go test -race" >&2
+# Each adapter is a module of its own so the main module does not pull in
+# its SDK; every go.mod under session/agent/adapters is tested here.
+for mod in $(find session/agent/adapters -name go.mod -not -path '*/testdata/*' | sort); do
+  dir=$(dirname "$mod")
+  echo "   $dir" >&2
+  (cd "$dir" && go vet ./... && go test -race -count=1 -timeout 20m "$@" ./...)
+done

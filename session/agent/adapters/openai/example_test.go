@@ -1,0 +1,95 @@
+package montyopenai_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/agent"
+	montyopenai "github.com/monty-go/monty/session/agent/adapters/openai"
+	"github.com/monty-go/monty/session/store/memstore"
+)
+
+// An agent loop over Chat Completions: the model runs Python that calls a
+// Go function, in the conversation's own session. (It needs an API key in
+// OPENAI_API_KEY, so it is compiled but not run by go test.)
+func Example() {
+	price := agent.MustFunc(agent.Schema{Name: "price", Description: "Price of an item, in euros.",
+		Params: []agent.Param{{Name: "item"}}},
+		func(item string) (float64, error) { return map[string]float64{"tea": 3.5}[item], nil })
+	fns, _ := agent.NewRegistry(price)
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{
+		Session:   session.Options{Store: memstore.New(memstore.Options{})},
+		Functions: fns,
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer exec.Close()
+	tools := montyopenai.New(exec)
+
+	ctx := context.Background()
+	client := openai.NewClient() // OPENAI_API_KEY from the environment
+	params := openai.ChatCompletionNewParams{
+		Model:    openai.ChatModelGPT4_1,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What do 12 teas cost?")},
+		Tools:    tools.ChatTools(),
+	}
+	for {
+		comp, err := client.Chat.Completions.New(ctx, params)
+		if err != nil {
+			panic(err)
+		}
+		msg := comp.Choices[0].Message
+		if len(msg.ToolCalls) == 0 {
+			fmt.Println(msg.Content)
+			return
+		}
+		answers, err := tools.HandleChat(ctx, "conversation-1", msg) // Python errors are answers too
+		if err != nil {
+			panic(err) // ctx ended or the executor is closed
+		}
+		params.Messages = append(params.Messages, msg.ToParam())
+		params.Messages = append(params.Messages, answers...)
+	}
+}
+
+// The same loop over the Responses API, chained with
+// previous_response_id.
+func ExampleAdapter_HandleResponse() {
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{
+		Session: session.Options{Store: memstore.New(memstore.Options{})},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer exec.Close()
+	tools := montyopenai.New(exec)
+
+	ctx := context.Background()
+	client := openai.NewClient()
+	params := responses.ResponseNewParams{
+		Model: openai.ChatModelGPT4_1,
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is 2**100?")},
+		Tools: tools.ResponseTools(),
+	}
+	for {
+		resp, err := client.Responses.New(ctx, params)
+		if err != nil {
+			panic(err)
+		}
+		outputs, err := tools.HandleResponse(ctx, "conversation-1", resp)
+		if err != nil {
+			panic(err)
+		}
+		if len(outputs) == 0 {
+			fmt.Println(resp.OutputText())
+			return
+		}
+		params.PreviousResponseID = openai.String(resp.ID)
+		params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: outputs}
+	}
+}
