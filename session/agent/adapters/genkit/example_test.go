@@ -1,0 +1,46 @@
+package montygenkit_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/firebase/genkit/go/ai"
+	"github.com/firebase/genkit/go/genkit"
+
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/agent"
+	montygenkit "github.com/monty-go/monty/session/agent/adapters/genkit"
+	"github.com/monty-go/monty/session/store/memstore"
+)
+
+// A Genkit generate loop whose model runs Python that calls a Go
+// function, in the conversation's own session. (It needs a real model
+// from one of Genkit's plugins, so it is compiled but not run by go
+// test.)
+func Example() {
+	price := agent.MustFunc(agent.Schema{Name: "price", Description: "Price of an item, in euros.",
+		Params: []agent.Param{{Name: "item"}}},
+		func(item string) (float64, error) { return map[string]float64{"tea": 3.5}[item], nil })
+	fns, _ := agent.NewRegistry(price)
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{
+		Session:   session.Options{Store: memstore.New(memstore.Options{})},
+		Functions: fns,
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer exec.Close()
+
+	ctx := context.Background()
+	g := genkit.Init(ctx /* , genkit.WithPlugins(...), genkit.WithDefaultModel(...) */)
+	// Python errors go back to the model as tool output; an error here is
+	// the model's, or ctx ended, or the executor is closed.
+	resp, err := genkit.Generate(ctx, g,
+		ai.WithPrompt("What do 12 teas cost?"),
+		ai.WithTools(montygenkit.New(exec).Tools("conversation-1")...), // execute_python, resume_python
+	)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(resp.Text())
+}

@@ -1,0 +1,131 @@
+package montygenkit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/firebase/genkit/go/ai"
+
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/agent"
+)
+
+// NoOutput is the tool output of a call that printed nothing and whose
+// last value is None (the executor's text is then empty).
+const NoOutput = "(no output)"
+
+// Adapter offers an executor's tools to Genkit and answers the model's
+// calls of them. Make one with New; it is safe for concurrent use.
+type Adapter struct {
+	exec *agent.Executor
+}
+
+// New returns an adapter for exec. The executor stays the caller's to
+// close.
+func New(exec *agent.Executor) *Adapter {
+	return &Adapter{exec: exec}
+}
+
+// Tools returns the executor's tools (execute_python, resume_python) as
+// Genkit tools bound to conversation, for ai.WithTools in genkit.Generate,
+// ai.Generate or a prompt's execution. Each is an ai.Tool made with
+// ai.NewTool: it is not registered, and Genkit registers it for the
+// Generate call it is given to. (Do not also define tools of these names
+// with genkit.DefineTool: Genkit would run those instead.)
+//
+// Genkit's tool functions carry no conversation, so the tools are made
+// for one: conversation is the executor's thread key (see
+// agent.SessionID), and every call of these tools runs in that
+// conversation's Python session. Make the tools per Generate call, or
+// keep one set per conversation key.
+//
+// Each tool's definition is the executor's as it is when Tools is
+// called: its description briefs the model on the host functions
+// registered then, and its input schema is the tool's JSON schema. A
+// call fails with a Go error when conversation is not a valid thread
+// key, which ends the generate loop.
+func (a *Adapter) Tools(conversation string) []ai.ToolRef {
+	return []ai.ToolRef{
+		a.tool(conversation, a.exec.Tool()),
+		a.tool(conversation, a.exec.ResumeTool()),
+	}
+}
+
+// tool makes the Genkit tool for def, bound to conversation.
+func (a *Adapter) tool(conversation string, def agent.Tool) ai.Tool {
+	name := def.Name
+	return ai.NewTool(name, def.Description,
+		func(tc *ai.ToolContext, input any) (string, error) {
+			arguments, err := json.Marshal(input)
+			if err != nil {
+				return fmt.Sprintf("The arguments are not JSON: %v", err), nil
+			}
+			return a.Call(tc, conversation, name, string(arguments))
+		},
+		ai.WithInputSchema(inputSchema(def)))
+}
+
+// Call runs one call of the tool named name with JSON arguments in the
+// conversation's session and returns the tool's output for the model: the
+// executor's text (print output and host call results, then the repr of
+// the final value, or the traceback; see agent.Result.Text), NoOutput
+// when that is empty, or, for a call that could not run, why (arguments
+// the tool does not take, an unknown tool name, a store failure). It is
+// what the tools from Tools run, for code that answers tool requests of
+// its own.
+//
+// conversation is the executor's thread key (see agent.SessionID): 1 to
+// 200 letters, digits and . _ - :, no "/". Its session is made at its
+// first call.
+//
+// The error is non-nil only when the loop cannot go on: ctx ended (the
+// error matches its cause), the executor is closed (it matches
+// session.ErrClosed), or conversation is not a valid thread key (it
+// matches agent.ErrBadArgs). Genkit ends its generate loop with it.
+func (a *Adapter) Call(ctx context.Context, conversation, name, arguments string) (string, error) {
+	if _, err := agent.SessionID(conversation, ""); err != nil {
+		return "", fmt.Errorf("montygenkit: conversation key: %w", err)
+	}
+	var (
+		res *agent.Result
+		err error
+	)
+	switch name {
+	case agent.ToolName:
+		res, err = a.exec.Execute(ctx, conversation, json.RawMessage(arguments))
+	case agent.ResumeToolName:
+		res, err = a.exec.Resume(ctx, conversation, json.RawMessage(arguments))
+	default:
+		return fmt.Sprintf("Unknown tool %q: the tools here are %s and %s.", name, agent.ToolName, agent.ResumeToolName), nil
+	}
+	switch {
+	case err == nil:
+		if res.Text == "" {
+			return NoOutput, nil
+		}
+		return res.Text, nil
+	case ctx.Err() != nil:
+		if cause := context.Cause(ctx); !errors.Is(err, cause) {
+			return "", fmt.Errorf("montygenkit: %s: %w (%w)", name, err, cause)
+		}
+		return "", fmt.Errorf("montygenkit: %s: %w", name, err)
+	case errors.Is(err, session.ErrClosed):
+		return "", fmt.Errorf("montygenkit: %s: %w", name, err)
+	case errors.Is(err, agent.ErrBadArgs):
+		return err.Error(), nil
+	default:
+		return "The call could not run: " + err.Error(), nil
+	}
+}
+
+// inputSchema decodes a tool's JSON schema for Genkit.
+func inputSchema(t agent.Tool) map[string]any {
+	var s map[string]any
+	if err := json.Unmarshal(t.Parameters, &s); err != nil || s == nil {
+		// The executor writes these schemas; they are always objects.
+		panic(fmt.Sprintf("montygenkit: %s: parameters are not a JSON schema object: %v", t.Name, err))
+	}
+	return s
+}
