@@ -8,13 +8,12 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
-	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 )
 
 // NoOutput is the tool result of a call that printed nothing and whose
 // last value is None (the executor's text is then empty).
-const NoOutput = "(no output)"
+const NoOutput = agent.NoOutput
 
 // Adapter offers an executor's tools to the Anthropic SDK and answers the
 // model's calls of them. Make one with New; it is safe for concurrent use.
@@ -125,34 +124,9 @@ func (a *Adapter) Handle(ctx context.Context, conversation string, msg *anthropi
 // error matches its cause), the executor is closed (it matches
 // session.ErrClosed), or conversation is not a valid thread key.
 func (a *Adapter) Call(ctx context.Context, conversation, name string, input json.RawMessage) (text string, isError bool, err error) {
-	if _, err := agent.SessionID(conversation, ""); err != nil {
-		return "", false, fmt.Errorf("montyanthropic: conversation key: %w", err)
+	text, isError, err = a.exec.Answer(ctx, conversation, name, input)
+	if err != nil {
+		return "", false, fmt.Errorf("montyanthropic: %w", err)
 	}
-	var res *agent.Result
-	switch name {
-	case agent.ToolName:
-		res, err = a.exec.Execute(ctx, conversation, input)
-	case agent.ResumeToolName:
-		res, err = a.exec.Resume(ctx, conversation, input)
-	default:
-		return fmt.Sprintf("Unknown tool %q: the tools here are %s and %s.", name, agent.ToolName, agent.ResumeToolName), true, nil
-	}
-	switch {
-	case err == nil:
-		if res.Text == "" {
-			return NoOutput, res.Err != nil, nil
-		}
-		return res.Text, res.Err != nil, nil
-	case ctx.Err() != nil:
-		if cause := context.Cause(ctx); !errors.Is(err, cause) {
-			return "", false, fmt.Errorf("montyanthropic: %s: %w (%w)", name, err, cause)
-		}
-		return "", false, fmt.Errorf("montyanthropic: %s: %w", name, err)
-	case errors.Is(err, session.ErrClosed):
-		return "", false, fmt.Errorf("montyanthropic: %s: %w", name, err)
-	case errors.Is(err, agent.ErrBadArgs):
-		return err.Error(), true, nil
-	default:
-		return "The call could not run: " + err.Error(), true, nil
-	}
+	return text, isError, nil
 }

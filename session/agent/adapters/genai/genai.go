@@ -3,18 +3,16 @@ package montygenai
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"google.golang.org/genai"
 
-	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 )
 
 // NoOutput is the output of a call that printed nothing and whose last
 // value is None (the executor's text is then empty).
-const NoOutput = "(no output)"
+const NoOutput = agent.NoOutput
 
 // The keys of a function response (FunctionResponse.Response): the text
 // of a call that succeeded (or paused at client tools) is under
@@ -130,38 +128,19 @@ func (a *Adapter) Call(ctx context.Context, conversation, name string, args map[
 	}
 	failed := func(text string) map[string]any { return map[string]any{ErrorKey: text} }
 	if name != agent.ToolName && name != agent.ResumeToolName {
+		// Gemini's word is function, where Executor.Answer says tool.
 		return failed(fmt.Sprintf("Unknown function %q: the functions here are %s and %s.", name, agent.ToolName, agent.ResumeToolName)), nil
 	}
 	input, err := json.Marshal(args)
 	if err != nil {
 		return failed(fmt.Sprintf("The arguments of %s are not JSON: %v", name, err)), nil
 	}
-	var res *agent.Result
-	if name == agent.ToolName {
-		res, err = a.exec.Execute(ctx, conversation, input)
-	} else {
-		res, err = a.exec.Resume(ctx, conversation, input)
-	}
+	text, isError, err := a.exec.Answer(ctx, conversation, name, input)
 	switch {
-	case err == nil:
-		text := res.Text
-		if text == "" {
-			text = NoOutput
-		}
-		if res.Err != nil {
-			return failed(text), nil
-		}
-		return map[string]any{OutputKey: text}, nil
-	case ctx.Err() != nil:
-		if cause := context.Cause(ctx); !errors.Is(err, cause) {
-			return nil, fmt.Errorf("montygenai: %s: %w (%w)", name, err, cause)
-		}
-		return nil, fmt.Errorf("montygenai: %s: %w", name, err)
-	case errors.Is(err, session.ErrClosed):
-		return nil, fmt.Errorf("montygenai: %s: %w", name, err)
-	case errors.Is(err, agent.ErrBadArgs):
-		return failed(err.Error()), nil
-	default:
-		return failed("The call could not run: " + err.Error()), nil
+	case err != nil:
+		return nil, fmt.Errorf("montygenai: %w", err)
+	case isError:
+		return failed(text), nil
 	}
+	return map[string]any{OutputKey: text}, nil
 }

@@ -3,18 +3,16 @@ package montygenkit
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/firebase/genkit/go/ai"
 
-	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 )
 
 // NoOutput is the tool output of a call that printed nothing and whose
 // last value is None (the executor's text is then empty).
-const NoOutput = "(no output)"
+const NoOutput = agent.NoOutput
 
 // Adapter offers an executor's tools to Genkit and answers the model's
 // calls of them. Make one with New; it is safe for concurrent use.
@@ -85,39 +83,11 @@ func (a *Adapter) tool(conversation string, def agent.Tool) ai.Tool {
 // session.ErrClosed), or conversation is not a valid thread key (it
 // matches agent.ErrBadArgs). Genkit ends its generate loop with it.
 func (a *Adapter) Call(ctx context.Context, conversation, name, arguments string) (string, error) {
-	if _, err := agent.SessionID(conversation, ""); err != nil {
-		return "", fmt.Errorf("montygenkit: conversation key: %w", err)
+	text, _, err := a.exec.Answer(ctx, conversation, name, json.RawMessage(arguments))
+	if err != nil {
+		return "", fmt.Errorf("montygenkit: %w", err)
 	}
-	var (
-		res *agent.Result
-		err error
-	)
-	switch name {
-	case agent.ToolName:
-		res, err = a.exec.Execute(ctx, conversation, json.RawMessage(arguments))
-	case agent.ResumeToolName:
-		res, err = a.exec.Resume(ctx, conversation, json.RawMessage(arguments))
-	default:
-		return fmt.Sprintf("Unknown tool %q: the tools here are %s and %s.", name, agent.ToolName, agent.ResumeToolName), nil
-	}
-	switch {
-	case err == nil:
-		if res.Text == "" {
-			return NoOutput, nil
-		}
-		return res.Text, nil
-	case ctx.Err() != nil:
-		if cause := context.Cause(ctx); !errors.Is(err, cause) {
-			return "", fmt.Errorf("montygenkit: %s: %w (%w)", name, err, cause)
-		}
-		return "", fmt.Errorf("montygenkit: %s: %w", name, err)
-	case errors.Is(err, session.ErrClosed):
-		return "", fmt.Errorf("montygenkit: %s: %w", name, err)
-	case errors.Is(err, agent.ErrBadArgs):
-		return err.Error(), nil
-	default:
-		return "The call could not run: " + err.Error(), nil
-	}
+	return text, nil
 }
 
 // inputSchema decodes a tool's JSON schema for Genkit.

@@ -4,19 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/tmc/langchaingo/tools"
 
-	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 )
 
 // NoOutput is the tool output of a call that printed nothing and whose
 // last value is None (the executor's text is then empty).
-const NoOutput = "(no output)"
+const NoOutput = agent.NoOutput
 
 // Adapter offers an executor's tools to LangChainGo agents. Make one with
 // New; it is safe for concurrent use.
@@ -71,39 +69,15 @@ func (a *Adapter) Tools(conversation string) []tools.Tool {
 // (the error matches its cause), the executor is closed (it matches
 // session.ErrClosed), or conversation is not a valid thread key.
 func (a *Adapter) Call(ctx context.Context, conversation, name, input string) (string, error) {
-	if _, err := agent.SessionID(conversation, ""); err != nil {
-		return "", fmt.Errorf("montylangchaingo: conversation key: %w", err)
+	args := json.RawMessage(strings.TrimSpace(input))
+	if name == agent.ToolName {
+		args = executeArgs(input)
 	}
-	var (
-		res *agent.Result
-		err error
-	)
-	switch name {
-	case agent.ToolName:
-		res, err = a.exec.Execute(ctx, conversation, executeArgs(input))
-	case agent.ResumeToolName:
-		res, err = a.exec.Resume(ctx, conversation, json.RawMessage(strings.TrimSpace(input)))
-	default:
-		return fmt.Sprintf("Unknown tool %q: the tools here are %s and %s.", name, agent.ToolName, agent.ResumeToolName), nil
+	text, _, err := a.exec.Answer(ctx, conversation, name, args)
+	if err != nil {
+		return "", fmt.Errorf("montylangchaingo: %w", err)
 	}
-	switch {
-	case err == nil:
-		if res.Text == "" {
-			return NoOutput, nil
-		}
-		return res.Text, nil
-	case ctx.Err() != nil:
-		if cause := context.Cause(ctx); !errors.Is(err, cause) {
-			return "", fmt.Errorf("montylangchaingo: %s: %w (%w)", name, err, cause)
-		}
-		return "", fmt.Errorf("montylangchaingo: %s: %w", name, err)
-	case errors.Is(err, session.ErrClosed):
-		return "", fmt.Errorf("montylangchaingo: %s: %w", name, err)
-	case errors.Is(err, agent.ErrBadArgs):
-		return err.Error(), nil
-	default:
-		return "The call could not run: " + err.Error(), nil
-	}
+	return text, nil
 }
 
 // executeArgs are execute_python's JSON arguments for an input: the input

@@ -3,20 +3,18 @@ package montyopenai
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 )
 
 // NoOutput is the tool output of a call that printed nothing and whose
 // last value is None (the executor's text is then empty).
-const NoOutput = "(no output)"
+const NoOutput = agent.NoOutput
 
 // Adapter offers an executor's tools to the OpenAI SDK and answers the
 // model's calls of them. Make one with New; it is safe for concurrent use.
@@ -144,37 +142,9 @@ func (a *Adapter) HandleResponse(ctx context.Context, conversation string, resp 
 // error matches its cause), the executor is closed (it matches
 // session.ErrClosed), or conversation is not a valid thread key.
 func (a *Adapter) Call(ctx context.Context, conversation, name, arguments string) (string, error) {
-	if _, err := agent.SessionID(conversation, ""); err != nil {
-		return "", fmt.Errorf("montyopenai: conversation key: %w", err)
+	text, _, err := a.exec.Answer(ctx, conversation, name, json.RawMessage(arguments))
+	if err != nil {
+		return "", fmt.Errorf("montyopenai: %w", err)
 	}
-	var (
-		res *agent.Result
-		err error
-	)
-	switch name {
-	case agent.ToolName:
-		res, err = a.exec.Execute(ctx, conversation, json.RawMessage(arguments))
-	case agent.ResumeToolName:
-		res, err = a.exec.Resume(ctx, conversation, json.RawMessage(arguments))
-	default:
-		return fmt.Sprintf("Unknown tool %q: the tools here are %s and %s.", name, agent.ToolName, agent.ResumeToolName), nil
-	}
-	switch {
-	case err == nil:
-		if res.Text == "" {
-			return NoOutput, nil
-		}
-		return res.Text, nil
-	case ctx.Err() != nil:
-		if cause := context.Cause(ctx); !errors.Is(err, cause) {
-			return "", fmt.Errorf("montyopenai: %s: %w (%w)", name, err, cause)
-		}
-		return "", fmt.Errorf("montyopenai: %s: %w", name, err)
-	case errors.Is(err, session.ErrClosed):
-		return "", fmt.Errorf("montyopenai: %s: %w", name, err)
-	case errors.Is(err, agent.ErrBadArgs):
-		return err.Error(), nil
-	default:
-		return "The call could not run: " + err.Error(), nil
-	}
+	return text, nil
 }
