@@ -15,6 +15,7 @@ import (
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/telemetry"
 	"github.com/monty-go/monty/wasm"
 )
 
@@ -97,6 +98,11 @@ type Options struct {
 	// TypeCheck, when set, type-checks the code of every Exec and ExecWith
 	// call before it runs (see TypeCheck).
 	TypeCheck *TypeCheck
+	// Telemetry receives a span per execution, with child spans for host
+	// calls, type checks, pauses, resumes and store operations, and the
+	// metrics beside them; nil means telemetry.Default (the global
+	// OpenTelemetry providers).
+	Telemetry *telemetry.Telemetry
 }
 
 // maxViewSize is the budget of the JSON view: Options.MaxViewSize, or the
@@ -232,6 +238,7 @@ func Open(ctx context.Context, id string, opts Options) (*Session, error) {
 		}
 	}
 	s := &Session{id: id, opts: opts, eng: eng, host: opts.Host}
+	s.opts.Store = opts.Telemetry.Or().Store(opts.Store)
 	if opts.Limits == (runtime.Limits{}) {
 		s.opts.Limits = runtime.DefaultLimits()
 	}

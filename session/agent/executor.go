@@ -17,6 +17,7 @@ import (
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/telemetry"
 )
 
 // ToolName is the name of the execute_python tool.
@@ -158,6 +159,7 @@ type Executor struct {
 	tc      session.TypeCheck // how to check them (Stubs: checkStubs)
 	stubs   string            // ExecutorOptions.Stubs
 	brief   briefing          // what the tool's description tells
+	tel     *telemetry.Telemetry
 
 	mu    sync.Mutex
 	turns map[string]*turn
@@ -183,6 +185,8 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 	sopts := opts.Session
 	sopts.Host, sopts.Print = host, nil
 	sopts.FreshOnCorrupt = !opts.FailOnCorruptState
+	sopts.Telemetry = sopts.Telemetry.Or()
+	sopts.Store = sopts.Telemetry.Store(sopts.Store)
 	if sopts.Limits == (runtime.Limits{}) {
 		sopts.Limits = runtime.DefaultLimits()
 	}
@@ -204,6 +208,7 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		stubs:   opts.Stubs,
 		brief:   newBriefing(opts, sopts.Limits, timeout),
 		turns:   map[string]*turn{},
+		tel:     sopts.Telemetry,
 	}, nil
 }
 
@@ -220,6 +225,10 @@ func (e *Executor) checkStubs() string {
 
 // Close closes every live session (their state is already stored).
 func (e *Executor) Close() { e.mgr.Close() }
+
+// Telemetry is where the executor's spans and metrics go: its
+// Session.Telemetry, or telemetry.Default.
+func (e *Executor) Telemetry() *telemetry.Telemetry { return e.tel }
 
 // Tool returns the execute_python tool definition: the parameters are
 // "code" (required), "session_id", "type_check" and "client_tools"

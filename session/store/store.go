@@ -234,3 +234,13 @@ func SplitListError(err error) (skipped []Skipped, fatal error) {
 	}
 	return nil, err
 }
+
+// Backend names st's backend for traces and metrics: what its Backend
+// method returns ("memory", "dir", "redis", "s3", "tiered"), or its Go
+// type for a store without one.
+func Backend(st Store) string {
+	if b, ok := st.(interface{ Backend() string }); ok {
+		return b.Backend()
+	}
+	return fmt.Sprintf("%T", st)
+}

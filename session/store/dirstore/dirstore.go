@@ -686,6 +686,9 @@ func (s *Store) removeStaleTemps(age time.Duration) error {
 	return nil
 }
 
+// Backend names the backend in traces and metrics: Source.
+func (s *Store) Backend() string { return Source }
+
 // Close marks the store closed; later calls fail with store.ErrUnavailable.
 // The store holds no open files between calls.
 func (s *Store) Close() error {

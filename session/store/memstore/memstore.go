@@ -163,6 +163,9 @@ func (s *Store) Len() int {
 	return len(s.entries)
 }
 
+// Backend names the backend in traces and metrics: Source.
+func (s *Store) Backend() string { return Source }
+
 // Close drops every blob; later calls fail with store.ErrUnavailable.
 func (s *Store) Close() error {
 	s.mu.Lock()

@@ -429,6 +429,9 @@ func globEscape(s string) string {
 	return b.String()
 }
 
+// Backend names the backend in traces and metrics: Source.
+func (s *Store) Backend() string { return Source }
+
 // Close closes the connection pool.
 func (s *Store) Close() error {
 	return s.rdb.Close()

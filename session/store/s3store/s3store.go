@@ -549,6 +549,9 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 	return list, store.NewUnreadableError(skipped)
 }
 
+// Backend names the backend in traces and metrics: Source.
+func (s *Store) Backend() string { return Source }
+
 // Close releases idle connections.
 func (s *Store) Close() error {
 	s.tr.CloseIdleConnections()

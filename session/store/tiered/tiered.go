@@ -535,6 +535,10 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 	return list, store.NewUnreadableError(skipped)
 }
 
+// Backend names the backend in traces and metrics: "tiered" (Info.Source
+// says which tier served a read).
+func (s *Store) Backend() string { return "tiered" }
+
 // Close stops the archiver and closes both tiers.
 func (s *Store) Close() error {
 	s.Stop()
