@@ -7,8 +7,16 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/monty-go/monty/object"
 )
+
+// tracerScope is the instrumentation scope of the runtime's spans, the one
+// package telemetry uses.
+const tracerScope = "github.com/monty-go/monty"
 
 // DefaultMaxHostCalls bounds the host calls of one run when Host.MaxCalls is 0.
 const DefaultMaxHostCalls = 1000
@@ -293,15 +301,44 @@ func (d *drive) callSync(fn func(context.Context) (object.Value, error)) (Answer
 // the call at once: Monty takes a plain value as the call's result, which
 // `await` then refuses; the future is resolved at the await that follows.)
 func (d *drive) callFunction(f Function, p *FunctionCall) (Answer, error) {
+	call := func(ctx context.Context) (object.Value, error) {
+		ctx, span := startHostCall(ctx, p, f.Async)
+		v, err := f.Func(ctx, p.Args, p.Kwargs)
+		endHostCall(span, err)
+		return v, err
+	}
 	if f.Async {
-		d.startAsync(p.CallID, func(ctx context.Context) (object.Value, error) {
-			return f.Func(ctx, p.Args, p.Kwargs)
-		})
+		d.startAsync(p.CallID, call)
 		return Pending(), nil
 	}
-	return d.callSync(func(ctx context.Context) (object.Value, error) {
-		return f.Func(ctx, p.Args, p.Kwargs)
-	})
+	return d.callSync(call)
+}
+
+// startHostCall starts the span of a host function's call (telemetry's
+// monty.host_call) when the span in ctx, the execution's, is recording.
+func startHostCall(ctx context.Context, p *FunctionCall, async bool) (context.Context, trace.Span) {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return ctx, nil
+	}
+	return parent.TracerProvider().Tracer(tracerScope).Start(ctx, "monty.host_call", trace.WithAttributes(
+		attribute.String("monty.function", p.Name), attribute.Bool("monty.async", async), attribute.Bool("monty.method", p.ObjectID != nil)))
+}
+
+// endHostCall ends a span startHostCall started (nil: none), failed with
+// the exception the call raises.
+func endHostCall(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		var exc *Exception
+		if errors.As(err, &exc) {
+			span.SetAttributes(attribute.String("monty.exception.type", exc.Type))
+		}
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }
 
 // invoke runs fn as callSync does and returns its result, or a non-nil

@@ -10,9 +10,14 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/telemetry"
 )
 
 // DefaultRunTTL is how long a paused run waits for Resume when
@@ -305,6 +310,34 @@ func (s *Session) pause(sp *runtime.Suspended) *Paused {
 	return next.public()
 }
 
+// savePause stores the state of a run paused at res.Paused's calls, under
+// a span of its own. A paused run that is not stored cannot be resumed: it
+// is over, and res.Paused is cleared.
+func (s *Session) savePause(ctx context.Context, res *Result, tc *typecheck.Context) error {
+	ctx, span := telemetry.Start(ctx, telemetry.SpanPause, trace.SpanKindInternal, pauseAttrs(res.Paused)...)
+	err := s.save(ctx, res, tc)
+	if err == nil && !res.Saved {
+		err = fmt.Errorf("session %s: the paused run could not be stored (%s): %w", s.id, res.NotSavedReason, ErrStateTooLarge)
+	}
+	if err != nil {
+		res.Paused = nil
+	}
+	telemetry.End(span, err)
+	return err
+}
+
+// pauseAttrs describe a pause in its span: the run, and the tools it
+// waits on.
+func pauseAttrs(p *Paused) []attribute.KeyValue {
+	var tools []string
+	for _, c := range p.Calls {
+		if !slices.Contains(tools, c.Name) {
+			tools = append(tools, c.Name)
+		}
+	}
+	return []attribute.KeyValue{telemetry.AttrRunID.String(p.RunID), telemetry.AttrToolCalls.Int(len(p.Calls)), telemetry.AttrTools.StringSlice(tools)}
+}
+
 // outstanding are the async calls of the paused run still unanswered.
 func (s *Session) outstanding() map[uint32]bool {
 	out := map[uint32]bool{}
@@ -416,42 +449,26 @@ func (s *Session) snapshotUnlessPaused(ctx context.Context) (names []string, vie
 // state before the run is gone once it paused), with its Result.Err set;
 // a resume that fails otherwise (cancelled, a limit of the host, a store
 // failure) leaves the run paused as it was, to be resumed again.
-func (s *Session) Resume(ctx context.Context, runID string, results []ToolResult) (*Result, error) {
+func (s *Session) Resume(ctx context.Context, runID string, results []ToolResult) (res *Result, err error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
 	defer s.busy.Store(false)
 	defer s.mu.Unlock()
-	if err := s.syncRun(ctx); err != nil {
+	ctx, span := s.opts.Telemetry.StartExecution(ctx, s.id, true)
+	defer func() {
+		o := outcomeOf(res, err)
+		if o.RunID == "" {
+			o.RunID = runID
+		}
+		span.End(o)
+	}()
+	e, host, waiting, resumeErr, err := s.resumeRun(ctx, runID, results)
+	if err != nil {
 		return nil, err
-	}
-	if s.run == nil || s.run.rec.ID != runID {
-		return nil, fmt.Errorf("%w: session %s has no paused run %q (resumed already, abandoned after expiring, or never made)", ErrRunNotPaused, s.id, runID)
 	}
 	rec := s.run.rec
-	if !time.Now().Before(rec.Expires) {
-		return nil, fmt.Errorf("%w: run %s expired at %s", ErrRunExpired, runID, rec.Expires.Format(time.RFC3339))
-	}
-	answer, waiting, err := rec.answer(results)
-	if err != nil {
-		return nil, err
-	}
-	if s.it.Dead() != nil || s.it.Outdated() {
-		if err := s.rollback(ctx); err != nil {
-			return nil, err
-		}
-		if s.run == nil || s.run.rec.ID != runID {
-			return nil, fmt.Errorf("%w: session %s lost run %q while restoring its state", ErrRunNotPaused, s.id, runID)
-		}
-	}
-	s.it.SetLimits(s.opts.Limits)
-	s.it.SetPrintFunc(s.opts.Print)
-	host, err := s.toolHost(rec.Tools)
-	if err != nil {
-		return nil, corrupt("paused run tools: %v", err)
-	}
-	e := s.run.exec
-	err = e.Resume(ctx, answer)
+	err = resumeErr
 	var v object.Value
 	if err == nil {
 		if e.Done() {
@@ -470,6 +487,46 @@ func (s *Session) Resume(ctx context.Context, runID string, results []ToolResult
 	// (time, memory, ...) leaves the run paused as it was stored.
 	capture := runtime.LimitOf(err) == runtime.NoLimit
 	return s.finishCall(ctx, rec.Code, v, err, capture)
+}
+
+// resumeRun hands results to the paused run runID, under a span of its
+// own. A non-nil err means nothing was resumed. Otherwise the run goes on
+// from e, driven by host, with waiting still unanswered; resumed is the
+// error of handing the results over, which ends the run as the error of a
+// call does.
+func (s *Session) resumeRun(ctx context.Context, runID string, results []ToolResult) (e *runtime.Execution, host *runtime.Host, waiting []uint32, resumed, err error) {
+	ctx, span := telemetry.Start(ctx, telemetry.SpanResume, trace.SpanKindInternal,
+		telemetry.AttrRunID.String(runID), telemetry.AttrToolCalls.Int(len(results)))
+	defer func() { telemetry.End(span, errors.Join(err, resumed)) }()
+	if err := s.syncRun(ctx); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if s.run == nil || s.run.rec.ID != runID {
+		return nil, nil, nil, nil, fmt.Errorf("%w: session %s has no paused run %q (resumed already, abandoned after expiring, or never made)", ErrRunNotPaused, s.id, runID)
+	}
+	rec := s.run.rec
+	if !time.Now().Before(rec.Expires) {
+		return nil, nil, nil, nil, fmt.Errorf("%w: run %s expired at %s", ErrRunExpired, runID, rec.Expires.Format(time.RFC3339))
+	}
+	answer, waiting, err := rec.answer(results)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if s.it.Dead() != nil || s.it.Outdated() {
+		if err := s.rollback(ctx); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if s.run == nil || s.run.rec.ID != runID {
+			return nil, nil, nil, nil, fmt.Errorf("%w: session %s lost run %q while restoring its state", ErrRunNotPaused, s.id, runID)
+		}
+	}
+	s.it.SetLimits(s.opts.Limits)
+	s.it.SetPrintFunc(s.opts.Print)
+	if host, err = s.toolHost(rec.Tools); err != nil {
+		return nil, nil, nil, nil, corrupt("paused run tools: %v", err)
+	}
+	e = s.run.exec
+	return e, host, waiting, e.Resume(ctx, answer), nil
 }
 
 // answer turns results into the answer of the run's pause, and lists the

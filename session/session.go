@@ -538,12 +538,14 @@ func (s *Session) enter() error {
 // ExecOptions is Exec with per-call options: inputs, and type checking
 // before the code runs (a *typecheck.Error when the check finds problems:
 // nothing runs and the state is unchanged).
-func (s *Session) ExecOptions(ctx context.Context, code string, o ExecOptions) (*Result, error) {
+func (s *Session) ExecOptions(ctx context.Context, code string, o ExecOptions) (res *Result, err error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
 	defer s.busy.Store(false)
 	defer s.mu.Unlock()
+	ctx, span := s.opts.Telemetry.StartExecution(ctx, s.id, false)
+	defer func() { span.End(outcomeOf(res, err)) }()
 	var checked *typecheck.Result
 	if o.TypeCheck != nil {
 		var err error
@@ -602,13 +604,10 @@ func (s *Session) finishCall(ctx context.Context, code string, v object.Value, e
 	if res.Paused != nil {
 		tc = s.tc // the code is not done yet
 	}
-	err = s.save(ctx, res, tc)
-	if res.Paused != nil && (err != nil || !res.Saved) {
-		// A paused run that is not stored cannot be resumed: it is over.
-		res.Paused = nil
-		if err == nil {
-			err = fmt.Errorf("session %s: the paused run could not be stored (%s): %w", s.id, res.NotSavedReason, ErrStateTooLarge)
-		}
+	if res.Paused != nil {
+		err = s.savePause(ctx, res, tc)
+	} else {
+		err = s.save(ctx, res, tc)
 	}
 	if err != nil || !res.Saved {
 		// Not stored (store failure, conflict, size cap): the live state
@@ -619,6 +618,42 @@ func (s *Session) finishCall(ctx context.Context, code string, v object.Value, e
 		}
 	}
 	return res, err
+}
+
+// outcomeOf is how a call that returned res and err ended, for its span.
+func outcomeOf(res *Result, err error) telemetry.Outcome {
+	var o telemetry.Outcome
+	if res != nil {
+		o.Saved, o.StateSize = res.Saved, res.StateSize
+		if res.Paused != nil {
+			o.RunID = res.Paused.RunID
+		}
+	}
+	var checkErr *typecheck.Error
+	switch {
+	case err == nil && res.Paused != nil:
+		o.Kind = telemetry.OutcomePaused
+	case err == nil && res.Err != nil:
+		o.Kind, o.ExceptionType = telemetry.OutcomeException, res.Err.Type
+		if res.Err.Limit != runtime.NoLimit {
+			o.Kind, o.Limit = telemetry.OutcomeLimit, res.Err.Limit.String()
+		}
+	case err == nil:
+		o.Kind = telemetry.OutcomeOK
+	case errors.As(err, &checkErr):
+		o.Kind, o.Err = telemetry.OutcomeTypeError, err
+	case runtime.LimitOf(err) != runtime.NoLimit:
+		o.Kind, o.Limit, o.Err = telemetry.OutcomeLimit, runtime.LimitOf(err).String(), err
+		var pyErr *runtime.Error
+		if errors.As(err, &pyErr) {
+			o.ExceptionType = pyErr.Type
+		}
+	case errors.Is(err, runtime.ErrCancelled) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		o.Kind, o.Err = telemetry.OutcomeCancelled, err
+	default:
+		o.Kind, o.Err = telemetry.OutcomeError, err
+	}
+	return o
 }
 
 // describe fills the state fields from the last stored blob.

@@ -9,6 +9,7 @@ import (
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/session/telemetry"
 )
 
 // TypeCheck configures type checking of a session's code before it runs.
@@ -94,7 +95,14 @@ func (s *Session) check(ctx context.Context, code string, tc *TypeCheck, inputs 
 		req.Stubs += fmt.Sprintf("\nfrom typing import Any\n%s %s(*args: Any, **kwargs: Any) -> Any: ...\n", def, t.Name)
 	}
 	s.tc.Apply(&req)
-	return checker.Check(ctx, req)
+	done := telemetry.TimeCheck(ctx)
+	res, err := checker.Check(ctx, req)
+	problems := 0
+	if res != nil {
+		problems = len(res.Diagnostics)
+	}
+	done(problems, err)
+	return res, err
 }
 
 // seedContext starts recording: the globals the stored state already has,

@@ -111,7 +111,7 @@ func (h *Handler) checkInSession(ctx context.Context, ns, id, code string, tc se
 	s, err := session.Open(ctx, storeID(ns, id), session.Options{
 		Store: h.opts.Store, Engine: h.opts.Engine, Pool: h.warmPool(ctx),
 		SigningKey: h.stateKey(ns, id), VerifyKeys: h.legacyKeys(),
-		MaxStateSize: h.opts.MaxStateSize, Limits: limits,
+		MaxStateSize: h.opts.MaxStateSize, Limits: limits, Telemetry: h.opts.Telemetry,
 	})
 	if err != nil {
 		return nil, err

@@ -422,6 +422,7 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 		FreshOnCorrupt: !h.opts.FailOnCorruptState,
 		CaptureOnError: h.opts.CaptureOnError,
 		Ephemeral:      h.opts.DisablePersistence,
+		Telemetry:      h.opts.Telemetry,
 	})
 	if err != nil {
 		return outcome{}, err

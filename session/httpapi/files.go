@@ -62,7 +62,7 @@ func (h *Handler) fileOptions(ns, id string) session.Options {
 	return session.Options{
 		Store: h.opts.Store, Engine: h.opts.Engine,
 		SigningKey: h.stateKey(ns, id), VerifyKeys: h.legacyKeys(),
-		MaxStateSize: h.opts.MaxStateSize, Files: h.files(),
+		MaxStateSize: h.opts.MaxStateSize, Files: h.files(), Telemetry: h.opts.Telemetry,
 	}
 }
 

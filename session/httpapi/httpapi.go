@@ -79,6 +79,11 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/telemetry"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults for zero Options fields.
@@ -147,6 +152,12 @@ type Options struct {
 	// Logger receives one structured record per request; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Telemetry receives a server span per request (its parent is the W3C
+	// traceparent of the request, when it has one), the spans of the
+	// executions and store operations below it, and the HTTP and
+	// execution metrics; nil means telemetry.Default (the global
+	// OpenTelemetry providers). GET /metrics is served either way.
+	Telemetry *telemetry.Telemetry
 	// Checker type-checks the code of requests that ask for it (POST
 	// /check, "type_check" on POST /exec); nil means typecheck.Default,
 	// compiled at the first such request.
@@ -204,6 +215,7 @@ type Options struct {
 type Handler struct {
 	opts    Options
 	mux     *http.ServeMux
+	serve   http.Handler     // the mux behind otelhttp's server span
 	badPath http.HandlerFunc // answers a path with dot segments
 	log     *slog.Logger
 	keys    [][32]byte // sha256 of each API key
@@ -274,6 +286,8 @@ func New(opts Options) (*Handler, error) {
 	if opts.HealthTimeout <= 0 {
 		opts.HealthTimeout = DefaultHealthTimeout
 	}
+	opts.Telemetry = opts.Telemetry.Or()
+	opts.Store = opts.Telemetry.Store(opts.Store)
 	h := &Handler{opts: opts, log: opts.Logger, slots: make(chan struct{}, opts.MaxConcurrent), metrics: newMetrics()}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -313,6 +327,10 @@ func New(opts Options) (*Handler, error) {
 			return &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", msg: r.Method + " is not allowed on " + r.URL.Path + "; use " + allow}
 		}))
 	}
+	h.serve = otelhttp.NewHandler(http.HandlerFunc(h.route404), "monty",
+		otelhttp.WithTracerProvider(opts.Telemetry.TracerProvider()),
+		otelhttp.WithMeterProvider(opts.Telemetry.MeterProvider()),
+		otelhttp.WithPropagators(opts.Telemetry.Propagator()))
 	h.badPath = h.instrument("other", invalidPath)
 	h.mux.HandleFunc("/", h.instrument("other", func(w http.ResponseWriter, r *http.Request) *apiError {
 		return &apiError{status: http.StatusNotFound, code: "not_found", msg: r.Method + " " + r.URL.Path + " is not an endpoint of this API (see /exec, /runs/{run_id}/resume, /check, /state/{id}, /state/{id}/files, /healthz, /health, /health/store, /metrics)"}
@@ -334,12 +352,20 @@ func (h *Handler) Capacity() int { return cap(h.slots) }
 // cleaned and redirected, so that a path names exactly what the client
 // sent.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.serve.ServeHTTP(w, r)
+}
+
+// route404 routes a request, once its span is started.
+func (h *Handler) route404(w http.ResponseWriter, r *http.Request) {
 	if dotSegments(r.URL.Path) {
 		h.badPath(w, r)
 		return
 	}
 	h.mux.ServeHTTP(w, r)
 }
+
+// semconvRoute is OpenTelemetry's http.route: the matched pattern.
+const semconvRoute = attribute.Key("http.route")
 
 // dotSegments reports whether the (decoded) request path p has a "." or
 // ".." segment, or an empty one other than the last (a trailing slash).
@@ -563,6 +589,12 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 func (h *Handler) instrument(name string, f handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		span := trace.SpanFromContext(r.Context())
+		if span.IsRecording() && r.Pattern != "" {
+			route := strings.TrimPrefix(r.Pattern, r.Method+" ")
+			span.SetName(r.Method + " " + route)
+			span.SetAttributes(semconvRoute.String(route))
+		}
 		sw := &statusWriter{ResponseWriter: w}
 		aerr := f(sw, r)
 		if aerr != nil {
@@ -588,6 +620,9 @@ func (h *Handler) instrument(name string, f handlerFunc) http.HandlerFunc {
 			} else {
 				level = slog.LevelWarn
 			}
+		}
+		if sc := span.SpanContext(); sc.IsValid() {
+			attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
 		}
 		h.log.LogAttrs(r.Context(), level, "request", attrs...)
 	}

@@ -48,8 +48,9 @@ const (
 	AttrSessionID = attribute.Key("monty.session.id")
 	// AttrOutcome is how an execution ended: one of the Outcome constants.
 	AttrOutcome = attribute.Key("monty.outcome")
-	// AttrLimit names the limit an execution ran into ("time", "memory",
-	// "host_calls", ...; runtime.LimitKind's names).
+	// AttrLimit names the limit an execution ran into ("time_limit",
+	// "memory_limit", "host_call_limit", ...: runtime.LimitKind's names,
+	// the error codes of the service surfaces).
 	AttrLimit = attribute.Key("monty.limit")
 	// AttrExceptionType is the type of the Python exception that ended the
 	// code.
