@@ -11,10 +11,16 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/store/memstore"
 	"github.com/monty-go/monty/session/store/storeurl"
+	"github.com/monty-go/monty/session/telemetry"
 )
 
 // Benchmarks of saving and loading session state of several sizes on each
@@ -318,3 +324,53 @@ func BenchmarkLoadWithFiles(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkExecTelemetry is the cost of telemetry per execution: a call
+// of one host function, its state stored or not (ephemeral), with
+// telemetry off (no provider set: the global no-op ones) and on (SDK
+// providers recording every span through a batch processor, and every
+// measurement). Each -count runs the four in a row; to interleave them,
+// loop over -count 1.
+func BenchmarkExecTelemetry(b *testing.B) {
+	ctx := context.Background()
+	host := &runtime.Host{Functions: map[string]runtime.Function{
+		"inc": {Func: func(_ context.Context, args []object.Value, _ []object.Pair) (object.Value, error) {
+			return args[0].(object.Int) + 1, nil
+		}},
+	}}
+	for _, mode := range []string{"stored/off", "stored/on", "ephemeral/off", "ephemeral/on"} {
+		b.Run(mode, func(b *testing.B) {
+			ephemeral := strings.HasPrefix(mode, "ephemeral")
+			opts := session.Options{Store: memstore.New(memstore.Options{}), Host: host, Ephemeral: ephemeral}
+			if strings.HasSuffix(mode, "on") {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardSpans{}))
+				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+				defer tp.Shutdown(ctx)
+				defer mp.Shutdown(ctx)
+				opts.Telemetry = telemetry.New(telemetry.Config{TracerProvider: tp, MeterProvider: mp})
+			}
+			s, err := session.Open(ctx, "bench-telemetry", opts)
+			require.NoError(b, err)
+			defer s.Close(ctx)
+			code := "n = inc(n)"
+			if ephemeral {
+				code = "inc(1)" // every call starts empty
+			} else {
+				_, err = s.Exec(ctx, "n = 0")
+				require.NoError(b, err)
+			}
+			for b.Loop() {
+				res, err := s.Exec(ctx, code)
+				if err != nil || res.Err != nil || res.Saved == ephemeral {
+					b.Fatalf("exec: %v %+v", err, res)
+				}
+			}
+		})
+	}
+}
+
+// discardSpans is an exporter that drops what it is given.
+type discardSpans struct{}
+
+func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardSpans) Shutdown(context.Context) error                             { return nil }

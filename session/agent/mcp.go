@@ -18,6 +18,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session/telemetry"
 )
 
 // MCPServer is an MCP server whose tools Python code calls as the async
@@ -109,6 +110,12 @@ type mcpTool struct {
 // The server's progress notifications for a call become ToolCallProgress
 // events of the run, and its log messages (MCPLogLevel and above) while
 // calls are under way ToolCallLog events of each such call.
+//
+// Each call made in a traced run is a client span "tools/call <tool>"
+// under the host call's span (package telemetry), and the request's _meta
+// carries its W3C trace context (traceparent, tracestate), so that a
+// server that follows MCP's tracing convention puts its spans in the
+// run's trace. A call that raises ends the span failed.
 //
 // A result with isError raises RuntimeError with the server's text. A
 // server that cannot be reached raises OSError (Monty has no
@@ -352,6 +359,20 @@ func (ns *MCPNamespace) call(ctx context.Context, tool string, a Args) (object.V
 		defer ns.progress.Delete(token)
 		defer ns.logs.Delete(token)
 	}
+	// A client span of the call under the run's (the host call's), whose
+	// trace context goes in _meta beside the keys set above, so that the
+	// server's spans join the run's trace. It ends failed with whatever
+	// the code gets as an exception: a tool error, a refusal, a lost
+	// connection.
+	ctx, done := telemetry.StartMCPCall(ctx, ns.srv.Name, tool, params.Meta)
+	v, err := ns.send(ctx, cs, tool, params)
+	done(err)
+	return v, err
+}
+
+// send sends the tools/call of tool and makes its result the call's value
+// or exception.
+func (ns *MCPNamespace) send(ctx context.Context, cs *mcp.ClientSession, tool string, params *mcp.CallToolParams) (object.Value, error) {
 	res, err := cs.CallTool(ctx, params)
 	var refused *jsonrpc.Error
 	switch {

@@ -186,7 +186,7 @@ func checkStore(ctx context.Context, st store.Store, id string, timeout time.Dur
 		return err
 	})
 	step("delete", func() error { return st.Delete(ctx, id) })
-	if ts, ok := st.(*tiered.Store); ok {
+	if ts, ok := unwrapped(st).(*tiered.Store); ok {
 		hot, cold := ts.Tiers()
 		for _, t := range []struct {
 			name string
@@ -236,9 +236,17 @@ func checkCode(ctx context.Context, err error) string {
 	return "error"
 }
 
+// unwrapped is the store beneath the telemetry wrapper.
+func unwrapped(st store.Store) store.Store {
+	if u, ok := st.(interface{ Unwrap() store.Store }); ok {
+		return u.Unwrap()
+	}
+	return st
+}
+
 // storeKind names a store by its package ("redisstore", "tiered", ...).
 func storeKind(st store.Store) string {
-	t := reflect.TypeOf(st)
+	t := reflect.TypeOf(unwrapped(st))
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}

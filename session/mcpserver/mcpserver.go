@@ -27,6 +27,13 @@
 // kept aside, and the first call's result text starts with a note saying
 // so (and the log has a record). With the executor's FailOnCorruptState the
 // call is a tool error instead, telling to call reset_session.
+//
+// Each tool call is a server span "tools/call <tool>" of the executor's
+// Telemetry (package telemetry), with the execution's span under it. A
+// client that puts W3C trace context (traceparent, tracestate) at the top
+// level of the request's _meta, as MCP's tracing convention does, gets
+// these spans in its own trace; without it, or with a malformed one, the
+// call starts a new trace.
 package mcpserver
 
 import (
@@ -35,11 +42,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/codes"
 
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/telemetry"
 )
 
 // DefaultThreadKey is the conversation key of sessions created through
@@ -148,14 +158,14 @@ func New(opts Options) (*mcp.Server, error) {
 			"yourself can be given as client_tools: a call pauses the run, and resume_python continues it with your results.",
 	})
 	tool := opts.Executor.Tool()
-	srv.AddTool(&mcp.Tool{Name: tool.Name, Description: tool.Description, InputSchema: tool.Parameters, OutputSchema: json.RawMessage(resultSchema)}, h.execute)
+	srv.AddTool(&mcp.Tool{Name: tool.Name, Description: tool.Description, InputSchema: tool.Parameters, OutputSchema: json.RawMessage(resultSchema)}, h.traced(h.execute))
 	resume := opts.Executor.ResumeTool()
-	srv.AddTool(&mcp.Tool{Name: resume.Name, Description: resume.Description, InputSchema: resume.Parameters, OutputSchema: json.RawMessage(resultSchema)}, h.resume)
+	srv.AddTool(&mcp.Tool{Name: resume.Name, Description: resume.Description, InputSchema: resume.Parameters, OutputSchema: json.RawMessage(resultSchema)}, h.traced(h.resume))
 	srv.AddTool(&mcp.Tool{
 		Name:        "reset_session",
 		Description: "Forget everything a Python session holds (variables, functions, classes), so the next execute_python call starts empty.",
 		InputSchema: json.RawMessage(resetSchema),
-	}, h.reset)
+	}, h.traced(h.reset))
 	return srv, nil
 }
 
@@ -163,6 +173,46 @@ type handlers struct {
 	exec   *agent.Executor
 	thread string
 	log    *slog.Logger
+}
+
+// traced runs handler under a server span "tools/call <tool>" of the
+// executor's Telemetry, a child of the W3C trace context (traceparent,
+// tracestate) the client put in the request's _meta, or the root of a new
+// trace when there is none or it is malformed; the execution's span is a
+// child of it. The span ends failed when the result is a tool error or
+// the handler fails.
+func (h *handlers) traced(handler mcp.ToolHandler) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, span := h.exec.Telemetry().StartMCPServer(ctx, req.Params.Name, req.Params.GetMeta())
+		defer span.End()
+		res, err := handler(ctx, req)
+		switch {
+		case err != nil:
+			telemetry.Fail(span, err)
+		case res != nil && res.IsError && span.IsRecording():
+			span.SetAttributes(telemetry.AttrErrorType.String("tool_error"))
+			span.SetStatus(codes.Error, errorDescription(res))
+		}
+		return res, err
+	}
+}
+
+// errorDescription is the span status of a tool error: the Python
+// exception type of a failed run, else the start of the result's text.
+func errorDescription(res *mcp.CallToolResult) string {
+	if r, ok := res.StructuredContent.(*agent.Result); ok && r.ErrorType != "" {
+		return r.ErrorType
+	}
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			const limit = 200
+			if len(t.Text) > limit {
+				return strings.ToValidUTF8(t.Text[:limit], "") + "…"
+			}
+			return t.Text
+		}
+	}
+	return "tool error"
 }
 
 // execute runs one execute_python call. Failures of the code (exceptions,

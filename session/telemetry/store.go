@@ -130,6 +130,9 @@ func (s *tracedStore) List(ctx context.Context) ([]store.Info, error) {
 // Close closes the store underneath.
 func (s *tracedStore) Close() error { return s.st.Close() }
 
+// Unwrap returns the store underneath.
+func (s *tracedStore) Unwrap() store.Store { return s.st }
+
 // Backend is the backend of the store underneath.
 func (s *tracedStore) Backend() string { return s.backend }
 

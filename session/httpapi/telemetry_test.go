@@ -1,0 +1,77 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/monty-go/monty/session/httpapi"
+	"github.com/monty-go/monty/session/telemetry"
+)
+
+// TestTraceparent: a request's W3C traceparent is the parent of its server
+// span, under which the execution and its store operations are traced;
+// GET /metrics still answers, and a malformed traceparent starts a new
+// trace without failing the request.
+func TestTraceparent(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	s := newServer(t, httpapi.Options{Telemetry: telemetry.New(telemetry.Config{TracerProvider: tp})})
+	c := s.client("")
+
+	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	status, _, body := c.do("POST", "/exec", []byte(`{"code": "x = 41\nx + 1", "session_id": "tp"}`),
+		"traceparent", "00-"+traceID+"-"+parentID+"-01")
+	require.Equal(t, http.StatusOK, status, string(body))
+
+	spans := map[string]tracetest.SpanStub{}
+	for _, sp := range exp.GetSpans() {
+		spans[sp.Name] = sp
+	}
+	server, ok := spans["POST /exec"]
+	require.True(t, ok, "a server span named after the route: %v", names(exp))
+	assert.Equal(t, trace.SpanKindServer, server.SpanKind)
+	assert.Equal(t, traceID, server.SpanContext.TraceID().String())
+	assert.Equal(t, parentID, server.Parent.SpanID().String())
+	assert.True(t, server.Parent.IsRemote())
+
+	exec, ok := spans[telemetry.SpanExecute]
+	require.True(t, ok, "an execution span: %v", names(exp))
+	assert.Equal(t, server.SpanContext.SpanID(), exec.Parent.SpanID())
+	assert.Equal(t, traceID, exec.SpanContext.TraceID().String())
+	get, ok := spans[telemetry.SpanStorePrefix+"get"]
+	require.True(t, ok, "opening the session reads the store: %v", names(exp))
+	assert.Equal(t, server.SpanContext.SpanID(), get.Parent.SpanID())
+	put, ok := spans[telemetry.SpanStorePrefix+"put"]
+	require.True(t, ok, "the state is written: %v", names(exp))
+	assert.Equal(t, exec.SpanContext.SpanID(), put.Parent.SpanID())
+
+	exp.Reset()
+	status, _, body = c.do("POST", "/exec", []byte(`{"code": "1"}`), "traceparent", "00-not-a-trace-01")
+	require.Equal(t, http.StatusOK, status, string(body))
+	for _, sp := range exp.GetSpans() {
+		if sp.Name == "POST /exec" {
+			assert.False(t, sp.Parent.IsValid(), "a malformed traceparent is ignored")
+		}
+	}
+
+	status, _, body = c.do("GET", "/metrics", nil)
+	require.Equal(t, http.StatusOK, status)
+	assert.Contains(t, string(body), `monty_executions_total{outcome="ok"} 2`)
+}
+
+func names(exp *tracetest.InMemoryExporter) string {
+	var out []string
+	for _, sp := range exp.GetSpans() {
+		out = append(out, sp.Name)
+	}
+	return strings.Join(out, ", ")
+}
