@@ -18,6 +18,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
@@ -272,4 +273,31 @@ func TestTelemetryStoreErrors(t *testing.T) {
 	assert.Equal(t, codes.Error, put.Status.Code)
 	assert.Equal(t, "error", attrOf(put, telemetry.AttrErrorType).AsString())
 	assert.True(t, errors.Is(err, store.ErrUnavailable), "the store's error comes back as it was: %v", err)
+}
+
+// TestTelemetryTypeCheck: a type check is a child span of the execution,
+// with the problems it found; code it refuses ends the execution as
+// type_error, and nothing runs.
+func TestTelemetryTypeCheck(t *testing.T) {
+	tr := newTraced(t)
+	s := open(t, "checked", session.Options{Store: memstore.New(memstore.Options{}), Telemetry: tr.tel})
+	tc := &session.TypeCheck{Stubs: "def lookup(key: str) -> int: ...\n"}
+	_, err := s.ExecOptions(context.Background(), "lookup(1)", session.ExecOptions{TypeCheck: tc})
+	var checkErr *typecheck.Error
+	require.ErrorAs(t, err, &checkErr)
+
+	exec := tr.one(t, telemetry.SpanExecute)
+	assert.Equal(t, telemetry.OutcomeTypeError, attrOf(exec, telemetry.AttrOutcome).AsString())
+	assert.Equal(t, codes.Error, exec.Status.Code)
+	check := tr.one(t, telemetry.SpanTypeCheck)
+	childOf(t, check, exec)
+	assert.Equal(t, int64(len(checkErr.Result.Diagnostics)), attrOf(check, telemetry.AttrProblems).AsInt64())
+	assert.Equal(t, "problems", attrOf(check, telemetry.AttrOutcome).AsString())
+	assert.Empty(t, tr.named(telemetry.SpanStorePrefix+"put"), "refused code stores nothing")
+
+	tr.spans.Reset()
+	_, err = s.ExecOptions(context.Background(), "lookup('a') if False else 0", session.ExecOptions{TypeCheck: tc})
+	require.NoError(t, err)
+	assert.Equal(t, "clean", attrOf(tr.one(t, telemetry.SpanTypeCheck), telemetry.AttrOutcome).AsString())
+	assert.Equal(t, map[string]uint64{"problems": 1, "clean": 1}, tr.points(t, "monty.typecheck.duration", telemetry.AttrOutcome))
 }
