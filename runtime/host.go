@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -334,11 +335,21 @@ func endHostCall(span trace.Span, err error) {
 	if err != nil {
 		var exc *Exception
 		if errors.As(err, &exc) {
-			span.SetAttributes(attribute.String("monty.exception.type", exc.Type))
+			span.SetAttributes(attribute.String("monty.exception.type", clipText(exc.Type)))
 		}
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, clipText(err.Error()))
 	}
 	span.End()
+}
+
+// clipText bounds a text a span takes from a host call (telemetry's
+// MaxDescription): an MCP server's error may be megabytes.
+func clipText(s string) string {
+	const limit = 256
+	if len(s) <= limit {
+		return s
+	}
+	return strings.ToValidUTF8(s[:limit], "") + "…"
 }
 
 // invoke runs fn as callSync does and returns its result, or a non-nil

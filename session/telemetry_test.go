@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,7 +113,8 @@ func TestTelemetrySpanTree(t *testing.T) {
 			return object.Int(2 * args[0].(object.Int)), nil
 		}},
 		"fail": {Func: func(context.Context, []object.Value, []object.Pair) (object.Value, error) {
-			return nil, &runtime.Exception{Type: "ValueError", Message: "no"}
+			// A hostile message is not copied whole into the span.
+			return nil, &runtime.Exception{Type: "ValueError", Message: strings.Repeat("no", 1<<19)}
 		}},
 	}}
 	s := open(t, "traced", session.Options{Store: memstore.New(memstore.Options{}), Host: host, Telemetry: tr.tel})
@@ -139,6 +141,8 @@ func TestTelemetrySpanTree(t *testing.T) {
 			failed++
 			assert.Equal(t, codes.Error, c.Status.Code)
 			assert.Equal(t, "ValueError", attrOf(c, telemetry.AttrExceptionType).AsString())
+			assert.LessOrEqual(t, len(c.Status.Description), telemetry.MaxDescription+len("…"))
+			assert.True(t, strings.HasPrefix(c.Status.Description, "ValueError: nono"), c.Status.Description)
 		} else {
 			assert.Equal(t, "double", attrOf(c, telemetry.AttrFunction).AsString())
 			assert.Equal(t, codes.Unset, c.Status.Code)

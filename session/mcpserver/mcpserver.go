@@ -42,7 +42,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/codes"
@@ -205,11 +204,7 @@ func errorDescription(res *mcp.CallToolResult) string {
 	}
 	for _, c := range res.Content {
 		if t, ok := c.(*mcp.TextContent); ok {
-			const limit = 200
-			if len(t.Text) > limit {
-				return strings.ToValidUTF8(t.Text[:limit], "") + "…"
-			}
-			return t.Text
+			return telemetry.Clip(t.Text)
 		}
 	}
 	return "tool error"

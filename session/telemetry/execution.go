@@ -96,7 +96,7 @@ func (e Execution) End(o Outcome) {
 		attrs = append(attrs, AttrLimit.String(o.Limit))
 	}
 	if o.ExceptionType != "" {
-		attrs = append(attrs, AttrExceptionType.String(o.ExceptionType))
+		attrs = append(attrs, AttrExceptionType.String(Clip(o.ExceptionType)))
 	}
 	if o.RunID != "" {
 		attrs = append(attrs, AttrRunID.String(o.RunID))
@@ -108,10 +108,10 @@ func (e Execution) End(o Outcome) {
 		if errType == "" {
 			errType = o.Kind
 		}
-		attrs = append(attrs, AttrErrorType.String(errType))
+		attrs = append(attrs, AttrErrorType.String(Clip(errType)))
 		msg := o.Kind
 		if o.Err != nil {
-			msg = o.Err.Error()
+			msg = Clip(o.Err.Error())
 		}
 		e.span.SetStatus(codes.Error, msg)
 	}

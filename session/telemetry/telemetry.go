@@ -17,6 +17,7 @@ package telemetry
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"go.opentelemetry.io/otel"
@@ -219,9 +220,24 @@ func End(span trace.Span, err error) {
 	span.End()
 }
 
-// Fail marks span failed with err's text, when err is not nil.
+// Fail marks span failed with err's text (its first MaxDescription
+// bytes), when err is not nil.
 func Fail(span trace.Span, err error) {
 	if err != nil && span.IsRecording() {
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, Clip(err.Error()))
 	}
+}
+
+// MaxDescription bounds the text monty puts in a span's status or in an
+// attribute taken from what the code did (an exception's type, a tool's
+// error): an MCP server's error text may be megabytes.
+const MaxDescription = 256
+
+// Clip returns the first MaxDescription bytes of s (valid UTF-8, marked
+// with an ellipsis when cut).
+func Clip(s string) string {
+	if len(s) <= MaxDescription {
+		return s
+	}
+	return strings.ToValidUTF8(s[:MaxDescription], "") + "…"
 }
