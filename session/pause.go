@@ -106,6 +106,9 @@ type pausedRun struct {
 	// when it awaits futures.
 	Blocking *uint32 `json:"blocking,omitempty"`
 	TTL      int64   `json:"ttl_ns"`
+	// Trace is the W3C traceparent of the execution that paused the run,
+	// which the resume's span links to; empty when it was not traced.
+	Trace string `json:"trace,omitempty"`
 }
 
 // storedCall is a ToolCall as stored: its arguments CBOR-encoded.
@@ -314,6 +317,7 @@ func (s *Session) pause(sp *runtime.Suspended) *Paused {
 // a span of its own. A paused run that is not stored cannot be resumed: it
 // is over, and res.Paused is cleared.
 func (s *Session) savePause(ctx context.Context, res *Result, tc *typecheck.Context) error {
+	s.run.rec.Trace = telemetry.Traceparent(ctx)
 	ctx, span := telemetry.Start(ctx, telemetry.SpanPause, trace.SpanKindInternal, pauseAttrs(res.Paused)...)
 	err := s.save(ctx, res, tc)
 	if err == nil && !res.Saved {
@@ -468,6 +472,7 @@ func (s *Session) Resume(ctx context.Context, runID string, results []ToolResult
 		return nil, err
 	}
 	rec := s.run.rec
+	span.Link(rec.Trace)
 	err = resumeErr
 	var v object.Value
 	if err == nil {

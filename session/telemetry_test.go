@@ -218,12 +218,19 @@ func TestTelemetryPauseResume(t *testing.T) {
 	assert.Equal(t, int64(1), attrOf(pause, telemetry.AttrToolCalls).AsInt64())
 	childOf(t, tr.one(t, telemetry.SpanStorePrefix+"put"), pause)
 
+	// Another session (another process, as far as the store can tell)
+	// resumes it.
+	s = open(t, "pausing", session.Options{Store: st, Telemetry: tr.tel})
 	tr.spans.Reset()
 	res, err = s.Resume(context.Background(), res.Paused.RunID, []session.ToolResult{{ID: res.Paused.Calls[0].ID, Value: object.Int(21)}})
 	require.NoError(t, err)
 	require.Equal(t, object.Int(42), res.Value)
+	paused := exec
 	exec = tr.one(t, telemetry.SpanExecute)
 	assert.True(t, attrOf(exec, telemetry.AttrResumed).AsBool())
+	require.Len(t, exec.Links, 1, "the resume links to the execution that paused the run, through the store")
+	assert.Equal(t, paused.SpanContext.SpanID(), exec.Links[0].SpanContext.SpanID())
+	assert.Equal(t, paused.SpanContext.TraceID(), exec.Links[0].SpanContext.TraceID())
 	assert.Equal(t, telemetry.OutcomeOK, attrOf(exec, telemetry.AttrOutcome).AsString())
 	resume := tr.one(t, telemetry.SpanResume)
 	childOf(t, resume, exec)

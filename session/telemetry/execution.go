@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -139,5 +140,30 @@ func TimeCheck(ctx context.Context) (done func(problems int, err error)) {
 			span.SetAttributes(AttrProblems.Int(problems), AttrOutcome.String(outcome))
 		}
 		End(span, err)
+	}
+}
+
+// Traceparent is the W3C traceparent of the span in ctx, or "" when it
+// has none: what a paused run keeps, for its resume to link to.
+func Traceparent(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	return c.Get("traceparent")
+}
+
+// Link links the execution's span to the span traceparent names (that of
+// the execution that paused the run this one resumes); an empty or
+// malformed traceparent links nothing.
+func (e Execution) Link(traceparent string) {
+	if traceparent == "" || e.span == nil || !e.span.IsRecording() {
+		return
+	}
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		e.span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{AttrLinkKind.String("paused_run")}})
 	}
 }

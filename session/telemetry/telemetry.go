@@ -87,6 +87,9 @@ const (
 	AttrStoreBytes = attribute.Key("monty.store.bytes")
 	// AttrStoreFound is false when a read found nothing under the id.
 	AttrStoreFound = attribute.Key("monty.store.found")
+	// AttrLinkKind says what a link of an execution's span points to:
+	// "paused_run", the execution that paused the run it resumes.
+	AttrLinkKind = attribute.Key("monty.link")
 	// AttrErrorType classifies a failure (OpenTelemetry's error.type).
 	AttrErrorType = attribute.Key("error.type")
 )
