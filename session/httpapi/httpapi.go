@@ -330,7 +330,8 @@ func New(opts Options) (*Handler, error) {
 	h.serve = otelhttp.NewHandler(http.HandlerFunc(h.route404), "monty",
 		otelhttp.WithTracerProvider(opts.Telemetry.TracerProvider()),
 		otelhttp.WithMeterProvider(opts.Telemetry.MeterProvider()),
-		otelhttp.WithPropagators(opts.Telemetry.Propagator()))
+		otelhttp.WithPropagators(opts.Telemetry.Propagator()),
+		otelhttp.WithFilter(traced))
 	h.badPath = h.instrument("other", invalidPath)
 	h.mux.HandleFunc("/", h.instrument("other", func(w http.ResponseWriter, r *http.Request) *apiError {
 		return &apiError{status: http.StatusNotFound, code: "not_found", msg: r.Method + " " + r.URL.Path + " is not an endpoint of this API (see /exec, /runs/{run_id}/resume, /check, /state/{id}, /state/{id}/files, /healthz, /health, /health/store, /metrics)"}
@@ -362,6 +363,17 @@ func (h *Handler) route404(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// traced tells which requests get a span: all but the probes and the
+// scrapes (GET /healthz, /health, /metrics), which would fill traces with
+// a span every few seconds.
+func traced(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/healthz", "/health", "/metrics":
+		return r.Method != http.MethodGet
+	}
+	return true
 }
 
 // semconvRoute is OpenTelemetry's http.route: the matched pattern.

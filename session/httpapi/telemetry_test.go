@@ -63,9 +63,13 @@ func TestTraceparent(t *testing.T) {
 		}
 	}
 
+	exp.Reset()
 	status, _, body = c.do("GET", "/metrics", nil)
 	require.Equal(t, http.StatusOK, status)
 	assert.Contains(t, string(body), `monty_executions_total{outcome="ok"} 2`)
+	status, _, _ = c.do("GET", "/healthz", nil)
+	require.Equal(t, http.StatusOK, status)
+	assert.Empty(t, names(exp), "probes and scrapes are not traced")
 }
 
 func names(exp *tracetest.InMemoryExporter) string {
