@@ -30,6 +30,7 @@ go to stderr. A session whose stored state cannot be loaded is kept aside and
 started empty, and the call's result says so (--on-corrupt-state fail: the
 call fails instead, and reset_session starts the session empty).
 
+` + telemetryUsage + `
 flags:
 `
 
@@ -94,6 +95,14 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
+	// Deferred first, so that the last spans are flushed after everything
+	// else has stopped.
+	tel, stopTelemetry, err := startTelemetry(ctx, logger)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty mcp:", err)
+		return ExitUsage
+	}
+	defer stopTelemetry()
 	conns, err := connectOpts.servers()
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)
@@ -147,7 +156,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		go func() { _ = checker.Load(context.Background()) }()
 	}
 	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session:      session.Options{Store: st, Engine: engine, SigningKey: key, Limits: limits, Files: &session.Files{}},
+		Session:      session.Options{Store: st, Engine: engine, SigningKey: key, Limits: limits, Files: &session.Files{}, Telemetry: tel.Telemetry},
 		Manager:      session.ManagerOptions{MaxLive: *maxLive},
 		Timeout:      timeout,
 		MaxMemory:    maxMemory,

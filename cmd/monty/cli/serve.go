@@ -40,6 +40,7 @@ MCP servers are the operator's: every client's code may call their tools.
 SIGINT or SIGTERM stops accepting work, lets running executions finish (up to
 --shutdown-timeout) and exits.
 
+` + telemetryUsage + `
 flags:
 `
 
@@ -435,6 +436,14 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// First, so that the last spans are flushed after everything else
+	// has stopped.
+	tel, stopTelemetry, err := startTelemetry(ctx, log)
+	if err != nil {
+		return usageError{err}
+	}
+	defer stopTelemetry()
+	opts.Telemetry = tel.Telemetry
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return usageError{errors.New("--tls-cert and --tls-key go together")}
 	}

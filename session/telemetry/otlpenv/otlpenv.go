@@ -232,7 +232,7 @@ func signalFromEnv(s signal) (Signal, error) {
 	case "none":
 		return Signal{}, nil
 	case "":
-		if true {
+		if own == "" && general == "" {
 			return Signal{}, nil
 		}
 	case "otlp":
