@@ -95,7 +95,7 @@ func (s *Session) check(ctx context.Context, code string, tc *TypeCheck, inputs 
 		req.Stubs += fmt.Sprintf("\nfrom typing import Any\n%s %s(*args: Any, **kwargs: Any) -> Any: ...\n", def, t.Name)
 	}
 	s.tc.Apply(&req)
-	done := telemetry.TimeCheck(ctx)
+	done := telemetry.StartTypeCheck(ctx)
 	res, err := checker.Check(ctx, req)
 	problems := 0
 	if res != nil {

@@ -16,14 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/monty-go/monty/session"
-	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/mcpserver"
-	"github.com/monty-go/monty/session/store/memstore"
-	"github.com/monty-go/monty/session/telemetry"
 )
 
 // pyTraceClient is a client of the official MCP Python SDK (mcp on PyPI,
@@ -74,15 +69,7 @@ func TestTraceContextFromPythonClient(t *testing.T) {
 		t.Fatal(`MONTY_TEST_PYTHON is not set: this test drives the MCP server through the official MCP Python SDK; run ` +
 			"`eval \"$(scripts/pyclients.sh env)\"` from the repository root (scripts/test.sh does this), then run the tests again")
 	}
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	exec0, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{
-		Store:     memstore.New(memstore.Options{}),
-		Telemetry: telemetry.New(telemetry.Config{TracerProvider: tp}),
-	}})
-	require.NoError(t, err)
-	t.Cleanup(exec0.Close)
+	exec0, exp := tracedExecutor(t)
 	srv, err := mcpserver.New(mcpserver.Options{Executor: exec0})
 	require.NoError(t, err)
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))

@@ -18,9 +18,9 @@ import (
 	"github.com/monty-go/monty/session/telemetry"
 )
 
-// tracedServer serves an executor whose spans go to the returned exporter
-// over MCP in memory, and returns a client session.
-func tracedServer(t *testing.T) (*mcp.ClientSession, *tracetest.InMemoryExporter) {
+// tracedExecutor is an executor on a memory store whose spans go to the
+// returned exporter.
+func tracedExecutor(t *testing.T) (*agent.Executor, *tracetest.InMemoryExporter) {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
@@ -31,6 +31,14 @@ func tracedServer(t *testing.T) (*mcp.ClientSession, *tracetest.InMemoryExporter
 	}})
 	require.NoError(t, err)
 	t.Cleanup(exec.Close)
+	return exec, exp
+}
+
+// tracedServer serves a tracedExecutor over MCP in memory, and returns a
+// client session.
+func tracedServer(t *testing.T) (*mcp.ClientSession, *tracetest.InMemoryExporter) {
+	t.Helper()
+	exec, exp := tracedExecutor(t)
 	return connect(t, exec), exp
 }
 

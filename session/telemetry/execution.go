@@ -120,10 +120,10 @@ func (e Execution) End(o Outcome) {
 	e.span.End()
 }
 
-// TimeCheck starts the span of a type check under ctx's execution; done
+// StartTypeCheck starts the span of a type check under ctx's execution; done
 // ends it with the number of problems found (or the check's failure) and
 // records its duration.
-func TimeCheck(ctx context.Context) (done func(problems int, err error)) {
+func StartTypeCheck(ctx context.Context) (done func(problems int, err error)) {
 	t := FromContext(ctx)
 	_, span := Start(ctx, SpanTypeCheck, trace.SpanKindInternal)
 	start := time.Now()
