@@ -40,7 +40,8 @@ func outcomeSet(o string) attribute.Set {
 }
 
 // Execution is the span and timing of one execution, from
-// StartExecution to End.
+// StartExecution to End. It belongs to the call running the execution:
+// End it once, from there.
 type Execution struct {
 	ctx   context.Context
 	t     *Telemetry

@@ -10,7 +10,8 @@ import (
 // MetaCarrier carries trace context in the _meta object of an MCP request
 // (the go-sdk's mcp.Meta converts to it): the propagator's keys,
 // "traceparent" and "tracestate" for W3C Trace Context, at the top level
-// of _meta, as MCP's tracing convention puts them.
+// of _meta, as MCP's tracing convention puts them. Like the map it is, it
+// is not safe for concurrent writes.
 type MetaCarrier map[string]any
 
 var _ propagation.TextMapCarrier = MetaCarrier(nil)
