@@ -302,11 +302,18 @@ func (d *drive) callSync(fn func(context.Context) (object.Value, error)) (Answer
 // the call at once: Monty takes a plain value as the call's result, which
 // `await` then refuses; the future is resolved at the await that follows.)
 func (d *drive) callFunction(f Function, p *FunctionCall) (Answer, error) {
-	call := func(ctx context.Context) (object.Value, error) {
+	call := func(ctx context.Context) (v object.Value, err error) {
 		ctx, span := startHostCall(ctx, p, f.Async)
-		v, err := f.Func(ctx, p.Args, p.Kwargs)
-		endHostCall(span, err)
-		return v, err
+		if span != nil {
+			defer func() {
+				if r := recover(); r != nil {
+					endHostCall(span, fmt.Errorf("host function panicked: %v", r))
+					panic(r) // safeCall turns it into the call's error
+				}
+				endHostCall(span, err)
+			}()
+		}
+		return f.Func(ctx, p.Args, p.Kwargs)
 	}
 	if f.Async {
 		d.startAsync(p.CallID, call)

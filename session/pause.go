@@ -335,8 +335,8 @@ func (s *Session) savePause(ctx context.Context, res *Result, tc *typecheck.Cont
 func pauseAttrs(p *Paused) []attribute.KeyValue {
 	var tools []string
 	for _, c := range p.Calls {
-		if !slices.Contains(tools, c.Name) {
-			tools = append(tools, c.Name)
+		if name := telemetry.Clip(c.Name); !slices.Contains(tools, name) {
+			tools = append(tools, name)
 		}
 	}
 	return []attribute.KeyValue{telemetry.AttrRunID.String(p.RunID), telemetry.AttrToolCalls.Int(len(p.Calls)), telemetry.AttrTools.StringSlice(tools)}
@@ -463,7 +463,7 @@ func (s *Session) Resume(ctx context.Context, runID string, results []ToolResult
 	defer func() {
 		o := outcomeOf(res, err)
 		if o.RunID == "" {
-			o.RunID = runID
+			o.RunID = telemetry.Clip(runID) // the caller's words
 		}
 		span.End(o)
 	}()
@@ -501,7 +501,7 @@ func (s *Session) Resume(ctx context.Context, runID string, results []ToolResult
 // call does.
 func (s *Session) resumeRun(ctx context.Context, runID string, results []ToolResult) (e *runtime.Execution, host *runtime.Host, waiting []uint32, resumed, err error) {
 	ctx, span := telemetry.Start(ctx, telemetry.SpanResume, trace.SpanKindInternal,
-		telemetry.AttrRunID.String(runID), telemetry.AttrToolCalls.Int(len(results)))
+		telemetry.AttrRunID.String(telemetry.Clip(runID)), telemetry.AttrToolCalls.Int(len(results)))
 	defer func() { telemetry.End(span, errors.Join(err, resumed)) }()
 	if err := s.syncRun(ctx); err != nil {
 		return nil, nil, nil, nil, err

@@ -112,6 +112,9 @@ func TestTelemetrySpanTree(t *testing.T) {
 			assert.True(t, trace.SpanFromContext(ctx).IsRecording(), "a host function runs under its call's span")
 			return object.Int(2 * args[0].(object.Int)), nil
 		}},
+		"boom": {Func: func(context.Context, []object.Value, []object.Pair) (object.Value, error) {
+			panic("a host function's bug")
+		}},
 		"fail": {Func: func(context.Context, []object.Value, []object.Pair) (object.Value, error) {
 			// A hostile message is not copied whole into the span.
 			return nil, &runtime.Exception{Type: "ValueError", Message: strings.Repeat("no", 1<<19)}
@@ -120,7 +123,7 @@ func TestTelemetrySpanTree(t *testing.T) {
 	s := open(t, "traced", session.Options{Store: memstore.New(memstore.Options{}), Host: host, Telemetry: tr.tel})
 	tr.spans.Reset() // Open read the store before any execution: no span
 
-	res, err := s.Exec(context.Background(), "x = double(2) + double(3)\ntry:\n    fail()\nexcept ValueError:\n    pass\nx")
+	res, err := s.Exec(context.Background(), "x = double(2) + double(3)\ntry:\n    fail()\nexcept ValueError:\n    pass\ntry:\n    boom()\nexcept Exception:\n    pass\nx")
 	require.NoError(t, err)
 	require.Equal(t, object.Int(10), res.Value)
 
@@ -133,17 +136,22 @@ func TestTelemetrySpanTree(t *testing.T) {
 	assert.Equal(t, codes.Unset, exec.Status.Code)
 
 	calls := tr.named(telemetry.SpanHostCall)
-	require.Len(t, calls, 3)
+	require.Len(t, calls, 4, "every call's span ends, a panicking one's too")
 	failed := 0
 	for _, c := range calls {
 		childOf(t, c, exec)
-		if attrOf(c, telemetry.AttrFunction).AsString() == "fail" {
+		switch attrOf(c, telemetry.AttrFunction).AsString() {
+		case "boom":
+			assert.Equal(t, codes.Error, c.Status.Code)
+			assert.Contains(t, c.Status.Description, "panicked")
+			continue
+		case "fail":
 			failed++
 			assert.Equal(t, codes.Error, c.Status.Code)
 			assert.Equal(t, "ValueError", attrOf(c, telemetry.AttrExceptionType).AsString())
 			assert.LessOrEqual(t, len(c.Status.Description), telemetry.MaxDescription+len("…"))
 			assert.True(t, strings.HasPrefix(c.Status.Description, "ValueError: nono"), c.Status.Description)
-		} else {
+		default:
 			assert.Equal(t, "double", attrOf(c, telemetry.AttrFunction).AsString())
 			assert.Equal(t, codes.Unset, c.Status.Code)
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
-	"github.com/monty-go/monty/session/telemetry"
 )
 
 // TypeCheck configures type checking of a session's code before it runs.
@@ -95,7 +94,7 @@ func (s *Session) check(ctx context.Context, code string, tc *TypeCheck, inputs 
 		req.Stubs += fmt.Sprintf("\nfrom typing import Any\n%s %s(*args: Any, **kwargs: Any) -> Any: ...\n", def, t.Name)
 	}
 	s.tc.Apply(&req)
-	done := telemetry.StartTypeCheck(ctx)
+	done := s.opts.Telemetry.StartTypeCheck(ctx)
 	res, err := checker.Check(ctx, req)
 	problems := 0
 	if res != nil {

@@ -335,7 +335,7 @@ func (ns *MCPNamespace) needsApproval(def *mcp.Tool) bool {
 }
 
 // call makes the MCP call of tool with the bound arguments a.
-func (ns *MCPNamespace) call(ctx context.Context, tool string, a Args) (object.Value, error) {
+func (ns *MCPNamespace) call(ctx context.Context, tool string, a Args) (_ object.Value, err error) {
 	cs, t, err := ns.sessionFor(ctx, tool)
 	if err != nil {
 		return nil, err
@@ -365,9 +365,8 @@ func (ns *MCPNamespace) call(ctx context.Context, tool string, a Args) (object.V
 	// the code gets as an exception: a tool error, a refusal, a lost
 	// connection.
 	ctx, done := telemetry.StartMCPCall(ctx, ns.srv.Name, tool, params.Meta)
-	v, err := ns.send(ctx, cs, tool, params)
-	done(err)
-	return v, err
+	defer func() { done(err) }()
+	return ns.send(ctx, cs, tool, params)
 }
 
 // send sends the tools/call of tool and makes its result the call's value

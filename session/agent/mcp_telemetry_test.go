@@ -154,6 +154,17 @@ func TestMCPTraceContext(t *testing.T) {
 	require.Len(t, metas, 1)
 	assert.NotContains(t, metas[0], "traceparent")
 	assert.Equal(t, agent.MCPLogLevel, metas[0][mcp.MetaKeyLogLevel])
+
+	// Nor does it pass on the trace context its caller was sent (a
+	// client's traceparent reaching the operator's MCP servers).
+	remote := trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled, Remote: true}))
+	res, err = untraced.Execute(remote, "t", json.RawMessage(`{"code": "await demo.whoami()"}`))
+	require.NoError(t, err)
+	require.Empty(t, res.Error, res.Text)
+	metas = rec.take()
+	require.Len(t, metas, 1)
+	assert.NotContains(t, metas[0], "traceparent")
 }
 
 // pyTraceServer is an MCP server of the official MCP Python SDK (mcp on

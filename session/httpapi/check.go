@@ -86,7 +86,13 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request, ns string) *apiE
 	tc.Format = format
 	var res *typecheck.Result
 	if req.SessionID == "" {
+		done := h.opts.Telemetry.StartTypeCheck(ctx)
 		res, err = tc.Checker.Check(ctx, typecheck.Request{Code: req.Code, Stubs: tc.Stubs, Format: format, Limits: limits})
+		problems := 0
+		if res != nil {
+			problems = len(res.Diagnostics)
+		}
+		done(problems, err)
 	} else {
 		res, err = h.checkInSession(ctx, ns, req.SessionID, req.Code, *tc, limits)
 	}

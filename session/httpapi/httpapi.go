@@ -366,12 +366,12 @@ func (h *Handler) route404(w http.ResponseWriter, r *http.Request) {
 }
 
 // traced tells which requests get a span: all but the probes and the
-// scrapes (GET /healthz, /health, /metrics), which would fill traces with
-// a span every few seconds.
+// scrapes (GET or HEAD /healthz, /health, /metrics), which would fill
+// traces with a span every few seconds.
 func traced(r *http.Request) bool {
 	switch r.URL.Path {
 	case "/healthz", "/health", "/metrics":
-		return r.Method != http.MethodGet
+		return r.Method != http.MethodGet && r.Method != http.MethodHead
 	}
 	return true
 }
@@ -602,10 +602,10 @@ func (h *Handler) instrument(name string, f handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		span := trace.SpanFromContext(r.Context())
-		if span.IsRecording() && r.Pattern != "" {
-			route := strings.TrimPrefix(r.Pattern, r.Method+" ")
-			span.SetName(r.Method + " " + route)
-			span.SetAttributes(semconvRoute.String(route))
+		if i := strings.IndexByte(r.Pattern, '/'); i >= 0 && span.IsRecording() {
+			// otelhttp names the span after the pattern once the handler
+			// returns; the route attribute is ours to set.
+			span.SetAttributes(semconvRoute.String(r.Pattern[i:]))
 		}
 		sw := &statusWriter{ResponseWriter: w}
 		aerr := f(sw, r)
@@ -633,7 +633,7 @@ func (h *Handler) instrument(name string, f handlerFunc) http.HandlerFunc {
 				level = slog.LevelWarn
 			}
 		}
-		if sc := span.SpanContext(); sc.IsValid() {
+		if sc := span.SpanContext(); sc.IsValid() && span.IsRecording() {
 			attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
 		}
 		h.log.LogAttrs(r.Context(), level, "request", attrs...)

@@ -42,6 +42,7 @@ func TestTraceparent(t *testing.T) {
 	assert.Equal(t, traceID, server.SpanContext.TraceID().String())
 	assert.Equal(t, parentID, server.Parent.SpanID().String())
 	assert.True(t, server.Parent.IsRemote())
+	assert.Equal(t, "/exec", attrOf(server, "http.route"))
 
 	exec, ok := spans[telemetry.SpanExecute]
 	require.True(t, ok, "an execution span: %v", names(exp))
@@ -63,11 +64,25 @@ func TestTraceparent(t *testing.T) {
 		}
 	}
 
+	// A check without a session is a type check span under the request's.
+	exp.Reset()
+	status, _, body = c.do("POST", "/check", []byte(`{"code": "len(1)"}`))
+	require.Equal(t, http.StatusOK, status, string(body))
+	checks := map[string]tracetest.SpanStub{}
+	for _, sp := range exp.GetSpans() {
+		checks[sp.Name] = sp
+	}
+	require.Contains(t, checks, telemetry.SpanTypeCheck, names(exp))
+	assert.Equal(t, checks["POST /check"].SpanContext.SpanID(), checks[telemetry.SpanTypeCheck].Parent.SpanID())
+	assert.Equal(t, "1", attrOf(checks[telemetry.SpanTypeCheck], string(telemetry.AttrProblems)))
+
 	exp.Reset()
 	status, _, body = c.do("GET", "/metrics", nil)
 	require.Equal(t, http.StatusOK, status)
 	assert.Contains(t, string(body), `monty_executions_total{outcome="ok"} 2`)
 	status, _, _ = c.do("GET", "/healthz", nil)
+	require.Equal(t, http.StatusOK, status)
+	status, _, _ = c.do("HEAD", "/health", nil)
 	require.Equal(t, http.StatusOK, status)
 	assert.Empty(t, names(exp), "probes and scrapes are not traced")
 }
@@ -78,4 +93,13 @@ func names(exp *tracetest.InMemoryExporter) string {
 		out = append(out, sp.Name)
 	}
 	return strings.Join(out, ", ")
+}
+
+func attrOf(s tracetest.SpanStub, key string) string {
+	for _, kv := range s.Attributes {
+		if string(kv.Key) == key {
+			return kv.Value.Emit()
+		}
+	}
+	return ""
 }

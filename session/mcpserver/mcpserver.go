@@ -200,7 +200,7 @@ func (h *handlers) traced(handler mcp.ToolHandler) mcp.ToolHandler {
 // exception type of a failed run, else the start of the result's text.
 func errorDescription(res *mcp.CallToolResult) string {
 	if r, ok := res.StructuredContent.(*agent.Result); ok && r.ErrorType != "" {
-		return r.ErrorType
+		return telemetry.Clip(r.ErrorType)
 	}
 	for _, c := range res.Content {
 		if t, ok := c.(*mcp.TextContent); ok {

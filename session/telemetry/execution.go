@@ -121,11 +121,11 @@ func (e Execution) End(o Outcome) {
 	e.span.End()
 }
 
-// StartTypeCheck starts the span of a type check under ctx's execution; done
+// StartTypeCheck starts the span of a type check under ctx's span; done
 // ends it with the number of problems found (or the check's failure) and
 // records its duration.
-func StartTypeCheck(ctx context.Context) (done func(problems int, err error)) {
-	t := FromContext(ctx)
+func (t *Telemetry) StartTypeCheck(ctx context.Context) (done func(problems int, err error)) {
+	t = t.Or()
 	_, span := Start(ctx, SpanTypeCheck, trace.SpanKindInternal)
 	start := time.Now()
 	return func(problems int, err error) {
@@ -144,11 +144,10 @@ func StartTypeCheck(ctx context.Context) (done func(problems int, err error)) {
 	}
 }
 
-// Traceparent is the W3C traceparent of the span in ctx, or "" when it
-// has none: what a paused run keeps, for its resume to link to.
+// Traceparent is the W3C traceparent of the span in ctx when it records,
+// or "": what a paused run keeps, for its resume to link to.
 func Traceparent(ctx context.Context) string {
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
+	if !Recording(ctx) {
 		return ""
 	}
 	c := propagation.MapCarrier{}

@@ -45,9 +45,13 @@ func (t *Telemetry) ExtractMeta(ctx context.Context, meta map[string]any) contex
 	return t.Propagator().Extract(ctx, MetaCarrier(meta))
 }
 
-// InjectMeta writes ctx's trace context into an MCP request's _meta.
+// InjectMeta writes ctx's trace context into an MCP request's _meta when
+// the span in ctx records: a process that traces nothing passes on no
+// context a client sent it.
 func (t *Telemetry) InjectMeta(ctx context.Context, meta map[string]any) {
-	t.Propagator().Inject(ctx, MetaCarrier(meta))
+	if Recording(ctx) {
+		t.Propagator().Inject(ctx, MetaCarrier(meta))
+	}
 }
 
 // ExtractHTTP returns ctx with the trace context of an HTTP request's

@@ -101,8 +101,9 @@ type Config struct {
 	// MeterProvider; nil means the global one (otel.GetMeterProvider).
 	MeterProvider metric.MeterProvider
 	// Propagator reads and writes trace context in HTTP headers and MCP
-	// request metadata; nil means W3C Trace Context and Baggage (the
-	// default of OTEL_PROPAGATORS).
+	// request metadata; nil means W3C Trace Context alone. (Baggage is
+	// left out unless asked for: it would carry what a client sent on to
+	// the MCP servers the code calls.)
 	Propagator propagation.TextMapPropagator
 }
 
@@ -130,7 +131,7 @@ func New(c Config) *Telemetry {
 		t.mp = otel.GetMeterProvider()
 	}
 	if t.prop == nil {
-		t.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+		t.prop = propagation.TraceContext{}
 	}
 	t.tracer = t.tp.Tracer(ScopeName)
 	meter := t.mp.Meter(ScopeName)
