@@ -135,11 +135,16 @@ func TestConformanceWhileMoving(t *testing.T) {
 
 // TestCounterWhileMoving increments a counter from several goroutines while
 // the archiver copies it and the hot tier keeps forgetting it: reads then
-// come from the archive, and CAS must still lose no update.
+// come from the archive, and CAS must still lose no update. The hot tier
+// forgets a version once it has been archived and left alone for a few
+// milliseconds, as a TTL above the archiver's delay does (the package's
+// condition; TestNoLostUpdateAcrossEviction is what happens when a
+// version is evicted at once), so the workers increment in bursts with
+// pauses between them.
 func TestCounterWhileMoving(t *testing.T) {
 	ctx := storetest.Ctx(t)
 	hot, cold := memTiers(0)
-	forget := &forgetful{Store: hot, cold: cold}
+	forget := &forgetful{Store: hot, cold: cold, minAge: 2 * time.Millisecond}
 	s := newTiered(t, forget, cold, tiered.Options{ArchiveAfter: time.Nanosecond, Interval: 200 * time.Microsecond})
 	s.Start()
 	stop := make(chan struct{})
@@ -155,29 +160,36 @@ func TestCounterWhileMoving(t *testing.T) {
 			}
 		}
 	}()
-	const workers, each = 4, 150
-	var wg sync.WaitGroup
+	const workers, each, bursts = 4, 150, 10
 	var conflicts atomic.Int64
 	seen := sync.Map{}
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < each; i++ {
-				v, c, err := storetest.Counter(ctx, s, "n")
-				if err != nil {
-					t.Error(err)
-					return
+	for b := 0; b < bursts; b++ {
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < each/bursts; i++ {
+					v, c, err := storetest.Counter(ctx, s, "n")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					conflicts.Add(int64(c))
+					if _, dup := seen.LoadOrStore(v, true); dup {
+						t.Errorf("value %d written twice: lost update", v)
+					}
+					time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
 				}
-				conflicts.Add(int64(c))
-				if _, dup := seen.LoadOrStore(v, true); dup {
-					t.Errorf("value %d written twice: lost update", v)
-				}
-				time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
-			}
-		}()
+			}()
+		}
+		wg.Wait()
+		// Let the hot tier forget it, so that the next burst starts from
+		// the archive.
+		for deadline := time.Now().Add(time.Second); forget.forgotten.Load() <= int64(b) && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 	}
-	wg.Wait()
 	close(stop)
 	<-done
 	s.Stop()
@@ -200,6 +212,16 @@ type forgetful struct {
 	store.Store
 	cold      store.Store
 	forgotten atomic.Int64
+	// minAge, when set, is how long a blob must have stayed as it is
+	// before it is forgotten (since forgetArchived first saw it).
+	minAge time.Duration
+	seen   map[string]seenBlob
+}
+
+// seenBlob is a hot blob as forgetArchived first saw it.
+type seenBlob struct {
+	data string
+	at   time.Time
 }
 
 func (f *forgetful) Get(ctx context.Context, id string) (store.Object, error) {
@@ -224,6 +246,18 @@ func (f *forgetful) forgetArchived() {
 		f.mu.Lock()
 		hot, err1 := f.Store.Get(ctx, info.ID)
 		cold, err2 := f.cold.Get(ctx, info.ID)
+		if f.minAge > 0 && err1 == nil {
+			if f.seen == nil {
+				f.seen = map[string]seenBlob{}
+			}
+			if s, ok := f.seen[info.ID]; !ok || s.data != string(hot.Data) {
+				f.seen[info.ID] = seenBlob{string(hot.Data), time.Now()}
+			}
+			if time.Since(f.seen[info.ID].at) < f.minAge {
+				f.mu.Unlock()
+				continue
+			}
+		}
 		if err1 == nil && err2 == nil && string(hot.Data) == string(cold.Data) {
 			_ = f.Store.Delete(ctx, info.ID)
 			f.forgotten.Add(1)
@@ -606,4 +640,91 @@ func BenchmarkSaveLoad(b *testing.B) {
 		hot, cold := realTiers(b, 0, 0)
 		storetest.Bench(b, newTiered(b, hot, cold, tiered.Options{}))
 	})
+}
+
+// hookedHot is a hot tier that runs a function, once, before the next
+// write into an absent blob (IfAbsent): the moment another process can
+// slip in.
+type hookedHot struct {
+	store.Store
+	mu   sync.Mutex
+	hook func()
+}
+
+func (h *hookedHot) Put(ctx context.Context, id string, data []byte, cond store.Cond) (store.Info, error) {
+	h.mu.Lock()
+	hook := h.hook
+	if cond.IfAbsent {
+		h.hook = nil
+	}
+	h.mu.Unlock()
+	if hook != nil && cond.IfAbsent {
+		hook()
+	}
+	return h.Store.Put(ctx, id, data, cond)
+}
+
+// archiveAndEvict has another process write value over version base of
+// id, archive it, and the hot tier then evict it: the hot tier is absent
+// again, as it was when the first process read the archive.
+func archiveAndEvict(t *testing.T, other *tiered.Store, hot store.Store, id, base, value string) {
+	t.Helper()
+	ctx := storetest.Ctx(t)
+	if _, err := other.Put(ctx, id, []byte(value), store.Cond{IfVersion: base}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := other.ArchiveOnce(ctx); n != 1 || err != nil {
+		t.Fatalf("ArchiveOnce = %d, %v", n, err)
+	}
+	if err := hot.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNoLostUpdateAcrossEviction: a process reads version 1 from the
+// archive (the hot tier had evicted it); before it writes, another
+// process writes version 2, which is archived and evicted in turn. The
+// hot tier is absent both times, so its IfAbsent cannot tell: the tiered
+// store must, or version 2 is lost. A conditional Put then fails with
+// ErrConflict and a restoring Get serves version 2.
+func TestNoLostUpdateAcrossEviction(t *testing.T) {
+	ctx := storetest.Ctx(t)
+	for _, op := range []string{"put", "get"} {
+		t.Run(op, func(t *testing.T) {
+			raw, cold := memTiers(0)
+			hot := &hookedHot{Store: raw}
+			opts := tiered.Options{ArchiveAfter: time.Nanosecond}
+			s := newTiered(t, hot, cold, opts)
+			other := newTiered(t, raw, cold, opts)
+			v1, err := s.Put(ctx, "n", []byte("1"), store.Cond{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := s.ArchiveOnce(ctx); n != 1 || err != nil {
+				t.Fatalf("ArchiveOnce = %d, %v", n, err)
+			}
+			if err := raw.Delete(ctx, "n"); err != nil {
+				t.Fatal(err)
+			}
+			hot.hook = func() { archiveAndEvict(t, other, raw, "n", v1.Version, "2") }
+			if op == "put" {
+				_, err := s.Put(ctx, "n", []byte("1+1"), store.Cond{IfVersion: v1.Version})
+				if !errors.Is(err, store.ErrConflict) {
+					t.Fatalf("Put over a version archived and evicted meanwhile: %v; want ErrConflict", err)
+				}
+				obj, err := s.Get(ctx, "n")
+				if err != nil || string(obj.Data) != "2" {
+					t.Fatalf("Get = %q, %v; want the other process's 2", obj.Data, err)
+				}
+				return
+			}
+			obj, err := s.Get(ctx, "n")
+			if err != nil || string(obj.Data) != "2" {
+				t.Fatalf("Get restoring a version superseded meanwhile = %q, %v; want 2", obj.Data, err)
+			}
+			if hobj, err := raw.Get(ctx, "n"); err != nil || !strings.HasSuffix(string(hobj.Data), "2") {
+				t.Fatalf("the hot tier holds %q, %v; want version 2", hobj.Data, err)
+			}
+		})
+	}
 }
