@@ -122,7 +122,7 @@ func (s *tracedStore) List(ctx context.Context) ([]store.Info, error) {
 	if _, fatal := store.SplitListError(err); fatal != nil {
 		done(fatal)
 	} else {
-		done(nil, attribute.Int("monty.store.entries", len(infos)))
+		done(nil, AttrStoreEntries.Int(len(infos)))
 	}
 	return infos, err
 }

@@ -85,6 +85,8 @@ const (
 	AttrStoreSource = attribute.Key("monty.store.source")
 	// AttrStoreBytes is the size of the blob read or written.
 	AttrStoreBytes = attribute.Key("monty.store.bytes")
+	// AttrStoreEntries is the number of entries a List returned.
+	AttrStoreEntries = attribute.Key("monty.store.entries")
 	// AttrStoreFound is false when a read found nothing under the id.
 	AttrStoreFound = attribute.Key("monty.store.found")
 	// AttrLinkKind says what a link of an execution's span points to:
