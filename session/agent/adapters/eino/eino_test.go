@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sync"
 	"testing"
 
@@ -20,66 +19,28 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	montyeino "github.com/monty-go/monty/session/agent/adapters/eino"
-	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/agent/agenttest"
 )
 
-// newAdapter returns an adapter over an executor whose registry offers
-// double(n) and whose sessions live in memory.
-func newAdapter(t *testing.T) (*montyeino.Adapter, *agent.Executor) {
-	t.Helper()
-	double := agent.MustFunc(agent.Schema{
-		Name:        "double",
-		Description: "Double a number.",
-		Params:      []agent.Param{{Name: "n", Description: "the number"}},
-	}, func(n int) (int, error) { return 2 * n, nil })
-	fns, err := agent.NewRegistry(double)
-	require.NoError(t, err)
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session:   session.Options{Store: memstore.New(memstore.Options{})},
-		Functions: fns,
-	})
-	require.NoError(t, err)
-	t.Cleanup(exec.Close)
-	return montyeino.New(exec), exec
-}
-
 // scriptedModel is an Eino tool-calling chat model that answers each
-// request with the next of its replies (a message, or a function of the
-// request that makes one) and keeps the requests and the tools bound to
-// it for the test to check.
+// request with the next reply of its script (a message, or a function of
+// the request that makes one) and keeps the requests and the tools bound
+// to it for the test to check.
 type scriptedModel struct {
-	mu       sync.Mutex
-	replies  []func(input []*schema.Message) *schema.Message
-	requests [][]*schema.Message
-	tools    []*schema.ToolInfo
+	agenttest.Script[[]*schema.Message, *schema.Message]
+
+	mu    sync.Mutex
+	tools []*schema.ToolInfo
 }
 
 var _ model.ToolCallingChatModel = (*scriptedModel)(nil)
 
-// reply queues replies.
-func (m *scriptedModel) reply(msgs ...*schema.Message) {
-	for _, msg := range msgs {
-		m.replyWith(func([]*schema.Message) *schema.Message { return msg })
-	}
-}
-
-// replyWith queues a reply made from the request it answers.
-func (m *scriptedModel) replyWith(fn func(input []*schema.Message) *schema.Message) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.replies = append(m.replies, fn)
-}
-
 func (m *scriptedModel) Generate(_ context.Context, input []*schema.Message, _ ...model.Option) (*schema.Message, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.requests = append(m.requests, append([]*schema.Message(nil), input...))
-	if len(m.replies) == 0 {
+	msg, ok := m.Answer(append([]*schema.Message(nil), input...))
+	if !ok {
 		return nil, errors.New("no reply queued")
 	}
-	next := m.replies[0]
-	m.replies = m.replies[1:]
-	return next(input), nil
+	return msg, nil
 }
 
 func (m *scriptedModel) Stream(ctx context.Context, input []*schema.Message, opts ...model.Option) (*schema.StreamReader[*schema.Message], error) {
@@ -96,27 +57,6 @@ func (m *scriptedModel) WithTools(tools []*schema.ToolInfo) (model.ToolCallingCh
 	defer m.mu.Unlock()
 	m.tools = tools
 	return m, nil
-}
-
-// request returns the i-th request the model received.
-func (m *scriptedModel) request(t *testing.T, i int) []*schema.Message {
-	t.Helper()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	require.Less(t, i, len(m.requests), "requests received")
-	return m.requests[i]
-}
-
-func (m *scriptedModel) count() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.requests)
-}
-
-// args is execute_python's arguments for code, as the model writes them.
-func args(code string) string {
-	b, _ := json.Marshal(map[string]string{"code": code})
-	return string(b)
 }
 
 // call is a tool call: {id, tool name, arguments}.
@@ -162,30 +102,26 @@ func toolMessage(t *testing.T, req []*schema.Message, toolCallID string) string 
 }
 
 func TestToolInfoReachesTheModel(t *testing.T) {
-	ad, exec := newAdapter(t)
+	ad, exec := agenttest.Adapter(t, montyeino.New)
 	m := &scriptedModel{}
-	m.reply(final("Hello."))
+	m.Reply(final("Hello."))
 	answer, err := newAgent(t, ad, m, "c0").Generate(context.Background(), []*schema.Message{schema.UserMessage("hi")})
 	require.NoError(t, err)
 	assert.Equal(t, "Hello.", answer.Content)
 
 	require.Len(t, m.tools, 2)
-	for i, want := range []agent.Tool{exec.Tool(), exec.ResumeTool()} {
+	for i, want := range agenttest.Tools(exec) {
 		got := m.tools[i]
-		assert.Equal(t, want.Name, got.Name)
-		assert.Equal(t, want.Description, got.Desc)
 		js, err := got.ToJSONSchema()
-		require.NoError(t, err)
-		gotSchema, err := json.Marshal(js)
 		require.NoError(t, err)
 		var wantSchema any
 		require.NoError(t, json.Unmarshal(want.Parameters, &wantSchema))
-		wantJSON, err := json.Marshal(emptyAsTrue(wantSchema))
+		want.Parameters, err = json.Marshal(emptyAsTrue(wantSchema))
 		require.NoError(t, err)
-		assert.JSONEq(t, string(wantJSON), string(gotSchema))
+		agenttest.AssertTool(t, want, got.Name, got.Desc, js)
 	}
 	// The description briefs the model on the registered function.
-	assert.Contains(t, m.tools[0].Desc, "double")
+	assert.Contains(t, m.tools[0].Desc, agenttest.FuncName)
 	// Each tool is an invokable tool.
 	for _, bt := range ad.Tools("c0") {
 		_, ok := bt.(tool.InvokableTool)
@@ -214,88 +150,83 @@ func emptyAsTrue(v any) any {
 }
 
 func TestGoFunction(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montyeino.New)
 	m := &scriptedModel{}
-	m.reply(
-		toolCalls(call{"call_go", agent.ToolName, args("print('double is', double(21))")}),
+	m.Reply(
+		toolCalls(call{"call_go", agent.ToolName, agenttest.Args(agenttest.CallDouble)}),
 		final("Double 21 is 42."),
 	)
 	answer, err := newAgent(t, ad, m, "conv-go").Generate(context.Background(), []*schema.Message{schema.UserMessage("What is double 21?")})
 	require.NoError(t, err)
 	assert.Equal(t, "Double 21 is 42.", answer.Content)
-	require.Equal(t, 2, m.count())
-	req := m.request(t, 1)
+	require.Equal(t, 2, m.Count())
+	req := m.Request(t, 1)
 	require.Len(t, req, 3)
 	assert.Equal(t, schema.Assistant, req[1].Role)
 	require.Len(t, req[1].ToolCalls, 1)
 	assert.Equal(t, "call_go", req[1].ToolCalls[0].ID)
 	assert.Equal(t, schema.Tool, req[2].Role)
 	assert.Equal(t, "call_go", req[2].ToolCallID)
-	assert.Contains(t, req[2].Content, "[double returned 42]")
-	assert.Contains(t, req[2].Content, "double is 42")
+	agenttest.AssertDoubled(t, req[2].Content)
 }
 
 func TestStateAcrossTurnsAndConversationsApart(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montyeino.New)
 	ctx := context.Background()
 	m := &scriptedModel{}
 	convA := newAgent(t, ad, m, "conv-a")
 
 	// Turn 1 of conversation A sets a variable.
-	m.reply(
-		toolCalls(call{"call_set", agent.ToolName, args("secret = double(20) + 2\nprint('set')")}),
+	m.Reply(
+		toolCalls(call{"call_set", agent.ToolName, agenttest.Args(agenttest.SetSecret)}),
 		final("Stored."),
 	)
 	history := []*schema.Message{schema.UserMessage("Remember a number.")}
 	answer, err := convA.Generate(ctx, history)
 	require.NoError(t, err)
 	assert.Equal(t, "Stored.", answer.Content)
-	assert.Contains(t, toolMessage(t, m.request(t, 1), "call_set"), "set")
+	assert.Contains(t, toolMessage(t, m.Request(t, 1), "call_set"), "set")
 
 	// Turn 2 of conversation A reads it.
-	m.reply(
-		toolCalls(call{"call_get", agent.ToolName, args("secret * 10")}),
+	m.Reply(
+		toolCalls(call{"call_get", agent.ToolName, agenttest.Args(agenttest.GetSecret)}),
 		final("It is 420."),
 	)
 	history = append(history, answer, schema.UserMessage("What is ten times it?"))
 	answer, err = convA.Generate(ctx, history)
 	require.NoError(t, err)
 	assert.Equal(t, "It is 420.", answer.Content)
-	assert.Equal(t, "420", toolMessage(t, m.request(t, 3), "call_get"))
+	assert.Equal(t, agenttest.WantSecret, toolMessage(t, m.Request(t, 3), "call_get"))
 
 	// Conversation B has its own session: the variable is not there, and
 	// the NameError goes back to the model, which answers.
-	m.reply(
-		toolCalls(call{"call_other", agent.ToolName, args("secret")}),
+	m.Reply(
+		toolCalls(call{"call_other", agent.ToolName, agenttest.Args(agenttest.ReadSecret)}),
 		final("There is no number here."),
 	)
 	answer, err = newAgent(t, ad, m, "conv-b").Generate(ctx, []*schema.Message{schema.UserMessage("What number did I give you?")})
 	require.NoError(t, err)
 	assert.Equal(t, "There is no number here.", answer.Content)
-	out := toolMessage(t, m.request(t, 5), "call_other")
-	assert.Contains(t, out, "NameError")
-	assert.Contains(t, out, "secret")
+	agenttest.AssertNameError(t, toolMessage(t, m.Request(t, 5), "call_other"))
 }
 
 func TestExceptionGoesBackToTheModel(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montyeino.New)
 	m := &scriptedModel{}
-	m.reply(
-		toolCalls(call{"call_div", agent.ToolName, args("total = 10\ntotal / 0")}),
-		toolCalls(call{"call_raise", agent.ToolName, args("raise ValueError('no such order: 7')")}),
-		toolCalls(call{"call_fix", agent.ToolName, args("total = 10\ntotal / 4")}),
+	m.Reply(
+		toolCalls(call{"call_div", agent.ToolName, agenttest.Args(agenttest.DivideByZero)}),
+		toolCalls(call{"call_raise", agent.ToolName, agenttest.Args(agenttest.Raise)}),
+		toolCalls(call{"call_fix", agent.ToolName, agenttest.Args(agenttest.Divide)}),
 		final("It is 2.5."),
 	)
 	answer, err := newAgent(t, ad, m, "conv-err").Generate(context.Background(), []*schema.Message{schema.UserMessage("Divide.")})
 	require.NoError(t, err)
 	assert.Equal(t, "It is 2.5.", answer.Content)
-	require.Equal(t, 4, m.count())
-	out := toolMessage(t, m.request(t, 1), "call_div")
-	assert.Contains(t, out, "Traceback")
-	assert.Contains(t, out, "ZeroDivisionError")
-	assert.Contains(t, toolMessage(t, m.request(t, 2), "call_raise"), "ValueError: no such order: 7")
+	require.Equal(t, 4, m.Count())
+	agenttest.AssertTraceback(t, toolMessage(t, m.Request(t, 1), "call_div"), "ZeroDivisionError")
+	assert.Contains(t, toolMessage(t, m.Request(t, 2), "call_raise"), agenttest.WantRaise)
 	// The loop goes on, and the session is usable.
-	assert.Equal(t, "2.5", toolMessage(t, m.request(t, 3), "call_fix"))
+	assert.Equal(t, agenttest.WantDivide, toolMessage(t, m.Request(t, 3), "call_fix"))
 }
 
 // Several calls in one message through a tools node in a graph of our
@@ -303,7 +234,7 @@ func TestExceptionGoesBackToTheModel(t *testing.T) {
 // have (answered by the adapter as the node's unknown tools handler) are
 // all tool output.
 func TestSeveralCallsBadArgumentsAndUnknownTool(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montyeino.New)
 	ctx := context.Background()
 	const conv = "conv-many"
 	node, err := compose.NewToolNode(ctx, &compose.ToolsNodeConfig{
@@ -319,21 +250,21 @@ func TestSeveralCallsBadArgumentsAndUnknownTool(t *testing.T) {
 	require.NoError(t, err)
 
 	out, err := run.Invoke(ctx, toolCalls(
-		call{"call_1", agent.ToolName, args("n = 5")},
-		call{"call_2", agent.ToolName, args("n + 1")},
-		call{"call_3", agent.ToolName, `{"source": "n"}`},
-		call{"call_4", "search_web", `{"q": "monty"}`},
-		call{"call_5", agent.ResumeToolName, `{"run_id": "nope", "results": []}`},
-		call{"call_6", agent.ToolName, args("double(n)")},
+		call{"call_1", agent.ToolName, agenttest.Args("n = 5")},
+		call{"call_2", agent.ToolName, agenttest.Args("n + 1")},
+		call{"call_3", agent.ToolName, agenttest.BadArgs},
+		call{"call_4", agenttest.UnknownTool, agenttest.UnknownToolArgs},
+		call{"call_5", agent.ResumeToolName, agenttest.ResumeNothing},
+		call{"call_6", agent.ToolName, agenttest.Args("double(n)")},
 	))
 	require.NoError(t, err)
 	require.Len(t, out, 6)
 	for i, c := range []struct{ id, want string }{
 		{"call_1", montyeino.NoOutput},
 		{"call_2", "6"},
-		{"call_3", `"code" is required`},
-		{"call_4", `Unknown tool "search_web"`},
-		{"call_5", `run_id "nope" is not paused`},
+		{"call_3", agenttest.WantCodeRequired},
+		{"call_4", agenttest.WantUnknownTool},
+		{"call_5", agenttest.WantNotPaused},
 		{"call_6", "10"},
 	} {
 		assert.Equal(t, schema.Tool, out[i].Role, c.id)
@@ -346,50 +277,47 @@ func TestSeveralCallsBadArgumentsAndUnknownTool(t *testing.T) {
 // resume_python, both through the agent in the conversation's session;
 // the model reads run_id and the call's id from the paused result.
 func TestPauseAndResume(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montyeino.New)
 	m := &scriptedModel{}
 	var paused string
-	m.reply(toolCalls(call{"call_run", agent.ToolName,
-		`{"code": "city = ask_user('Which city?')\ncity.upper()", "client_tools": [{"name": "ask_user"}]}`}))
-	m.replyWith(func(input []*schema.Message) *schema.Message {
+	m.Reply(toolCalls(call{"call_run", agent.ToolName, agenttest.PauseArgs}))
+	m.ReplyWith(func(input []*schema.Message) *schema.Message {
 		last := input[len(input)-1]
 		if last.ToolCallID == "call_run" {
 			paused = last.Content
 		}
-		runID := regexp.MustCompile(`run_id "([^"]+)"`).FindStringSubmatch(paused)
-		callID := regexp.MustCompile(`- id "([^"]+)": ask_user\('Which city\?'\)`).FindStringSubmatch(paused)
-		if runID == nil || callID == nil {
+		res, ok := agenttest.ResumeArgs(paused)
+		if !ok {
 			return final("The run did not pause.")
 		}
-		res, _ := json.Marshal(map[string]any{"run_id": runID[1], "results": []any{map[string]any{"id": callID[1], "value": "Paris"}}})
-		return toolCalls(call{"call_resume", agent.ResumeToolName, string(res)})
+		return toolCalls(call{"call_resume", agent.ResumeToolName, res})
 	})
-	m.reply(final("PARIS it is."))
+	m.Reply(final("PARIS it is."))
 
 	answer, err := newAgent(t, ad, m, "conv-pause").Generate(context.Background(), []*schema.Message{schema.UserMessage("Shout my city.")})
 	require.NoError(t, err)
 	assert.Equal(t, "PARIS it is.", answer.Content)
-	require.Equal(t, 3, m.count())
+	require.Equal(t, 3, m.Count())
 	assert.Contains(t, paused, "ask_user")
-	assert.Equal(t, "'PARIS'", toolMessage(t, m.request(t, 2), "call_resume"))
+	assert.Equal(t, agenttest.WantResumed, toolMessage(t, m.Request(t, 2), "call_resume"))
 }
 
 // --- Go errors: only what the caller must handle ---
 
 func TestCallerErrors(t *testing.T) {
-	ad, exec := newAdapter(t)
+	ad, exec := agenttest.Adapter(t, montyeino.New)
 	ctx := context.Background()
 
 	// A conversation key that is no thread key: the agent is not built,
 	// and a call fails.
-	for _, key := range []string{"", "a/b", "../x"} {
+	for _, key := range agenttest.BadConversationKeys() {
 		_, err := react.NewAgent(ctx, &react.AgentConfig{
 			ToolCallingModel: &scriptedModel{},
 			ToolsConfig:      compose.ToolsNodeConfig{Tools: ad.Tools(key)},
 		})
 		assert.ErrorIs(t, err, agent.ErrBadArgs, "key %q", key)
 		run := ad.Tools(key)[0].(tool.InvokableTool)
-		out, err := run.InvokableRun(ctx, args("1"))
+		out, err := run.InvokableRun(ctx, agenttest.Args("1"))
 		assert.ErrorIs(t, err, agent.ErrBadArgs, "key %q", key)
 		assert.Empty(t, out)
 	}
@@ -399,68 +327,59 @@ func TestCallerErrors(t *testing.T) {
 	cause := errors.New("the user left")
 	runCtx, cancel := context.WithCancelCause(ctx)
 	m := &scriptedModel{}
-	m.replyWith(func([]*schema.Message) *schema.Message {
+	m.ReplyWith(func([]*schema.Message) *schema.Message {
 		cancel(cause)
-		return toolCalls(call{"call_1", agent.ToolName, args("1 + 1")})
+		return toolCalls(call{"call_1", agent.ToolName, agenttest.Args("1 + 1")})
 	})
-	m.reply(final("unreachable"))
+	m.Reply(final("unreachable"))
 	_, err := newAgent(t, ad, m, "ok").Generate(runCtx, []*schema.Message{schema.UserMessage("Go.")})
 	require.Error(t, err)
-	assert.Equal(t, 1, m.count())
+	assert.Equal(t, 1, m.Count())
 	run := ad.Tools("ok")[0].(tool.InvokableTool)
-	// The executor may see the context end at different points of the
-	// call (it races with taking the session's turn): each must give the
-	// cause.
-	for range 50 {
-		_, err = run.InvokableRun(runCtx, args("1"))
-		require.ErrorIs(t, err, cause)
-	}
+	agenttest.RequireCause(t, runCtx, cause, func(ctx context.Context) error {
+		_, err := run.InvokableRun(ctx, agenttest.Args("1"))
+		return err
+	})
 	canceled, stop := context.WithCancel(ctx)
 	stop()
-	_, err = run.InvokableRun(canceled, args("1"))
+	_, err = run.InvokableRun(canceled, agenttest.Args("1"))
 	assert.ErrorIs(t, err, context.Canceled)
 
 	// The executor is closed: the run ends with the error.
 	m = &scriptedModel{}
-	m.reply(toolCalls(call{"call_1", agent.ToolName, args("1 + 1")}), final("unreachable"))
+	m.Reply(toolCalls(call{"call_1", agent.ToolName, agenttest.Args("1 + 1")}), final("unreachable"))
 	closedAgent := newAgent(t, ad, m, "closed")
 	exec.Close()
 	_, err = closedAgent.Generate(ctx, []*schema.Message{schema.UserMessage("Go.")})
 	assert.True(t, errors.Is(err, session.ErrClosed), "%v", err)
-	assert.Equal(t, 1, m.count())
+	assert.Equal(t, 1, m.Count())
 }
 
 // Conversations run in parallel, each in its own session, each with its
 // own agent.
 func TestConcurrentConversations(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montyeino.New)
 	models := make([]*scriptedModel, 4)
 	agents := make([]*react.Agent, len(models))
 	for i := range models {
 		models[i] = &scriptedModel{}
-		models[i].reply(
-			toolCalls(call{"call_set", agent.ToolName, args(fmt.Sprintf("v = %d", i))}),
-			toolCalls(call{"call_get", agent.ToolName, args("v * 100")}),
+		models[i].Reply(
+			toolCalls(call{"call_set", agent.ToolName, agenttest.Args(agenttest.SetV(i))}),
+			toolCalls(call{"call_get", agent.ToolName, agenttest.Args(agenttest.GetV)}),
 			final("Done."),
 		)
 		agents[i] = newAgent(t, ad, models[i], fmt.Sprintf("par-%d", i))
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(models))
 	answers := make([]string, len(models))
-	for i, a := range agents {
-		wg.Go(func() {
-			msg, err := a.Generate(context.Background(), []*schema.Message{schema.UserMessage("Go.")})
-			if err == nil {
-				answers[i] = msg.Content
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
+	agenttest.Parallel(t, len(agents), func(i int, _ string) error {
+		msg, err := agents[i].Generate(context.Background(), []*schema.Message{schema.UserMessage("Go.")})
+		if err == nil {
+			answers[i] = msg.Content
+		}
+		return err
+	})
 	for i, m := range models {
-		require.NoError(t, errs[i], "par-%d", i)
 		assert.Equal(t, "Done.", answers[i])
-		assert.Equal(t, fmt.Sprint(i*100), toolMessage(t, m.request(t, 2), "call_get"), "par-%d", i)
+		assert.Equal(t, agenttest.WantV(i), toolMessage(t, m.Request(t, 2), "call_get"), "par-%d", i)
 	}
 }

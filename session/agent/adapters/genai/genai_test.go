@@ -5,12 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,128 +16,43 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	montygenai "github.com/monty-go/monty/session/agent/adapters/genai"
-	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/agent/agenttest"
 )
 
 // model is the model the tests ask for; the fake API serves only it.
 const model = "gemini-2.5-flash"
 
-// newAdapter returns an adapter over an executor whose registry offers
-// double(n) and whose sessions live in memory.
-func newAdapter(t *testing.T) (*montygenai.Adapter, *agent.Executor) {
-	t.Helper()
-	double := agent.MustFunc(agent.Schema{
-		Name:        "double",
-		Description: "Double a number.",
-		Params:      []agent.Param{{Name: "n", Description: "the number"}},
-	}, func(n int) (int, error) { return 2 * n, nil })
-	fns, err := agent.NewRegistry(double)
-	require.NoError(t, err)
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session:   session.Options{Store: memstore.New(memstore.Options{})},
-		Functions: fns,
+// newFakeAPI starts a local Gemini API, which answers each
+// generateContent request with the next of its replies (JSON in the shape
+// the API returns, or a function of the request that writes it) and keeps
+// the request bodies for the test to check, and returns a client of it.
+func newFakeAPI(t *testing.T) (*agenttest.API, *genai.Client) {
+	api := agenttest.NewAPI(t, agenttest.APIOptions{
+		Accept: func(r *http.Request) (int, string) {
+			if r.Method != http.MethodPost || r.URL.Path != "/v1beta/models/"+model+":generateContent" {
+				return http.StatusNotFound, "unexpected request " + r.Method + " " + r.URL.Path
+			}
+			if r.Header.Get("X-Goog-Api-Key") != "test" {
+				return http.StatusUnauthorized, "API key not valid"
+			}
+			return 0, ""
+		},
+		Fail: func(w http.ResponseWriter, code int, message string) {
+			status := map[int]string{http.StatusNotFound: "NOT_FOUND", http.StatusUnauthorized: "UNAUTHENTICATED",
+				http.StatusBadRequest: "INVALID_ARGUMENT", http.StatusInternalServerError: "INTERNAL"}[code]
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			_, _ = fmt.Fprintf(w, `{"error":{"code":%d,"message":%s,"status":%q}}`, code, agenttest.JSONString(message), status)
+		},
+		Header: http.Header{"Content-Type": {"application/json; charset=UTF-8"}},
 	})
-	require.NoError(t, err)
-	t.Cleanup(exec.Close)
-	return montygenai.New(exec), exec
-}
-
-// fakeAPI is a local Gemini API: it answers each generateContent request
-// with the next of its replies (JSON in the shape the API returns, or a
-// function of the request that writes it) and keeps the request bodies
-// for the test to check.
-type fakeAPI struct {
-	t *testing.T
-
-	mu       sync.Mutex
-	replies  []func(req map[string]any) string
-	requests []map[string]any
-}
-
-func newFakeAPI(t *testing.T) (*fakeAPI, *genai.Client) {
-	f := &fakeAPI{t: t}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
 	client, err := genai.NewClient(context.Background(), &genai.ClientConfig{
 		Backend:     genai.BackendGeminiAPI,
 		APIKey:      "test",
-		HTTPOptions: genai.HTTPOptions{BaseURL: srv.URL},
+		HTTPOptions: genai.HTTPOptions{BaseURL: api.URL},
 	})
 	require.NoError(t, err)
-	return f, client
-}
-
-// reply queues replies.
-func (f *fakeAPI) reply(bodies ...string) {
-	for _, b := range bodies {
-		f.replyWith(func(map[string]any) string { return b })
-	}
-}
-
-// replyWith queues a reply made from the request it answers.
-func (f *fakeAPI) replyWith(fn func(req map[string]any) string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.replies = append(f.replies, fn)
-}
-
-func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	body, _ := io.ReadAll(r.Body)
-	fail := func(code int, status, message string) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		_, _ = fmt.Fprintf(w, `{"error":{"code":%d,"message":%s,"status":%q}}`, code, jsonString(message), status)
-	}
-	if r.Method != http.MethodPost || r.URL.Path != "/v1beta/models/"+model+":generateContent" {
-		fail(http.StatusNotFound, "NOT_FOUND", "unexpected request "+r.Method+" "+r.URL.Path)
-		return
-	}
-	if r.Header.Get("X-Goog-Api-Key") != "test" {
-		fail(http.StatusUnauthorized, "UNAUTHENTICATED", "API key not valid")
-		return
-	}
-	var req map[string]any
-	if err := json.Unmarshal(body, &req); err != nil {
-		fail(http.StatusBadRequest, "INVALID_ARGUMENT", "bad JSON")
-		return
-	}
-	f.requests = append(f.requests, req)
-	if len(f.replies) == 0 {
-		fail(http.StatusInternalServerError, "INTERNAL", "no reply queued")
-		return
-	}
-	next := f.replies[0]
-	f.replies = f.replies[1:]
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	_, _ = io.WriteString(w, next(req))
-}
-
-// request returns the i-th request body the server received.
-func (f *fakeAPI) request(i int) map[string]any {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	require.Less(f.t, i, len(f.requests), "requests received")
-	return f.requests[i]
-}
-
-func (f *fakeAPI) count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.requests)
-}
-
-// jsonString is s as a JSON string literal.
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-// code is execute_python's arguments for code, as the model writes them
-// in a function call (a JSON object).
-func code(src string) string {
-	return `{"code": ` + jsonString(src) + `}`
+	return api, client
 }
 
 // functionCalls is a response whose candidate calls functions: a text
@@ -166,7 +77,7 @@ func functionCalls(id string, calls ...[3]string) string {
 
 // final is a response with the model's final answer.
 func final(id, text string) string {
-	return response(id, `{"text":`+jsonString(text)+`}`)
+	return response(id, `{"text":`+agenttest.JSONString(text)+`}`)
 }
 
 // response is a generateContent response with one candidate whose content
@@ -216,40 +127,16 @@ func run(client *genai.Client, ad *montygenai.Adapter, conversation string, cont
 	return "", nil, errors.New("the model did not answer in 5 rounds")
 }
 
-// contents returns the contents of a request body.
-func contents(t *testing.T, req map[string]any) []map[string]any {
-	t.Helper()
-	raw, ok := req["contents"].([]any)
-	require.True(t, ok, "contents in %v", req)
-	out := make([]map[string]any, len(raw))
-	for i, c := range raw {
-		out[i] = c.(map[string]any)
-	}
-	return out
-}
-
-// parts returns the parts of a content in a request body.
-func parts(t *testing.T, c map[string]any) []map[string]any {
-	t.Helper()
-	raw, ok := c["parts"].([]any)
-	require.True(t, ok, "parts in %v", c)
-	out := make([]map[string]any, len(raw))
-	for i, p := range raw {
-		out[i] = p.(map[string]any)
-	}
-	return out
-}
-
 // functionResponse finds the function response answering the call with
 // id in a request's last content (a user content) and returns its text
 // and whether it is an error: the response has one key, "output" or
 // "error".
 func functionResponse(t *testing.T, req map[string]any, id string) (string, bool) {
 	t.Helper()
-	all := contents(t, req)
+	all := agenttest.Objects(t, req, "contents")
 	last := all[len(all)-1]
 	require.Equal(t, "user", last["role"])
-	for _, p := range parts(t, last) {
+	for _, p := range agenttest.Objects(t, last, "parts") {
 		fr, _ := p["functionResponse"].(map[string]any)
 		if fr == nil || fr["id"] != id {
 			continue
@@ -273,53 +160,51 @@ func user(text string) []*genai.Content {
 }
 
 func TestToolsReachTheAPI(t *testing.T) {
-	ad, exec := newAdapter(t)
+	ad, exec := agenttest.Adapter(t, montygenai.New)
 	api, client := newFakeAPI(t)
-	api.reply(final("resp_0", "Hello."))
+	api.Reply(final("resp_0", "Hello."))
 	answer, _ := loop(t, client, ad, "c0", user("hi"))
 	assert.Equal(t, "Hello.", answer)
 
-	tools, ok := api.request(0)["tools"].([]any)
+	tools, ok := api.Request(t, 0)["tools"].([]any)
 	require.True(t, ok)
 	require.Len(t, tools, 1)
 	decls, ok := tools[0].(map[string]any)["functionDeclarations"].([]any)
 	require.True(t, ok, "%v", tools[0])
 	require.Len(t, decls, 2)
-	for i, want := range []agent.Tool{exec.Tool(), exec.ResumeTool()} {
+	for i, want := range agenttest.Tools(exec) {
 		decl := decls[i].(map[string]any)
-		assert.Equal(t, want.Name, decl["name"])
-		assert.Equal(t, want.Description, decl["description"])
 		assert.NotContains(t, decl, "parameters", "parameters and parametersJsonSchema exclude each other")
-		gotSchema, _ := json.Marshal(decl["parametersJsonSchema"])
-		assert.JSONEq(t, string(want.Parameters), string(gotSchema))
+		name, _ := decl["name"].(string)
+		description, _ := decl["description"].(string)
+		agenttest.AssertTool(t, want, name, description, decl["parametersJsonSchema"])
 	}
 	// The description briefs the model on the registered function.
-	assert.Contains(t, decls[0].(map[string]any)["description"], "double")
+	assert.Contains(t, decls[0].(map[string]any)["description"], agenttest.FuncName)
 }
 
 func TestGoFunction(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montygenai.New)
 	api, client := newFakeAPI(t)
-	api.reply(
-		functionCalls("resp_1", [3]string{"call_go", agent.ToolName, code("print('double is', double(21))")}),
+	api.Reply(
+		functionCalls("resp_1", [3]string{"call_go", agent.ToolName, agenttest.Args(agenttest.CallDouble)}),
 		final("resp_2", "Double 21 is 42."),
 	)
 	answer, _ := loop(t, client, ad, "conv-go", user("What is double 21?"))
 	assert.Equal(t, "Double 21 is 42.", answer)
-	require.Equal(t, 2, api.count())
-	out, isError := functionResponse(t, api.request(1), "call_go")
+	require.Equal(t, 2, api.Count())
+	out, isError := functionResponse(t, api.Request(t, 1), "call_go")
 	assert.False(t, isError)
-	assert.Contains(t, out, "[double returned 42]")
-	assert.Contains(t, out, "double is 42")
+	agenttest.AssertDoubled(t, out)
 	// The model's content with its function call (and thought signature)
 	// goes back before the function response, which names the function.
-	all := contents(t, api.request(1))
+	all := agenttest.Objects(t, api.Request(t, 1), "contents")
 	require.Len(t, all, 3)
 	assert.Equal(t, "model", all[1]["role"])
-	call := parts(t, all[1])[1]
+	call := agenttest.Objects(t, all[1], "parts")[1]
 	assert.Equal(t, "c2lnX3Rlc3Q=", call["thoughtSignature"])
 	assert.Equal(t, "call_go", call["functionCall"].(map[string]any)["id"])
-	answerPart := parts(t, all[2])
+	answerPart := agenttest.Objects(t, all[2], "parts")
 	require.Len(t, answerPart, 1)
 	assert.Equal(t, agent.ToolName, answerPart[0]["functionResponse"].(map[string]any)["name"])
 }
@@ -327,10 +212,10 @@ func TestGoFunction(t *testing.T) {
 // The adapter's parts go back through a genai.Chat too, which keeps the
 // history itself.
 func TestChat(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montygenai.New)
 	api, client := newFakeAPI(t)
-	api.reply(
-		functionCalls("resp_1", [3]string{"call_chat", agent.ToolName, code("double(4)")}),
+	api.Reply(
+		functionCalls("resp_1", [3]string{"call_chat", agent.ToolName, agenttest.Args("double(4)")}),
 		final("resp_2", "It is 8."),
 	)
 	ctx := context.Background()
@@ -344,121 +229,119 @@ func TestChat(t *testing.T) {
 	resp, err = chat.Send(ctx, answers...)
 	require.NoError(t, err)
 	assert.Equal(t, "It is 8.", resp.Text())
-	out, isError := functionResponse(t, api.request(1), "call_chat")
+	out, isError := functionResponse(t, api.Request(t, 1), "call_chat")
 	assert.False(t, isError)
 	assert.Contains(t, out, "8")
-	assert.Len(t, contents(t, api.request(1)), 3)
+	assert.Len(t, agenttest.Objects(t, api.Request(t, 1), "contents"), 3)
 }
 
 func TestStateAcrossTurnsAndConversationsApart(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montygenai.New)
 	api, client := newFakeAPI(t)
 
 	// Turn 1 of conversation A sets a variable.
-	api.reply(
-		functionCalls("resp_1", [3]string{"call_set", agent.ToolName, code("secret = double(20) + 2\nprint('set')")}),
+	api.Reply(
+		functionCalls("resp_1", [3]string{"call_set", agent.ToolName, agenttest.Args(agenttest.SetSecret)}),
 		final("resp_2", "Stored."),
 	)
 	answer, history := loop(t, client, ad, "conv-a", user("Remember a number."))
 	assert.Equal(t, "Stored.", answer)
-	out, _ := functionResponse(t, api.request(1), "call_set")
+	out, _ := functionResponse(t, api.Request(t, 1), "call_set")
 	assert.Contains(t, out, "set")
 
 	// Turn 2 of conversation A reads it.
-	api.reply(
-		functionCalls("resp_3", [3]string{"call_get", agent.ToolName, code("secret * 10")}),
+	api.Reply(
+		functionCalls("resp_3", [3]string{"call_get", agent.ToolName, agenttest.Args(agenttest.GetSecret)}),
 		final("resp_4", "It is 420."),
 	)
 	history = append(history, genai.NewContentFromText("What is ten times it?", genai.RoleUser))
 	answer, _ = loop(t, client, ad, "conv-a", history)
 	assert.Equal(t, "It is 420.", answer)
-	out, isError := functionResponse(t, api.request(3), "call_get")
-	assert.Equal(t, "420", out)
+	out, isError := functionResponse(t, api.Request(t, 3), "call_get")
+	assert.Equal(t, agenttest.WantSecret, out)
 	assert.False(t, isError)
-	assert.Len(t, contents(t, api.request(3)), 7, "the whole conversation went back")
+	assert.Len(t, agenttest.Objects(t, api.Request(t, 3), "contents"), 7, "the whole conversation went back")
 
 	// Conversation B has its own session: the variable is not there, and
 	// the NameError goes back to the model, which answers.
-	api.reply(
-		functionCalls("resp_5", [3]string{"call_other", agent.ToolName, code("secret")}),
+	api.Reply(
+		functionCalls("resp_5", [3]string{"call_other", agent.ToolName, agenttest.Args(agenttest.ReadSecret)}),
 		final("resp_6", "There is no number here."),
 	)
 	answer, _ = loop(t, client, ad, "conv-b", user("What number did I give you?"))
 	assert.Equal(t, "There is no number here.", answer)
-	out, isError = functionResponse(t, api.request(5), "call_other")
+	out, isError = functionResponse(t, api.Request(t, 5), "call_other")
 	assert.True(t, isError)
-	assert.Contains(t, out, "NameError")
-	assert.Contains(t, out, "secret")
+	agenttest.AssertNameError(t, out)
 }
 
 func TestExceptionGoesBackToTheModel(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montygenai.New)
 	api, client := newFakeAPI(t)
-	api.reply(
-		functionCalls("resp_1", [3]string{"call_div", agent.ToolName, code("total = 10\ntotal / 0")}),
-		functionCalls("resp_2", [3]string{"call_raise", agent.ToolName, code("raise ValueError('no such order: 7')")}),
-		functionCalls("resp_3", [3]string{"call_fix", agent.ToolName, code("total = 10\ntotal / 4")}),
+	api.Reply(
+		functionCalls("resp_1", [3]string{"call_div", agent.ToolName, agenttest.Args(agenttest.DivideByZero)}),
+		functionCalls("resp_2", [3]string{"call_raise", agent.ToolName, agenttest.Args(agenttest.Raise)}),
+		functionCalls("resp_3", [3]string{"call_fix", agent.ToolName, agenttest.Args(agenttest.Divide)}),
 		final("resp_4", "It is 2.5."),
 	)
 	answer, _ := loop(t, client, ad, "conv-err", user("Divide."))
 	assert.Equal(t, "It is 2.5.", answer)
-	require.Equal(t, 4, api.count())
-	out, isError := functionResponse(t, api.request(1), "call_div")
+	require.Equal(t, 4, api.Count())
+	out, isError := functionResponse(t, api.Request(t, 1), "call_div")
 	assert.True(t, isError)
-	assert.Contains(t, out, "Traceback")
-	assert.Contains(t, out, "ZeroDivisionError")
-	out, isError = functionResponse(t, api.request(2), "call_raise")
+	agenttest.AssertTraceback(t, out, "ZeroDivisionError")
+	out, isError = functionResponse(t, api.Request(t, 2), "call_raise")
 	assert.True(t, isError)
-	assert.Contains(t, out, "ValueError: no such order: 7")
+	assert.Contains(t, out, agenttest.WantRaise)
 	// The loop goes on, and the session is usable.
-	out, isError = functionResponse(t, api.request(3), "call_fix")
+	out, isError = functionResponse(t, api.Request(t, 3), "call_fix")
 	assert.False(t, isError)
-	assert.Equal(t, "2.5", out)
+	assert.Equal(t, agenttest.WantDivide, out)
 }
 
 // A failed call leaves the session as it was.
 func TestFailedCallKeepsNoState(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montygenai.New)
 	api, client := newFakeAPI(t)
-	api.reply(
-		functionCalls("resp_1", [3]string{"call_div", agent.ToolName, code("total = 10\ntotal / 0")}),
-		functionCalls("resp_2", [3]string{"call_read", agent.ToolName, code("total")}),
+	api.Reply(
+		functionCalls("resp_1", [3]string{"call_div", agent.ToolName, agenttest.Args(agenttest.DivideByZero)}),
+		functionCalls("resp_2", [3]string{"call_read", agent.ToolName, agenttest.Args("total")}),
 		final("resp_3", "Nothing was kept."),
 	)
 	answer, _ := loop(t, client, ad, "conv-kept", user("Divide."))
 	assert.Equal(t, "Nothing was kept.", answer)
-	out, isError := functionResponse(t, api.request(2), "call_read")
+	out, isError := functionResponse(t, api.Request(t, 2), "call_read")
 	assert.True(t, isError)
 	assert.Contains(t, out, "NameError")
 }
 
 func TestSeveralCallsBadArgsAndUnknownFunction(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montygenai.New)
 	api, client := newFakeAPI(t)
-	api.reply(
+	api.Reply(
 		functionCalls("resp_1",
-			[3]string{"call_1", agent.ToolName, code("n = 5")},
-			[3]string{"call_2", agent.ToolName, code("n + 1")},
-			[3]string{"call_3", agent.ToolName, `{"source": "n"}`},
-			[3]string{"call_4", "search_web", `{"q": "monty"}`},
-			[3]string{"call_5", agent.ResumeToolName, `{"run_id": "nope", "results": []}`},
-			[3]string{"call_6", agent.ToolName, code("double(n)")},
-			[3]string{"", agent.ToolName, code("n * 3")},
+			[3]string{"call_1", agent.ToolName, agenttest.Args("n = 5")},
+			[3]string{"call_2", agent.ToolName, agenttest.Args("n + 1")},
+			[3]string{"call_3", agent.ToolName, agenttest.BadArgs},
+			[3]string{"call_4", agenttest.UnknownTool, agenttest.UnknownToolArgs},
+			[3]string{"call_5", agent.ResumeToolName, agenttest.ResumeNothing},
+			[3]string{"call_6", agent.ToolName, agenttest.Args("double(n)")},
+			[3]string{"", agent.ToolName, agenttest.Args("n * 3")},
 		),
 		final("resp_2", "Done."),
 	)
 	answer, _ := loop(t, client, ad, "conv-many", user("Go."))
 	assert.Equal(t, "Done.", answer)
-	req := api.request(1)
+	req := api.Request(t, 1)
 	for _, c := range []struct {
 		id, want string
 		isError  bool
 	}{
 		{"call_1", montygenai.NoOutput, false},
 		{"call_2", "6", false},
-		{"call_3", `"code" is required`, true},
+		{"call_3", agenttest.WantCodeRequired, true},
 		{"call_4", `Unknown function "search_web"`, true},
-		{"call_5", `run_id "nope" is not paused`, true},
+		{"call_5", agenttest.WantNotPaused, true},
 		{"call_6", "10", false},
 	} {
 		out, isError := functionResponse(t, req, c.id)
@@ -467,13 +350,13 @@ func TestSeveralCallsBadArgsAndUnknownFunction(t *testing.T) {
 	}
 	// One user content answers them all, in the calls' order, each with
 	// the call's name and ID (none for the call that had none).
-	all := contents(t, req)
+	all := agenttest.Objects(t, req, "contents")
 	require.Len(t, all, 3)
-	answers := parts(t, all[2])
+	answers := agenttest.Objects(t, all[2], "parts")
 	require.Len(t, answers, 7)
 	for i, want := range [][2]string{
 		{"call_1", agent.ToolName}, {"call_2", agent.ToolName}, {"call_3", agent.ToolName},
-		{"call_4", "search_web"}, {"call_5", agent.ResumeToolName}, {"call_6", agent.ToolName},
+		{"call_4", agenttest.UnknownTool}, {"call_5", agent.ResumeToolName}, {"call_6", agent.ToolName},
 		{"", agent.ToolName},
 	} {
 		fr, ok := answers[i]["functionResponse"].(map[string]any)
@@ -490,49 +373,46 @@ func TestSeveralCallsBadArgsAndUnknownFunction(t *testing.T) {
 // session; the model reads run_id and the call's id from the paused
 // output, as a real one does.
 func TestPauseAndResume(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montygenai.New)
 	api, client := newFakeAPI(t)
 	var paused string
-	api.reply(functionCalls("resp_1", [3]string{"call_run", agent.ToolName,
-		`{"code": "city = ask_user('Which city?')\ncity.upper()", "client_tools": [{"name": "ask_user"}]}`}))
-	api.replyWith(func(req map[string]any) string {
+	api.Reply(functionCalls("resp_1", [3]string{"call_run", agent.ToolName, agenttest.PauseArgs}))
+	api.ReplyWith(func(req map[string]any) string {
 		// The model asks the user (a function of its own, answered here)
 		// and resumes the run with the answer.
 		paused, _ = functionResponseUnlocked(req, "call_run")
-		runID := regexp.MustCompile(`run_id "([^"]+)"`).FindStringSubmatch(paused)
-		callID := regexp.MustCompile(`- id "([^"]+)": ask_user\('Which city\?'\)`).FindStringSubmatch(paused)
-		if runID == nil || callID == nil {
+		args, ok := agenttest.ResumeArgs(paused)
+		if !ok {
 			return final("resp_2", "The run did not pause.")
 		}
-		args, _ := json.Marshal(map[string]any{"run_id": runID[1], "results": []any{map[string]any{"id": callID[1], "value": "Paris"}}})
-		return functionCalls("resp_2", [3]string{"call_resume", agent.ResumeToolName, string(args)})
+		return functionCalls("resp_2", [3]string{"call_resume", agent.ResumeToolName, args})
 	})
-	api.reply(final("resp_3", "PARIS it is."))
+	api.Reply(final("resp_3", "PARIS it is."))
 
 	answer, _ := loop(t, client, ad, "conv-pause", user("Shout my city."))
 	assert.Equal(t, "PARIS it is.", answer)
-	require.Equal(t, 3, api.count())
-	out, isError := functionResponse(t, api.request(1), "call_run")
+	require.Equal(t, 3, api.Count())
+	out, isError := functionResponse(t, api.Request(t, 1), "call_run")
 	assert.False(t, isError, "a paused run did not fail")
 	assert.Contains(t, out, "ask_user")
 	assert.Equal(t, paused, out)
-	out, isError = functionResponse(t, api.request(2), "call_resume")
+	out, isError = functionResponse(t, api.Request(t, 2), "call_resume")
 	assert.False(t, isError)
-	assert.Equal(t, "'PARIS'", out)
+	assert.Equal(t, agenttest.WantResumed, out)
 }
 
 // Another conversation cannot resume a conversation's paused run.
 func TestResumeFromAnotherConversation(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montygenai.New)
 	ctx := context.Background()
 	resp, err := ad.Call(ctx, "conv-pause", agent.ToolName,
 		map[string]any{"code": "ask_user('Which city?')", "client_tools": []any{map[string]any{"name": "ask_user"}}})
 	require.NoError(t, err)
 	out, ok := resp["output"].(string)
 	require.True(t, ok, "%v", resp)
-	runID := regexp.MustCompile(`run_id "([^"]+)"`).FindStringSubmatch(out)
-	require.NotNil(t, runID, out)
-	resp, err = ad.Call(ctx, "conv-other", agent.ResumeToolName, map[string]any{"run_id": runID[1], "results": []any{}})
+	runID := agenttest.RunID(out)
+	require.NotEmpty(t, runID, out)
+	resp, err = ad.Call(ctx, "conv-other", agent.ResumeToolName, map[string]any{"run_id": runID, "results": []any{}})
 	require.NoError(t, err)
 	assert.NotContains(t, resp, "output")
 	assert.Contains(t, resp["error"], "is not paused")
@@ -566,7 +446,7 @@ func functionResponseUnlocked(req map[string]any, id string) (string, bool) {
 
 // Arguments that cannot be JSON, or none, go back to the model too.
 func TestCallArguments(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montygenai.New)
 	ctx := context.Background()
 	resp, err := ad.Call(ctx, "conv-args", agent.ToolName, nil)
 	require.NoError(t, err)
@@ -582,9 +462,9 @@ func TestCallArguments(t *testing.T) {
 // --- Go errors: only what the caller must handle ---
 
 func TestCallerErrors(t *testing.T) {
-	ad, exec := newAdapter(t)
+	ad, exec := agenttest.Adapter(t, montygenai.New)
 	var resp genai.GenerateContentResponse
-	require.NoError(t, json.Unmarshal([]byte(functionCalls("resp_1", [3]string{"call_1", agent.ToolName, code("1 + 1")})), &resp))
+	require.NoError(t, json.Unmarshal([]byte(functionCalls("resp_1", [3]string{"call_1", agent.ToolName, agenttest.Args("1 + 1")})), &resp))
 
 	out, err := ad.Handle(context.Background(), "ok", &resp)
 	require.NoError(t, err)
@@ -597,7 +477,7 @@ func TestCallerErrors(t *testing.T) {
 	}
 
 	// A conversation key that is no thread key.
-	for _, key := range []string{"", "a/b", "../x"} {
+	for _, key := range agenttest.BadConversationKeys() {
 		out, err = ad.Handle(context.Background(), key, &resp)
 		assert.ErrorIs(t, err, agent.ErrBadArgs, "key %q", key)
 		assert.Nil(t, out)
@@ -612,13 +492,10 @@ func TestCallerErrors(t *testing.T) {
 	cause := errors.New("the user left")
 	ctx, cancelCause := context.WithCancelCause(context.Background())
 	cancelCause(cause)
-	// The executor may see the context end at different points of the
-	// call (it races with taking the session's turn): each must give the
-	// cause.
-	for range 50 {
-		_, err = ad.Call(ctx, "ok", agent.ToolName, map[string]any{"code": "1"})
-		require.ErrorIs(t, err, cause)
-	}
+	agenttest.RequireCause(t, ctx, cause, func(ctx context.Context) error {
+		_, err := ad.Call(ctx, "ok", agent.ToolName, agenttest.Input("1"))
+		return err
+	})
 
 	// The executor is closed.
 	exec.Close()
@@ -630,35 +507,31 @@ func TestCallerErrors(t *testing.T) {
 // Conversations run in parallel, each in its own session, each with its
 // own loop through the SDK.
 func TestConcurrentConversations(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montygenai.New)
 	type conv struct {
-		api    *fakeAPI
+		api    *agenttest.API
 		client *genai.Client
 		answer string
 	}
 	runs := make([]*conv, 4)
 	for i := range runs {
 		api, client := newFakeAPI(t)
-		api.reply(
-			functionCalls("resp_set", [3]string{"call_set", agent.ToolName, code(fmt.Sprintf("v = %d", i))}),
-			functionCalls("resp_get", [3]string{"call_get", agent.ToolName, code("v * 100")}),
+		api.Reply(
+			functionCalls("resp_set", [3]string{"call_set", agent.ToolName, agenttest.Args(agenttest.SetV(i))}),
+			functionCalls("resp_get", [3]string{"call_get", agent.ToolName, agenttest.Args(agenttest.GetV)}),
 			final("resp_end", "Done."),
 		)
 		runs[i] = &conv{api: api, client: client}
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(runs))
+	agenttest.Parallel(t, len(runs), func(i int, conversation string) (err error) {
+		r := runs[i]
+		r.answer, _, err = run(r.client, ad, conversation, user("Go."))
+		return err
+	})
 	for i, r := range runs {
-		wg.Go(func() {
-			r.answer, _, errs[i] = run(r.client, ad, fmt.Sprintf("par-%d", i), user("Go."))
-		})
-	}
-	wg.Wait()
-	for i, r := range runs {
-		require.NoError(t, errs[i], "par-%d", i)
 		assert.Equal(t, "Done.", r.answer)
-		out, isError := functionResponse(t, r.api.request(2), "call_get")
-		assert.Equal(t, fmt.Sprint(i*100), out, "par-%d", i)
+		out, isError := functionResponse(t, r.api.Request(t, 2), "call_get")
+		assert.Equal(t, agenttest.WantV(i), out, "par-%d", i)
 		assert.False(t, isError)
 	}
 }

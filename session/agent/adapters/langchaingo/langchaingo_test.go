@@ -2,10 +2,7 @@ package montylangchaingo_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -22,28 +19,8 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	montylangchaingo "github.com/monty-go/monty/session/agent/adapters/langchaingo"
-	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/agent/agenttest"
 )
-
-// newAdapter returns an adapter over an executor whose registry offers
-// double(n) and whose sessions live in memory.
-func newAdapter(t *testing.T) (*montylangchaingo.Adapter, *agent.Executor) {
-	t.Helper()
-	double := agent.MustFunc(agent.Schema{
-		Name:        "double",
-		Description: "Double a number.",
-		Params:      []agent.Param{{Name: "n", Description: "the number"}},
-	}, func(n int) (int, error) { return 2 * n, nil })
-	fns, err := agent.NewRegistry(double)
-	require.NoError(t, err)
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session:   session.Options{Store: memstore.New(memstore.Options{})},
-		Functions: fns,
-	})
-	require.NoError(t, err)
-	t.Cleanup(exec.Close)
-	return montylangchaingo.New(exec), exec
-}
 
 // model is LangChainGo's fake LLM, which replays its completions in
 // order, with the prompts it was given kept for the test to check, and an
@@ -142,7 +119,7 @@ func observations(steps []schema.AgentStep) []string {
 }
 
 func TestToolsReachTheModel(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montylangchaingo.New)
 	m := newModel(final("Nothing to do."))
 	answer, steps := loop(t, m, ad.Tools("conv-1"), "Hello?")
 	assert.Equal(t, "Nothing to do.", answer)
@@ -152,7 +129,7 @@ func TestToolsReachTheModel(t *testing.T) {
 	assert.Contains(t, prompt, "[ execute_python, resume_python ]")
 	assert.Contains(t, prompt, "- execute_python: ")
 	assert.Contains(t, prompt, "- resume_python: ")
-	assert.Contains(t, prompt, "def double(", "the host functions are briefed")
+	assert.Contains(t, prompt, "def "+agenttest.FuncName+"(", "the host functions are briefed")
 	assert.Contains(t, prompt, `"code":{"type":"string"`, "the argument format is described")
 	assert.Contains(t, prompt, `"run_id":{"type":"string"`)
 
@@ -167,7 +144,7 @@ func TestToolsReachTheModel(t *testing.T) {
 // Python calls a Go function of the registry; the input is plain code, a
 // fenced block or the JSON arguments.
 func TestGoFunction(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montylangchaingo.New)
 	m := newModel(
 		action(agent.ToolName, "print(double(21))"),
 		action(agent.ToolName, "```python\nn = double(2)\ndouble(n)\n```"),
@@ -187,7 +164,7 @@ func TestGoFunction(t *testing.T) {
 }
 
 func TestStateAcrossTurnsAndConversationsApart(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montylangchaingo.New)
 
 	// Turn 1 of conversation A defines x.
 	m := newModel(action(agent.ToolName, "x = double(5)"), action(agent.ToolName, "y = x"), final("Set."))
@@ -212,7 +189,7 @@ func TestStateAcrossTurnsAndConversationsApart(t *testing.T) {
 }
 
 func TestExceptionGoesBackToTheModel(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montylangchaingo.New)
 	m := newModel(
 		action(agent.ToolName, "1 / 0"),
 		action(agent.ToolName, "1 / 2"),
@@ -229,7 +206,7 @@ func TestExceptionGoesBackToTheModel(t *testing.T) {
 // Input the tools do not take, and a tool the adapter does not know, are
 // the model's to correct too.
 func TestBadInput(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montylangchaingo.New)
 	m := newModel(
 		action(agent.ToolName, `{"cod": "1"}`),
 		action(agent.ResumeToolName, "print(1)"),
@@ -252,9 +229,8 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestPauseAndResume(t *testing.T) {
-	ad, _ := newAdapter(t)
-	m := newModel(action(agent.ToolName,
-		`{"code": "city = ask_user('Which city?')\ncity.upper()", "client_tools": [{"name": "ask_user"}]}`))
+	ad, _ := agenttest.Adapter(t, montylangchaingo.New)
+	m := newModel(action(agent.ToolName, agenttest.PauseArgs))
 	var paused string
 	m.before = func(prompt string) {
 		if m.count() != 2 {
@@ -263,14 +239,12 @@ func TestPauseAndResume(t *testing.T) {
 		// The model asks the user (a tool of its own) and resumes the run
 		// with the answer.
 		paused = prompt
-		runID := regexp.MustCompile(`run_id "([^"]+)"`).FindStringSubmatch(prompt)
-		callID := regexp.MustCompile(`- id "([^"]+)": ask_user\('Which city\?'\)`).FindStringSubmatch(prompt)
-		if runID == nil || callID == nil {
+		args, ok := agenttest.ResumeArgs(prompt)
+		if !ok {
 			m.llm.AddResponse(final("The run did not pause."))
 			return
 		}
-		args, _ := json.Marshal(map[string]any{"run_id": runID[1], "results": []any{map[string]any{"id": callID[1], "value": "Paris"}}})
-		m.llm.AddResponse(action(agent.ResumeToolName, string(args)))
+		m.llm.AddResponse(action(agent.ResumeToolName, args))
 		m.llm.AddResponse(final("PARIS it is."))
 	}
 	answer, steps := loop(t, m, ad.Tools("conv-pause"), "Shout my city.")
@@ -278,13 +252,13 @@ func TestPauseAndResume(t *testing.T) {
 	require.Len(t, steps, 2)
 	assert.Contains(t, steps[0].Observation, "ask_user")
 	assert.Contains(t, paused, steps[0].Observation)
-	assert.Equal(t, "'PARIS'", steps[1].Observation)
+	assert.Equal(t, agenttest.WantResumed, steps[1].Observation)
 }
 
 // --- Go errors: only what the caller must handle ---
 
 func TestCallerErrors(t *testing.T) {
-	ad, exec := newAdapter(t)
+	ad, exec := agenttest.Adapter(t, montylangchaingo.New)
 	script := func() *model { return newModel(action(agent.ToolName, "1 + 1"), final("2.")) }
 
 	answer, _, err := run(context.Background(), script(), ad.Tools("ok"), "Add.")
@@ -292,7 +266,7 @@ func TestCallerErrors(t *testing.T) {
 	assert.Equal(t, "2.", answer)
 
 	// A conversation key that is no thread key ends the loop.
-	for _, key := range []string{"", "a/b", "../x"} {
+	for _, key := range agenttest.BadConversationKeys() {
 		_, _, err = run(context.Background(), script(), ad.Tools(key), "Add.")
 		assert.ErrorIs(t, err, agent.ErrBadArgs, "key %q", key)
 	}
@@ -305,12 +279,10 @@ func TestCallerErrors(t *testing.T) {
 	m.before = func(string) { cancel(cause) }
 	_, _, err = run(ctx, m, ad.Tools("ok"), "Add.")
 	assert.ErrorIs(t, err, cause)
-	// The executor may see the context end at different points of the
-	// call: each must give the cause.
-	for range 50 {
-		_, err = ad.Tool("ok").Call(ctx, "1")
-		require.ErrorIs(t, err, cause)
-	}
+	agenttest.RequireCause(t, ctx, cause, func(ctx context.Context) error {
+		_, err := ad.Tool("ok").Call(ctx, "1")
+		return err
+	})
 	ctx, stop := context.WithCancel(context.Background())
 	stop()
 	_, err = ad.Call(ctx, "ok", agent.ToolName, "1")
@@ -327,25 +299,20 @@ func TestCallerErrors(t *testing.T) {
 // Conversations run in parallel, each in its own session, each with its
 // own agent loop.
 func TestConcurrentConversations(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montylangchaingo.New)
 	answers := make([]string, 4)
 	steps := make([][]schema.AgentStep, 4)
-	errs := make([]error, 4)
-	var wg sync.WaitGroup
-	for i := range answers {
+	agenttest.Parallel(t, len(answers), func(i int, conversation string) (err error) {
 		m := newModel(
-			action(agent.ToolName, fmt.Sprintf("v = %d", i)),
-			action(agent.ToolName, "v * 100"),
+			action(agent.ToolName, agenttest.SetV(i)),
+			action(agent.ToolName, agenttest.GetV),
 			final("Done."),
 		)
-		wg.Go(func() {
-			answers[i], steps[i], errs[i] = run(context.Background(), m, ad.Tools(fmt.Sprintf("par-%d", i)), "Go.")
-		})
-	}
-	wg.Wait()
+		answers[i], steps[i], err = run(context.Background(), m, ad.Tools(conversation), "Go.")
+		return err
+	})
 	for i := range answers {
-		require.NoError(t, errs[i], "par-%d", i)
 		assert.Equal(t, "Done.", answers[i])
-		assert.Equal(t, []string{montylangchaingo.NoOutput, fmt.Sprint(i * 100)}, observations(steps[i]), "par-%d", i)
+		assert.Equal(t, []string{montylangchaingo.NoOutput, agenttest.WantV(i)}, observations(steps[i]), "par-%d", i)
 	}
 }

@@ -5,12 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -22,103 +18,38 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	montyopenai "github.com/monty-go/monty/session/agent/adapters/openai"
-	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/agent/agenttest"
 )
 
-// newAdapter returns an adapter over an executor whose registry offers
-// double(n) and whose sessions live in memory.
-func newAdapter(t *testing.T) (*montyopenai.Adapter, *agent.Executor) {
-	t.Helper()
-	double := agent.MustFunc(agent.Schema{
-		Name:        "double",
-		Description: "Double a number.",
-		Params:      []agent.Param{{Name: "n", Description: "the number"}},
-	}, func(n int) (int, error) { return 2 * n, nil })
-	fns, err := agent.NewRegistry(double)
-	require.NoError(t, err)
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session:   session.Options{Store: memstore.New(memstore.Options{})},
-		Functions: fns,
+// newFakeAPI starts a local OpenAI API serving path, the endpoint the SDK
+// must call, which answers each request with the next of its replies
+// (JSON in the shape the API returns) and keeps the request bodies for
+// the test to check, and returns a client of it.
+func newFakeAPI(t *testing.T, path string) (*agenttest.API, openai.Client) {
+	api := agenttest.NewAPI(t, agenttest.APIOptions{
+		Accept: func(r *http.Request) (int, string) {
+			if r.Method != http.MethodPost || r.URL.Path != path || r.Header.Get("Authorization") != "Bearer test" {
+				return http.StatusNotFound, "unexpected request " + r.Method + " " + r.URL.Path
+			}
+			return 0, ""
+		},
+		Fail: func(w http.ResponseWriter, status int, message string) {
+			kind := "invalid_request_error"
+			if status == http.StatusInternalServerError {
+				kind = "server_error"
+			}
+			http.Error(w, `{"error":{"message":"`+message+`","type":"`+kind+`"}}`, status)
+		},
+		Header: http.Header{"Content-Type": {"application/json"}},
 	})
-	require.NoError(t, err)
-	t.Cleanup(exec.Close)
-	return montyopenai.New(exec), exec
-}
-
-// fakeAPI is a local OpenAI API: it answers each request with the next of
-// its replies (JSON in the shape the API returns) and keeps the request
-// bodies for the test to check.
-type fakeAPI struct {
-	t    *testing.T
-	path string // the endpoint the SDK must call
-
-	mu       sync.Mutex
-	replies  []string
-	requests []map[string]any
-}
-
-func newFakeAPI(t *testing.T, path string) (*fakeAPI, openai.Client) {
-	f := &fakeAPI{t: t, path: path}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	client := openai.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("test"), option.WithMaxRetries(0))
-	return f, client
-}
-
-// reply queues replies.
-func (f *fakeAPI) reply(bodies ...string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.replies = append(f.replies, bodies...)
-}
-
-func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	body, _ := io.ReadAll(r.Body)
-	if r.Method != http.MethodPost || r.URL.Path != f.path || r.Header.Get("Authorization") != "Bearer test" {
-		http.Error(w, `{"error":{"message":"unexpected request `+r.Method+" "+r.URL.Path+`","type":"invalid_request_error"}}`, http.StatusNotFound)
-		return
-	}
-	var req map[string]any
-	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, `{"error":{"message":"bad JSON","type":"invalid_request_error"}}`, http.StatusBadRequest)
-		return
-	}
-	f.requests = append(f.requests, req)
-	if len(f.replies) == 0 {
-		http.Error(w, `{"error":{"message":"no reply queued","type":"server_error"}}`, http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = io.WriteString(w, f.replies[0])
-	f.replies = f.replies[1:]
-}
-
-// request returns the i-th request body the server received.
-func (f *fakeAPI) request(i int) map[string]any {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	require.Less(f.t, i, len(f.requests), "requests received")
-	return f.requests[i]
-}
-
-func (f *fakeAPI) count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.requests)
-}
-
-// jsonString is s as a JSON string literal.
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	client := openai.NewClient(option.WithBaseURL(api.URL), option.WithAPIKey("test"), option.WithMaxRetries(0))
+	return api, client
 }
 
 // args is execute_python's arguments for code, as the model writes them
 // in a tool call (a JSON string holding a JSON object).
 func args(code string) string {
-	return jsonString(`{"code": ` + jsonString(code) + `}`)
+	return agenttest.JSONString(agenttest.Args(code))
 }
 
 // --- Chat Completions ---
@@ -139,7 +70,7 @@ func chatToolCalls(id string, calls ...[3]string) string {
 // chatFinal is a chat.completion with the model's final answer.
 func chatFinal(id, text string) string {
 	return `{"id":"` + id + `","object":"chat.completion","created":1735689601,"model":"gpt-4o-2024-08-06",` +
-		`"choices":[{"index":0,"message":{"role":"assistant","content":` + jsonString(text) + `,"refusal":null,"annotations":[]},` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":` + agenttest.JSONString(text) + `,"refusal":null,"annotations":[]},` +
 		`"logprobs":null,"finish_reason":"stop"}],` +
 		`"usage":{"prompt_tokens":860,"completion_tokens":12,"total_tokens":872},"service_tier":"default","system_fingerprint":"fp_test"}`
 }
@@ -172,22 +103,10 @@ func chatLoop(t *testing.T, client openai.Client, ad *montyopenai.Adapter, conve
 	return "", nil
 }
 
-// messages returns the messages of a Chat Completions request body.
-func messages(t *testing.T, req map[string]any) []map[string]any {
-	t.Helper()
-	raw, ok := req["messages"].([]any)
-	require.True(t, ok, "messages in %v", req)
-	out := make([]map[string]any, len(raw))
-	for i, m := range raw {
-		out[i] = m.(map[string]any)
-	}
-	return out
-}
-
 // toolMessage finds the tool message answering callID in a request.
 func toolMessage(t *testing.T, req map[string]any, callID string) string {
 	t.Helper()
-	for _, m := range messages(t, req) {
+	for _, m := range agenttest.Objects(t, req, "messages") {
 		if m["role"] == "tool" && m["tool_call_id"] == callID {
 			content, ok := m["content"].(string)
 			require.True(t, ok, "tool message content is a string: %v", m)
@@ -203,126 +122,118 @@ func user(text string) []openai.ChatCompletionMessageParamUnion {
 }
 
 func TestChatToolsReachTheAPI(t *testing.T) {
-	ad, exec := newAdapter(t)
+	ad, exec := agenttest.Adapter(t, montyopenai.New)
 	api, client := newFakeAPI(t, "/chat/completions")
-	api.reply(chatFinal("chatcmpl-0", "Hello."))
+	api.Reply(chatFinal("chatcmpl-0", "Hello."))
 	answer, _ := chatLoop(t, client, ad, "c0", user("hi"))
 	assert.Equal(t, "Hello.", answer)
 
-	tools, ok := api.request(0)["tools"].([]any)
+	tools, ok := api.Request(t, 0)["tools"].([]any)
 	require.True(t, ok)
 	require.Len(t, tools, 2)
-	for i, want := range []agent.Tool{exec.Tool(), exec.ResumeTool()} {
+	for i, want := range agenttest.Tools(exec) {
 		tool := tools[i].(map[string]any)
 		assert.Equal(t, "function", tool["type"])
 		fn := tool["function"].(map[string]any)
-		assert.Equal(t, want.Name, fn["name"])
-		assert.Equal(t, want.Description, fn["description"])
-		wantParams, _ := json.Marshal(json.RawMessage(want.Parameters))
-		gotParams, _ := json.Marshal(fn["parameters"])
-		assert.JSONEq(t, string(wantParams), string(gotParams))
+		name, _ := fn["name"].(string)
+		description, _ := fn["description"].(string)
+		agenttest.AssertTool(t, want, name, description, fn["parameters"])
 	}
 	// The description briefs the model on the registered function.
-	assert.Contains(t, tools[0].(map[string]any)["function"].(map[string]any)["description"], "double")
+	assert.Contains(t, tools[0].(map[string]any)["function"].(map[string]any)["description"], agenttest.FuncName)
 }
 
 func TestChatGoFunction(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montyopenai.New)
 	api, client := newFakeAPI(t, "/chat/completions")
-	api.reply(
-		chatToolCalls("chatcmpl-1", [3]string{"call_go", agent.ToolName, args("print('double is', double(21))")}),
+	api.Reply(
+		chatToolCalls("chatcmpl-1", [3]string{"call_go", agent.ToolName, args(agenttest.CallDouble)}),
 		chatFinal("chatcmpl-2", "Double 21 is 42."),
 	)
 	answer, _ := chatLoop(t, client, ad, "conv-go", user("What is double 21?"))
 	assert.Equal(t, "Double 21 is 42.", answer)
-	require.Equal(t, 2, api.count())
-	out := toolMessage(t, api.request(1), "call_go")
-	assert.Contains(t, out, "[double returned 42]")
-	assert.Contains(t, out, "double is 42")
+	require.Equal(t, 2, api.Count())
+	agenttest.AssertDoubled(t, toolMessage(t, api.Request(t, 1), "call_go"))
 	// The assistant message with its tool call goes back before the answer.
-	msgs := messages(t, api.request(1))
+	msgs := agenttest.Objects(t, api.Request(t, 1), "messages")
 	require.Len(t, msgs, 3)
 	assert.Equal(t, "assistant", msgs[1]["role"])
 	assert.Equal(t, "call_go", msgs[1]["tool_calls"].([]any)[0].(map[string]any)["id"])
 }
 
 func TestChatStateAcrossTurnsAndConversationsApart(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montyopenai.New)
 	api, client := newFakeAPI(t, "/chat/completions")
 
 	// Turn 1 of conversation A sets a variable.
-	api.reply(
-		chatToolCalls("chatcmpl-1", [3]string{"call_set", agent.ToolName, args("secret = double(20) + 2\nprint('set')")}),
+	api.Reply(
+		chatToolCalls("chatcmpl-1", [3]string{"call_set", agent.ToolName, args(agenttest.SetSecret)}),
 		chatFinal("chatcmpl-2", "Stored."),
 	)
 	answer, history := chatLoop(t, client, ad, "conv-a", user("Remember a number."))
 	assert.Equal(t, "Stored.", answer)
-	assert.Contains(t, toolMessage(t, api.request(1), "call_set"), "set")
+	assert.Contains(t, toolMessage(t, api.Request(t, 1), "call_set"), "set")
 
 	// Turn 2 of conversation A reads it.
-	api.reply(
-		chatToolCalls("chatcmpl-3", [3]string{"call_get", agent.ToolName, args("secret * 10")}),
+	api.Reply(
+		chatToolCalls("chatcmpl-3", [3]string{"call_get", agent.ToolName, args(agenttest.GetSecret)}),
 		chatFinal("chatcmpl-4", "It is 420."),
 	)
 	history = append(history, openai.UserMessage("What is ten times it?"))
 	answer, _ = chatLoop(t, client, ad, "conv-a", history)
 	assert.Equal(t, "It is 420.", answer)
-	assert.Equal(t, "420", toolMessage(t, api.request(3), "call_get"))
+	assert.Equal(t, agenttest.WantSecret, toolMessage(t, api.Request(t, 3), "call_get"))
 
 	// Conversation B has its own session: the variable is not there, and
 	// the NameError goes back to the model, which answers.
-	api.reply(
-		chatToolCalls("chatcmpl-5", [3]string{"call_other", agent.ToolName, args("secret")}),
+	api.Reply(
+		chatToolCalls("chatcmpl-5", [3]string{"call_other", agent.ToolName, args(agenttest.ReadSecret)}),
 		chatFinal("chatcmpl-6", "There is no number here."),
 	)
 	answer, _ = chatLoop(t, client, ad, "conv-b", user("What number did I give you?"))
 	assert.Equal(t, "There is no number here.", answer)
-	out := toolMessage(t, api.request(5), "call_other")
-	assert.Contains(t, out, "NameError")
-	assert.Contains(t, out, "secret")
+	agenttest.AssertNameError(t, toolMessage(t, api.Request(t, 5), "call_other"))
 }
 
 func TestChatExceptionGoesBackToTheModel(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montyopenai.New)
 	api, client := newFakeAPI(t, "/chat/completions")
-	api.reply(
-		chatToolCalls("chatcmpl-1", [3]string{"call_div", agent.ToolName, args("total = 10\ntotal / 0")}),
+	api.Reply(
+		chatToolCalls("chatcmpl-1", [3]string{"call_div", agent.ToolName, args(agenttest.DivideByZero)}),
 		chatToolCalls("chatcmpl-2", [3]string{"call_fix", agent.ToolName, args("total / 4")}),
 		chatFinal("chatcmpl-3", "It is 2.5."),
 	)
 	answer, _ := chatLoop(t, client, ad, "conv-err", user("Divide."))
 	assert.Equal(t, "It is 2.5.", answer)
-	require.Equal(t, 3, api.count())
-	out := toolMessage(t, api.request(1), "call_div")
-	assert.Contains(t, out, "Traceback")
-	assert.Contains(t, out, "ZeroDivisionError")
+	require.Equal(t, 3, api.Count())
+	agenttest.AssertTraceback(t, toolMessage(t, api.Request(t, 1), "call_div"), "ZeroDivisionError")
 	// A failed call leaves the session as it was: total is not defined.
-	assert.Contains(t, toolMessage(t, api.request(2), "call_fix"), "NameError")
+	assert.Contains(t, toolMessage(t, api.Request(t, 2), "call_fix"), "NameError")
 }
 
 func TestChatSeveralCallsBadArgsAndUnknownTool(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montyopenai.New)
 	api, client := newFakeAPI(t, "/chat/completions")
-	api.reply(
+	api.Reply(
 		chatToolCalls("chatcmpl-1",
 			[3]string{"call_1", agent.ToolName, args("n = 5")},
 			[3]string{"call_2", agent.ToolName, args("n + 1")},
-			[3]string{"call_3", agent.ToolName, jsonString(`{"source": "n"}`)},
-			[3]string{"call_4", "search_web", jsonString(`{"q": "monty"}`)},
-			[3]string{"call_5", agent.ResumeToolName, jsonString(`{"run_id": "nope", "results": []}`)},
+			[3]string{"call_3", agent.ToolName, agenttest.JSONString(agenttest.BadArgs)},
+			[3]string{"call_4", agenttest.UnknownTool, agenttest.JSONString(agenttest.UnknownToolArgs)},
+			[3]string{"call_5", agent.ResumeToolName, agenttest.JSONString(agenttest.ResumeNothing)},
 		),
 		chatFinal("chatcmpl-2", "Done."),
 	)
 	answer, _ := chatLoop(t, client, ad, "conv-many", user("Go."))
 	assert.Equal(t, "Done.", answer)
-	req := api.request(1)
+	req := api.Request(t, 1)
 	assert.Equal(t, montyopenai.NoOutput, toolMessage(t, req, "call_1"))
 	assert.Equal(t, "6", toolMessage(t, req, "call_2"))
-	assert.Contains(t, toolMessage(t, req, "call_3"), `"code" is required`)
-	assert.Contains(t, toolMessage(t, req, "call_4"), `Unknown tool "search_web"`)
-	assert.Contains(t, toolMessage(t, req, "call_5"), `run_id "nope" is not paused`)
+	assert.Contains(t, toolMessage(t, req, "call_3"), agenttest.WantCodeRequired)
+	assert.Contains(t, toolMessage(t, req, "call_4"), agenttest.WantUnknownTool)
+	assert.Contains(t, toolMessage(t, req, "call_5"), agenttest.WantNotPaused)
 	// The answers follow the calls' order.
-	msgs := messages(t, req)
+	msgs := agenttest.Objects(t, req, "messages")
 	require.Len(t, msgs, 7)
 	for i, id := range []string{"call_1", "call_2", "call_3", "call_4", "call_5"} {
 		assert.Equal(t, id, msgs[2+i]["tool_call_id"])
@@ -344,7 +255,7 @@ func respFunctionCalls(id string, calls ...[3]string) string {
 // respFinal is a response with the model's final answer.
 func respFinal(id, text string) string {
 	return response(id, `{"id":"msg_`+id+`","type":"message","status":"completed","role":"assistant",`+
-		`"content":[{"type":"output_text","text":`+jsonString(text)+`,"annotations":[],"logprobs":[]}]}`)
+		`"content":[{"type":"output_text","text":`+agenttest.JSONString(text)+`,"annotations":[],"logprobs":[]}]}`)
 }
 
 // response is a Responses API response with output items.
@@ -408,95 +319,87 @@ func functionOutput(t *testing.T, req map[string]any, previous, callID string) s
 }
 
 func TestResponseToolsReachTheAPI(t *testing.T) {
-	ad, exec := newAdapter(t)
+	ad, exec := agenttest.Adapter(t, montyopenai.New)
 	api, client := newFakeAPI(t, "/responses")
-	api.reply(respFinal("resp_0", "Hello."))
+	api.Reply(respFinal("resp_0", "Hello."))
 	answer, _ := responsesLoop(t, client, ad, "r0", "", "hi")
 	assert.Equal(t, "Hello.", answer)
 
-	tools, ok := api.request(0)["tools"].([]any)
+	tools, ok := api.Request(t, 0)["tools"].([]any)
 	require.True(t, ok)
 	require.Len(t, tools, 2)
-	for i, want := range []agent.Tool{exec.Tool(), exec.ResumeTool()} {
+	for i, want := range agenttest.Tools(exec) {
 		tool := tools[i].(map[string]any)
 		assert.Equal(t, "function", tool["type"])
-		assert.Equal(t, want.Name, tool["name"])
-		assert.Equal(t, want.Description, tool["description"])
 		assert.Equal(t, false, tool["strict"])
-		wantParams, _ := json.Marshal(json.RawMessage(want.Parameters))
-		gotParams, _ := json.Marshal(tool["parameters"])
-		assert.JSONEq(t, string(wantParams), string(gotParams))
+		name, _ := tool["name"].(string)
+		description, _ := tool["description"].(string)
+		agenttest.AssertTool(t, want, name, description, tool["parameters"])
 	}
 }
 
 func TestResponsesGoFunction(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montyopenai.New)
 	api, client := newFakeAPI(t, "/responses")
-	api.reply(
-		respFunctionCalls("resp_1", [3]string{"call_go", agent.ToolName, args("print('double is', double(21))")}),
+	api.Reply(
+		respFunctionCalls("resp_1", [3]string{"call_go", agent.ToolName, args(agenttest.CallDouble)}),
 		respFinal("resp_2", "Double 21 is 42."),
 	)
 	answer, _ := responsesLoop(t, client, ad, "conv-go", "", "What is double 21?")
 	assert.Equal(t, "Double 21 is 42.", answer)
-	require.Equal(t, 2, api.count())
-	out := functionOutput(t, api.request(1), "resp_1", "call_go")
-	assert.Contains(t, out, "[double returned 42]")
-	assert.Contains(t, out, "double is 42")
+	require.Equal(t, 2, api.Count())
+	agenttest.AssertDoubled(t, functionOutput(t, api.Request(t, 1), "resp_1", "call_go"))
 }
 
 func TestResponsesStateAcrossTurnsAndConversationsApart(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montyopenai.New)
 	api, client := newFakeAPI(t, "/responses")
 
-	api.reply(
-		respFunctionCalls("resp_1", [3]string{"call_set", agent.ToolName, args("secret = double(20) + 2\nprint('set')")}),
+	api.Reply(
+		respFunctionCalls("resp_1", [3]string{"call_set", agent.ToolName, args(agenttest.SetSecret)}),
 		respFinal("resp_2", "Stored."),
 	)
 	answer, last := responsesLoop(t, client, ad, "conv-a", "", "Remember a number.")
 	assert.Equal(t, "Stored.", answer)
-	assert.Contains(t, functionOutput(t, api.request(1), "resp_1", "call_set"), "set")
+	assert.Contains(t, functionOutput(t, api.Request(t, 1), "resp_1", "call_set"), "set")
 
-	api.reply(
-		respFunctionCalls("resp_3", [3]string{"call_get", agent.ToolName, args("secret * 10")}),
+	api.Reply(
+		respFunctionCalls("resp_3", [3]string{"call_get", agent.ToolName, args(agenttest.GetSecret)}),
 		respFinal("resp_4", "It is 420."),
 	)
 	answer, _ = responsesLoop(t, client, ad, "conv-a", last, "What is ten times it?")
 	assert.Equal(t, "It is 420.", answer)
-	assert.Equal(t, "resp_2", api.request(2)["previous_response_id"])
-	assert.Equal(t, "420", functionOutput(t, api.request(3), "resp_3", "call_get"))
+	assert.Equal(t, "resp_2", api.Request(t, 2)["previous_response_id"])
+	assert.Equal(t, agenttest.WantSecret, functionOutput(t, api.Request(t, 3), "resp_3", "call_get"))
 
-	api.reply(
-		respFunctionCalls("resp_5", [3]string{"call_other", agent.ToolName, args("secret")}),
+	api.Reply(
+		respFunctionCalls("resp_5", [3]string{"call_other", agent.ToolName, args(agenttest.ReadSecret)}),
 		respFinal("resp_6", "There is no number here."),
 	)
 	answer, _ = responsesLoop(t, client, ad, "conv-b", "", "What number did I give you?")
 	assert.Equal(t, "There is no number here.", answer)
-	out := functionOutput(t, api.request(5), "resp_5", "call_other")
-	assert.Contains(t, out, "NameError")
-	assert.Contains(t, out, "secret")
+	agenttest.AssertNameError(t, functionOutput(t, api.Request(t, 5), "resp_5", "call_other"))
 }
 
 func TestResponsesExceptionGoesBackToTheModel(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montyopenai.New)
 	api, client := newFakeAPI(t, "/responses")
-	api.reply(
-		respFunctionCalls("resp_1", [3]string{"call_raise", agent.ToolName, args("raise ValueError('no such order: 7')")}),
+	api.Reply(
+		respFunctionCalls("resp_1", [3]string{"call_raise", agent.ToolName, args(agenttest.Raise)}),
 		respFunctionCalls("resp_2",
 			[3]string{"call_a", agent.ToolName, args("x = 3")},
-			[3]string{"call_b", "search_web", jsonString(`{}`)},
+			[3]string{"call_b", agenttest.UnknownTool, agenttest.JSONString(`{}`)},
 			[3]string{"call_c", agent.ToolName, args("x * double(x)")},
 		),
 		respFinal("resp_3", "Order 7 does not exist; 18."),
 	)
 	answer, _ := responsesLoop(t, client, ad, "conv-err", "", "Look up order 7.")
 	assert.Equal(t, "Order 7 does not exist; 18.", answer)
-	require.Equal(t, 3, api.count())
-	out := functionOutput(t, api.request(1), "resp_1", "call_raise")
-	assert.Contains(t, out, "Traceback")
-	assert.Contains(t, out, "ValueError: no such order: 7")
-	req := api.request(2)
+	require.Equal(t, 3, api.Count())
+	agenttest.AssertTraceback(t, functionOutput(t, api.Request(t, 1), "resp_1", "call_raise"), agenttest.WantRaise)
+	req := api.Request(t, 2)
 	assert.Equal(t, montyopenai.NoOutput, functionOutput(t, req, "resp_2", "call_a"))
-	assert.Contains(t, functionOutput(t, req, "resp_2", "call_b"), `Unknown tool "search_web"`)
+	assert.Contains(t, functionOutput(t, req, "resp_2", "call_b"), agenttest.WantUnknownTool)
 	assert.Contains(t, functionOutput(t, req, "resp_2", "call_c"), "\n18")
 	input := req["input"].([]any)
 	require.Len(t, input, 3)
@@ -508,7 +411,7 @@ func TestResponsesExceptionGoesBackToTheModel(t *testing.T) {
 // --- Go errors: only what the caller must handle ---
 
 func TestCallerErrors(t *testing.T) {
-	ad, exec := newAdapter(t)
+	ad, exec := agenttest.Adapter(t, montyopenai.New)
 	var msg openai.ChatCompletionMessage
 	require.NoError(t, json.Unmarshal([]byte(`{"role":"assistant","content":null,"refusal":null,`+
 		`"tool_calls":[{"id":"call_1","type":"function","function":{"name":"execute_python","arguments":"{\"code\": \"1 + 1\"}"}}]}`), &msg))
@@ -523,7 +426,7 @@ func TestCallerErrors(t *testing.T) {
 	require.Len(t, items, 1)
 
 	// A conversation key that is no thread key.
-	for _, key := range []string{"", "a/b", "../x"} {
+	for _, key := range agenttest.BadConversationKeys() {
 		_, err = ad.HandleChat(context.Background(), key, msg)
 		assert.ErrorIs(t, err, agent.ErrBadArgs, "key %q", key)
 	}
@@ -548,53 +451,36 @@ func TestCallerErrors(t *testing.T) {
 
 // Conversations run in parallel, each in its own session.
 func TestConcurrentConversations(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montyopenai.New)
 	ctx := context.Background()
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for i := range 4 {
-		wg.Go(func() {
-			conv := fmt.Sprintf("par-%d", i)
-			if _, err := ad.Call(ctx, conv, agent.ToolName, fmt.Sprintf(`{"code": "v = %d"}`, i)); err != nil {
-				errs <- err
-				return
-			}
-			out, err := ad.Call(ctx, conv, agent.ToolName, `{"code": "v * 100"}`)
-			if err == nil && out != fmt.Sprint(i*100) {
-				err = fmt.Errorf("%s: got %q", conv, out)
-			}
-			if err != nil {
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	agenttest.Parallel(t, 4, func(i int, conv string) error {
+		if _, err := ad.Call(ctx, conv, agent.ToolName, agenttest.Args(agenttest.SetV(i))); err != nil {
+			return err
+		}
+		out, err := ad.Call(ctx, conv, agent.ToolName, agenttest.Args(agenttest.GetV))
+		if err == nil && out != agenttest.WantV(i) {
+			err = fmt.Errorf("got %q", out)
+		}
+		return err
+	})
 }
 
 // A run paused at a client tool goes on with resume_python, both answered
 // through the adapter in the conversation's session.
 func TestClientToolPauseAndResume(t *testing.T) {
-	ad, _ := newAdapter(t)
+	ad, _ := agenttest.Adapter(t, montyopenai.New)
 	ctx := context.Background()
-	out, err := ad.Call(ctx, "conv-pause", agent.ToolName,
-		`{"code": "city = ask_user('Which city?')\ncity.upper()", "client_tools": [{"name": "ask_user"}]}`)
+	out, err := ad.Call(ctx, "conv-pause", agent.ToolName, agenttest.PauseArgs)
 	require.NoError(t, err)
-	runID := regexp.MustCompile(`run_id "([^"]+)"`).FindStringSubmatch(out)
-	callID := regexp.MustCompile(`- id "([^"]+)": ask_user\('Which city\?'\)`).FindStringSubmatch(out)
-	require.NotNil(t, runID, out)
-	require.NotNil(t, callID, out)
+	res, ok := agenttest.ResumeArgs(out)
+	require.True(t, ok, out)
 
 	// Another conversation cannot resume it.
-	res, _ := json.Marshal(map[string]any{"run_id": runID[1], "results": []any{map[string]any{"id": callID[1], "value": "Paris"}}})
-	out, err = ad.Call(ctx, "conv-other", agent.ResumeToolName, string(res))
+	out, err = ad.Call(ctx, "conv-other", agent.ResumeToolName, res)
 	require.NoError(t, err)
 	assert.Contains(t, out, "is not paused")
 
-	out, err = ad.Call(ctx, "conv-pause", agent.ResumeToolName, string(res))
+	out, err = ad.Call(ctx, "conv-pause", agent.ResumeToolName, res)
 	require.NoError(t, err)
-	assert.Equal(t, "'PARIS'", out)
+	assert.Equal(t, agenttest.WantResumed, out)
 }
