@@ -121,6 +121,11 @@ type ResumeResult struct {
 	} `json:"error,omitempty"`
 }
 
+// Tools are the definitions of the executor's tools, execute_python
+// (Tool) and resume_python (ResumeTool), as they are now: what an
+// adapter offers a model.
+func (e *Executor) Tools() []Tool { return []Tool{e.Tool(), e.ResumeTool()} }
+
 // ResumeTool is the definition of the resume_python tool.
 func (e *Executor) ResumeTool() Tool {
 	return Tool{

@@ -31,6 +31,10 @@ func TestExecutorClientTools(t *testing.T) {
 	assert.Equal(t, map[string]json.RawMessage{"strict": json.RawMessage("true")}, c.Kwargs)
 	assert.Contains(t, res.Text, `Call resume_python with run_id "`+res.Paused.RunID+`"`)
 	assert.Equal(t, agent.ResumeToolName, e.ResumeTool().Name)
+	if tools := e.Tools(); assert.Len(t, tools, 2) {
+		assert.Equal(t, agent.ToolName, tools[0].Name)
+		assert.Equal(t, agent.ResumeToolName, tools[1].Name)
+	}
 	// The result shows one run id, the one Resume takes.
 	assert.Equal(t, res.Paused.RunID, res.RunID)
 	assert.NotEqual(t, res.RunID, res.EventRunID)

@@ -239,12 +239,6 @@ func AssertTraceback(t testing.TB, out, exception string) {
 	AssertContains(t, out, "Traceback", exception)
 }
 
-// Tools are the executor's tools, in the order the adapters give them:
-// execute_python, then resume_python.
-func Tools(exec *agent.Executor) []agent.Tool {
-	return []agent.Tool{exec.Tool(), exec.ResumeTool()}
-}
-
 // AssertTool reports an error unless a tool as a model receives it (its
 // name, its description and its parameters' JSON schema, which is
 // encoded to JSON first unless it is JSON already) is want.

@@ -18,7 +18,7 @@ func TestExecutorOffersDouble(t *testing.T) {
 	exec := agenttest.Executor(t)
 	assert.Contains(t, exec.Tool().Description, agenttest.FuncName)
 	for i, want := range []string{agent.ToolName, agent.ResumeToolName} {
-		tool := agenttest.Tools(exec)[i]
+		tool := exec.Tools()[i]
 		assert.Equal(t, want, tool.Name)
 		agenttest.AssertTool(t, tool, tool.Name, tool.Description, tool.Parameters)
 	}

@@ -27,11 +27,6 @@ func New(exec *agent.Executor) *Adapter {
 	return &Adapter{exec: exec}
 }
 
-// tools are the executor's tool definitions, as they are now.
-func (a *Adapter) tools() []agent.Tool {
-	return []agent.Tool{a.exec.Tool(), a.exec.ResumeTool()}
-}
-
 // schema turns a tool's JSON schema into the SDK's input schema: its
 // properties and required list, and its other keywords as extra fields.
 func schema(t agent.Tool) anthropic.ToolInputSchemaParam {
@@ -66,7 +61,7 @@ func schema(t agent.Tool) anthropic.ToolInputSchemaParam {
 // when the registry changes.
 func (a *Adapter) Tools() []anthropic.ToolUnionParam {
 	var out []anthropic.ToolUnionParam
-	for _, t := range a.tools() {
+	for _, t := range a.exec.Tools() {
 		tool := anthropic.ToolUnionParamOfTool(schema(t), t.Name)
 		tool.OfTool.Description = anthropic.String(t.Description)
 		out = append(out, tool)

@@ -177,7 +177,7 @@ func TestToolsReachTheAPI(t *testing.T) {
 	tools, ok := api.Request(t, 0)["tools"].([]any)
 	require.True(t, ok)
 	require.Len(t, tools, 2)
-	for i, want := range agenttest.Tools(exec) {
+	for i, want := range exec.Tools() {
 		tool := tools[i].(map[string]any)
 		name, _ := tool["name"].(string)
 		description, _ := tool["description"].(string)

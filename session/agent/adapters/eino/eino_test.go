@@ -110,7 +110,7 @@ func TestToolInfoReachesTheModel(t *testing.T) {
 	assert.Equal(t, "Hello.", answer.Content)
 
 	require.Len(t, m.tools, 2)
-	for i, want := range agenttest.Tools(exec) {
+	for i, want := range exec.Tools() {
 		got := m.tools[i]
 		js, err := got.ToJSONSchema()
 		require.NoError(t, err)

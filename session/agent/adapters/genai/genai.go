@@ -35,11 +35,6 @@ func New(exec *agent.Executor) *Adapter {
 	return &Adapter{exec: exec}
 }
 
-// tools are the executor's tool definitions, as they are now.
-func (a *Adapter) tools() []agent.Tool {
-	return []agent.Tool{a.exec.Tool(), a.exec.ResumeTool()}
-}
-
 // schema decodes a tool's JSON schema for the SDK, anew for each caller.
 func schema(t agent.Tool) map[string]any {
 	var m map[string]any
@@ -57,7 +52,7 @@ func schema(t agent.Tool) map[string]any {
 // functions registered now, so take them anew when the registry changes.
 func (a *Adapter) Tools() []*genai.Tool {
 	var decls []*genai.FunctionDeclaration
-	for _, t := range a.tools() {
+	for _, t := range a.exec.Tools() {
 		decls = append(decls, &genai.FunctionDeclaration{
 			Name:                 t.Name,
 			Description:          t.Description,

@@ -172,7 +172,7 @@ func TestToolsReachTheAPI(t *testing.T) {
 	decls, ok := tools[0].(map[string]any)["functionDeclarations"].([]any)
 	require.True(t, ok, "%v", tools[0])
 	require.Len(t, decls, 2)
-	for i, want := range agenttest.Tools(exec) {
+	for i, want := range exec.Tools() {
 		decl := decls[i].(map[string]any)
 		assert.NotContains(t, decl, "parameters", "parameters and parametersJsonSchema exclude each other")
 		name, _ := decl["name"].(string)

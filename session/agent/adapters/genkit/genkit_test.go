@@ -114,7 +114,7 @@ func TestToolDefinitionsReachTheModel(t *testing.T) {
 		byName[def.Name] = def
 	}
 	require.Len(t, byName, 2)
-	want := agenttest.Tools(exec)
+	want := exec.Tools()
 	for _, w := range want {
 		def, ok := byName[w.Name]
 		require.True(t, ok, "no tool %s reached the model", w.Name)

@@ -28,11 +28,6 @@ func New(exec *agent.Executor) *Adapter {
 	return &Adapter{exec: exec}
 }
 
-// tools are the executor's tool definitions, as they are now.
-func (a *Adapter) tools() []agent.Tool {
-	return []agent.Tool{a.exec.Tool(), a.exec.ResumeTool()}
-}
-
 // schema decodes a tool's JSON schema for the SDK.
 func schema(t agent.Tool) map[string]any {
 	var m map[string]any
@@ -49,7 +44,7 @@ func schema(t agent.Tool) map[string]any {
 // so take them anew when the registry changes.
 func (a *Adapter) ChatTools() []openai.ChatCompletionToolUnionParam {
 	var out []openai.ChatCompletionToolUnionParam
-	for _, t := range a.tools() {
+	for _, t := range a.exec.Tools() {
 		out = append(out, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name:        t.Name,
 			Description: openai.String(t.Description),
@@ -66,7 +61,7 @@ func (a *Adapter) ChatTools() []openai.ChatCompletionToolUnionParam {
 // registry changes.
 func (a *Adapter) ResponseTools() []responses.ToolUnionParam {
 	var out []responses.ToolUnionParam
-	for _, t := range a.tools() {
+	for _, t := range a.exec.Tools() {
 		tool := responses.ToolParamOfFunction(t.Name, schema(t), false)
 		tool.OfFunction.Description = openai.String(t.Description)
 		out = append(out, tool)

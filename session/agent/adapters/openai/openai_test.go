@@ -131,7 +131,7 @@ func TestChatToolsReachTheAPI(t *testing.T) {
 	tools, ok := api.Request(t, 0)["tools"].([]any)
 	require.True(t, ok)
 	require.Len(t, tools, 2)
-	for i, want := range agenttest.Tools(exec) {
+	for i, want := range exec.Tools() {
 		tool := tools[i].(map[string]any)
 		assert.Equal(t, "function", tool["type"])
 		fn := tool["function"].(map[string]any)
@@ -328,7 +328,7 @@ func TestResponseToolsReachTheAPI(t *testing.T) {
 	tools, ok := api.Request(t, 0)["tools"].([]any)
 	require.True(t, ok)
 	require.Len(t, tools, 2)
-	for i, want := range agenttest.Tools(exec) {
+	for i, want := range exec.Tools() {
 		tool := tools[i].(map[string]any)
 		assert.Equal(t, "function", tool["type"])
 		assert.Equal(t, false, tool["strict"])
