@@ -66,6 +66,18 @@ func unserved(call *OSCall) *Exception {
 	return &Exception{Type: "RuntimeError", Message: "'" + call.Name + "' is not supported in this environment"}
 }
 
+// Unhandled answers an OS call that nothing serves, as upstream Monty does
+// (the interpreter's own default for the call): an import is not found
+// (ModuleNotFoundError), a file operation raises PermissionError naming its
+// path, anything else RuntimeError. A host that forwards OS calls elsewhere
+// (a protocol worker, say) answers with it when the other side declines.
+func Unhandled(call *OSCall) Answer {
+	if call.Name == "import" || call.Name == "import_stubs" {
+		return NotFound()
+	}
+	return raiseFor(unserved(call))
+}
+
 // normalizeVirtual resolves "." and ".." and drops empty components of an
 // absolute sandbox path, as Monty's normalize_virtual_path does (the
 // interpreter has made relative paths absolute already); "" stays "".
@@ -105,10 +117,7 @@ func (d *drive) osCall(c *OSCall) (Answer, error) {
 	v, err := handler.HandleOS(d.ctx, c)
 	switch {
 	case errors.Is(err, ErrNotHandled):
-		if c.Name == "import" || c.Name == "import_stubs" {
-			return NotFound(), nil
-		}
-		return raiseFor(unserved(c)), nil
+		return Unhandled(c), nil
 	case err != nil:
 		var exc *Exception
 		if errors.As(err, &exc) {

@@ -33,6 +33,7 @@ const usage = `usage: monty [flags] -c CODE
        monty serve [flags]        (HTTP API; monty serve -h)
        monty mcp [flags]          (MCP server on stdio; monty mcp -h)
        monty check [flags] FILE.py...  (type-check only; monty check -h)
+       monty subprocess           (a monty.v1 worker on stdio for pydantic-monty)
        monty precompile [--cache-dir DIR]
 
 Runs Python code in Monty's sandbox. print() output goes to stdout as it is
@@ -59,6 +60,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if len(args) > 0 && args[0] == "check" {
 		return checkCommand(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "subprocess" {
+		return subprocessCommand(ctx, args[1:], stdin, stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "precompile" {
 		return precompileCommand(ctx, args[1:], stdout, stderr)

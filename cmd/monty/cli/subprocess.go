@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/monty-go/monty/session/protocol"
+)
+
+const subprocessUsage = `usage: monty subprocess
+
+Serves one monty.v1 session over stdin and stdout, as upstream Monty's
+worker does: the worker that pydantic-monty's Monty and AsyncMonty pools
+start (point them here with MONTY_BIN or binary_path=). Frames are a 4-byte
+little-endian length and a protobuf message; stderr carries diagnostics
+only. See docs/protocol.md.
+
+flags:
+`
+
+// subprocessCommand is `monty subprocess`: a monty.v1 worker on stdio.
+func subprocessCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("monty subprocess", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, subprocessUsage)
+		fs.PrintDefaults()
+	}
+	maxFrame := fs.Int("max-frame", protocol.DefaultMaxFrame, "refuse request frames larger than `BYTES`")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "monty subprocess: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	engine, err := processEngine(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty subprocess:", err)
+		return ExitException
+	}
+	w := protocol.NewWorker(protocol.WorkerOptions{Engine: engine, Logger: logger})
+	defer w.Close(context.WithoutCancel(ctx))
+	conn := protocol.NewStreamConn(stdin, stdout, *maxFrame)
+	if err := protocol.Serve(ctx, conn, w); err != nil {
+		fmt.Fprintln(stderr, "monty subprocess:", err)
+		return ExitException
+	}
+	return ExitOK
+}

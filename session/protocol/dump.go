@@ -1,0 +1,166 @@
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/monty-go/monty/object"
+	pb "github.com/monty-go/monty/session/protocol/montypb"
+)
+
+// dumpMagic starts every dump a Worker writes. The dump is the session's
+// configuration and clocks (a CBOR dict, object's encoding) followed by
+// the interpreter's own dump of the REPL, paused feed included:
+//
+//	"MGW1" uvarint(len(header)) header repl-dump
+//
+// Upstream's worker writes a different container around a different
+// build's interpreter dump, so neither side loads the other's (see
+// docs/conformance.md).
+var dumpMagic = []byte("MGW1")
+
+// ErrBadDump reports Load bytes that are not a dump of this worker.
+var ErrBadDump = errors.New("monty.v1: not a monty-go session dump")
+
+func (w *Worker) dump(ctx context.Context) *pb.ChildEvent {
+	if w.cfg == nil {
+		return Violation("Dump without a session")
+	}
+	if w.lost != nil {
+		return errorEvent("RuntimeError", "the session was lost: "+w.lost.Error())
+	}
+	if err := w.ensureREPL(ctx, ""); err != nil {
+		return w.failed(err)
+	}
+	state, err := w.Snapshot(ctx)
+	if err != nil {
+		return errorEvent("RuntimeError", "dump failed: "+err.Error())
+	}
+	return &pb.ChildEvent{Kind: &pb.ChildEvent_DumpResult{DumpResult: &pb.DumpResult{State: state}}}
+}
+
+// Snapshot returns the session as dump bytes (what Dump answers with).
+func (w *Worker) Snapshot(ctx context.Context) ([]byte, error) {
+	if w.cfg == nil {
+		return nil, errors.New("no session")
+	}
+	if err := w.ensureREPL(ctx, ""); err != nil {
+		return nil, err
+	}
+	var repl []byte
+	var err error
+	if w.exec != nil {
+		repl, err = w.exec.Dump(ctx)
+	} else {
+		repl, err = w.repl.Dump(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := proto.Marshal(w.cfg)
+	if err != nil {
+		return nil, err
+	}
+	header, err := object.Encode(object.Dict{
+		{Key: object.Str("configure"), Value: object.Bytes(cfg)},
+		{Key: object.Str("total_us"), Value: object.Int(w.totalExec.Microseconds())},
+		{Key: object.Str("feed_us"), Value: object.Int(w.feedExec.Microseconds())},
+		{Key: object.Str("checked"), Value: object.Str(w.checkCtx.Code)},
+		{Key: object.Str("pending"), Value: object.Str(w.pendingCode)},
+		{Key: object.Str("cwd"), Value: object.Str(w.cwd)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte{}, dumpMagic...)
+	out = binary.AppendUvarint(out, uint64(len(header)))
+	out = append(out, header...)
+	return append(out, repl...), nil
+}
+
+// splitDump parses a dump into its header fields and the REPL's bytes.
+func splitDump(b []byte) (map[string]object.Value, []byte, error) {
+	if !bytes.HasPrefix(b, dumpMagic) {
+		return nil, nil, ErrBadDump
+	}
+	b = b[len(dumpMagic):]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return nil, nil, fmt.Errorf("%w: truncated header", ErrBadDump)
+	}
+	hv, err := object.Decode(b[k : k+int(n)])
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrBadDump, err)
+	}
+	d, ok := hv.(object.Dict)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: the header is not a dict", ErrBadDump)
+	}
+	fields := map[string]object.Value{}
+	for _, p := range d {
+		if k, ok := p.Key.(object.Str); ok {
+			fields[string(k)] = p.Value
+		}
+	}
+	return fields, b[k+int(n):], nil
+}
+
+func (w *Worker) load(ctx context.Context, state []byte) *pb.ChildEvent {
+	if w.repl != nil || w.lost != nil {
+		return Violation("Load is valid only before the session's first feed; send Reset first")
+	}
+	if err := w.Restore(ctx, state); err != nil {
+		if errors.Is(err, ErrBadDump) {
+			return errorEvent("ValueError", err.Error())
+		}
+		return errorEvent("RuntimeError", "load failed: "+err.Error())
+	}
+	if w.exec != nil {
+		ev, err := w.suspension(w.exec.Pause())
+		if err == nil {
+			return ev
+		}
+		return errorEvent("RuntimeError", err.Error())
+	}
+	name := w.scriptName()
+	ev := okEvent()
+	ev.RestoredScriptName = &name
+	return ev
+}
+
+// Restore replaces the worker's session with the one in state (dump bytes).
+// On error the worker keeps no session.
+func (w *Worker) Restore(ctx context.Context, state []byte) error {
+	fields, replDump, err := splitDump(state)
+	if err != nil {
+		return err
+	}
+	cfgBytes, _ := fields["configure"].(object.Bytes)
+	cfg := &pb.Configure{}
+	if err := proto.Unmarshal(cfgBytes, cfg); err != nil {
+		return fmt.Errorf("%w: configuration: %v", ErrBadDump, err)
+	}
+	it, err := w.interpreter(ctx)
+	if err != nil {
+		return err
+	}
+	w.dropSession()
+	repl, ex, err := it.LoadREPL(ctx, replDump)
+	if err != nil {
+		return err
+	}
+	w.cfg, w.repl, w.exec = cfg, repl, ex
+	str := func(k string) string { s, _ := fields[k].(object.Str); return string(s) }
+	us := func(k string) int64 { n, _ := fields[k].(object.Int); return int64(n) }
+	w.totalExec = micros(uint64(max(us("total_us"), 0)))
+	w.feedExec = micros(uint64(max(us("feed_us"), 0)))
+	w.checkCtx.Code = str("checked")
+	w.pendingCode = str("pending")
+	w.cwd = str("cwd")
+	return nil
+}

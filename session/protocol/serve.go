@@ -1,0 +1,42 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	pb "github.com/monty-go/monty/session/protocol/montypb"
+)
+
+// Serve runs w over c: it reads requests and answers them until the parent
+// sends Shutdown (nil), closes the connection between frames (nil), sends
+// something that is not a request (a FatalError is sent, then the error is
+// returned) or ctx ends. It does not close c or w.
+func Serve(ctx context.Context, c Conn, w *Worker) error {
+	send := func(ev *pb.ChildEvent) error { return Send(ctx, c, ev) }
+	for {
+		req, err := ReadRequest(ctx, c)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, ErrBadFrame), errors.Is(err, ErrFrameTooLarge):
+			_ = send(FatalEvent("malformed request frame: %v", err))
+			return err
+		case err != nil:
+			return err
+		}
+		outcome, err := w.Handle(ctx, req, send)
+		if err != nil {
+			return err
+		}
+		switch outcome {
+		case Shutdown:
+			return nil
+		case Fatal:
+			return errors.New("monty.v1: the session ended with a fatal error")
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}

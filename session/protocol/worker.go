@@ -1,0 +1,804 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
+	pb "github.com/monty-go/monty/session/protocol/montypb"
+)
+
+// Version is the protocol version this package speaks (monty-proto 1.4.0,
+// the schema of pydantic-monty 1.4.0). A Configure declaring another is
+// refused with a FatalError.
+const Version = 6
+
+// DefaultMaxSuspensions is the suspension budget reported when the parent
+// sets none (the parent enforces it; the worker only echoes it).
+const DefaultMaxSuspensions = 1000
+
+// defaultMaxSleep caps one system sleep when the policy does not say.
+const defaultMaxSleep = 10 * time.Second
+
+// Outcome tells the caller of Worker.Handle what to do next.
+type Outcome int
+
+const (
+	// Continue serving requests.
+	Continue Outcome = iota
+	// Shutdown was asked for and acknowledged: close the connection.
+	Shutdown
+	// Fatal: a FatalError was sent; close the connection.
+	Fatal
+)
+
+// WorkerOptions configure a Worker.
+type WorkerOptions struct {
+	// Engine runs the interpreter (runtime.Default when nil).
+	Engine *runtime.Engine
+	// Interpreters, when set, gives the worker its interpreter (a warm pool);
+	// the worker returns it on Close.
+	Interpreters *runtime.Pool
+	// Checker type-checks snippets of sessions configured with type_check
+	// (typecheck.Default when nil, loaded at the first check).
+	Checker *typecheck.Checker
+	// Logger receives diagnostics (never the session's output).
+	Logger *slog.Logger
+}
+
+// Worker serves one monty.v1 session: the requests of one parent, in
+// order, over an interpreter of its own. It is the logic of `monty
+// subprocess` and of each WebSocket connection of `monty serve`.
+// A Worker is not safe for concurrent use: Handle one request at a time.
+type Worker struct {
+	opts WorkerOptions
+	it   *runtime.Interpreter
+
+	cfg  *pb.Configure // nil: no session
+	repl *runtime.REPL
+	exec *runtime.Execution // the suspended feed, if any
+	cwd  string             // the last working directory a feed asked for
+
+	checkCtx    typecheck.Context
+	pendingCode string // the running feed's code, committed to checkCtx when it completes
+	lost        error  // why the session's interpreter is gone (a trap)
+
+	totalExec time.Duration
+	feedExec  time.Duration
+
+	out printer
+}
+
+// NewWorker returns a worker with no session; the first request is
+// normally Configure or Load.
+func NewWorker(opts WorkerOptions) *Worker {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{opts: opts}
+}
+
+// Close frees the worker's interpreter.
+func (w *Worker) Close(ctx context.Context) {
+	w.dropSession()
+	if w.it != nil {
+		if w.opts.Interpreters != nil && w.it.Dead() == nil {
+			w.opts.Interpreters.Put(w.it)
+		} else {
+			_ = w.it.Close(ctx)
+		}
+		w.it = nil
+	}
+}
+
+// Configured reports whether the worker holds a session.
+func (w *Worker) Configured() bool { return w.cfg != nil }
+
+// Suspended reports whether a feed waits for the parent's answer.
+func (w *Worker) Suspended() bool { return w.exec != nil }
+
+// Config returns the session's configuration (nil without a session).
+func (w *Worker) Config() *pb.Configure { return w.cfg }
+
+// Handle serves one request. Events go to send in order: zero or more
+// Print events, then exactly one turn-ending event. send may be called
+// from a timer goroutine for Print events while Handle runs, never after
+// it returns. The error is for a failure of send only.
+func (w *Worker) Handle(ctx context.Context, req *pb.ParentRequest, send func(*pb.ChildEvent) error) (Outcome, error) {
+	var sendErr error
+	w.out.send = func(ev *pb.ChildEvent) {
+		if err := send(ev); err != nil && sendErr == nil {
+			sendErr = err
+		}
+	}
+	w.out.interval = w.printInterval()
+	ev, outcome := w.handle(ctx, req)
+	w.out.flush()
+	w.out.send = nil
+	if ev.GetPrint() == nil && ev.GetFatalError() == nil && w.repl != nil {
+		w.stamp(ev)
+	}
+	if err := send(ev); err != nil {
+		return Fatal, err
+	}
+	if sendErr != nil {
+		return Fatal, sendErr
+	}
+	return outcome, nil
+}
+
+func (w *Worker) printInterval() time.Duration {
+	if w.cfg == nil || w.cfg.PrintFlushIntervalMs == nil {
+		return DefaultPrintFlushInterval
+	}
+	return time.Duration(*w.cfg.PrintFlushIntervalMs) * time.Millisecond
+}
+
+// stamp adds the session's clocks and budgets to a turn-ending event.
+func (w *Worker) stamp(ev *pb.ChildEvent) {
+	ev.TotalExecutionMicros = uint64(w.totalExec.Microseconds())
+	ev.FeedExecutionMicros = uint64(w.feedExec.Microseconds())
+	l := w.cfg.GetLimits()
+	ms := uint64(DefaultMaxSuspensions)
+	if l.MaxSuspensions != nil {
+		ms = *l.MaxSuspensions
+	}
+	ev.MaxSuspensions = &ms
+	ev.MaxFeedDurationMicros = l.MaxFeedDurationMicros
+	ev.MaxTurnDurationMicros = l.MaxTurnDurationMicros
+	ev.MaxTotalSleepMicros = l.MaxTotalSleepMicros
+}
+
+// Violation is the Error event for a request that is valid protobuf but
+// not valid now (no session, wrong state, an unknown call id): the session
+// is unchanged and the parent may go on.
+func Violation(format string, args ...any) *pb.ChildEvent {
+	msg := "protocol violation: " + fmt.Sprintf(format, args...)
+	return &pb.ChildEvent{Kind: &pb.ChildEvent_Error{Error: &pb.Error{Exception: &pb.RaisedException{ExcType: "RuntimeError", Message: &msg}}}}
+}
+
+// FatalEvent is the last event of a connection that cannot go on.
+func FatalEvent(format string, args ...any) *pb.ChildEvent {
+	return &pb.ChildEvent{Kind: &pb.ChildEvent_FatalError{FatalError: &pb.FatalError{Message: fmt.Sprintf(format, args...)}}}
+}
+
+func okEvent() *pb.ChildEvent { return &pb.ChildEvent{Kind: &pb.ChildEvent_Ok{Ok: &pb.Ok{}}} }
+
+func errorEvent(excType, message string) *pb.ChildEvent {
+	return &pb.ChildEvent{Kind: &pb.ChildEvent_Error{Error: &pb.Error{Exception: &pb.RaisedException{ExcType: excType, Message: &message}}}}
+}
+
+// CheckVersion refuses a protocol version other than Version.
+func CheckVersion(v uint32) error {
+	if v == Version {
+		return nil
+	}
+	tip := "make sure you are using the correct client version"
+	if v < Version {
+		tip = "try updating to a newer client version"
+	}
+	return fmt.Errorf("unsupported protocol version %d (server supports protocol version %d, %s)", v, Version, tip)
+}
+
+func (w *Worker) handle(ctx context.Context, req *pb.ParentRequest) (*pb.ChildEvent, Outcome) {
+	switch k := req.Kind.(type) {
+	case *pb.ParentRequest_Configure:
+		if err := CheckVersion(k.Configure.GetProtocolVersion()); err != nil {
+			return FatalEvent("%s", err), Fatal
+		}
+		if w.cfg != nil {
+			return Violation("the worker already holds a session; send Reset first"), Continue
+		}
+		if err := checkConfig(k.Configure); err != nil {
+			return errorEvent("ValueError", err.Error()), Continue
+		}
+		w.cfg = k.Configure
+		return okEvent(), Continue
+	case *pb.ParentRequest_Feed:
+		return w.feed(ctx, k.Feed), Continue
+	case *pb.ParentRequest_ResumeCall:
+		return w.resumeCall(ctx, k.ResumeCall), Continue
+	case *pb.ParentRequest_ResumeNameLookup:
+		return w.resumeNameLookup(ctx, k.ResumeNameLookup), Continue
+	case *pb.ParentRequest_ResumeFutures:
+		return w.resumeFutures(ctx, k.ResumeFutures), Continue
+	case *pb.ParentRequest_AbortFeed:
+		return w.abort(ctx, k.AbortFeed), Continue
+	case *pb.ParentRequest_Dump:
+		return w.dump(ctx), Continue
+	case *pb.ParentRequest_Load:
+		return w.load(ctx, k.Load.GetState()), Continue
+	case *pb.ParentRequest_Reset_:
+		w.dropSession()
+		return okEvent(), Continue
+	case *pb.ParentRequest_Shutdown:
+		return okEvent(), Shutdown
+	case *pb.ParentRequest_InstallDependencies:
+		return errorEvent("RuntimeError", "dependency installation is only supported by the CPython worker"), Continue
+	}
+	return Violation("request has no kind"), Continue
+}
+
+// checkConfig refuses settings the interpreter cannot honour rather than
+// ignoring them silently.
+func checkConfig(c *pb.Configure) error {
+	p := c.GetOsPolicy()
+	if p.GetRandomCallHost() != nil || p.GetSeed() != nil {
+		return errors.New("OSPolicy: seeded and host-provided random starts are not supported by monty-go yet; leave random at 'system'")
+	}
+	if p.GetElapsed() != nil {
+		return errors.New("OSPolicy: process_time='elapsed' is not supported by monty-go yet; leave it at 'zero'")
+	}
+	if tz := p.GetTimezone(); tz.GetFixed() != nil {
+		return errors.New("OSPolicy: a fixed-offset sandbox time zone is not supported by monty-go yet; name an IANA zone instead")
+	}
+	return nil
+}
+
+func (w *Worker) dropSession() {
+	if w.exec != nil {
+		w.exec.Close(context.Background())
+		w.exec = nil
+	}
+	if w.repl != nil {
+		w.repl.Close()
+		w.repl = nil
+	}
+	w.cfg, w.lost, w.cwd, w.pendingCode = nil, nil, "", ""
+	w.checkCtx = typecheck.Context{}
+	w.totalExec, w.feedExec = 0, 0
+}
+
+// interpreter returns the worker's interpreter, making one if needed.
+func (w *Worker) interpreter(ctx context.Context) (*runtime.Interpreter, error) {
+	if w.it != nil && w.it.Dead() == nil {
+		return w.it, nil
+	}
+	if w.it != nil {
+		_ = w.it.Close(ctx)
+		w.it = nil
+	}
+	var err error
+	switch {
+	case w.opts.Interpreters != nil:
+		w.it, err = w.opts.Interpreters.Get(ctx)
+	default:
+		e := w.opts.Engine
+		if e == nil {
+			if e, err = runtime.Default(ctx); err != nil {
+				return nil, err
+			}
+		}
+		w.it, err = e.NewInterpreter(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w.it.SetPrintFunc(w.out.write)
+	return w.it, nil
+}
+
+// replOptions are the interpreter options the session's policy asks for.
+func (w *Worker) replOptions(cwd string) []runtime.CompileOption {
+	opts := []runtime.CompileOption{runtime.WithScriptName(w.scriptName())}
+	p := w.cfg.GetOsPolicy()
+	if p.GetCallHost() != nil || p.GetFixed() != nil {
+		opts = append(opts, runtime.WithHostClock())
+	}
+	if name := p.GetTimezone().GetNamed(); name != "" {
+		opts = append(opts, runtime.WithTimezone(name))
+	}
+	if cwd != "" {
+		opts = append(opts, runtime.WithCwd(cwd))
+	}
+	return opts
+}
+
+func (w *Worker) scriptName() string {
+	if n := w.cfg.GetScriptName(); n != "" {
+		return n
+	}
+	return runtime.DefaultScriptName
+}
+
+// ensureREPL materialises the session's REPL at its first feed.
+func (w *Worker) ensureREPL(ctx context.Context, cwd string) error {
+	if w.repl != nil {
+		return nil
+	}
+	it, err := w.interpreter(ctx)
+	if err != nil {
+		return err
+	}
+	repl, err := it.NewREPL(ctx, w.replOptions(cwd)...)
+	if err != nil {
+		return err
+	}
+	w.repl, w.cwd = repl, cwd
+	return nil
+}
+
+// limits are the interpreter limits of the next slice of execution: the
+// turn budget, and what is left of the feed budget.
+func (w *Worker) limits() runtime.Limits {
+	l := runtime.DefaultLimits()
+	l.MaxOutput = 0 // output streams to the parent as it is made
+	cl := w.cfg.GetLimits()
+	if cl.MaxMemoryBytes != nil {
+		l.MaxMemory = int64(min(*cl.MaxMemoryBytes, 1<<62))
+		l.MaxResult = 0
+	}
+	if cl.MaxRecursionDepth != nil {
+		l.MaxRecursion = int(min(*cl.MaxRecursionDepth, 1<<30))
+	}
+	var budget time.Duration
+	if cl.MaxTurnDurationMicros != nil {
+		budget = micros(*cl.MaxTurnDurationMicros)
+	}
+	if cl.MaxFeedDurationMicros != nil {
+		left := max(micros(*cl.MaxFeedDurationMicros)-w.feedExec, time.Microsecond)
+		if budget == 0 || left < budget {
+			budget = left
+		}
+	}
+	l.MaxDuration = budget
+	return l
+}
+
+func micros(us uint64) time.Duration {
+	return time.Duration(min(us, uint64(1<<62)/1000)) * time.Microsecond
+}
+
+func (w *Worker) feed(ctx context.Context, f *pb.Feed) *pb.ChildEvent {
+	switch {
+	case w.cfg == nil:
+		return Violation("feed without a session; send Configure or Load first")
+	case w.exec != nil:
+		return Violation("feed while a feed is suspended; answer or abort it first")
+	case w.lost != nil:
+		return errorEvent("RuntimeError", "the session was lost: "+w.lost.Error()+"; send Reset to start a new one")
+	}
+	if f.Cwd != "" && (len(f.Cwd) == 0 || f.Cwd[0] != '/') {
+		return errorEvent("ValueError", fmt.Sprintf("cwd %q is not an absolute path", f.Cwd))
+	}
+	names := make([]uint32, len(f.Inputs))
+	for i, in := range f.Inputs {
+		names[i] = in.GetValue()
+	}
+	values, err := DecodeValues(f.Values, names...)
+	if err != nil {
+		return errorEvent("ValueError", "inputs: "+err.Error())
+	}
+	inputs := make([]runtime.Input, len(values))
+	for i, v := range values {
+		inputs[i] = runtime.Input{Name: f.Inputs[i].GetName(), Value: v}
+	}
+	if w.cfg.GetTypeCheck() && !f.SkipTypeCheck {
+		if ev := w.typeCheck(ctx, f.Code); ev != nil {
+			return ev
+		}
+	}
+	if err := w.ensureREPL(ctx, f.Cwd); err != nil {
+		return w.failed(err)
+	}
+	if f.Cwd != "" && f.Cwd != w.cwd {
+		if ev := w.chdir(ctx, f.Cwd); ev != nil {
+			return ev
+		}
+	}
+	w.feedExec = 0
+	w.pendingCode = f.Code
+	return w.run(ctx, func() (*runtime.Execution, error) { return w.repl.Feed(ctx, f.Code, inputs...) })
+}
+
+// chdir moves the session to dir before a feed that asks for it.
+func (w *Worker) chdir(ctx context.Context, dir string) *pb.ChildEvent {
+	w.it.SetLimits(w.limits())
+	_, err := w.repl.Run(ctx, "import os as __monty_os\n__monty_os.chdir("+pyQuote(dir)+")\ndel __monty_os")
+	if err != nil {
+		return w.failed(err)
+	}
+	w.cwd = dir
+	return nil
+}
+
+// pyQuote is s as a Python string literal.
+func pyQuote(s string) string { return object.Repr(object.Str(s)) }
+
+func (w *Worker) typeCheck(ctx context.Context, code string) *pb.ChildEvent {
+	checker := w.opts.Checker
+	if checker == nil {
+		var err error
+		if checker, err = typecheck.Default(ctx); err != nil {
+			return errorEvent("RuntimeError", "type checking is unavailable: "+err.Error())
+		}
+	}
+	format := formatOf(w.cfg.GetTypeCheckFormat())
+	req := typecheck.Request{Code: code, Path: w.scriptName(), Stubs: w.cfg.GetTypeCheckStubs(), Format: format, Color: w.cfg.GetTypeCheckColor()}
+	w.checkCtx.Apply(&req)
+	res, err := checker.Check(ctx, req)
+	if err != nil {
+		return errorEvent("RuntimeError", "type checking failed: "+err.Error())
+	}
+	if !res.Clean() {
+		return &pb.ChildEvent{Kind: &pb.ChildEvent_TypingError{TypingError: &pb.TypingError{Diagnostics: res.Text}}}
+	}
+	return nil
+}
+
+func formatOf(f pb.TypeCheckFormat) typecheck.Format {
+	switch f {
+	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_CONCISE:
+		return typecheck.Concise
+	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_AZURE:
+		return typecheck.Azure
+	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_JSON:
+		return typecheck.JSON
+	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_JSON_LINES:
+		return typecheck.JSONLines
+	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_RDJSON:
+		return typecheck.RDJSON
+	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_PYLINT:
+		return typecheck.Pylint
+	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_GITLAB:
+		return typecheck.GitLab
+	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_GITHUB:
+		return typecheck.GitHub
+	}
+	return typecheck.Full
+}
+
+// run executes one slice of the feed (its start or a resume), answers the
+// pauses the worker serves itself (sleeps in zero mode, a fixed clock), and
+// turns where it stopped into the turn-ending event.
+func (w *Worker) run(ctx context.Context, step func() (*runtime.Execution, error)) *pb.ChildEvent {
+	for {
+		w.it.SetLimits(w.limits())
+		start := time.Now()
+		ex, err := step()
+		took := time.Since(start)
+		w.totalExec += took
+		w.feedExec += took
+		if err != nil {
+			w.exec = nil
+			return w.failed(err)
+		}
+		if ex.Pause() == nil {
+			w.exec = nil
+			return w.complete(ex.Value())
+		}
+		w.exec = ex
+		if a, ok := w.answerLocally(ex.Pause()); ok {
+			step = func() (*runtime.Execution, error) { return ex, ex.Resume(ctx, a) }
+			continue
+		}
+		ev, err := w.suspension(ex.Pause())
+		if err != nil {
+			// Nothing the parent could answer: end the feed with the error.
+			ex.Close(ctx)
+			w.exec = nil
+			return errorEvent("RuntimeError", err.Error())
+		}
+		return ev
+	}
+}
+
+func (w *Worker) complete(v object.Value) *pb.ChildEvent {
+	if w.pendingCode != "" && w.cfg.GetTypeCheck() {
+		w.checkCtx.Commit(w.pendingCode)
+	}
+	w.pendingCode = ""
+	arena, roots, err := EncodeValues(v)
+	if err != nil {
+		return errorEvent("RuntimeError", err.Error())
+	}
+	return &pb.ChildEvent{Kind: &pb.ChildEvent_Complete{Complete: &pb.Complete{Value: roots[0], Values: arena}}}
+}
+
+// failed turns an error that ended a feed into its event: a Python
+// exception as upstream's worker reports it; a dead interpreter as an
+// error that loses the session, never a crash of the worker.
+func (w *Worker) failed(err error) *pb.ChildEvent {
+	w.pendingCode = ""
+	var pyErr *runtime.Error
+	if errors.As(err, &pyErr) {
+		return &pb.ChildEvent{Kind: &pb.ChildEvent_Error{Error: &pb.Error{Exception: RaisedException(pyErr)}}}
+	}
+	if w.it != nil && w.it.Dead() != nil {
+		w.opts.Logger.Warn("interpreter stopped; the session is lost", "err", err)
+		w.lost = err
+		w.repl, w.exec = nil, nil
+		excType := "RuntimeError"
+		var trap *runtime.TrapError
+		if errors.As(err, &trap) && trap.MemoryCeiling() {
+			excType = "MemoryError"
+		}
+		return errorEvent(excType, "the interpreter stopped ("+err.Error()+"); the session is lost, send Reset to start a new one")
+	}
+	return errorEvent("RuntimeError", err.Error())
+}
+
+// RaisedException is the wire form of a Python exception.
+func RaisedException(e *runtime.Error) *pb.RaisedException {
+	out := &pb.RaisedException{ExcType: e.Type}
+	if e.HasMessage {
+		msg := e.Message
+		out.Message = &msg
+	}
+	for _, f := range e.Traceback {
+		sf := &pb.StackFrame{
+			Filename: f.Filename,
+			Start:    &pb.CodeLoc{Line: uint32(max(f.Line, 0)), Column: uint32(max(f.Column, 0))},
+			End:      &pb.CodeLoc{Line: uint32(max(f.EndLine, 0)), Column: uint32(max(f.EndColumn, 0))},
+		}
+		name := f.Name
+		if name == "" {
+			name = "<module>"
+		}
+		sf.FrameName = &name
+		if f.Source != "" {
+			src := f.Source
+			sf.PreviewLine = &src
+		}
+		out.Traceback = append(out.Traceback, sf)
+	}
+	return out
+}
+
+// answerLocally answers the pauses the session's policy keeps inside the
+// worker.
+func (w *Worker) answerLocally(p runtime.Pause) (runtime.Answer, bool) {
+	c, ok := p.(*runtime.OSCall)
+	if !ok {
+		return runtime.Answer{}, false
+	}
+	pol := w.cfg.GetOsPolicy()
+	switch c.Name {
+	case "system.sleep", "system.async_sleep":
+		if pol.GetSleep().GetZero() != nil {
+			return runtime.Return(object.None{}), true
+		}
+	case "date.today", "datetime.now", "time.time":
+		if fixed := pol.GetFixed(); fixed != nil {
+			at := time.Unix(fixed.GetUnixSeconds(), int64(fixed.GetMicrosecond())*1000)
+			clock := runtime.Clock{Now: func() time.Time { return at }, Location: time.UTC}
+			v, err := clock.HandleOS(context.Background(), c)
+			if err != nil {
+				return runtime.Unhandled(c), true
+			}
+			return runtime.Return(v), true
+		}
+	}
+	return runtime.Answer{}, false
+}
+
+// suspension is the event announcing a pause to the parent.
+func (w *Worker) suspension(p runtime.Pause) (*pb.ChildEvent, error) {
+	switch p := p.(type) {
+	case *runtime.FunctionCall:
+		vals := make([]object.Value, 0, len(p.Args)+2*len(p.Kwargs))
+		vals = append(vals, p.Args...)
+		for _, kw := range p.Kwargs {
+			vals = append(vals, kw.Key, kw.Value)
+		}
+		arena, roots, err := EncodeValues(vals...)
+		if err != nil {
+			return nil, err
+		}
+		fc := &pb.FunctionCall{FunctionName: p.Name, Args: roots[:len(p.Args)], CallId: p.CallID, AllowEagerAwait: p.EagerAwait, Values: arena}
+		for i := range p.Kwargs {
+			at := len(p.Args) + 2*i
+			fc.Kwargs = append(fc.Kwargs, &pb.NodePair{Key: roots[at], Value: roots[at+1]})
+		}
+		if p.ObjectID != nil {
+			fc.ObjectId = uuidPB(*p.ObjectID)
+		}
+		return &pb.ChildEvent{Kind: &pb.ChildEvent_FunctionCall{FunctionCall: fc}}, nil
+	case *runtime.NameLookup:
+		nl := &pb.NameLookup{Name: p.Name}
+		if p.ObjectID != nil {
+			nl.ObjectId = uuidPB(*p.ObjectID)
+		}
+		return &pb.ChildEvent{Kind: &pb.ChildEvent_NameLookup{NameLookup: nl}}, nil
+	case *runtime.OSCall:
+		pol := w.cfg.GetOsPolicy()
+		hostSleep := pol.GetSleep().GetCallHost() != nil
+		call := p
+		if !hostSleep && (p.Name == "system.sleep" || p.Name == "system.async_sleep") {
+			call = w.cappedSleep(p)
+		}
+		oc, err := osCallEvent(call, hostSleep)
+		if err != nil {
+			return nil, err
+		}
+		return &pb.ChildEvent{Kind: &pb.ChildEvent_OsCall{OsCall: oc}}, nil
+	case *runtime.AwaitFutures:
+		return &pb.ChildEvent{Kind: &pb.ChildEvent_ResolveFutures{ResolveFutures: &pb.ResolveFutures{PendingCallIds: p.CallIDs}}}, nil
+	}
+	return nil, fmt.Errorf("monty.v1: no wire form for a %T pause", p)
+}
+
+// cappedSleep shortens a system sleep to the policy's maximum.
+func (w *Worker) cappedSleep(c *runtime.OSCall) *runtime.OSCall {
+	limit := defaultMaxSleep
+	if m := w.cfg.GetOsPolicy().GetSleep().GetSystem().MaxMicros; m != nil {
+		limit = micros(*m)
+	}
+	if secs := osFloat(c, 0, "delay"); secs <= limit.Seconds() {
+		return c
+	}
+	capped := *c
+	capped.Args = []object.Value{object.Float(limit.Seconds())}
+	capped.Kwargs = nil
+	return &capped
+}
+
+func (w *Worker) suspended(what string) error {
+	switch {
+	case w.cfg == nil:
+		return fmt.Errorf("%s without a session", what)
+	case w.exec == nil:
+		return fmt.Errorf("%s while no feed is suspended", what)
+	}
+	return nil
+}
+
+// resume continues the suspended feed with a.
+func (w *Worker) resume(ctx context.Context, a runtime.Answer) *pb.ChildEvent {
+	ex := w.exec
+	return w.run(ctx, func() (*runtime.Execution, error) { return ex, ex.Resume(ctx, a) })
+}
+
+func (w *Worker) resumeCall(ctx context.Context, r *pb.ResumeCall) *pb.ChildEvent {
+	if err := w.suspended("ResumeCall"); err != nil {
+		return Violation("%s", err)
+	}
+	var callID uint32
+	var osCall *runtime.OSCall
+	switch p := w.exec.Pause().(type) {
+	case *runtime.FunctionCall:
+		callID = p.CallID
+	case *runtime.OSCall:
+		callID, osCall = p.CallID, p
+	default:
+		return Violation("ResumeCall answers a function or OS call, but the feed waits for a %s", pauseName(p))
+	}
+	if r.CallId != callID {
+		return Violation("ResumeCall for call %d, but the feed waits for call %d", r.CallId, callID)
+	}
+	a, err := w.extAnswer(r.GetResult(), r.GetValues(), callID, osCall)
+	if err != nil {
+		return Violation("%s", err)
+	}
+	return w.resume(ctx, a)
+}
+
+func pauseName(p runtime.Pause) string {
+	switch p.(type) {
+	case *runtime.FunctionCall:
+		return "function call"
+	case *runtime.OSCall:
+		return "OS call"
+	case *runtime.NameLookup:
+		return "name lookup"
+	case *runtime.AwaitFutures:
+		return "future resolution"
+	}
+	return "nothing"
+}
+
+// extAnswer turns an ExtFunctionResult into the runtime's answer.
+func (w *Worker) extAnswer(res *pb.ExtFunctionResult, arena *pb.Arena, callID uint32, osCall *runtime.OSCall) (runtime.Answer, error) {
+	switch k := res.GetKind().(type) {
+	case *pb.ExtFunctionResult_ReturnValue:
+		vs, err := DecodeValues(arena, k.ReturnValue)
+		if err != nil {
+			return runtime.Answer{}, err
+		}
+		return runtime.Return(vs[0]), nil
+	case *pb.ExtFunctionResult_Error:
+		return runtime.Raise(k.Error.GetExcType(), k.Error.GetMessage()), nil
+	case *pb.ExtFunctionResult_Future:
+		if k.Future != callID {
+			return runtime.Answer{}, fmt.Errorf("future for call %d answers call %d", k.Future, callID)
+		}
+		if osCall != nil && osCall.Name != "system.async_sleep" && osCall.Name != "asyncio.sleep" {
+			return runtime.Answer{}, fmt.Errorf("a future cannot answer the OS call %s", osCall.Name)
+		}
+		return runtime.Pending(), nil
+	case *pb.ExtFunctionResult_NotFound:
+		return runtime.NotFound(), nil
+	case *pb.ExtFunctionResult_NotHandled:
+		if osCall == nil {
+			return runtime.Answer{}, errors.New("not_handled answers OS calls only")
+		}
+		return runtime.Unhandled(osCall), nil
+	}
+	return runtime.Answer{}, errors.New("the result has no kind")
+}
+
+func (w *Worker) resumeNameLookup(ctx context.Context, r *pb.ResumeNameLookup) *pb.ChildEvent {
+	if err := w.suspended("ResumeNameLookup"); err != nil {
+		return Violation("%s", err)
+	}
+	if _, ok := w.exec.Pause().(*runtime.NameLookup); !ok {
+		return Violation("ResumeNameLookup, but the feed waits for a %s", pauseName(w.exec.Pause()))
+	}
+	switch k := r.GetKind().(type) {
+	case *pb.ResumeNameLookup_Value:
+		vs, err := DecodeValues(r.GetValues(), k.Value)
+		if err != nil {
+			return Violation("%s", err)
+		}
+		return w.resume(ctx, runtime.Return(vs[0]))
+	case *pb.ResumeNameLookup_Undefined:
+		return w.resume(ctx, runtime.NotFound())
+	case *pb.ResumeNameLookup_Error:
+		return w.resume(ctx, runtime.Raise(k.Error.GetExcType(), k.Error.GetMessage()))
+	}
+	return Violation("ResumeNameLookup has no kind")
+}
+
+func (w *Worker) resumeFutures(ctx context.Context, r *pb.ResumeFutures) *pb.ChildEvent {
+	if err := w.suspended("ResumeFutures"); err != nil {
+		return Violation("%s", err)
+	}
+	switch p := w.exec.Pause().(type) {
+	case *runtime.FunctionCall:
+		// An eagerly awaited call answered as a settled future.
+		if len(r.Results) != 1 || r.Results[0].GetCallId() != p.CallID {
+			return Violation("ResumeFutures answering call %d must carry exactly its result", p.CallID)
+		}
+		a, err := w.extAnswer(r.Results[0].GetResult(), r.GetValues(), p.CallID, nil)
+		if err != nil {
+			return Violation("%s", err)
+		}
+		return w.resume(ctx, a)
+	case *runtime.AwaitFutures:
+		pending := map[uint32]bool{}
+		for _, id := range p.CallIDs {
+			pending[id] = true
+		}
+		if len(r.Results) == 0 {
+			return Violation("ResumeFutures carries no results")
+		}
+		results := make([]runtime.FutureResult, 0, len(r.Results))
+		for _, fr := range r.Results {
+			if !pending[fr.GetCallId()] {
+				return Violation("ResumeFutures for call %d, which is not pending", fr.GetCallId())
+			}
+			delete(pending, fr.GetCallId())
+			switch k := fr.GetResult().GetKind().(type) {
+			case *pb.ExtFunctionResult_ReturnValue:
+				vs, err := DecodeValues(r.GetValues(), k.ReturnValue)
+				if err != nil {
+					return Violation("%s", err)
+				}
+				results = append(results, runtime.FutureResult{CallID: fr.GetCallId(), Value: vs[0]})
+			case *pb.ExtFunctionResult_Error:
+				results = append(results, runtime.FutureResult{CallID: fr.GetCallId(), Err: &runtime.Exception{Type: k.Error.GetExcType(), Message: k.Error.GetMessage()}})
+			default:
+				return Violation("a future's result must be a value or an error")
+			}
+		}
+		return w.resume(ctx, runtime.Resolve(results...))
+	}
+	return Violation("ResumeFutures, but the feed waits for a %s", pauseName(w.exec.Pause()))
+}
+
+func (w *Worker) abort(ctx context.Context, a *pb.AbortFeed) *pb.ChildEvent {
+	if err := w.suspended("AbortFeed"); err != nil {
+		return Violation("%s", err)
+	}
+	exc := a.GetException()
+	excType := exc.GetExcType()
+	if excType == "" {
+		excType = "RuntimeError"
+	}
+	return w.resume(ctx, runtime.Abort(excType, exc.GetMessage()))
+}
