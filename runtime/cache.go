@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"os"
+	"os/user"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 
 	"github.com/monty-go/monty/runtime/internal/modcache"
@@ -21,8 +23,10 @@ const CacheOff = "off"
 // cached unless an engine is told otherwise: $MONTY_CACHE_DIR when set, else
 // "monty-go/compiled" under the user's cache directory ([os.UserCacheDir],
 // e.g. ~/.cache on Linux). It returns "" when caching is off
-// (MONTY_CACHE_DIR=off) or the user has no cache directory (no $HOME), in
-// which case every process compiles the module again.
+// (MONTY_CACHE_DIR=off) or the user has no cache directory, in which case
+// every process compiles the module again. A process started with an empty
+// environment (pydantic-monty starts its `monty subprocess` workers so)
+// finds the user's home directory in the user database instead of $HOME.
 func DefaultCacheDir() string {
 	if dir, ok := os.LookupEnv(CacheDirEnv); ok && dir != "" {
 		if strings.EqualFold(dir, CacheOff) {
@@ -32,9 +36,27 @@ func DefaultCacheDir() string {
 	}
 	base, err := os.UserCacheDir()
 	if err != nil {
-		return ""
+		if base = homeCacheDir(); base == "" {
+			return ""
+		}
 	}
 	return filepath.Join(base, "monty-go", "compiled")
+}
+
+// homeCacheDir is the user's cache directory found through the user
+// database, for a process whose environment names none; "" if unknown.
+func homeCacheDir() string {
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" || !filepath.IsAbs(u.HomeDir) {
+		return ""
+	}
+	switch goruntime.GOOS {
+	case "darwin", "ios":
+		return filepath.Join(u.HomeDir, "Library", "Caches")
+	case "windows", "plan9", "js", "wasip1":
+		return ""
+	}
+	return filepath.Join(u.HomeDir, ".cache")
 }
 
 // moduleHash is the module's SHA-256 in hex: the committed checksum for the

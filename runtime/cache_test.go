@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/user"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -250,6 +252,15 @@ func TestDefaultCacheDir(t *testing.T) {
 	base, err := os.UserCacheDir()
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(base, "monty-go", "compiled"), runtime.DefaultCacheDir())
+	if goruntime.GOOS == "linux" {
+		// An empty environment (how pydantic-monty starts its workers): the
+		// home directory comes from the user database.
+		u, err := user.Current()
+		require.NoError(t, err)
+		t.Setenv("HOME", "")
+		t.Setenv("XDG_CACHE_HOME", "")
+		assert.Equal(t, filepath.Join(u.HomeDir, ".cache", "monty-go", "compiled"), runtime.DefaultCacheDir())
+	}
 }
 
 // TestPinnedWazeroVersion: the version test binaries put in the cache key

@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	pb "github.com/monty-go/monty/session/protocol/montypb"
@@ -12,7 +13,15 @@ import (
 // sends Shutdown (nil), closes the connection between frames (nil), sends
 // something that is not a request (a FatalError is sent, then the error is
 // returned) or ctx ends. It does not close c or w.
-func Serve(ctx context.Context, c Conn, w *Worker) error {
+func Serve(ctx context.Context, c Conn, w *Worker) (err error) {
+	defer func() {
+		// A bug of ours must end this session, not the process that may be
+		// serving many.
+		if r := recover(); r != nil {
+			_ = Send(ctx, c, FatalEvent("internal error: %v", r))
+			err = fmt.Errorf("monty.v1: internal error: %v", r)
+		}
+	}()
 	send := func(ev *pb.ChildEvent) error { return Send(ctx, c, ev) }
 	for {
 		req, err := ReadRequest(ctx, c)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+	_ "time/tzdata" // zone rules for a fixed clock read in the sandbox's zone, on any machine
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
@@ -67,6 +69,10 @@ type Worker struct {
 	checkCtx    typecheck.Context
 	pendingCode string // the running feed's code, committed to checkCtx when it completes
 	lost        error  // why the session's interpreter is gone (a trap)
+
+	// settled holds results the parent gave for eagerly awaited calls,
+	// delivered when the interpreter next waits on futures.
+	settled map[uint32]runtime.FutureResult
 
 	totalExec time.Duration
 	feedExec  time.Duration
@@ -139,11 +145,19 @@ func (w *Worker) printInterval() time.Duration {
 	return time.Duration(*w.cfg.PrintFlushIntervalMs) * time.Millisecond
 }
 
+// resourceLimits are the session's limits (none set when the parent sent none).
+func (w *Worker) resourceLimits() *pb.ResourceLimits {
+	if l := w.cfg.GetLimits(); l != nil {
+		return l
+	}
+	return &pb.ResourceLimits{}
+}
+
 // stamp adds the session's clocks and budgets to a turn-ending event.
 func (w *Worker) stamp(ev *pb.ChildEvent) {
 	ev.TotalExecutionMicros = uint64(w.totalExec.Microseconds())
 	ev.FeedExecutionMicros = uint64(w.feedExec.Microseconds())
-	l := w.cfg.GetLimits()
+	l := w.resourceLimits()
 	ms := uint64(DefaultMaxSuspensions)
 	if l.MaxSuspensions != nil {
 		ms = *l.MaxSuspensions
@@ -251,6 +265,7 @@ func (w *Worker) dropSession() {
 	}
 	w.cfg, w.lost, w.cwd, w.pendingCode = nil, nil, "", ""
 	w.checkCtx = typecheck.Context{}
+	w.settled = nil
 	w.totalExec, w.feedExec = 0, 0
 }
 
@@ -328,7 +343,7 @@ func (w *Worker) ensureREPL(ctx context.Context, cwd string) error {
 func (w *Worker) limits() runtime.Limits {
 	l := runtime.DefaultLimits()
 	l.MaxOutput = 0 // output streams to the parent as it is made
-	cl := w.cfg.GetLimits()
+	cl := w.resourceLimits()
 	if cl.MaxMemoryBytes != nil {
 		l.MaxMemory = int64(min(*cl.MaxMemoryBytes, 1<<62))
 		l.MaxResult = 0
@@ -530,7 +545,8 @@ func RaisedException(e *runtime.Error) *pb.RaisedException {
 		msg := e.Message
 		out.Message = &msg
 	}
-	for _, f := range e.Traceback {
+	looks := framesShown(e.Text)
+	for i, f := range e.Traceback {
 		sf := &pb.StackFrame{
 			Filename: f.Filename,
 			Start:    &pb.CodeLoc{Line: uint32(max(f.Line, 0)), Column: uint32(max(f.Column, 0))},
@@ -544,8 +560,33 @@ func RaisedException(e *runtime.Error) *pb.RaisedException {
 		if f.Source != "" {
 			src := f.Source
 			sf.PreviewLine = &src
+			sf.HideCaret = i < len(looks) && !looks[i].caret
 		}
+		sf.HideFrameName = i < len(looks) && !looks[i].named
 		out.Traceback = append(out.Traceback, sf)
+	}
+	return out
+}
+
+// frameLook is how a formatted traceback shows one frame: whether its
+// source line is underlined (Monty leaves a raise statement's bare) and
+// whether the frame is named (a SyntaxError's is not). The runtime's frames
+// do not carry these, its formatted text does.
+type frameLook struct{ caret, named bool }
+
+func framesShown(text string) []frameLook {
+	lines := strings.Split(text, "\n")
+	var out []frameLook
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "  File \"") {
+			continue
+		}
+		look := frameLook{named: strings.Contains(l, ", in ")}
+		if i+2 < len(lines) && strings.HasPrefix(lines[i+1], "    ") {
+			under := strings.TrimSpace(lines[i+2])
+			look.caret = under != "" && strings.Trim(under, "~^") == ""
+		}
+		out = append(out, look)
 	}
 	return out
 }
@@ -553,6 +594,16 @@ func RaisedException(e *runtime.Error) *pb.RaisedException {
 // answerLocally answers the pauses the session's policy keeps inside the
 // worker.
 func (w *Worker) answerLocally(p runtime.Pause) (runtime.Answer, bool) {
+	if af, ok := p.(*runtime.AwaitFutures); ok {
+		var ready []runtime.FutureResult
+		for _, id := range af.CallIDs {
+			if r, ok := w.settled[id]; ok {
+				ready = append(ready, r)
+				delete(w.settled, id)
+			}
+		}
+		return runtime.Resolve(ready...), len(ready) > 0
+	}
 	c, ok := p.(*runtime.OSCall)
 	if !ok {
 		return runtime.Answer{}, false
@@ -566,7 +617,7 @@ func (w *Worker) answerLocally(p runtime.Pause) (runtime.Answer, bool) {
 	case "date.today", "datetime.now", "time.time":
 		if fixed := pol.GetFixed(); fixed != nil {
 			at := time.Unix(fixed.GetUnixSeconds(), int64(fixed.GetMicrosecond())*1000)
-			clock := runtime.Clock{Now: func() time.Time { return at }, Location: time.UTC}
+			clock := runtime.Clock{Now: func() time.Time { return at }, Location: w.location()}
 			v, err := clock.HandleOS(context.Background(), c)
 			if err != nil {
 				return runtime.Unhandled(c), true
@@ -575,6 +626,16 @@ func (w *Worker) answerLocally(p runtime.Pause) (runtime.Answer, bool) {
 		}
 	}
 	return runtime.Answer{}, false
+}
+
+// location is the sandbox's zone, for the clock reads the worker answers.
+func (w *Worker) location() *time.Location {
+	if name := w.cfg.GetOsPolicy().GetTimezone().GetNamed(); name != "" {
+		if loc, err := time.LoadLocation(name); err == nil {
+			return loc
+		}
+	}
+	return time.UTC
 }
 
 // suspension is the event announcing a pause to the parent.
@@ -626,8 +687,8 @@ func (w *Worker) suspension(p runtime.Pause) (*pb.ChildEvent, error) {
 // cappedSleep shortens a system sleep to the policy's maximum.
 func (w *Worker) cappedSleep(c *runtime.OSCall) *runtime.OSCall {
 	limit := defaultMaxSleep
-	if m := w.cfg.GetOsPolicy().GetSleep().GetSystem().MaxMicros; m != nil {
-		limit = micros(*m)
+	if sys := w.cfg.GetOsPolicy().GetSleep().GetSystem(); sys != nil && sys.MaxMicros != nil {
+		limit = micros(*sys.MaxMicros)
 	}
 	if secs := osFloat(c, 0, "delay"); secs <= limit.Seconds() {
 		return c
@@ -750,15 +811,20 @@ func (w *Worker) resumeFutures(ctx context.Context, r *pb.ResumeFutures) *pb.Chi
 	}
 	switch p := w.exec.Pause().(type) {
 	case *runtime.FunctionCall:
-		// An eagerly awaited call answered as a settled future.
+		// An eagerly awaited call answered with its outcome: it becomes a
+		// future that is already settled, resolved at the next wait.
 		if len(r.Results) != 1 || r.Results[0].GetCallId() != p.CallID {
 			return Violation("ResumeFutures answering call %d must carry exactly its result", p.CallID)
 		}
-		a, err := w.extAnswer(r.Results[0].GetResult(), r.GetValues(), p.CallID, nil)
-		if err != nil {
-			return Violation("%s", err)
+		fr, ev := futureResult(r.Results[0], r.GetValues())
+		if ev != nil {
+			return ev
 		}
-		return w.resume(ctx, a)
+		if w.settled == nil {
+			w.settled = map[uint32]runtime.FutureResult{}
+		}
+		w.settled[p.CallID] = fr
+		return w.resume(ctx, runtime.Pending())
 	case *runtime.AwaitFutures:
 		pending := map[uint32]bool{}
 		for _, id := range p.CallIDs {
@@ -773,22 +839,31 @@ func (w *Worker) resumeFutures(ctx context.Context, r *pb.ResumeFutures) *pb.Chi
 				return Violation("ResumeFutures for call %d, which is not pending", fr.GetCallId())
 			}
 			delete(pending, fr.GetCallId())
-			switch k := fr.GetResult().GetKind().(type) {
-			case *pb.ExtFunctionResult_ReturnValue:
-				vs, err := DecodeValues(r.GetValues(), k.ReturnValue)
-				if err != nil {
-					return Violation("%s", err)
-				}
-				results = append(results, runtime.FutureResult{CallID: fr.GetCallId(), Value: vs[0]})
-			case *pb.ExtFunctionResult_Error:
-				results = append(results, runtime.FutureResult{CallID: fr.GetCallId(), Err: &runtime.Exception{Type: k.Error.GetExcType(), Message: k.Error.GetMessage()}})
-			default:
-				return Violation("a future's result must be a value or an error")
+			res, ev := futureResult(fr, r.GetValues())
+			if ev != nil {
+				return ev
 			}
+			results = append(results, res)
 		}
 		return w.resume(ctx, runtime.Resolve(results...))
 	}
 	return Violation("ResumeFutures, but the feed waits for a %s", pauseName(w.exec.Pause()))
+}
+
+// futureResult is the runtime's form of one future's outcome, or the
+// violation event when it is neither a value nor an error.
+func futureResult(fr *pb.FutureResult, arena *pb.Arena) (runtime.FutureResult, *pb.ChildEvent) {
+	switch k := fr.GetResult().GetKind().(type) {
+	case *pb.ExtFunctionResult_ReturnValue:
+		vs, err := DecodeValues(arena, k.ReturnValue)
+		if err != nil {
+			return runtime.FutureResult{}, Violation("%s", err)
+		}
+		return runtime.FutureResult{CallID: fr.GetCallId(), Value: vs[0]}, nil
+	case *pb.ExtFunctionResult_Error:
+		return runtime.FutureResult{CallID: fr.GetCallId(), Err: &runtime.Exception{Type: k.Error.GetExcType(), Message: k.Error.GetMessage()}}, nil
+	}
+	return runtime.FutureResult{}, Violation("a future's result must be a value or an error")
 }
 
 func (w *Worker) abort(ctx context.Context, a *pb.AbortFeed) *pb.ChildEvent {
