@@ -25,7 +25,7 @@ import (
 var dumpMagic = []byte("MGW1")
 
 // ErrBadDump reports Load bytes that are not a dump of this worker.
-var ErrBadDump = errors.New("monty.v1: not a monty-go session dump")
+var ErrBadDump = errors.New("not a monty dump")
 
 func (w *Worker) dump(ctx context.Context) *pb.ChildEvent {
 	if w.cfg == nil {
@@ -112,23 +112,19 @@ func splitDump(b []byte) (map[string]object.Value, []byte, error) {
 
 func (w *Worker) load(ctx context.Context, state []byte) *pb.ChildEvent {
 	if w.repl != nil || w.lost != nil {
-		return Violation("Load is valid only before the session's first feed; send Reset first")
+		return Violation("Load while a session already exists")
 	}
 	if err := w.Restore(ctx, state); err != nil {
-		if errors.Is(err, ErrBadDump) {
-			return errorEvent("ValueError", err.Error())
-		}
-		return errorEvent("RuntimeError", "load failed: "+err.Error())
+		return Violation("failed to load session: %v", err)
 	}
+	ev := okEvent()
 	if w.exec != nil {
-		ev, err := w.suspension(w.exec.Pause())
-		if err == nil {
-			return ev
+		var err error
+		if ev, err = w.suspension(w.exec.Pause()); err != nil {
+			return errorEvent("RuntimeError", err.Error())
 		}
-		return errorEvent("RuntimeError", err.Error())
 	}
 	name := w.scriptName()
-	ev := okEvent()
 	ev.RestoredScriptName = &name
 	return ev
 }

@@ -22,9 +22,20 @@ const DefaultMaxFrame = 64 << 20
 // reader's cap. Nothing of it is read.
 var ErrFrameTooLarge = errors.New("monty.v1: frame too large")
 
-// ErrBadFrame reports bytes that are not a frame of the protocol: a
-// truncated frame, or a payload that is not the expected protobuf message.
+// ErrBadFrame reports bytes that are not a frame of the protocol (a frame
+// cut short): the stream is out of step and cannot go on.
 var ErrBadFrame = errors.New("monty.v1: malformed frame")
+
+// ErrUndecodable reports a whole frame whose payload is not the expected
+// protobuf message. The stream is still in step.
+var ErrUndecodable = errors.New("monty.v1: undecodable message")
+
+// decodeError wraps a protobuf error so that errors.Unwrap gives it back.
+type decodeError struct{ err error }
+
+func (e *decodeError) Error() string        { return "failed to decode Protobuf message: " + e.err.Error() }
+func (e *decodeError) Unwrap() error        { return e.err }
+func (e *decodeError) Is(target error) bool { return target == ErrUndecodable }
 
 // Conn carries frames between a parent and a worker: one ParentRequest
 // read at a time, ChildEvents written back. ReadFrame is called by one
@@ -113,7 +124,7 @@ func ReadRequest(ctx context.Context, c Conn) (*pb.ParentRequest, error) {
 	}
 	req := &pb.ParentRequest{}
 	if err := proto.Unmarshal(b, req); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadFrame, err)
+		return nil, &decodeError{err}
 	}
 	return req, nil
 }
@@ -126,7 +137,7 @@ func ReadEvent(ctx context.Context, c Conn) (*pb.ChildEvent, error) {
 	}
 	ev := &pb.ChildEvent{}
 	if err := proto.Unmarshal(b, ev); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadFrame, err)
+		return nil, &decodeError{err}
 	}
 	return ev, nil
 }

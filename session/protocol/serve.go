@@ -28,6 +28,13 @@ func Serve(ctx context.Context, c Conn, w *Worker) (err error) {
 		switch {
 		case errors.Is(err, io.EOF):
 			return nil
+		case errors.Is(err, ErrUndecodable):
+			// The frame was whole, so the stream is still in step: refuse
+			// this request only, as upstream's worker does.
+			if err := send(Violation("malformed request: %v", err)); err != nil {
+				return err
+			}
+			continue
 		case errors.Is(err, ErrBadFrame), errors.Is(err, ErrFrameTooLarge):
 			_ = send(FatalEvent("malformed request frame: %v", err))
 			return err

@@ -18,8 +18,12 @@ const MaxValueNodes = 1 << 22
 
 // ErrBadValue reports an arena that does not describe a value Monty accepts:
 // an index out of range or pointing forward, nesting deeper than
-// object.MaxDepth, an output-only or unsupported node, a malformed field.
-var ErrBadValue = errors.New("monty.v1: invalid value")
+// object.MaxDepth, an unsupported node, a malformed field.
+var ErrBadValue = errors.New("invalid value for Arena")
+
+// ErrOutputOnly reports a repr or cycle node sent as an input: the
+// interpreter makes them for values it cannot hand over, and takes none.
+var ErrOutputOnly = errors.New("is not a valid input value")
 
 func badValue(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadValue, fmt.Sprintf(format, args...))
@@ -362,7 +366,7 @@ func (r *arenaReader) build(idx uint32) (object.Value, error) {
 	}
 	v, err := r.make(r.nodes[idx])
 	if err != nil {
-		return nil, fmt.Errorf("node %d: %w", idx, err)
+		return nil, err
 	}
 	r.built[idx] = v
 	return v, nil
@@ -544,8 +548,10 @@ func (r *arenaReader) make(n *pb.MontyNode) (object.Value, error) {
 		return object.Complex{Real: *c.Real, Imag: *c.Imag}, nil
 	case *pb.MontyNode_Decimal:
 		return object.Decimal(k.Decimal), nil
-	case *pb.MontyNode_Repr, *pb.MontyNode_Cycle:
-		return nil, badValue("repr and cycle nodes are output only")
+	case *pb.MontyNode_Repr:
+		return nil, fmt.Errorf("invalid input type: 'Repr' %w", ErrOutputOnly)
+	case *pb.MontyNode_Cycle:
+		return nil, fmt.Errorf("invalid input type: 'Cycle' %w", ErrOutputOnly)
 	case *pb.MontyNode_Uuid:
 		return nil, badValue("uuid values are not supported")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 	_ "time/tzdata" // zone rules for a fixed clock read in the sandbox's zone, on any machine
@@ -16,9 +17,14 @@ import (
 )
 
 // Version is the protocol version this package speaks (monty-proto 1.4.0,
-// the schema of pydantic-monty 1.4.0). A Configure declaring another is
-// refused with a FatalError.
+// the schema of pydantic-monty 1.4.0).
 const Version = 6
+
+// MinVersion is the oldest version served: version 5 peers send nothing
+// version 6 reads differently (as upstream's worker, which serves both).
+// A Configure declaring a version outside MinVersion..Version is refused
+// with a FatalError.
+const MinVersion = 5
 
 // DefaultMaxSuspensions is the suspension budget reported when the parent
 // sets none (the parent enforces it; the worker only echoes it).
@@ -126,7 +132,7 @@ func (w *Worker) Handle(ctx context.Context, req *pb.ParentRequest, send func(*p
 	ev, outcome := w.handle(ctx, req)
 	w.out.flush()
 	w.out.send = nil
-	if ev.GetPrint() == nil && ev.GetFatalError() == nil && w.repl != nil {
+	if outcome == Continue && w.repl != nil {
 		w.stamp(ev)
 	}
 	if err := send(ev); err != nil {
@@ -187,16 +193,16 @@ func errorEvent(excType, message string) *pb.ChildEvent {
 	return &pb.ChildEvent{Kind: &pb.ChildEvent_Error{Error: &pb.Error{Exception: &pb.RaisedException{ExcType: excType, Message: &message}}}}
 }
 
-// CheckVersion refuses a protocol version other than Version.
+// CheckVersion refuses a protocol version outside MinVersion..Version.
 func CheckVersion(v uint32) error {
-	if v == Version {
+	if v >= MinVersion && v <= Version {
 		return nil
 	}
 	tip := "make sure you are using the correct client version"
-	if v < Version {
+	if v < MinVersion {
 		tip = "try updating to a newer client version"
 	}
-	return fmt.Errorf("unsupported protocol version %d (server supports protocol version %d, %s)", v, Version, tip)
+	return fmt.Errorf("unsupported protocol version %d (server supports protocol versions %d to %d, %s)", v, MinVersion, Version, tip)
 }
 
 func (w *Worker) handle(ctx context.Context, req *pb.ParentRequest) (*pb.ChildEvent, Outcome) {
@@ -206,7 +212,7 @@ func (w *Worker) handle(ctx context.Context, req *pb.ParentRequest) (*pb.ChildEv
 			return FatalEvent("%s", err), Fatal
 		}
 		if w.cfg != nil {
-			return Violation("the worker already holds a session; send Reset first"), Continue
+			return Violation("Configure while a session already exists"), Continue
 		}
 		if err := checkConfig(k.Configure); err != nil {
 			return errorEvent("ValueError", err.Error()), Continue
@@ -372,34 +378,26 @@ func micros(us uint64) time.Duration {
 func (w *Worker) feed(ctx context.Context, f *pb.Feed) *pb.ChildEvent {
 	switch {
 	case w.cfg == nil:
-		return Violation("feed without a session; send Configure or Load first")
+		return Violation("session has not been configured")
 	case w.exec != nil:
-		return Violation("feed while a feed is suspended; answer or abort it first")
+		return Violation("Feed without a session ready for input")
 	case w.lost != nil:
 		return errorEvent("RuntimeError", "the session was lost: "+w.lost.Error()+"; send Reset to start a new one")
 	}
 	if f.Cwd != "" && (len(f.Cwd) == 0 || f.Cwd[0] != '/') {
 		return errorEvent("ValueError", fmt.Sprintf("cwd %q is not an absolute path", f.Cwd))
 	}
-	names := make([]uint32, len(f.Inputs))
-	for i, in := range f.Inputs {
-		names[i] = in.GetValue()
+	if err := w.ensureREPL(ctx, f.Cwd); err != nil {
+		return w.failed(err)
 	}
-	values, err := DecodeValues(f.Values, names...)
-	if err != nil {
-		return errorEvent("ValueError", "inputs: "+err.Error())
-	}
-	inputs := make([]runtime.Input, len(values))
-	for i, v := range values {
-		inputs[i] = runtime.Input{Name: f.Inputs[i].GetName(), Value: v}
+	inputs, ev := inputsOf(f)
+	if ev != nil {
+		return ev
 	}
 	if w.cfg.GetTypeCheck() && !f.SkipTypeCheck {
 		if ev := w.typeCheck(ctx, f.Code); ev != nil {
 			return ev
 		}
-	}
-	if err := w.ensureREPL(ctx, f.Cwd); err != nil {
-		return w.failed(err)
 	}
 	if f.Cwd != "" && f.Cwd != w.cwd {
 		if ev := w.chdir(ctx, f.Cwd); ev != nil {
@@ -409,6 +407,26 @@ func (w *Worker) feed(ctx context.Context, f *pb.Feed) *pb.ChildEvent {
 	w.feedExec = 0
 	w.pendingCode = f.Code
 	return w.run(ctx, func() (*runtime.Execution, error) { return w.repl.Feed(ctx, f.Code, inputs...) })
+}
+
+// inputsOf decodes a feed's inputs, or returns the event refusing them.
+func inputsOf(f *pb.Feed) ([]runtime.Input, *pb.ChildEvent) {
+	roots := make([]uint32, len(f.Inputs))
+	for i, in := range f.Inputs {
+		roots[i] = in.GetValue()
+	}
+	values, err := DecodeValues(f.Values, roots...)
+	switch {
+	case errors.Is(err, ErrOutputOnly):
+		return nil, errorEvent("RuntimeError", err.Error())
+	case err != nil:
+		return nil, Violation("invalid inputs: %v", err)
+	}
+	inputs := make([]runtime.Input, len(values))
+	for i, v := range values {
+		inputs[i] = runtime.Input{Name: f.Inputs[i].GetName(), Value: v}
+	}
+	return inputs, nil
 }
 
 // chdir moves the session to dir before a feed that asks for it.
@@ -556,7 +574,9 @@ func RaisedException(e *runtime.Error) *pb.RaisedException {
 		if name == "" {
 			name = "<module>"
 		}
-		sf.FrameName = &name
+		if i >= len(looks) || looks[i].named {
+			sf.FrameName = &name
+		}
 		if f.Source != "" {
 			src := f.Source
 			sf.PreviewLine = &src
@@ -679,7 +699,9 @@ func (w *Worker) suspension(p runtime.Pause) (*pb.ChildEvent, error) {
 		}
 		return &pb.ChildEvent{Kind: &pb.ChildEvent_OsCall{OsCall: oc}}, nil
 	case *runtime.AwaitFutures:
-		return &pb.ChildEvent{Kind: &pb.ChildEvent_ResolveFutures{ResolveFutures: &pb.ResolveFutures{PendingCallIds: p.CallIDs}}}, nil
+		ids := slices.Clone(p.CallIDs)
+		slices.Sort(ids)
+		return &pb.ChildEvent{Kind: &pb.ChildEvent_ResolveFutures{ResolveFutures: &pb.ResolveFutures{PendingCallIds: ids}}}, nil
 	}
 	return nil, fmt.Errorf("monty.v1: no wire form for a %T pause", p)
 }
@@ -699,12 +721,10 @@ func (w *Worker) cappedSleep(c *runtime.OSCall) *runtime.OSCall {
 	return &capped
 }
 
+// suspended refuses an answer when no feed waits for one.
 func (w *Worker) suspended(what string) error {
-	switch {
-	case w.cfg == nil:
-		return fmt.Errorf("%s without a session", what)
-	case w.exec == nil:
-		return fmt.Errorf("%s while no feed is suspended", what)
+	if w.cfg == nil || w.exec == nil {
+		return errors.New(what)
 	}
 	return nil
 }
@@ -716,7 +736,7 @@ func (w *Worker) resume(ctx context.Context, a runtime.Answer) *pb.ChildEvent {
 }
 
 func (w *Worker) resumeCall(ctx context.Context, r *pb.ResumeCall) *pb.ChildEvent {
-	if err := w.suspended("ResumeCall"); err != nil {
+	if err := w.suspended("ResumeCall without a suspended function/OS call"); err != nil {
 		return Violation("%s", err)
 	}
 	var callID uint32
@@ -727,30 +747,16 @@ func (w *Worker) resumeCall(ctx context.Context, r *pb.ResumeCall) *pb.ChildEven
 	case *runtime.OSCall:
 		callID, osCall = p.CallID, p
 	default:
-		return Violation("ResumeCall answers a function or OS call, but the feed waits for a %s", pauseName(p))
+		return Violation("ResumeCall without a suspended function/OS call")
 	}
 	if r.CallId != callID {
-		return Violation("ResumeCall for call %d, but the feed waits for call %d", r.CallId, callID)
+		return Violation("ResumeCall call_id %d does not match %d", r.CallId, callID)
 	}
 	a, err := w.extAnswer(r.GetResult(), r.GetValues(), callID, osCall)
 	if err != nil {
 		return Violation("%s", err)
 	}
 	return w.resume(ctx, a)
-}
-
-func pauseName(p runtime.Pause) string {
-	switch p.(type) {
-	case *runtime.FunctionCall:
-		return "function call"
-	case *runtime.OSCall:
-		return "OS call"
-	case *runtime.NameLookup:
-		return "name lookup"
-	case *runtime.AwaitFutures:
-		return "future resolution"
-	}
-	return "nothing"
 }
 
 // extAnswer turns an ExtFunctionResult into the runtime's answer.
@@ -784,11 +790,11 @@ func (w *Worker) extAnswer(res *pb.ExtFunctionResult, arena *pb.Arena, callID ui
 }
 
 func (w *Worker) resumeNameLookup(ctx context.Context, r *pb.ResumeNameLookup) *pb.ChildEvent {
-	if err := w.suspended("ResumeNameLookup"); err != nil {
+	if err := w.suspended("ResumeNameLookup without a suspended name lookup"); err != nil {
 		return Violation("%s", err)
 	}
 	if _, ok := w.exec.Pause().(*runtime.NameLookup); !ok {
-		return Violation("ResumeNameLookup, but the feed waits for a %s", pauseName(w.exec.Pause()))
+		return Violation("ResumeNameLookup without a suspended name lookup")
 	}
 	switch k := r.GetKind().(type) {
 	case *pb.ResumeNameLookup_Value:
@@ -806,7 +812,7 @@ func (w *Worker) resumeNameLookup(ctx context.Context, r *pb.ResumeNameLookup) *
 }
 
 func (w *Worker) resumeFutures(ctx context.Context, r *pb.ResumeFutures) *pb.ChildEvent {
-	if err := w.suspended("ResumeFutures"); err != nil {
+	if err := w.suspended("ResumeFutures without a suspended future resolution"); err != nil {
 		return Violation("%s", err)
 	}
 	switch p := w.exec.Pause().(type) {
@@ -847,7 +853,7 @@ func (w *Worker) resumeFutures(ctx context.Context, r *pb.ResumeFutures) *pb.Chi
 		}
 		return w.resume(ctx, runtime.Resolve(results...))
 	}
-	return Violation("ResumeFutures, but the feed waits for a %s", pauseName(w.exec.Pause()))
+	return Violation("ResumeFutures without a suspended future resolution")
 }
 
 // futureResult is the runtime's form of one future's outcome, or the
@@ -867,7 +873,7 @@ func futureResult(fr *pb.FutureResult, arena *pb.Arena) (runtime.FutureResult, *
 }
 
 func (w *Worker) abort(ctx context.Context, a *pb.AbortFeed) *pb.ChildEvent {
-	if err := w.suspended("AbortFeed"); err != nil {
+	if err := w.suspended("AbortFeed without a suspended feed"); err != nil {
 		return Violation("%s", err)
 	}
 	exc := a.GetException()
