@@ -3,6 +3,7 @@ module github.com/monty-go/monty
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.14
 	github.com/klauspost/compress v1.19.2
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/modelcontextprotocol/go-sdk v1.8.0

@@ -83,15 +83,21 @@ type probeRun struct {
 
 // health serves GET /health: liveness, without touching the store.
 func (h *Handler) health(w http.ResponseWriter, r *http.Request) *apiError {
-	out := Liveness{Status: "ok"}
-	h.mu.Lock()
-	if h.draining {
-		out.Status = "shutting_down"
+	out, status := Liveness{Status: "ok"}, http.StatusOK
+	if h.Draining() {
+		// 503, so that a load balancer stops sending new work here.
+		out.Status, status = "shutting_down", http.StatusServiceUnavailable
 	}
-	h.mu.Unlock()
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, status, out)
 	return nil
+}
+
+// Draining reports whether Shutdown has started.
+func (h *Handler) Draining() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.draining
 }
 
 // healthStore serves GET /health/store: a real round trip through the

@@ -57,7 +57,7 @@ func TestHealthLiveness(t *testing.T) {
 		t.Fatal(err)
 	}
 	status, _, data = c.do("GET", "/health", nil)
-	if status != http.StatusOK || !strings.Contains(string(data), "shutting_down") {
+	if status != http.StatusServiceUnavailable || !strings.Contains(string(data), "shutting_down") {
 		t.Fatalf("/health while draining: %d %s", status, data)
 	}
 	status, _, data = c.do("POST", "/health", nil)

@@ -60,9 +60,6 @@ package httpapi
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -78,6 +75,7 @@ import (
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/telemetry"
 
@@ -218,7 +216,7 @@ type Handler struct {
 	serve   http.Handler     // the mux behind otelhttp's server span
 	badPath http.HandlerFunc // answers a path with dot segments
 	log     *slog.Logger
-	keys    [][32]byte // sha256 of each API key
+	keys    apikey.Set
 	slots   chan struct{}
 	metrics *metrics
 
@@ -296,8 +294,8 @@ func New(opts Options) (*Handler, error) {
 		if k == "" {
 			return nil, fmt.Errorf("%w: an API key is empty", ErrConfig)
 		}
-		h.keys = append(h.keys, sha256.Sum256([]byte(k)))
 	}
+	h.keys = apikey.New(opts.APIKeys)
 	h.base, h.stop = context.WithCancel(context.Background())
 	h.mux = http.NewServeMux()
 	h.route("POST /exec", "exec", h.exec)
@@ -555,24 +553,8 @@ func (h *Handler) route(pattern, name string, f func(w http.ResponseWriter, r *h
 	}))
 }
 
-// namespace returns the store id prefix of an API key, checking the key
-// against every configured key in constant time.
-func (h *Handler) namespace(key string) (string, bool) {
-	if len(h.keys) == 0 {
-		return "public", true
-	}
-	sum := sha256.Sum256([]byte(key))
-	match := 0
-	for _, k := range h.keys {
-		match |= subtle.ConstantTimeCompare(sum[:], k[:])
-	}
-	if match != 1 || key == "" {
-		return "", false
-	}
-	// The namespace is derived from the key, so every instance agrees on it
-	// without sharing anything but the key list.
-	return "k" + hex.EncodeToString(sum[:12]), true
-}
+// namespace returns the store id prefix of an API key (see package apikey).
+func (h *Handler) namespace(key string) (string, bool) { return h.keys.Namespace(key) }
 
 // statusWriter records the status for logs and metrics.
 type statusWriter struct {

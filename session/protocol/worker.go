@@ -57,6 +57,13 @@ type WorkerOptions struct {
 	Checker *typecheck.Checker
 	// Logger receives diagnostics (never the session's output).
 	Logger *slog.Logger
+	// Host answers some pauses inside the worker instead of the parent:
+	// its Functions and Values (names the code looks up and calls), its
+	// Objects (the host objects among its Values) and its OS handler (for
+	// example operator mounts; a call it does not handle goes to the
+	// parent). A server uses it for a profile's MCP servers and mounts. Nil
+	// forwards every pause.
+	Host *runtime.Host
 }
 
 // Worker serves one monty.v1 session: the requests of one parent, in
@@ -113,6 +120,17 @@ func (w *Worker) Configured() bool { return w.cfg != nil }
 
 // Suspended reports whether a feed waits for the parent's answer.
 func (w *Worker) Suspended() bool { return w.exec != nil }
+
+// Started reports whether the session's interpreter state exists (after
+// its first feed, or a load).
+func (w *Worker) Started() bool { return w.repl != nil || w.lost != nil }
+
+// Reset drops the session, as the Reset request does.
+func (w *Worker) Reset() { w.dropSession() }
+
+// SetHost replaces WorkerOptions.Host (a server sets it from the session's
+// profile).
+func (w *Worker) SetHost(h *runtime.Host) { w.opts.Host = h }
 
 // Config returns the session's configuration (nil without a session).
 func (w *Worker) Config() *pb.Configure { return w.cfg }
@@ -506,7 +524,7 @@ func (w *Worker) run(ctx context.Context, step func() (*runtime.Execution, error
 			return w.complete(ex.Value())
 		}
 		w.exec = ex
-		if a, ok := w.answerLocally(ex.Pause()); ok {
+		if a, ok := w.answerLocally(ctx, ex.Pause()); ok {
 			step = func() (*runtime.Execution, error) { return ex, ex.Resume(ctx, a) }
 			continue
 		}
@@ -613,7 +631,10 @@ func framesShown(text string) []frameLook {
 
 // answerLocally answers the pauses the session's policy keeps inside the
 // worker.
-func (w *Worker) answerLocally(p runtime.Pause) (runtime.Answer, bool) {
+func (w *Worker) answerLocally(ctx context.Context, p runtime.Pause) (runtime.Answer, bool) {
+	if a, ok := w.hostAnswer(ctx, p); ok {
+		return a, true
+	}
 	if af, ok := p.(*runtime.AwaitFutures); ok {
 		var ready []runtime.FutureResult
 		for _, id := range af.CallIDs {
@@ -646,6 +667,134 @@ func (w *Worker) answerLocally(p runtime.Pause) (runtime.Answer, bool) {
 		}
 	}
 	return runtime.Answer{}, false
+}
+
+// hostAnswer answers a pause from WorkerOptions.Host when it is the host's
+// to answer.
+func (w *Worker) hostAnswer(ctx context.Context, p runtime.Pause) (runtime.Answer, bool) {
+	h := w.opts.Host
+	if h == nil {
+		return runtime.Answer{}, false
+	}
+	switch p := p.(type) {
+	case *runtime.NameLookup:
+		if p.ObjectID != nil {
+			if !w.hostObject(*p.ObjectID) {
+				return runtime.Answer{}, false
+			}
+			v, err := h.Objects.Attr(ctx, *p.ObjectID, p.Name)
+			if errors.Is(err, runtime.ErrNotHandled) {
+				return runtime.Raise("AttributeError", fmt.Sprintf("object has no attribute %q", p.Name)), true
+			}
+			return answerOf(v, err), true
+		}
+		if f, ok := h.Functions[p.Name]; ok {
+			fn := object.Function{Name: p.Name}
+			if f.Doc != "" {
+				doc := f.Doc
+				fn.Doc = &doc
+			}
+			return runtime.Return(fn), true
+		}
+		if v, ok := h.Values[p.Name]; ok {
+			return runtime.Return(v), true
+		}
+	case *runtime.FunctionCall:
+		var f runtime.Function
+		switch {
+		case p.ObjectID != nil:
+			if !w.hostObject(*p.ObjectID) {
+				return runtime.Answer{}, false
+			}
+			var err error
+			if f, err = h.Objects.Method(ctx, *p.ObjectID, p.Name); err != nil {
+				return answerOf(nil, err), true
+			}
+		default:
+			var ok bool
+			if f, ok = h.Functions[p.Name]; !ok {
+				return runtime.Answer{}, false
+			}
+		}
+		if f.Func == nil || f.External {
+			return runtime.Answer{}, false
+		}
+		// Called here, to its end: an async function's outcome becomes a
+		// future that is already settled.
+		v, err := f.Func(ctx, p.Args, p.Kwargs)
+		if f.Async {
+			w.settle(p.CallID, v, err)
+			return runtime.Pending(), true
+		}
+		return answerOf(v, err), true
+	case *runtime.OSCall:
+		if h.OS == nil {
+			return runtime.Answer{}, false
+		}
+		v, err := h.OS.HandleOS(ctx, p)
+		if errors.Is(err, runtime.ErrNotHandled) {
+			return runtime.Answer{}, false
+		}
+		return answerOf(v, err), true
+	}
+	return runtime.Answer{}, false
+}
+
+// hostObject reports whether id is one of the host's objects (an instance
+// or class among its Values), not one of the parent's.
+func (w *Worker) hostObject(id object.UUID) bool {
+	h := w.opts.Host
+	if h.Objects == nil {
+		return false
+	}
+	for _, v := range h.Values {
+		switch v := v.(type) {
+		case object.Instance:
+			if v.ID == id || v.Class.ID == id {
+				return true
+			}
+		case object.ClassType:
+			if v.ID == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// settle keeps the outcome of a call the worker made for a future.
+func (w *Worker) settle(callID uint32, v object.Value, err error) {
+	if w.settled == nil {
+		w.settled = map[uint32]runtime.FutureResult{}
+	}
+	r := runtime.FutureResult{CallID: callID, Value: v}
+	if err != nil {
+		exc := exceptionOf(err)
+		r.Err = &exc
+	} else if v == nil {
+		r.Value = object.None{}
+	}
+	w.settled[callID] = r
+}
+
+func exceptionOf(err error) runtime.Exception {
+	var exc *runtime.Exception
+	if errors.As(err, &exc) {
+		return *exc
+	}
+	return runtime.Exception{Type: "RuntimeError", Message: err.Error()}
+}
+
+// answerOf is the answer for a host call's outcome.
+func answerOf(v object.Value, err error) runtime.Answer {
+	if err != nil {
+		exc := exceptionOf(err)
+		return runtime.Raise(exc.Type, exc.Message)
+	}
+	if v == nil {
+		v = object.None{}
+	}
+	return runtime.Return(v)
 }
 
 // location is the sandbox's zone, for the clock reads the worker answers.

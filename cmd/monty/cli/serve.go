@@ -22,6 +22,7 @@ import (
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
+	"github.com/monty-go/monty/session/protocol/server"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/storeurl"
 	"github.com/monty-go/monty/session/store/tiered"
@@ -37,8 +38,12 @@ in brackets; a flag wins over its variable. The --max-* limits bound every
 execution: a request may ask for less, never for more. The --state-* flags
 are seed 004's STATE_* settings (docs/service.md maps them). The --connect
 MCP servers are the operator's: every client's code may call their tools.
+At ws://HOST:PORT/ it also serves monty.v1, the protocol of upstream Monty's
+Python client (pydantic_monty.AsyncMontyWebsocket), with stored sessions,
+--profiles, and the same keys, store and limits (docs/protocol.md).
 SIGINT or SIGTERM stops accepting work, lets running executions finish (up to
---shutdown-timeout) and exits.
+--shutdown-timeout), hands each monty.v1 session back at its next request
+(stored, for another instance to continue) and exits.
 
 ` + telemetryUsage + `
 flags:
@@ -99,6 +104,7 @@ type serveConfig struct {
 	onCorrupt                     func() (bool, error)
 	healthTimeout                 time.Duration
 	runTTL                        time.Duration
+	ws                            *wsFlags
 }
 
 func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -146,6 +152,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	c.onCorrupt = corruptFlag(fs, "a session", "in the answer's state_warning and the log")
 	fs.DurationVar(&c.healthTimeout, "health-timeout", httpapi.DefaultHealthTimeout, "longest store round trip of GET /health/store")
 	fs.DurationVar(&c.runTTL, "run-ttl", session.DefaultRunTTL, "how long a run paused at client tool calls waits for POST /runs/{run_id}/resume")
+	c.ws = addWSFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -524,13 +531,43 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	wsOpts, err := c.ws.options()
+	if err != nil {
+		return err
+	}
+	specs, err := readProfiles(c.ws.profilesFile)
+	if err != nil {
+		return usageError{err}
+	}
+	def := server.Profile{Limits: opts.Limits, Mounts: opts.Mounts, Host: servers.host()}
+	profiles, closeProfiles, err := wsProfiles(ctx, specs, def, c.connect.timeout, log)
+	if err != nil {
+		return err
+	}
+	defer closeProfiles()
+	wsOpts.Engine, wsOpts.APIKeys, wsOpts.Profiles = engine, opts.APIKeys, profiles
+	wsOpts.Checker, wsOpts.Telemetry, wsOpts.Logger = opts.Checker, opts.Telemetry, log
+	if !opts.DisablePersistence {
+		wsOpts.Store, wsOpts.SigningKey = st, opts.SigningKey
+	}
+	ws, err := server.New(ctx, wsOpts)
+	if err != nil {
+		return err
+	}
+	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if server.IsUpgrade(r) {
+			ws.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return usageError{fmt.Errorf("--addr: %w", err)}
 	}
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           root,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		IdleTimeout:       2 * time.Minute,
@@ -553,6 +590,9 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	}
 	log.Info("session state", "persistence", !opts.DisablePersistence, "capture_on_error", opts.CaptureOnError, "max_state_size", opts.MaxStateSize,
 		"on_corrupt_state", onCorrupt, "store", describeStore(st, storeOpts))
+	log.Info("monty.v1 WebSocket sessions", "url", strings.Replace(scheme, "http", "ws", 1)+"://"+ln.Addr().String()+"/",
+		"stored", wsOpts.Store != nil, "profiles", len(profiles)-1, "max_conns", wsOpts.MaxConns, "max_conns_per_key", wsOpts.MaxConnsPerKey,
+		"idle_timeout", wsOpts.IdleTimeout, "turn_timeout", wsOpts.TurnTimeout)
 	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "api_keys", len(opts.APIKeys),
 		"concurrency", h.Capacity(), "max_duration", opts.Limits.MaxDuration, "max_memory", opts.Limits.MaxMemory, "max_result", h.Limits().MaxResult,
 		"mounts", mountList(opts.Mounts), "max_files_size", opts.MaxFileBytes)
@@ -573,10 +613,16 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	log.Info("shutting down", "timeout", c.shutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
 	defer cancel()
+	// The listener stays open while the handlers drain, so that GET /health
+	// answers 503 and new work is refused with a reason rather than a
+	// refused connection.
 	drained := make(chan error, 1)
 	go func() { drained <- h.Shutdown(sctx) }()
-	serr := srv.Shutdown(sctx)
+	if err := ws.Shutdown(sctx); err != nil {
+		log.Warn("monty.v1 sessions still connected at the shutdown timeout were parked and closed", "error", err)
+	}
 	herr := <-drained
+	serr := srv.Shutdown(sctx)
 	if herr != nil {
 		log.Warn("executions cancelled at shutdown; their sessions keep the state stored before the call", "error", herr)
 	}

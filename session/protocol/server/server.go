@@ -1,0 +1,380 @@
+// Package server serves monty.v1 over WebSocket, as upstream's monty-server
+// does: pydantic-monty's AsyncMontyWebsocket("ws://HOST:PORT/") checks out
+// sessions here. Each connection is one session, served in this process by
+// a protocol.Worker over an interpreter from a warm pool.
+//
+// On top of the worker protocol the server adds what the client's
+// server-side extensions ask for:
+//
+//   - API keys from the upgrade request (x-api-key, or Authorization:
+//     Bearer); a missing or unknown key is refused before the upgrade, and
+//     each key has its own namespace of stored sessions (package apikey, as
+//     the HTTP API).
+//   - Stored sessions: unless the client asks for an ephemeral one, a
+//     session gets an id (ChildEvent.session_id) and is parked in the store
+//     when its connection ends, idles out or the server drains. Dump writes
+//     a record that never changes and answers with its id; Load takes a
+//     session id (continuing that session) or a record id (starting a new
+//     session from it), on any instance sharing the store. Everything
+//     stored is signed with the server's key; what does not verify is
+//     never loaded.
+//   - Profiles: named ceilings on limits, operator mounts and host
+//     functions (the MCP servers of --connect), chosen by checkout(profile=).
+//   - Drain: after Shutdown starts, each session's next request is not run:
+//     the session is parked and answered with ShutdownDump naming it, which
+//     the client's auto_resume loads on another instance.
+//   - Capacity and timeouts: connections in all and per key, idle and
+//     per-turn timeouts, and a frame size cap applied before a frame is
+//     read.
+//
+// A Server is safe for concurrent use.
+package server
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/session/apikey"
+	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/telemetry"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxConns       = 256
+	DefaultMaxConnsPerKey = 64
+	DefaultIdleTimeout    = 5 * time.Minute
+	DefaultTurnTimeout    = 5 * time.Minute
+	DefaultMaxFrame       = 16 << 20
+)
+
+// MinSigningKey is the shortest signing key accepted.
+const MinSigningKey = 16
+
+// ErrConfig reports invalid Options.
+var ErrConfig = errors.New("monty.v1 server: invalid configuration")
+
+// Profile is a named set of what a session may use, chosen by the client
+// with checkout(profile=NAME). The zero Profile lets a session set its own
+// limits and gives it nothing of the host's.
+type Profile struct {
+	// Limits are ceilings on what the client asks for: MaxMemory,
+	// MaxRecursion and MaxDuration (the feed's execution time) lower the
+	// session's limits when they are set and the client asks for more or
+	// for none. Zero fields leave the client's.
+	Limits runtime.Limits
+	// Mounts are host directories the operator puts in the session's
+	// sandbox, opened for each session (an overlay's writes are that
+	// session's alone). Their OS calls are served here; every other OS call
+	// goes to the client.
+	Mounts []runtime.MountSpec
+	// Host answers the code's name lookups and calls in the server before
+	// they reach the client: host functions (an MCP server's tools, through
+	// agent.Registry.Host), values and host objects, and OS calls its OS
+	// handler serves (after the mounts). It is shared by every session and
+	// must be safe for concurrent use. Nil forwards everything to the
+	// client.
+	Host *runtime.Host
+}
+
+// Options configure a Server.
+type Options struct {
+	// Engine runs the interpreters (runtime.Default when nil).
+	Engine *runtime.Engine
+	// PoolSize is the number of warm interpreters kept ready (0: 4).
+	PoolSize int
+	// Store keeps stored sessions and dump records; nil makes every session
+	// ephemeral (no session ids, Dump and Load by id refused).
+	Store store.Store
+	// SigningKey signs everything stored (required with Store, at least
+	// MinSigningKey bytes); every instance sharing the store needs it.
+	SigningKey []byte
+	// APIKeys are the accepted keys; none accepts every client, in one
+	// namespace.
+	APIKeys []string
+	// Profiles by name; "" is the profile of a session that names none (the
+	// zero Profile when absent).
+	Profiles map[string]Profile
+	// MaxConns bounds connections in all (DefaultMaxConns), MaxConnsPerKey
+	// those of one API key (DefaultMaxConnsPerKey); more are refused with
+	// 503 at the upgrade.
+	MaxConns, MaxConnsPerKey int
+	// IdleTimeout closes a connection whose client sends nothing for this
+	// long, parking its session (DefaultIdleTimeout).
+	IdleTimeout time.Duration
+	// TurnTimeout closes a connection whose request runs longer than this
+	// (DefaultTurnTimeout); the session keeps what was last parked.
+	TurnTimeout time.Duration
+	// MaxFrame bounds one request frame, refused before it is read
+	// (DefaultMaxFrame).
+	MaxFrame int64
+	// Checker type-checks for sessions that ask (typecheck.Default when nil).
+	Checker *typecheck.Checker
+	// Telemetry reports spans and metrics (telemetry.Default when nil).
+	Telemetry *telemetry.Telemetry
+	// Logger receives the server's records (slog.Default when nil).
+	Logger *slog.Logger
+}
+
+// Server is the monty.v1 WebSocket server: an http.Handler for the upgrade
+// at "/". It is safe for concurrent use.
+type Server struct {
+	opts  Options
+	keys  apikey.Set
+	pool  *runtime.Pool
+	store store.Store
+	log   *slog.Logger
+	tel   *telemetry.Telemetry
+
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	perKey   map[string]int
+	draining bool
+	wg       sync.WaitGroup
+	drain    chan struct{} // closed when Shutdown starts
+
+	accepted atomic.Int64
+}
+
+// New checks opts and returns a Server.
+func New(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Store != nil && len(opts.SigningKey) < MinSigningKey {
+		return nil, fmt.Errorf("%w: a signing key of at least %d bytes is required to store sessions", ErrConfig, MinSigningKey)
+	}
+	for _, k := range opts.APIKeys {
+		if k == "" {
+			return nil, fmt.Errorf("%w: an API key is empty", ErrConfig)
+		}
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
+	if opts.MaxConnsPerKey <= 0 {
+		opts.MaxConnsPerKey = DefaultMaxConnsPerKey
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.TurnTimeout <= 0 {
+		opts.TurnTimeout = DefaultTurnTimeout
+	}
+	if opts.MaxFrame <= 0 {
+		opts.MaxFrame = DefaultMaxFrame
+	}
+	if opts.PoolSize <= 0 {
+		opts.PoolSize = 4
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Engine == nil {
+		e, err := runtime.Default(ctx)
+		if err != nil {
+			return nil, err
+		}
+		opts.Engine = e
+	}
+	s := &Server{
+		opts: opts, keys: apikey.New(opts.APIKeys), log: opts.Logger, tel: opts.Telemetry.Or(),
+		pool:  runtime.NewPool(opts.Engine, opts.PoolSize),
+		conns: map[*conn]struct{}{}, perKey: map[string]int{}, drain: make(chan struct{}),
+	}
+	if opts.Store != nil {
+		s.store = s.tel.Store(opts.Store)
+	}
+	return s, nil
+}
+
+// Draining reports whether Shutdown has started (GET /health answers 503).
+func (s *Server) Draining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
+}
+
+// Connections returns the number of open connections.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// IsUpgrade reports whether r asks for a WebSocket (what ServeHTTP serves).
+func IsUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// ServeHTTP accepts a WebSocket connection at "/" and serves its session.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/" {
+		http.Error(w, "monty.v1 is served at /", http.StatusNotFound)
+		return
+	}
+	ns, ok := s.keys.Namespace(apikey.FromRequest(r))
+	if !ok {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		http.Error(w, "missing or unknown API key: send it in x-api-key or Authorization: Bearer", http.StatusUnauthorized)
+		s.log.Info("monty.v1 connection refused", "reason", "unauthorized", "remote", r.RemoteAddr)
+		return
+	}
+	c, reason := s.admit(ns)
+	if c == nil {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, reason, http.StatusServiceUnavailable)
+		s.log.Warn("monty.v1 connection refused", "reason", reason, "namespace", ns)
+		return
+	}
+	defer s.release(c)
+	ws, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		s.log.Info("monty.v1 upgrade failed", "error", err)
+		return
+	}
+	ws.SetReadLimit(s.opts.MaxFrame)
+	c.ws = ws
+	c.base = s.tel.ExtractHTTP(context.WithoutCancel(r.Context()), r.Header)
+	c.serve()
+}
+
+// admit reserves a place for a connection of namespace ns.
+func (s *Server) admit(ns string) (*conn, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.draining:
+		return nil, "the server is shutting down; connect to another instance"
+	case len(s.conns) >= s.opts.MaxConns:
+		return nil, fmt.Sprintf("the server is at its limit of %d connections; retry shortly", s.opts.MaxConns)
+	case s.perKey[ns] >= s.opts.MaxConnsPerKey:
+		return nil, fmt.Sprintf("this API key is at its limit of %d connections; close one or retry shortly", s.opts.MaxConnsPerKey)
+	}
+	c := &conn{s: s, ns: ns, wake: make(chan struct{}, 1)}
+	s.conns[c] = struct{}{}
+	s.perKey[ns]++
+	s.wg.Add(1)
+	s.accepted.Add(1)
+	return c, ""
+}
+
+func (s *Server) release(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	if s.perKey[c.ns]--; s.perKey[c.ns] <= 0 {
+		delete(s.perKey, c.ns)
+	}
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// Shutdown drains: new connections are refused, each session's next request
+// is answered with ShutdownDump after its session is parked, and Shutdown
+// waits for every connection to end. When ctx ends first, the remaining
+// connections are parked and closed, and ctx's error is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.draining {
+		s.draining = true
+		close(s.drain)
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		s.pool.Close(context.Background())
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	for c := range s.conns {
+		c.abandon()
+	}
+	s.mu.Unlock()
+	<-done
+	s.pool.Close(context.Background())
+	return ctx.Err()
+}
+
+// Profile names, sorted, for messages.
+func (s *Server) profileNames() []string {
+	var names []string
+	for n := range s.opts.Profiles {
+		if n != "" {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ---- stored sessions -------------------------------------------------------
+
+// Session and record ids: "s-" or "r-" and 32 hex digits.
+func newID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func validID(id string) bool {
+	if len(id) != 34 || (id[:2] != "s-" && id[:2] != "r-") {
+		return false
+	}
+	_, err := hex.DecodeString(id[2:])
+	return err == nil
+}
+
+// storeKey is where id lives in the store: beside the HTTP API's sessions
+// of the same namespace, never among them.
+func storeKey(ns, id string) string { return ns + ".monty-v1/" + id }
+
+// blobMagic starts every stored blob: "MV1S", the HMAC-SHA256 of the key,
+// the store key and the payload, then the payload (a worker snapshot).
+var blobMagic = []byte("MV1S")
+
+func (s *Server) seal(key string, payload []byte) []byte {
+	out := append([]byte{}, blobMagic...)
+	out = append(out, s.mac(key, payload)...)
+	return append(out, payload...)
+}
+
+func (s *Server) mac(key string, payload []byte) []byte {
+	m := hmac.New(sha256.New, s.opts.SigningKey)
+	m.Write([]byte("monty.v1 stored session\x00"))
+	m.Write([]byte(key))
+	m.Write([]byte{0})
+	m.Write(payload)
+	return m.Sum(nil)
+}
+
+// errUnverified is a stored blob that is not one this server (or one
+// sharing its key) wrote for that id.
+var errUnverified = errors.New("its signature does not verify (damaged, forged, written for another id or API key, or signed with another key); it was not loaded")
+
+func (s *Server) open(key string, blob []byte) ([]byte, error) {
+	n := len(blobMagic) + sha256.Size
+	if len(blob) < n || string(blob[:len(blobMagic)]) != string(blobMagic) {
+		return nil, errUnverified
+	}
+	payload := blob[n:]
+	if !hmac.Equal(blob[len(blobMagic):n], s.mac(key, payload)) {
+		return nil, errUnverified
+	}
+	return payload, nil
+}
