@@ -1,0 +1,208 @@
+package servetest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/monty-go/monty/cmd/monty/clienttest"
+)
+
+// upstreamWorker is upstream's `monty` binary beside the client's Python
+// (pydantic-monty-runtime, pinned by scripts/pyclients.sh).
+func upstreamWorker(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(filepath.Dir(clienttest.Python(t)), "monty")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("upstream's worker is missing from the client environment (pydantic-monty-runtime): %v", err)
+	}
+	return bin
+}
+
+// wsURL is the monty.v1 URL of an instance.
+func (in *instance) wsURL() string { return "ws" + strings.TrimPrefix(in.url, "http") + "/" }
+
+// TestMontyV1WebSocket runs testdata/clients/monty_v1_ws.py against monty
+// serve: pydantic-monty 1.4.0's AsyncMontyWebsocket, unmodified, runs the
+// same scenarios as on upstream's worker and must see the same; then the
+// server's own features (keys, stored sessions and records, refusals,
+// ephemeral sessions, profiles with their ceilings and mounts) are checked.
+func TestMontyV1WebSocket(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "hello.txt"), []byte("hello from the host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	profiles := filepath.Join(dir, "profiles.json")
+	spec := `{"small": {"max_memory": "16MiB", "max_duration": "2s", "mounts": ["` + data + `:/data:ro"]}}`
+	if err := os.WriteFile(profiles, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := serve(t, "--store", filepath.Join(dir, "store"), "--api-key", "ws-test-key-1", "--api-key", "ws-test-key-2", "--profiles", profiles)
+	out := clienttest.Run(t, 5*time.Minute, nil, "monty_v1_ws.py", upstreamWorker(t), in.wsURL(), "ws-test-key-1", "ws-test-key-2")
+	t.Log(out)
+}
+
+// balancer is a TCP load balancer in front of instances: each new
+// connection goes to the first instance whose GET /health answers 200, as
+// a load balancer's health check would send it.
+type balancer struct {
+	ln        net.Listener
+	instances []*instance
+	mu        sync.Mutex
+	routed    map[string]int
+}
+
+func newBalancer(t *testing.T, instances ...*instance) *balancer {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &balancer{ln: ln, instances: instances, routed: map[string]int{}}
+	go b.accept()
+	t.Cleanup(func() { _ = ln.Close() })
+	return b
+}
+
+func (b *balancer) accept() {
+	for {
+		c, err := b.ln.Accept()
+		if err != nil {
+			return
+		}
+		go b.route(c)
+	}
+}
+
+func (b *balancer) route(c net.Conn) {
+	defer c.Close()
+	for _, in := range b.instances {
+		resp, err := http.Get(in.url + "/health")
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			continue
+		}
+		up, err := net.Dial("tcp", strings.TrimPrefix(in.url, "http://"))
+		if err != nil {
+			continue
+		}
+		b.mu.Lock()
+		b.routed[in.url]++
+		b.mu.Unlock()
+		defer up.Close()
+		done := make(chan struct{}, 2)
+		go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
+		go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+		<-done
+		return
+	}
+}
+
+// TestMontyV1DrainContinuesOnAnotherInstance: two monty serve processes
+// share one Redis; a load balancer sends connections to whichever is
+// healthy. A session idle between feeds and one suspended on an external
+// call both start on the first instance, which is then drained (SIGTERM).
+// pydantic-monty's auto_resume must carry both over to the second instance
+// with their state, without the caller noticing.
+func TestMontyV1DrainContinuesOnAnotherInstance(t *testing.T) {
+	store := redisSpec(t)
+	const key = "drain-test-api-key"
+	a := serve(t, "--store", store, "--api-key", key)
+	b := serve(t, "--store", store, "--api-key", key)
+	lb := newBalancer(t, a, b)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, clienttest.Python(t), clienttest.Script("monty_v1_drain.py"), "ws://"+lb.ln.Addr().String()+"/", key)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "READY" {
+		_ = cmd.Wait()
+		t.Fatalf("the client did not get ready: %q\n%s\n%s", lines.Text(), stderr.String(), a.log())
+	}
+	lb.mu.Lock()
+	onA := lb.routed[a.url]
+	lb.mu.Unlock()
+	if onA != 2 {
+		t.Fatalf("the two sessions should have started on the first instance, routed: %v", lb.routed)
+	}
+	// Drain the first instance: it answers 503 on /health, parks each
+	// session at its next request and exits once both are handed back.
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := http.Get(a.url + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first instance did not start draining: %v\n%s", err, a.log())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	var result struct {
+		Idle        []int  `json:"idle"`
+		Busy        int    `json:"busy"`
+		SameSession bool   `json:"same_session"`
+		SessionID   string `json:"session_id"`
+	}
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &result) != nil {
+		_ = cmd.Wait()
+		t.Fatalf("no result from the client: %q\nclient stderr:\n%s\nfirst instance:\n%s\nsecond instance:\n%s", lines.Text(), stderr.String(), a.log(), b.log())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("client: %v: %+v\n%s", err, result, stderr.String())
+	}
+	if len(result.Idle) != 2 || result.Idle[1] != 2 || result.Busy != 42 || !result.SameSession {
+		t.Fatalf("the sessions did not continue as they were: %+v", result)
+	}
+	select {
+	case <-a.exited:
+		if a.waitErr != nil {
+			t.Fatalf("the drained instance exited with %v\n%s", a.waitErr, a.log())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the drained instance did not exit once its sessions were handed back\n%s", a.log())
+	}
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	if lb.routed[b.url] < 2 {
+		t.Fatalf("the sessions should have continued on the second instance, routed: %v", lb.routed)
+	}
+}
