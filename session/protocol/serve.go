@@ -9,6 +9,10 @@ import (
 	pb "github.com/monty-go/monty/session/protocol/montypb"
 )
 
+// ErrFatal is Serve's error when the worker sent a FatalError (an
+// unsupported protocol version) and the connection cannot go on.
+var ErrFatal = errors.New("monty.v1: the session ended with a fatal error")
+
 // Serve runs w over c: it reads requests and answers them until the parent
 // sends Shutdown (nil), closes the connection between frames (nil), sends
 // something that is not a request (a FatalError is sent, then the error is
@@ -49,7 +53,7 @@ func Serve(ctx context.Context, c Conn, w *Worker) (err error) {
 		case Shutdown:
 			return nil
 		case Fatal:
-			return errors.New("monty.v1: the session ended with a fatal error")
+			return ErrFatal
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
