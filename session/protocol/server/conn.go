@@ -175,14 +175,19 @@ func (c *conn) handle(ctx context.Context, req *pb.ParentRequest) (bool, error) 
 	defer cancel()
 	tctx, span := s.tel.StartExecution(tctx, c.sid, resumed)
 	var last *pb.ChildEvent
+	timedOut := func() bool { return errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil }
 	outcome, err := c.w.Handle(tctx, req, func(ev *pb.ChildEvent) error {
 		if ev.GetPrint() == nil {
 			last = ev
+			if timedOut() {
+				// A turn timeout is a dropped connection, as monty-server's.
+				return errTurnTimeout
+			}
 		}
 		return send(ev)
 	})
 	span.End(outcomeOf(last, err))
-	if errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+	if timedOut() {
 		s.log.Warn("monty.v1 request ran past the turn timeout; closing the connection", "session_id", c.sid, "turn_timeout", s.opts.TurnTimeout)
 		return false, errTurnTimeout
 	}
