@@ -152,6 +152,11 @@ func (it *Interpreter) load(ctx context.Context, b []byte, kind byte) (uint32, *
 	if err != nil {
 		return 0, nil, err
 	}
+	return it.loadPayload(ctx, payload, kind)
+}
+
+// loadPayload restores Monty's own dump bytes of the given kind.
+func (it *Interpreter) loadPayload(ctx context.Context, payload []byte, kind byte) (uint32, *wire.Reader, error) {
 	limit := it.limits.MaxMemory
 	if limit > 0 && int64(len(payload)) > limit {
 		return 0, nil, &StateLimitError{Need: int64(len(payload)), Limit: limit}

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -89,6 +90,36 @@ func TestDumpLoadREPL(t *testing.T) {
 	v, err = r3.Run(ctx, "got")
 	require.NoError(t, err)
 	assert.Equal(t, object.Int(41), v)
+}
+
+// TestLoadMontyREPL: Monty's own dump bytes (what upstream's worker hands
+// out, and what this package's dumps carry inside their envelope) load as
+// a REPL; anything else is refused before it reaches Monty's deserialiser.
+func TestLoadMontyREPL(t *testing.T) {
+	ctx := context.Background()
+	a, b := newInterp(t), newInterp(t)
+	r, err := a.NewREPL(ctx)
+	require.NoError(t, err)
+	_, err = r.Run(ctx, "k = 40")
+	require.NoError(t, err)
+	dump, err := r.Dump(ctx)
+	require.NoError(t, err)
+	at := bytes.Index(dump, []byte(runtime.MontyDumpMagic))
+	require.Positive(t, at)
+	r2, pending, err := b.LoadMontyREPL(ctx, dump[at:])
+	require.NoError(t, err)
+	assert.Nil(t, pending)
+	v, err := r2.Run(ctx, "k + 2")
+	require.NoError(t, err)
+	assert.Equal(t, object.Int(42), v)
+
+	_, _, err = b.LoadMontyREPL(ctx, dump)
+	require.ErrorIs(t, err, runtime.ErrInvalidDump, "this package's envelope is not Monty's format")
+	_, _, err = b.LoadMontyREPL(ctx, append([]byte(runtime.MontyDumpMagic), 0xff, 0xff, 1, 2, 3))
+	require.Error(t, err, "a version no Monty writes")
+	v, err = r2.Run(ctx, "k")
+	require.NoError(t, err, "the interpreter survives a refused dump")
+	assert.Equal(t, object.Int(40), v)
 }
 
 func TestLoadRejectsBadDumps(t *testing.T) {

@@ -1,11 +1,13 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
 
 	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime/internal/wire"
 )
 
 // REPL is an interactive session: each Feed runs a snippet against the
@@ -122,6 +124,31 @@ func (it *Interpreter) LoadREPL(ctx context.Context, dump []byte) (*REPL, *Execu
 	if err != nil {
 		return nil, nil, err
 	}
+	return it.loadedREPL(h, resp)
+}
+
+// MontyDumpMagic starts Monty's own dump format (a 2-byte version follows).
+const MontyDumpMagic = "MONTY\x00"
+
+// LoadMontyREPL restores a REPL from Monty's own dump bytes, the format
+// upstream Monty's worker answers a monty.v1 Dump with (they start with
+// MontyDumpMagic), as LoadREPL does for this package's dumps. Monty's
+// deserialiser trusts its input and these bytes carry no checksum: load
+// only bytes from a producer you trust. Only the REPL is restored: what
+// the dump holds for upstream's type checker is ignored.
+func (it *Interpreter) LoadMontyREPL(ctx context.Context, dump []byte) (*REPL, *Execution, error) {
+	if !bytes.HasPrefix(dump, []byte(MontyDumpMagic)) {
+		return nil, nil, fmt.Errorf("%w: not one of Monty's own dumps (bad magic)", ErrInvalidDump)
+	}
+	h, resp, err := it.loadPayload(ctx, dump, kindREPL)
+	if err != nil {
+		return nil, nil, err
+	}
+	return it.loadedREPL(h, resp)
+}
+
+// loadedREPL wraps a REPL handle the module just restored.
+func (it *Interpreter) loadedREPL(h uint32, resp *wire.Reader) (*REPL, *Execution, error) {
 	it.handles[h] = struct{}{}
 	repl := &REPL{it: it, handle: h}
 	if resp.Null() {

@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"bytes"
 	"math/big"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session/protocol"
 	pb "github.com/monty-go/monty/session/protocol/montypb"
 )
@@ -304,4 +306,53 @@ func TestDifferential(t *testing.T) {
 	// range at offset 0).
 	assert.Positive(t, upstreamPositions, "upstream sends source positions")
 	assert.Zero(t, ourPositions, "ours sends source positions now: remove the known difference")
+}
+
+// TestDumpsAcrossWorkers: a dump of upstream's worker loads in ours, idle
+// and suspended, and continues. Ours does not load in upstream's worker:
+// it wraps Monty's dump (which upstream reads, checked here too) in a
+// container with the session's configuration and clocks (docs/conformance.md).
+func TestDumpsAcrossWorkers(t *testing.T) {
+	up := upstreamWorker(t)
+	up.turn(configure(nil))
+	up.turn(feed("x = [1, 2]\ndef f(n):\n    return n * 3\nclass A:\n    v = 5"))
+	idle := up.last(request("dump")).GetDumpResult().GetState()
+	require.NotNil(t, up.last(feed("y = ask(f(len(x)))\ny + A.v")).GetFunctionCall())
+	paused := up.last(request("dump")).GetDumpResult().GetState()
+
+	ours := ourWorker(t)
+	ev := ours.last(load(idle))
+	require.NotNil(t, ev.GetOk(), "%v", ev)
+	assert.Equal(t, "main.py", ev.GetRestoredScriptName())
+	vs, err := protocol.DecodeValues(ours.last(feed("f(len(x)) + A.v")).GetComplete().GetValues(), 0)
+	require.NoError(t, err)
+	assert.Equal(t, object.Int(11), vs[0])
+
+	ours = ourWorker(t)
+	ev = ours.last(load(paused))
+	require.Equal(t, "ask", ev.GetFunctionCall().GetFunctionName(), "the suspension is announced again: %v", ev)
+	a, roots, err := protocol.EncodeValues(object.Int(100))
+	require.NoError(t, err)
+	done := ours.last(resumeReturn(ev.GetFunctionCall().GetCallId(), a, roots[0]))
+	vs, err = protocol.DecodeValues(done.GetComplete().GetValues(), done.GetComplete().GetValue())
+	require.NoError(t, err)
+	assert.Equal(t, object.Int(105), vs[0])
+
+	// Ours in upstream's: refused as a whole ...
+	ours = ourWorker(t)
+	ours.turn(configure(nil))
+	ours.turn(feed("z = 7"))
+	mine := ours.last(request("dump")).GetDumpResult().GetState()
+	up2 := upstreamWorker(t)
+	ev = up2.last(load(mine))
+	assert.Contains(t, ev.GetError().GetException().GetMessage(), "not a monty dump",
+		"upstream's worker loads monty-go's dump container now: update docs/conformance.md and this test")
+	// ... while the Monty dump inside it is upstream's own format.
+	at := bytes.Index(mine, []byte(runtime.MontyDumpMagic))
+	require.Positive(t, at)
+	up3 := upstreamWorker(t)
+	require.NotNil(t, up3.last(load(mine[at:])).GetOk())
+	vs, err = protocol.DecodeValues(up3.last(feed("z * 6")).GetComplete().GetValues(), 0)
+	require.NoError(t, err)
+	assert.Equal(t, object.Int(42), vs[0])
 }

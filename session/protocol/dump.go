@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
 	pb "github.com/monty-go/monty/session/protocol/montypb"
 )
 
@@ -19,9 +20,10 @@ import (
 //
 //	"MGW1" uvarint(len(header)) header repl-dump
 //
-// Upstream's worker writes a different container around a different
-// build's interpreter dump, so neither side loads the other's (see
-// docs/conformance.md).
+// Restore also takes Monty's own dump bytes, as upstream's worker writes
+// them (runtime.LoadMontyREPL). Upstream's worker does not take this
+// container (see docs/conformance.md), though the interpreter dump inside
+// it is in Monty's own format.
 var dumpMagic = []byte("MGW1")
 
 // ErrBadDump reports Load bytes that are not a dump of this worker.
@@ -83,6 +85,29 @@ func (w *Worker) Snapshot(ctx context.Context) ([]byte, error) {
 	return append(out, repl...), nil
 }
 
+// restoreMonty restores Monty's own dump bytes, as upstream's worker
+// writes them: the REPL comes back (suspended or not) under the session's
+// configuration, or a default one; what the dump holds for upstream's type
+// checker is not read, so a type-checked session checks its next snippets
+// without the earlier ones' context.
+func (w *Worker) restoreMonty(ctx context.Context, state []byte) error {
+	cfg := w.cfg
+	if cfg == nil {
+		cfg = &pb.Configure{ProtocolVersion: Version}
+	}
+	it, err := w.interpreter(ctx)
+	if err != nil {
+		return err
+	}
+	w.dropSession()
+	repl, ex, err := it.LoadMontyREPL(ctx, state)
+	if err != nil {
+		return err
+	}
+	w.cfg, w.repl, w.exec = cfg, repl, ex
+	return nil
+}
+
 // splitDump parses a dump into its header fields and the REPL's bytes.
 func splitDump(b []byte) (map[string]object.Value, []byte, error) {
 	if !bytes.HasPrefix(b, dumpMagic) {
@@ -132,6 +157,9 @@ func (w *Worker) load(ctx context.Context, state []byte) *pb.ChildEvent {
 // Restore replaces the worker's session with the one in state (dump bytes).
 // On error the worker keeps no session.
 func (w *Worker) Restore(ctx context.Context, state []byte) error {
+	if bytes.HasPrefix(state, []byte(runtime.MontyDumpMagic)) {
+		return w.restoreMonty(ctx, state)
+	}
 	fields, replDump, err := splitDump(state)
 	if err != nil {
 		return err
