@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"math"
+	"math/big"
 	"strings"
 	"time"
 
@@ -22,6 +24,71 @@ type compileConfig struct {
 	hostClock bool
 	timezone  string // IANA name; "" for UTC
 	cwd       string // absolute virtual path; "" for "/"
+	policy    sandboxPolicy
+}
+
+// sandboxPolicy is the rest of the sandbox element (docs/abi.md): what
+// upstream Monty's OsPolicy and CompileOptions offer beyond a zone and a
+// directory. The zero value asks for nothing.
+type sandboxPolicy struct {
+	assert    *uint32          // assert annotation bytes; 0 turns them off
+	fixed     *time.Time       // a frozen clock
+	fixedZone *object.TimeZone // a fixed-offset local zone
+	random    *randomStart
+	elapsed   bool // process_time() reports the session's execution time
+}
+
+func (p *sandboxPolicy) set() bool {
+	return p.assert != nil || p.fixed != nil || p.fixedZone != nil || p.random != nil || p.elapsed
+}
+
+// randomStart is where an unseeded random gets its state: kind 1 asks the
+// host (an os.urandom OS call), 2-5 seed it with an int, float, str or bytes.
+type randomStart struct {
+	kind  uint64
+	value object.Value
+}
+
+// WithAssertAnnotations sets how a failed assert describes its operands:
+// maxBytes of each operand's repr ("assert 'ab… == 'xy…"), or 0 for none
+// (CPython's bare AssertionError). The default is 120 bytes.
+func WithAssertAnnotations(maxBytes int) CompileOption {
+	n := uint32(min(max(maxBytes, 0), math.MaxUint32))
+	return func(c *compileConfig) { c.policy.assert = &n }
+}
+
+// WithFixedClock freezes every clock the code reads (date.today(),
+// datetime.now(), the time module's clocks) at t, for reproducible runs.
+// It cannot be combined with WithHostClock.
+func WithFixedClock(t time.Time) CompileOption {
+	return func(c *compileConfig) { c.policy.fixed = &t }
+}
+
+// WithFixedTimezone sets the sandbox's local zone to a fixed offset from UTC
+// (with tz.Name, if any, as its name), instead of an IANA zone. It cannot
+// be combined with WithTimezone.
+func WithFixedTimezone(tz object.TimeZone) CompileOption {
+	return func(c *compileConfig) { c.policy.fixedZone = &tz }
+}
+
+// WithRandomSeed seeds the random module as random.seed(seed) would, so
+// that unseeded draws repeat from run to run: seed is an int (object.Int or
+// object.BigInt), a finite object.Float, an object.Str or object.Bytes.
+func WithRandomSeed(seed object.Value) CompileOption {
+	return func(c *compileConfig) { c.policy.random = &randomStart{value: seed} }
+}
+
+// WithHostRandom makes the random module's first unseeded draw ask the host
+// for its state, as an os.urandom OS call for 2496 bytes.
+func WithHostRandom() CompileOption {
+	return func(c *compileConfig) { c.policy.random = &randomStart{kind: 1} }
+}
+
+// WithElapsedProcessTime makes time.process_time() and time.thread_time()
+// report the execution time of the program or REPL so far (sleeps and time
+// paused at the host excluded) instead of 0.
+func WithElapsedProcessTime() CompileOption {
+	return func(c *compileConfig) { c.policy.elapsed = true }
 }
 
 // WithScriptName names the code in tracebacks (default "main.py").
@@ -75,18 +142,120 @@ func (c *compileConfig) check() error {
 	if c.cwd != "" && !strings.HasPrefix(c.cwd, "/") {
 		return fmt.Errorf("%w: working directory %q is not an absolute path", ErrInvalidOption, c.cwd)
 	}
+	p := &c.policy
+	if p.fixed != nil && c.hostClock {
+		return fmt.Errorf("%w: WithFixedClock and WithHostClock cannot be combined", ErrInvalidOption)
+	}
+	if p.fixedZone != nil && c.timezone != "" {
+		return fmt.Errorf("%w: WithFixedTimezone and WithTimezone cannot be combined", ErrInvalidOption)
+	}
+	if z := p.fixedZone; z != nil && (z.Offset <= -86400 || z.Offset >= 86400) {
+		return fmt.Errorf("%w: a fixed time zone's offset must be within a day, not %ds", ErrInvalidOption, z.Offset)
+	}
+	if r := p.random; r != nil && r.kind != 1 {
+		switch v := r.value.(type) {
+		case object.Int, object.BigInt:
+			r.kind = 2
+		case object.Float:
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("%w: a float random seed must be finite", ErrInvalidOption)
+			}
+			r.kind = 3
+		case object.Str:
+			r.kind = 4
+		case object.Bytes:
+			r.kind = 5
+		default:
+			return fmt.Errorf("%w: a random seed is an int, float, str or bytes, not %s", ErrInvalidOption, object.Repr(r.value))
+		}
+	}
 	return nil
 }
 
 // sandboxed reports whether a request needs its optional last element,
-// [timezone|null, cwd|null] (docs/abi.md); without it the module keeps UTC
-// and "/", so requests stay those of modules that predate the element.
-func (c *compileConfig) sandboxed() bool { return c.timezone != "" || c.cwd != "" }
+// [timezone|null, cwd|null, policy?] (docs/abi.md); without it the module
+// keeps UTC and "/", so requests stay those of modules that predate the
+// element.
+func (c *compileConfig) sandboxed() bool { return c.timezone != "" || c.cwd != "" || c.policy.set() }
 
 func (c *compileConfig) writeSandbox(w *wire.Writer) {
-	w.Array(2)
+	p := &c.policy
+	if !p.set() {
+		w.Array(2)
+	} else {
+		w.Array(3)
+	}
 	w.OptText(c.timezone, c.timezone != "")
 	w.OptText(c.cwd, c.cwd != "")
+	if !p.set() {
+		return
+	}
+	// [assert|null, fixed_clock|null, fixed_zone|null, random|null, elapsed]
+	w.Array(5)
+	if p.assert != nil {
+		w.Uint(uint64(*p.assert))
+	} else {
+		w.Null()
+	}
+	if p.fixed != nil {
+		w.Array(2)
+		_ = w.Value(object.Int(p.fixed.Unix()))
+		w.Uint(uint64(p.fixed.Nanosecond() / 1000))
+	} else {
+		w.Null()
+	}
+	if z := p.fixedZone; z != nil {
+		w.Array(2)
+		_ = w.Value(object.Int(z.Offset))
+		w.OptText(ptrOr(z.Name), z.Name != nil)
+	} else {
+		w.Null()
+	}
+	switch r := p.random; {
+	case r == nil:
+		w.Null()
+	case r.kind == 1:
+		w.Array(1)
+		w.Uint(1)
+	default:
+		w.Array(2)
+		w.Uint(r.kind)
+		switch v := r.value.(type) {
+		case object.Int:
+			w.Bytes(signedLE(big.NewInt(int64(v))))
+		case object.BigInt:
+			w.Bytes(signedLE(v.Big))
+		default:
+			_ = w.Value(v) // float, str or bytes: checked by check
+		}
+	}
+	w.Bool(p.elapsed)
+}
+
+func ptrOr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// signedLE is n in two's complement, little-endian, as short as it can be
+// (what Rust's BigInt::from_signed_bytes_le reads).
+func signedLE(n *big.Int) []byte {
+	if n.Sign() == 0 {
+		return []byte{0}
+	}
+	size := n.BitLen()/8 + 1
+	out := make([]byte, size)
+	v := new(big.Int).Set(n)
+	if v.Sign() < 0 {
+		v.Add(v, new(big.Int).Lsh(big.NewInt(1), uint(size*8)))
+	}
+	b := v.Bytes() // big-endian magnitude, at most size bytes
+	for i := range b {
+		out[i] = b[len(b)-1-i]
+	}
+	return out
 }
 
 // Program is compiled Python code held by an Interpreter. It can run any

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"math/big"
 	"slices"
 	"strings"
 	"time"
-	_ "time/tzdata" // zone rules for a fixed clock read in the sandbox's zone, on any machine
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
@@ -262,18 +263,19 @@ func (w *Worker) handle(ctx context.Context, req *pb.ParentRequest) (*pb.ChildEv
 	return Violation("request has no kind"), Continue
 }
 
-// checkConfig refuses settings the interpreter cannot honour rather than
-// ignoring them silently.
+// checkConfig refuses settings the interpreter would refuse, with a
+// message that names them, before the session exists.
 func checkConfig(c *pb.Configure) error {
-	p := c.GetOsPolicy()
-	if p.GetRandomCallHost() != nil || p.GetSeed() != nil {
-		return errors.New("OSPolicy: seeded and host-provided random starts are not supported by monty-go yet; leave random at 'system'")
+	if tz := c.GetOsPolicy().GetTimezone().GetFixed(); tz != nil && (tz.GetOffsetSeconds() <= -86400 || tz.GetOffsetSeconds() >= 86400) {
+		return fmt.Errorf("OSPolicy: time zone offset %ds is not within a day", tz.GetOffsetSeconds())
 	}
-	if p.GetElapsed() != nil {
-		return errors.New("OSPolicy: process_time='elapsed' is not supported by monty-go yet; leave it at 'zero'")
+	if f := c.GetOsPolicy().GetFixed(); f != nil && f.GetMicrosecond() > 999_999 {
+		return fmt.Errorf("OSPolicy: fixed datetime microsecond %d is out of range", f.GetMicrosecond())
 	}
-	if tz := p.GetTimezone(); tz.GetFixed() != nil {
-		return errors.New("OSPolicy: a fixed-offset sandbox time zone is not supported by monty-go yet; name an IANA zone instead")
+	if s := c.GetOsPolicy().GetSeed(); s != nil {
+		if f, ok := s.GetValue().(*pb.RandomSeed_Float); ok && (math.IsNaN(f.Float) || math.IsInf(f.Float, 0)) {
+			return errors.New("OSPolicy: a float random seed must be finite")
+		}
 	}
 	return nil
 }
@@ -322,20 +324,68 @@ func (w *Worker) interpreter(ctx context.Context) (*runtime.Interpreter, error) 
 	return w.it, nil
 }
 
-// replOptions are the interpreter options the session's policy asks for.
+// replOptions are the interpreter options the session's configuration
+// asks for: its script name, OS policy and assert annotations.
 func (w *Worker) replOptions(cwd string) []runtime.CompileOption {
 	opts := []runtime.CompileOption{runtime.WithScriptName(w.scriptName())}
 	p := w.cfg.GetOsPolicy()
-	if p.GetCallHost() != nil || p.GetFixed() != nil {
+	switch {
+	case p.GetCallHost() != nil:
 		opts = append(opts, runtime.WithHostClock())
+	case p.GetFixed() != nil:
+		f := p.GetFixed()
+		opts = append(opts, runtime.WithFixedClock(time.Unix(f.GetUnixSeconds(), int64(f.GetMicrosecond())*1000)))
 	}
-	if name := p.GetTimezone().GetNamed(); name != "" {
-		opts = append(opts, runtime.WithTimezone(name))
+	switch tz := p.GetTimezone(); {
+	case tz.GetNamed() != "":
+		opts = append(opts, runtime.WithTimezone(tz.GetNamed()))
+	case tz.GetFixed() != nil:
+		opts = append(opts, runtime.WithFixedTimezone(object.TimeZone{Offset: int(tz.GetFixed().GetOffsetSeconds()), Name: tz.GetFixed().Name}))
+	}
+	switch {
+	case p.GetRandomCallHost() != nil:
+		opts = append(opts, runtime.WithHostRandom())
+	case p.GetSeed() != nil:
+		opts = append(opts, runtime.WithRandomSeed(seedValue(p.GetSeed())))
+	}
+	if p.GetElapsed() != nil {
+		opts = append(opts, runtime.WithElapsedProcessTime())
+	}
+	if n := w.cfg.AssertMessageAnnotations; n != nil {
+		opts = append(opts, runtime.WithAssertAnnotations(int(*n)))
 	}
 	if cwd != "" {
 		opts = append(opts, runtime.WithCwd(cwd))
 	}
 	return opts
+}
+
+// seedValue is a random seed from the wire as the value random.seed takes.
+func seedValue(s *pb.RandomSeed) object.Value {
+	switch v := s.GetValue().(type) {
+	case *pb.RandomSeed_Int:
+		return object.IntFromBig(fromSignedLE(v.Int))
+	case *pb.RandomSeed_Float:
+		return object.Float(v.Float)
+	case *pb.RandomSeed_Str:
+		return object.Str(v.Str)
+	case *pb.RandomSeed_Bytes:
+		return object.Bytes(v.Bytes)
+	}
+	return object.Int(0)
+}
+
+// fromSignedLE reads a two's complement little-endian integer.
+func fromSignedLE(b []byte) *big.Int {
+	be := make([]byte, len(b))
+	for i := range b {
+		be[len(b)-1-i] = b[i]
+	}
+	n := new(big.Int).SetBytes(be)
+	if len(b) > 0 && b[len(b)-1]&0x80 != 0 {
+		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	return n
 }
 
 func (w *Worker) scriptName() string {
@@ -655,16 +705,6 @@ func (w *Worker) answerLocally(ctx context.Context, p runtime.Pause) (runtime.An
 		if pol.GetSleep().GetZero() != nil {
 			return runtime.Return(object.None{}), true
 		}
-	case "date.today", "datetime.now", "time.time":
-		if fixed := pol.GetFixed(); fixed != nil {
-			at := time.Unix(fixed.GetUnixSeconds(), int64(fixed.GetMicrosecond())*1000)
-			clock := runtime.Clock{Now: func() time.Time { return at }, Location: w.location()}
-			v, err := clock.HandleOS(context.Background(), c)
-			if err != nil {
-				return runtime.Unhandled(c), true
-			}
-			return runtime.Return(v), true
-		}
 	}
 	return runtime.Answer{}, false
 }
@@ -795,16 +835,6 @@ func answerOf(v object.Value, err error) runtime.Answer {
 		v = object.None{}
 	}
 	return runtime.Return(v)
-}
-
-// location is the sandbox's zone, for the clock reads the worker answers.
-func (w *Worker) location() *time.Location {
-	if name := w.cfg.GetOsPolicy().GetTimezone().GetNamed(); name != "" {
-		if loc, err := time.LoadLocation(name); err == nil {
-			return loc
-		}
-	}
-	return time.UTC
 }
 
 // suspension is the event announcing a pause to the parent.

@@ -38,6 +38,10 @@ const (
 	SpanTypeCheck = "monty.typecheck"
 	SpanPause     = "monty.pause"
 	SpanResume    = "monty.resume"
+	// SpanSessionPrefix is followed by what a monty.v1 server does with a
+	// stored session outside an execution: monty.session.load, .dump (a
+	// record) and .park.
+	SpanSessionPrefix = "monty.session."
 	// SpanStorePrefix is followed by the operation: monty.store.get, .put,
 	// .delete, .stat, .list.
 	SpanStorePrefix = "monty.store."

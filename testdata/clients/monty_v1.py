@@ -300,6 +300,31 @@ def os_policy(pool, _binary):
 
 
 @scenario
+def random_clock_and_process_time(pool, _binary):
+    res = []
+    for seed in (42, -(2**70), 2.5, 'abc', b'\x00\x01'):
+        with pool.checkout(os_policy=pm.OSPolicy(random_start={'seed': seed})) as s:
+            res.append(s.feed_run('import random\n[random.random(), random.randint(1, 10**6)]'))
+
+    def urandom(*, name, args, kwargs, is_async, **_):
+        if name == 'os.urandom':
+            return bytes(range(256)) * (args[0] // 256) + bytes(args[0] % 256)
+        return pm.NOT_HANDLED
+
+    with pool.checkout(os_policy=pm.OSPolicy(random_start='call_host')) as s:
+        res.append(s.feed_run('import random\nrandom.randint(1, 10**6)', os=urandom))
+    for pt in ('zero', 'elapsed'):
+        with pool.checkout(os_policy=pm.OSPolicy(process_time=pt)) as s:
+            res.append(s.feed_run('import time\nn = 0\nwhile n < 200000:\n    n += 1\ntime.process_time() > 0'))
+    fixed = datetime.datetime(2030, 1, 2, 3, 4, 5, 6)
+    zone = {'offset_seconds': -3 * 3600 - 1800, 'name': 'NST'}
+    with pool.checkout(os_policy=pm.OSPolicy(datetime=fixed, timezone=zone)) as s:
+        res.append(s.feed_run('import datetime, time\n[str(datetime.datetime.now()), str(datetime.datetime.now().astimezone()), time.time()]'))
+    assert res[0] != res[1] and res[-3] is False and res[-2] is True, res
+    return repr(res)
+
+
+@scenario
 def type_checking(pool, _binary):
     res = []
     stubs = 'def fetch(url: str) -> int: ...\n'

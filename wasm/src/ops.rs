@@ -1,16 +1,18 @@
 //! The operations behind `monty_call`, and the handle table they act on.
 
-use std::{borrow::Cow, cell::RefCell, collections::HashMap, time::Duration};
+use std::{borrow::Cow, cell::RefCell, collections::HashMap, num::NonZeroU32, time::Duration};
 
 use monty::{
     Dump, MontyRepl, MontyRun, ReplContinuationMode, ReplProgress, ReplStartError, RunProgress, Session, SessionRef,
     detect_repl_continuation_mode, dump,
 };
 use monty_types::{
-    CallArgs, CompileOptions, DateTimeSource, ExcType, ExtFunctionResult, MontyException, MontyObject, MontyUuid,
-    NameLookupResult, OsFunctionCall, OsPolicy, PrintWriter, ResourceLimits, ResourceTracker, SandboxTimeZone,
-    SleepMode,
+    AssertMessageAnnotations, CallArgs, CompileOptions, DateTimeSource, ExcType, ExtFunctionResult,
+    MAX_TIMEZONE_OFFSET_SECONDS, MIN_TIMEZONE_OFFSET_SECONDS, MontyException, MontyObject, MontyUuid, NameLookupResult,
+    OsFunctionCall, OsPolicy, PrintWriter, ProcessTime, RandomSeed, RandomStart, ResourceLimits, ResourceTracker,
+    SandboxTimeZone, SleepMode,
 };
+use num_bigint::BigInt;
 
 use crate::{
     cbor::{Reader, Writer},
@@ -283,13 +285,24 @@ fn os_policy(host_clock: bool) -> OsPolicy {
 }
 
 /// The optional last element of compile and REPL requests:
-/// `[timezone|null, cwd|null]`. Requests without it keep UTC and `/`.
+/// `[timezone|null, cwd|null]`, or `[timezone|null, cwd|null, policy]` with
+/// `policy = [assert|null, fixed_clock|null, fixed_zone|null, random|null,
+/// elapsed]` (docs/abi.md). Requests without it keep UTC and `/`.
 #[derive(Default)]
 struct Sandbox {
-    /// The sandbox's local zone (an IANA name such as `Europe/London`).
+    /// The sandbox's local zone (an IANA name such as `Europe/London`, or a
+    /// fixed offset).
     timezone: Option<SandboxTimeZone>,
     /// The initial working directory (an absolute virtual path).
     cwd: Option<String>,
+    /// How failed asserts are annotated.
+    options: CompileOptions,
+    /// A frozen clock, instead of the system's or the host's.
+    fixed_clock: Option<DateTimeSource>,
+    /// Where an unseeded `random` gets its first state.
+    random: Option<RandomStart>,
+    /// What `time.process_time()` reports.
+    process_time: ProcessTime,
 }
 
 impl Sandbox {
@@ -298,7 +311,10 @@ impl Sandbox {
         if items == base {
             return Ok(Self::default());
         }
-        r.array_of(2)?;
+        let n = r.array()?;
+        if n != 2 && n != 3 {
+            return Err(Failure::Api("bad request: sandbox has the wrong length".to_owned()));
+        }
         let timezone = match r.opt_text()? {
             Some(name) => {
                 Some(SandboxTimeZone::named(name).map_err(|_| Failure::Api(format!("unknown time zone {name:?}")))?)
@@ -313,15 +329,85 @@ impl Sandbox {
             }
             cwd => cwd.map(str::to_owned),
         };
-        Ok(Self { timezone, cwd })
+        let mut sandbox = Self {
+            timezone,
+            cwd,
+            ..Self::default()
+        };
+        if n == 3 {
+            sandbox.read_policy(r)?;
+        }
+        Ok(sandbox)
     }
 
-    /// The OS policy with this sandbox's zone.
+    /// `[assert|null, fixed_clock|null, fixed_zone|null, random|null, elapsed]`
+    fn read_policy(&mut self, r: &mut Reader<'_>) -> Result<(), Failure> {
+        r.array_of(5)?;
+        if let Some(max) = r.opt_uint()? {
+            let max = u32::try_from(max).map_err(|_| Failure::Api("assert annotation size too large".to_owned()))?;
+            self.options.assert_message_annotations = match NonZeroU32::new(max) {
+                Some(n) => AssertMessageAnnotations::MaxBytes(n),
+                None => AssertMessageAnnotations::Off,
+            };
+        }
+        if !r.null()? {
+            r.array_of(2)?;
+            let unix_seconds = r.int()?;
+            let microsecond = r.u32()?;
+            if microsecond > 999_999 {
+                return Err(Failure::Api("fixed clock: microsecond out of range".to_owned()));
+            }
+            self.fixed_clock = Some(DateTimeSource::Fixed {
+                unix_seconds,
+                microsecond,
+            });
+        }
+        if !r.null()? {
+            r.array_of(2)?;
+            let offset_seconds = r.i32()?;
+            if !(MIN_TIMEZONE_OFFSET_SECONDS..=MAX_TIMEZONE_OFFSET_SECONDS).contains(&offset_seconds) {
+                return Err(Failure::Api("fixed time zone: offset out of range".to_owned()));
+            }
+            let name = r.opt_text()?.map(str::to_owned);
+            self.timezone = Some(SandboxTimeZone::Fixed { offset_seconds, name });
+        }
+        if !r.null()? {
+            let n = r.array()?;
+            let kind = r.uint()?;
+            self.random = Some(match (kind, n) {
+                (1, 1) => RandomStart::CallHost,
+                (2, 2) => RandomStart::Seed(RandomSeed::Int(BigInt::from_signed_bytes_le(r.bytes()?))),
+                (3, 2) => {
+                    let f = r.float()?;
+                    if !f.is_finite() {
+                        return Err(Failure::Api("random seed: a float seed must be finite".to_owned()));
+                    }
+                    RandomStart::Seed(RandomSeed::Float(f))
+                }
+                (4, 2) => RandomStart::Seed(RandomSeed::Str(r.text()?.to_owned())),
+                (5, 2) => RandomStart::Seed(RandomSeed::Bytes(r.bytes()?.to_vec())),
+                _ => return Err(Failure::Api("bad request: unknown random start".to_owned())),
+            });
+        }
+        if r.bool()? {
+            self.process_time = ProcessTime::Elapsed;
+        }
+        Ok(())
+    }
+
+    /// The OS policy with this sandbox's settings.
     fn policy(&mut self, host_clock: bool) -> OsPolicy {
         let mut policy = os_policy(host_clock);
         if let Some(zone) = self.timezone.take() {
             policy.timezone = zone;
         }
+        if let Some(fixed) = self.fixed_clock.take() {
+            policy.datetime = fixed;
+        }
+        if let Some(random) = self.random.take() {
+            policy.random_start = random;
+        }
+        policy.process_time = self.process_time;
         policy
     }
 }
@@ -348,7 +434,7 @@ fn compile(r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
     }
     let host_clock = r.bool()?;
     let mut sandbox = Sandbox::read(r, items, 4)?;
-    let mut run = MontyRun::new(code, &script, names, CompileOptions::default())
+    let mut run = MontyRun::new(code, &script, names, sandbox.options)
         .map_err(Failure::Exception)?
         .with_os_policy(sandbox.policy(host_clock));
     if let Some(cwd) = &sandbox.cwd {
@@ -710,8 +796,8 @@ fn repl_new(r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
     let script = r.text()?.to_owned();
     let host_clock = r.bool()?;
     let mut sandbox = Sandbox::read(r, items, 2)?;
-    let mut repl = MontyRepl::new(&script, ResourceTracker::default(), CompileOptions::default())
-        .with_os_policy(sandbox.policy(host_clock));
+    let mut repl =
+        MontyRepl::new(&script, ResourceTracker::default(), sandbox.options).with_os_policy(sandbox.policy(host_clock));
     if let Some(cwd) = &sandbox.cwd {
         repl.set_cwd(cwd);
     }

@@ -7,7 +7,9 @@ import (
 	"sync"
 
 	"github.com/coder/websocket"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monty-go/monty/runtime"
@@ -156,9 +158,15 @@ func (c *conn) handle(ctx context.Context, req *pb.ParentRequest) (bool, error) 
 		})
 		return outcome == protocol.Continue, err
 	case *pb.ParentRequest_Load:
-		return true, send(c.load(ctx, k.Load.GetState()))
+		sctx, span := c.span(ctx, "load")
+		ev := c.load(sctx, k.Load.GetState())
+		endSpan(span, ev)
+		return true, send(ev)
 	case *pb.ParentRequest_Dump:
-		return true, send(c.dump(ctx))
+		sctx, span := c.span(ctx, "dump")
+		ev := c.dump(sctx)
+		endSpan(span, ev)
+		return true, send(ev)
 	case *pb.ParentRequest_Reset_:
 		c.park(ctx, "reset")
 		c.sid, c.version, c.announce, c.ephemeral = "", "", false, false
@@ -192,6 +200,24 @@ func (c *conn) handle(ctx context.Context, req *pb.ParentRequest) (bool, error) 
 		return false, errTurnTimeout
 	}
 	return outcome == protocol.Continue, err
+}
+
+// span starts the span of a stored-session operation (load, dump, park),
+// a root span unless ctx carries a trace.
+func (c *conn) span(ctx context.Context, op string) (context.Context, trace.Span) {
+	ctx, span := c.s.tel.Tracer().Start(ctx, telemetry.SpanSessionPrefix+op, trace.WithSpanKind(trace.SpanKindInternal))
+	if c.sid != "" {
+		span.SetAttributes(telemetry.AttrSessionID.String(c.sid))
+	}
+	return ctx, span
+}
+
+// endSpan ends a span with the outcome of the event answering its request.
+func endSpan(span trace.Span, ev *pb.ChildEvent) {
+	if e := ev.GetError(); e != nil {
+		telemetry.Fail(span, errors.New(e.GetException().GetMessage()))
+	}
+	span.End()
 }
 
 // outcomeOf describes the turn-ending event for the execution span.
@@ -394,8 +420,12 @@ func (c *conn) park(ctx context.Context, why string) {
 	if c.sid == "" || s.store == nil || !c.w.Configured() {
 		return
 	}
+	ctx, span := c.span(ctx, "park")
+	defer span.End()
+	span.SetAttributes(attribute.String("monty.session.park_reason", why))
 	snap, err := c.w.Snapshot(ctx)
 	if err != nil {
+		telemetry.Fail(span, err)
 		s.log.Warn("monty.v1 session not parked", "session_id", c.sid, "why", why, "error", err)
 		return
 	}
@@ -410,6 +440,7 @@ func (c *conn) park(ctx context.Context, why string) {
 			continue
 		}
 		if err != nil {
+			telemetry.Fail(span, err)
 			s.log.Warn("monty.v1 session not parked", "session_id", c.sid, "why", why, "error", err)
 			return
 		}

@@ -15,6 +15,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monty-go/monty/object"
@@ -24,6 +26,7 @@ import (
 	"github.com/monty-go/monty/session/protocol/server"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/telemetry"
 )
 
 const key = "server-test-key-1"
@@ -422,4 +425,40 @@ func TestNoStore(t *testing.T) {
 	assert.Contains(t, c.turn(&pb.ParentRequest{Kind: &pb.ParentRequest_Dump{Dump: &pb.Dump{}}}).GetError().GetException().GetMessage(), "stores no sessions")
 	_, err := server.New(context.Background(), server.Options{Engine: testEngine(t), Store: memstore.New(memstore.Options{})})
 	assert.True(t, errors.Is(err, server.ErrConfig), "a store needs a signing key")
+}
+
+// TestTraceContext: the upgrade request's traceparent, and a request's
+// trace_parent, parent the monty.execute span of the request; store
+// operations get spans of their own.
+func TestTraceContext(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tel := telemetry.New(telemetry.Config{TracerProvider: tp})
+	s := start(t, memstore.New(memstore.Options{}), func(o *server.Options) { o.Telemetry = tel })
+
+	const upgradeTrace = "0af7651916cd43dd8448eb211c80319c"
+	c, _, err := dial(t, s.url, http.Header{"X-Api-Key": {key}, "Traceparent": {"00-" + upgradeTrace + "-b7ad6b7169203331-01"}})
+	require.NoError(t, err)
+	c.session()
+	value(t, c.turn(feed("1")))
+	const requestTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	req := feed("2")
+	req.TraceParent = proto.String("00-" + requestTrace + "-00f067aa0ba902b7-01")
+	value(t, c.turn(req))
+	_ = c.ws.Close(websocket.StatusNormalClosure, "")
+	require.Eventually(t, func() bool { return s.Connections() == 0 }, 5*time.Second, 10*time.Millisecond)
+
+	var traces []string
+	stores := 0
+	for _, sp := range exp.GetSpans() {
+		switch {
+		case sp.Name == telemetry.SpanExecute:
+			traces = append(traces, sp.SpanContext.TraceID().String())
+		case strings.HasPrefix(sp.Name, "monty.store."):
+			stores++
+		}
+	}
+	assert.Equal(t, []string{upgradeTrace, requestTrace}, traces)
+	assert.Positive(t, stores, "parking the session is traced")
 }
