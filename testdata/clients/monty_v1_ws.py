@@ -275,6 +275,13 @@ async def server_features(url: str, key: str, other_key: str) -> list[str]:
                 check('MemoryError' in e.display('type-msg'), f'profile ceiling: {e}')
             r = await s.feed_run("open('/data/hello.txt').read()")
             check(r == 'hello from the host\n', f'profile mount: {r!r}')
+        # Code mode: the profile's MCP server is called by the server.
+        async with p.checkout(profile='tools') as s:
+            r = await s.feed_run(
+                "import asyncio\nnow, later = await asyncio.gather(clock.get_current_time(timezone='UTC'), "
+                "clock.get_current_time(timezone='Asia/Tokyo'))\n[now['timezone'], later['timezone']]"
+            )
+            check(r == ['UTC', 'Asia/Tokyo'], f'code mode through a profile: {r!r}')
         async with p.checkout() as s:
             try:
                 await s.feed_run("open('/data/hello.txt').read()")

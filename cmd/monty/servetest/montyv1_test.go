@@ -37,7 +37,9 @@ func (in *instance) wsURL() string { return "ws" + strings.TrimPrefix(in.url, "h
 // serve: pydantic-monty 1.4.0's AsyncMontyWebsocket, unmodified, runs the
 // same scenarios as on upstream's worker and must see the same; then the
 // server's own features (keys, stored sessions and records, refusals,
-// ephemeral sessions, profiles with their ceilings and mounts) are checked.
+// ephemeral sessions, profiles with their ceilings and mounts, code mode: a
+// profile's MCP server, mcp-server-time, called from the client's code)
+// are checked.
 func TestMontyV1WebSocket(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
@@ -47,8 +49,17 @@ func TestMontyV1WebSocket(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, "hello.txt"), []byte("hello from the host\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	timeServer := os.Getenv("MONTY_TEST_MCP_TIME")
+	if timeServer == "" {
+		t.Fatal("MONTY_TEST_MCP_TIME is not set: run `eval \"$(scripts/mcpservers.sh env)\"` (scripts/test.sh does this)")
+	}
 	profiles := filepath.Join(dir, "profiles.json")
-	spec := `{"small": {"max_memory": "16MiB", "max_duration": "2s", "mounts": ["` + data + `:/data:ro"]}}`
+	quoted, err := json.Marshal("clock=" + timeServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := `{"small": {"max_memory": "16MiB", "max_duration": "2s", "mounts": ["` + data + `:/data:ro"]},
+	          "tools": {"connect": [` + string(quoted) + `]}}`
 	if err := os.WriteFile(profiles, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
 	}
