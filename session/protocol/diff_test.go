@@ -31,14 +31,8 @@ func (tr *transcript) add(evs ...*pb.ChildEvent) {
 	for _, ev := range evs {
 		ev = proto.Clone(ev).(*pb.ChildEvent)
 		ev.TotalExecutionMicros, ev.FeedExecutionMicros = 0, 0
-		for _, pos := range []**pb.SourceRange{
-			positionOf(ev.GetFunctionCall()), positionOfLookup(ev.GetNameLookup()),
-			positionOfOS(ev.GetOsCall()), positionOfFutures(ev.GetResolveFutures()),
-		} {
-			if pos != nil && *pos != nil {
-				tr.positions++
-				*pos = nil
-			}
+		if dropPosition(ev) {
+			tr.positions++
 		}
 		if rf := ev.GetResolveFutures(); rf != nil {
 			slices.Sort(rf.PendingCallIds) // upstream's order varies from run to run
@@ -50,32 +44,20 @@ func (tr *transcript) add(evs ...*pb.ChildEvent) {
 	}
 }
 
-func positionOf(m *pb.FunctionCall) **pb.SourceRange {
-	if m == nil {
-		return nil
+// dropPosition clears the position of a suspension event and reports
+// whether it had one.
+func dropPosition(ev *pb.ChildEvent) bool {
+	kind := ev.ProtoReflect().WhichOneof(ev.ProtoReflect().Descriptor().Oneofs().ByName("kind"))
+	if kind == nil || kind.Message() == nil {
+		return false
 	}
-	return &m.Position
-}
-
-func positionOfLookup(m *pb.NameLookup) **pb.SourceRange {
-	if m == nil {
-		return nil
+	m := ev.ProtoReflect().Get(kind).Message()
+	fd := m.Descriptor().Fields().ByName("position")
+	if fd == nil || !m.Has(fd) {
+		return false
 	}
-	return &m.Position
-}
-
-func positionOfOS(m *pb.OsCall) **pb.SourceRange {
-	if m == nil {
-		return nil
-	}
-	return &m.Position
-}
-
-func positionOfFutures(m *pb.ResolveFutures) **pb.SourceRange {
-	if m == nil {
-		return nil
-	}
-	return &m.Position
+	m.Clear(fd)
+	return true
 }
 
 // stream is one request stream sent to both workers. It answers from what

@@ -95,12 +95,18 @@ func (w *Worker) restoreMonty(ctx context.Context, state []byte) error {
 	if cfg == nil {
 		cfg = &pb.Configure{ProtocolVersion: Version}
 	}
+	return w.restoreREPL(ctx, cfg, state, (*runtime.Interpreter).LoadMontyREPL)
+}
+
+// restoreREPL replaces the session with the REPL load restores from b.
+func (w *Worker) restoreREPL(ctx context.Context, cfg *pb.Configure, b []byte,
+	load func(*runtime.Interpreter, context.Context, []byte) (*runtime.REPL, *runtime.Execution, error)) error {
 	it, err := w.interpreter(ctx)
 	if err != nil {
 		return err
 	}
 	w.dropSession()
-	repl, ex, err := it.LoadMontyREPL(ctx, state)
+	repl, ex, err := load(it, ctx, b)
 	if err != nil {
 		return err
 	}
@@ -169,16 +175,9 @@ func (w *Worker) Restore(ctx context.Context, state []byte) error {
 	if err := proto.Unmarshal(cfgBytes, cfg); err != nil {
 		return fmt.Errorf("%w: configuration: %v", ErrBadDump, err)
 	}
-	it, err := w.interpreter(ctx)
-	if err != nil {
+	if err := w.restoreREPL(ctx, cfg, replDump, (*runtime.Interpreter).LoadREPL); err != nil {
 		return err
 	}
-	w.dropSession()
-	repl, ex, err := it.LoadREPL(ctx, replDump)
-	if err != nil {
-		return err
-	}
-	w.cfg, w.repl, w.exec = cfg, repl, ex
 	str := func(k string) string { s, _ := fields[k].(object.Str); return string(s) }
 	us := func(k string) int64 { n, _ := fields[k].(object.Int); return int64(n) }
 	w.totalExec = micros(uint64(max(us("total_us"), 0)))

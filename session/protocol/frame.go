@@ -118,28 +118,23 @@ func WriteFrame(w io.Writer, payload []byte) error {
 
 // ReadRequest reads and decodes one ParentRequest from c.
 func ReadRequest(ctx context.Context, c Conn) (*pb.ParentRequest, error) {
-	b, err := c.ReadFrame(ctx)
-	if err != nil {
-		return nil, err
-	}
-	req := &pb.ParentRequest{}
-	if err := proto.Unmarshal(b, req); err != nil {
-		return nil, &decodeError{err}
-	}
-	return req, nil
+	return readMessage(ctx, c, &pb.ParentRequest{})
 }
 
 // ReadEvent reads and decodes one ChildEvent from c (the parent's side).
 func ReadEvent(ctx context.Context, c Conn) (*pb.ChildEvent, error) {
+	return readMessage(ctx, c, &pb.ChildEvent{})
+}
+
+func readMessage[M proto.Message](ctx context.Context, c Conn, m M) (M, error) {
 	b, err := c.ReadFrame(ctx)
 	if err != nil {
-		return nil, err
+		return m, err
 	}
-	ev := &pb.ChildEvent{}
-	if err := proto.Unmarshal(b, ev); err != nil {
-		return nil, &decodeError{err}
+	if err := proto.Unmarshal(b, m); err != nil {
+		return m, &decodeError{err}
 	}
-	return ev, nil
+	return m, nil
 }
 
 // Send encodes m and writes it to c as one frame.

@@ -532,24 +532,22 @@ func (w *Worker) typeCheck(ctx context.Context, code string) *pb.ChildEvent {
 	return nil
 }
 
+// formats are the checker's renderings of the wire's TypeCheckFormat
+// (unset: Full).
+var formats = map[pb.TypeCheckFormat]typecheck.Format{
+	pb.TypeCheckFormat_TYPE_CHECK_FORMAT_CONCISE:    typecheck.Concise,
+	pb.TypeCheckFormat_TYPE_CHECK_FORMAT_AZURE:      typecheck.Azure,
+	pb.TypeCheckFormat_TYPE_CHECK_FORMAT_JSON:       typecheck.JSON,
+	pb.TypeCheckFormat_TYPE_CHECK_FORMAT_JSON_LINES: typecheck.JSONLines,
+	pb.TypeCheckFormat_TYPE_CHECK_FORMAT_RDJSON:     typecheck.RDJSON,
+	pb.TypeCheckFormat_TYPE_CHECK_FORMAT_PYLINT:     typecheck.Pylint,
+	pb.TypeCheckFormat_TYPE_CHECK_FORMAT_GITLAB:     typecheck.GitLab,
+	pb.TypeCheckFormat_TYPE_CHECK_FORMAT_GITHUB:     typecheck.GitHub,
+}
+
 func formatOf(f pb.TypeCheckFormat) typecheck.Format {
-	switch f {
-	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_CONCISE:
-		return typecheck.Concise
-	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_AZURE:
-		return typecheck.Azure
-	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_JSON:
-		return typecheck.JSON
-	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_JSON_LINES:
-		return typecheck.JSONLines
-	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_RDJSON:
-		return typecheck.RDJSON
-	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_PYLINT:
-		return typecheck.Pylint
-	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_GITLAB:
-		return typecheck.GitLab
-	case pb.TypeCheckFormat_TYPE_CHECK_FORMAT_GITHUB:
-		return typecheck.GitHub
+	if out, ok := formats[f]; ok {
+		return out
 	}
 	return typecheck.Full
 }

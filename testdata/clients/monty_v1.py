@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pydantic_monty as pm
 
-from monty_v1_known import KNOWN
+from monty_v1_known import compare
 
 SCENARIOS = {}
 
@@ -37,14 +37,6 @@ SCENARIOS = {}
 def scenario(fn):
     SCENARIOS[fn.__name__] = fn
     return fn
-
-
-def exc_text(e: BaseException) -> str:
-    if isinstance(e, pm.MontyRuntimeError):
-        return 'MontyRuntimeError: ' + e.display('type-msg')
-    if isinstance(e, pm.MontyTypingError):
-        return 'MontyTypingError'
-    return f'{type(e).__name__}: {e}'
 
 
 # ---- sync pool (Monty, MontySession) ---------------------------------------
@@ -490,20 +482,7 @@ def main() -> int:
     upstream, ours = args
     ref = run(upstream, names)
     got = run(ours, names)
-    problems = []
-    for name in names:
-        r, g = ref[name], got[name]
-        known = KNOWN.get(name)
-        if r.startswith('FAILED'):
-            problems.append(f'{name}: fails under upstream worker:\n{r}')
-        elif g.startswith('FAILED'):
-            problems.append(f'{name}: fails under our worker:\n{g}\n(upstream: {r})')
-        elif r != g and known is None:
-            problems.append(f'{name}: differs\n  upstream: {r}\n  ours:     {g}')
-        elif r == g and known is not None:
-            problems.append(f'{name}: listed in monty_v1_known.py but no longer differs; remove the entry')
-        else:
-            print(f'ok {name}' + (' (known difference)' if known else ''))
+    problems = compare(names, ref, got, 'our worker')
     for p in problems:
         print('PROBLEM', p)
     return 1 if problems else 0

@@ -21,7 +21,7 @@ import traceback
 
 import pydantic_monty as pm
 
-from monty_v1_known import KNOWN
+from monty_v1_known import compare
 
 SCENARIOS = {}
 
@@ -29,12 +29,6 @@ SCENARIOS = {}
 def scenario(fn):
     SCENARIOS[fn.__name__] = fn
     return fn
-
-
-def err(e: BaseException) -> str:
-    if isinstance(e, pm.MontyError):
-        return f'{type(e).__name__}: {e.display("type-msg") if hasattr(e, "display") and not isinstance(e, pm.MontyTypingError) else "typing"}'
-    return f'{type(e).__name__}: {e}'
 
 
 @scenario
@@ -307,19 +301,7 @@ async def main() -> int:
     ) as our_pool:
         ref = await run_all(up_pool.checkout)
         got = await run_all(our_pool.checkout)
-    problems = []
-    for name in SCENARIOS:
-        r, g, known = ref[name], got[name], KNOWN.get(name)
-        if r.startswith('FAILED'):
-            problems.append(f'{name}: fails under upstream worker:\n{r}')
-        elif g.startswith('FAILED'):
-            problems.append(f'{name}: fails on monty serve:\n{g}\n(upstream: {r})')
-        elif r != g and known is None:
-            problems.append(f'{name}: differs\n  upstream: {r}\n  ours:     {g}')
-        elif r == g and known is not None:
-            problems.append(f'{name}: listed in monty_v1_known.py but no longer differs; remove the entry')
-        else:
-            print(f'ok {name}' + (' (known difference)' if known else ''))
+    problems = compare(SCENARIOS, ref, got, 'monty serve')
     for p in await server_features(url, key, other):
         problems.append('server: ' + p)
     for p in problems:

@@ -26,6 +26,17 @@ func Python(t testing.TB) string {
 	return py
 }
 
+// UpstreamMonty is upstream Monty's `monty` binary, its monty.v1 worker,
+// which pydantic-monty-runtime installs beside the environment's Python.
+func UpstreamMonty(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(filepath.Dir(Python(t)), "monty")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("upstream's worker is missing from the client environment (pydantic-monty-runtime): %v", err)
+	}
+	return bin
+}
+
 // Script is the path of testdata/clients/name.
 func Script(name string) string {
 	_, file, _, _ := goruntime.Caller(0)

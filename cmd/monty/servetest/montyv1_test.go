@@ -19,17 +19,6 @@ import (
 	"github.com/monty-go/monty/cmd/monty/clienttest"
 )
 
-// upstreamWorker is upstream's `monty` binary beside the client's Python
-// (pydantic-monty-runtime, pinned by scripts/pyclients.sh).
-func upstreamWorker(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(filepath.Dir(clienttest.Python(t)), "monty")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("upstream's worker is missing from the client environment (pydantic-monty-runtime): %v", err)
-	}
-	return bin
-}
-
 // wsURL is the monty.v1 URL of an instance.
 func (in *instance) wsURL() string { return "ws" + strings.TrimPrefix(in.url, "http") + "/" }
 
@@ -64,7 +53,7 @@ func TestMontyV1WebSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := serve(t, "--store", filepath.Join(dir, "store"), "--api-key", "ws-test-key-1", "--api-key", "ws-test-key-2", "--profiles", profiles)
-	out := clienttest.Run(t, 5*time.Minute, nil, "monty_v1_ws.py", upstreamWorker(t), in.wsURL(), "ws-test-key-1", "ws-test-key-2")
+	out := clienttest.Run(t, 5*time.Minute, nil, "monty_v1_ws.py", clienttest.UpstreamMonty(t), in.wsURL(), "ws-test-key-1", "ws-test-key-2")
 	t.Log(out)
 }
 
