@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -35,6 +36,9 @@ func (w *Worker) dump(ctx context.Context) *pb.ChildEvent {
 	}
 	if w.lost != nil {
 		return errorEvent("RuntimeError", "the session was lost: "+w.lost.Error())
+	}
+	if w.awaitingStubs != nil {
+		return errorEvent("RuntimeError", "cannot dump while a feed awaits its module stubs")
 	}
 	if err := w.ensureREPL(ctx, ""); err != nil {
 		return w.failed(err)
@@ -75,6 +79,8 @@ func (w *Worker) Snapshot(ctx context.Context) ([]byte, error) {
 		{Key: object.Str("checked"), Value: object.Str(w.checkCtx.Code)},
 		{Key: object.Str("pending"), Value: object.Str(w.pendingCode)},
 		{Key: object.Str("cwd"), Value: object.Str(w.cwd)},
+		{Key: object.Str("stubs"), Value: stringDict(w.stubs)},
+		{Key: object.Str("asked"), Value: stringDict(boolsToStrings(w.asked))},
 	})
 	if err != nil {
 		return nil, err
@@ -185,5 +191,46 @@ func (w *Worker) Restore(ctx context.Context, state []byte) error {
 	w.checkCtx.Code = str("checked")
 	w.pendingCode = str("pending")
 	w.cwd = str("cwd")
+	w.stubs = dictStrings(fields["stubs"])
+	w.asked = map[string]bool{}
+	for m := range dictStrings(fields["asked"]) {
+		w.asked[m] = true
+	}
 	return nil
+}
+
+// stringDict is m as a dict sorted by key, for a dump's header.
+func stringDict(m map[string]string) object.Dict {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	d := make(object.Dict, len(keys))
+	for i, k := range keys {
+		d[i] = object.Pair{Key: object.Str(k), Value: object.Str(m[k])}
+	}
+	return d
+}
+
+func boolsToStrings(m map[string]bool) map[string]string {
+	out := make(map[string]string, len(m))
+	for k := range m {
+		out[k] = ""
+	}
+	return out
+}
+
+// dictStrings reads a dict of str to str from a dump's header.
+func dictStrings(v object.Value) map[string]string {
+	d, _ := v.(object.Dict)
+	out := make(map[string]string, len(d))
+	for _, p := range d {
+		k, ok1 := p.Key.(object.Str)
+		s, ok2 := p.Value.(object.Str)
+		if ok1 && ok2 {
+			out[string(k)] = string(s)
+		}
+	}
+	return out
 }

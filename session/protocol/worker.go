@@ -80,9 +80,13 @@ type Worker struct {
 	exec *runtime.Execution // the suspended feed, if any
 	cwd  string             // the last working directory a feed asked for
 
-	checkCtx    typecheck.Context
-	pendingCode string // the running feed's code, committed to checkCtx when it completes
-	lost        error  // why the session's interpreter is gone (a trap)
+	checkCtx typecheck.Context
+	stubs    map[string]string // module stubs the parent gave, by dotted path
+	asked    map[string]bool   // top-level modules whose stubs were asked for
+	// awaitingStubs is a feed waiting for module stubs before its check.
+	awaitingStubs *pendingFeed
+	pendingCode   string // the running feed's code, committed to checkCtx when it completes
+	lost          error  // why the session's interpreter is gone (a trap)
 
 	// settled holds results the parent gave for eagerly awaited calls,
 	// delivered when the interpreter next waits on futures.
@@ -291,6 +295,7 @@ func (w *Worker) dropSession() {
 	}
 	w.cfg, w.lost, w.cwd, w.pendingCode = nil, nil, "", ""
 	w.checkCtx = typecheck.Context{}
+	w.stubs, w.asked, w.awaitingStubs = nil, nil, nil
 	w.settled = nil
 	w.totalExec, w.feedExec = 0, 0
 }
@@ -447,7 +452,7 @@ func (w *Worker) feed(ctx context.Context, f *pb.Feed) *pb.ChildEvent {
 	switch {
 	case w.cfg == nil:
 		return Violation("session has not been configured")
-	case w.exec != nil:
+	case w.exec != nil, w.awaitingStubs != nil:
 		return Violation("Feed without a session ready for input")
 	case w.lost != nil:
 		return errorEvent("RuntimeError", "the session was lost: "+w.lost.Error()+"; send Reset to start a new one")
@@ -462,6 +467,16 @@ func (w *Worker) feed(ctx context.Context, f *pb.Feed) *pb.ChildEvent {
 	if ev != nil {
 		return ev
 	}
+	if w.cfg.GetTypeCheck() && !f.SkipTypeCheck {
+		if ev := w.askStubs(f, inputs); ev != nil {
+			return ev
+		}
+	}
+	return w.checkAndRun(ctx, f, inputs)
+}
+
+// checkAndRun type-checks a feed when the session asks for it, then runs it.
+func (w *Worker) checkAndRun(ctx context.Context, f *pb.Feed, inputs []runtime.Input) *pb.ChildEvent {
 	if w.cfg.GetTypeCheck() && !f.SkipTypeCheck {
 		if ev := w.typeCheck(ctx, f.Code); ev != nil {
 			return ev
@@ -520,7 +535,8 @@ func (w *Worker) typeCheck(ctx context.Context, code string) *pb.ChildEvent {
 		}
 	}
 	format := formatOf(w.cfg.GetTypeCheckFormat())
-	req := typecheck.Request{Code: code, Path: w.scriptName(), Stubs: w.cfg.GetTypeCheckStubs(), Format: format, Color: w.cfg.GetTypeCheckColor()}
+	req := typecheck.Request{Code: code, Path: w.scriptName(), Stubs: w.cfg.GetTypeCheckStubs(), Modules: w.moduleStubs(),
+		Format: format, Color: w.cfg.GetTypeCheckColor()}
 	w.checkCtx.Apply(&req)
 	res, err := checker.Check(ctx, req)
 	if err != nil {
@@ -913,6 +929,16 @@ func (w *Worker) resume(ctx context.Context, a runtime.Answer) *pb.ChildEvent {
 }
 
 func (w *Worker) resumeCall(ctx context.Context, r *pb.ResumeCall) *pb.ChildEvent {
+	if p := w.awaitingStubs; p != nil {
+		if r.CallId != importStubsCallID {
+			return Violation("ResumeCall call_id %d does not match %d", r.CallId, importStubsCallID)
+		}
+		if err := w.takeStubs(r); err != nil {
+			return Violation("%s", err)
+		}
+		w.awaitingStubs = nil
+		return w.checkAndRun(ctx, p.feed, p.inputs)
+	}
 	if err := w.suspended("ResumeCall without a suspended function/OS call"); err != nil {
 		return Violation("%s", err)
 	}
@@ -1050,13 +1076,18 @@ func futureResult(fr *pb.FutureResult, arena *pb.Arena) (runtime.FutureResult, *
 }
 
 func (w *Worker) abort(ctx context.Context, a *pb.AbortFeed) *pb.ChildEvent {
-	if err := w.suspended("AbortFeed without a suspended feed"); err != nil {
-		return Violation("%s", err)
-	}
 	exc := a.GetException()
 	excType := exc.GetExcType()
 	if excType == "" {
 		excType = "RuntimeError"
+	}
+	if w.awaitingStubs != nil {
+		// The feed had not started: it ends here.
+		w.awaitingStubs = nil
+		return errorEvent(excType, exc.GetMessage())
+	}
+	if err := w.suspended("AbortFeed without a suspended feed"); err != nil {
+		return Violation("%s", err)
 	}
 	return w.resume(ctx, runtime.Abort(excType, exc.GetMessage()))
 }

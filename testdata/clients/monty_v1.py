@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
-import os
 import sys
 import tempfile
 import time
@@ -331,6 +330,27 @@ def type_checking(pool, _binary):
             res.append((fmt, s.feed_run('y: int = fetch("u")\ny', external_lookup={'fetch': len})))
             res.append((fmt, s.feed_run('z = "s"\nz', skip_type_check=True)))
     assert all(r[1] is True for r in res[0::3]), res
+    return repr(res)
+
+
+@scenario
+def type_checking_module_stubs(pool, _binary):
+    mod = pm.ExternalModule({'double': lambda x: x * 2}, stubs='def double(x: int) -> int: ...\n')
+    res = []
+    with pool.checkout(type_check=True, external_modules={'tools': mod}, type_check_format='concise') as s:
+        res.append(s.feed_run('import tools\ntools.double(2)'))
+        for code in ('import tools\ntools.double("x")', 'import nothere\n1'):
+            try:
+                s.feed_run(code)
+                res.append('ran')
+            except pm.MontyTypingError as e:
+                res.append(e.display())
+        snap = s.feed_start('import tools\nfrom tools import double\ndouble(5)')
+        while not isinstance(snap, pm.MontyComplete):
+            res.append(type(snap).__name__)
+            snap = snap.resume_auto()
+        res.append(snap.output)
+    assert res[0] == 4 and 'invalid-argument-type' in res[1], res
     return repr(res)
 
 
