@@ -19,6 +19,7 @@ as ratios against upstream's worker measured in the same run:
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -37,11 +38,17 @@ def rss_kib(pid: int) -> int:
 
 
 def children(pid: int) -> list[int]:
-    try:
-        with open(f'/proc/{pid}/task/{pid}/children') as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
+    """The child processes of pid, whichever of its threads started them."""
+    import glob
+
+    out = []
+    for path in glob.glob(f'/proc/{pid}/task/*/children'):
+        try:
+            with open(path) as f:
+                out += [int(p) for p in f.read().split()]
+        except OSError:
+            pass
+    return out
 
 
 def ext(i):
@@ -95,8 +102,6 @@ async def memory(upstream: str, url: str, serve_pid: int) -> None:
         ours = (rss_kib(serve_pid) - before) / SESSIONS
         for s in held:
             await s.__aexit__(None, None, None)
-    import os
-
     me = os.getpid()
     async with pm.AsyncMonty(binary_path=upstream, min_processes=SESSIONS, max_processes=SESSIONS) as pool:
         held = [await pool.checkout().__aenter__() for _ in range(SESSIONS)]
