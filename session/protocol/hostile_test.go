@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/big"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -231,4 +232,40 @@ func TestFrameLengthIsLittleEndian(t *testing.T) {
 	assert.Equal(t, "abc", string(got))
 	_, err = protocol.ReadFrame(&b, 10)
 	assert.ErrorIs(t, err, io.EOF)
+}
+
+func TestPrintBatching(t *testing.T) {
+	texts := func(evs []*pb.ChildEvent) []string {
+		var out []string
+		for _, ev := range evs {
+			if p := ev.GetPrint(); p != nil {
+				var b strings.Builder
+				for _, s := range p.GetSegments() {
+					b.WriteString(s.GetText())
+				}
+				out = append(out, b.String())
+			}
+		}
+		return out
+	}
+	// A timer sends what waited for the interval while the code goes on.
+	p := ourWorker(t)
+	p.turn(configure(&pb.Configure{PrintFlushIntervalMs: proto.Uint32(20)}))
+	evs := p.turn(feed("print('a')\nn = 0\nwhile n < 3000000:\n    n += 1\nprint('b')"))
+	assert.Equal(t, []string{"a\n", "b\n"}, texts(evs))
+	require.NotNil(t, evs[len(evs)-1].GetComplete())
+
+	// An interval of days still holds back no more than 64 KiB.
+	p = ourWorker(t)
+	p.turn(configure(&pb.Configure{PrintFlushIntervalMs: proto.Uint32(1 << 31)}))
+	evs = p.turn(feed("for i in range(3000):\n    print('x' * 99)"))
+	got := texts(evs)
+	assert.GreaterOrEqual(t, len(got), 4, "300 KB of output in at least four events")
+	assert.Equal(t, 300_000, len(strings.Join(got, "")))
+
+	// Interval 0: one event per line, in order across the streams.
+	p = ourWorker(t)
+	p.turn(configure(&pb.Configure{PrintFlushIntervalMs: proto.Uint32(0)}))
+	evs = p.turn(feed("import sys\nprint('o1')\nprint('e1', file=sys.stderr)\nprint('o2')"))
+	assert.Equal(t, []string{"o1\n", "e1\n", "o2\n"}, texts(evs))
 }

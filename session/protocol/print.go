@@ -12,6 +12,11 @@ import (
 // sent when the parent does not say (upstream's default).
 const DefaultPrintFlushInterval = 5 * time.Millisecond
 
+// maxBufferedOutput is the most print output held back for the flush
+// interval: more is sent at once, whatever the interval the parent asked
+// for, so that a print loop cannot fill memory between flushes.
+const maxBufferedOutput = 64 << 10
+
 // printer batches print() output into Print events: a completed line is
 // sent at once when the interval is zero; otherwise output waits at most the
 // interval (a timer sends it) and is always flushed before a turn ends.
@@ -19,9 +24,26 @@ const DefaultPrintFlushInterval = 5 * time.Millisecond
 type printer struct {
 	mu       sync.Mutex
 	segs     []*pb.PrintSegment
+	size     int
 	interval time.Duration
 	timer    *time.Timer
 	send     func(*pb.ChildEvent)
+}
+
+// start begins a request: output goes to send, batched by interval.
+func (p *printer) start(send func(*pb.ChildEvent), interval time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.send, p.interval = send, interval
+}
+
+// stop flushes what is buffered and ends the request: nothing is sent
+// after it returns.
+func (p *printer) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.flushLocked()
+	p.send = nil
 }
 
 func streamPB(s runtime.Stream) pb.PrintStream {
@@ -41,7 +63,8 @@ func (p *printer) write(s runtime.Stream, text string) {
 	} else {
 		p.segs = append(p.segs, &pb.PrintSegment{Stream: stream, Text: text})
 	}
-	if p.interval <= 0 {
+	p.size += len(text)
+	if p.interval <= 0 || p.size >= maxBufferedOutput {
 		p.flushLocked()
 		return
 	}
@@ -50,7 +73,7 @@ func (p *printer) write(s runtime.Stream, text string) {
 	}
 }
 
-// flush sends what is buffered.
+// flush sends what is buffered (the timer's callback).
 func (p *printer) flush() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -62,11 +85,10 @@ func (p *printer) flushLocked() {
 		p.timer.Stop()
 		p.timer = nil
 	}
-	if len(p.segs) == 0 || p.send == nil {
-		p.segs = nil
+	segs := p.segs
+	p.segs, p.size = nil, 0
+	if len(segs) == 0 || p.send == nil {
 		return
 	}
-	segs := p.segs
-	p.segs = nil
 	p.send(&pb.ChildEvent{Kind: &pb.ChildEvent_Print{Print: &pb.Print{Segments: segs}}})
 }

@@ -145,16 +145,14 @@ func (w *Worker) Config() *pb.Configure { return w.cfg }
 // from a timer goroutine for Print events while Handle runs, never after
 // it returns. The error is for a failure of send only.
 func (w *Worker) Handle(ctx context.Context, req *pb.ParentRequest, send func(*pb.ChildEvent) error) (Outcome, error) {
-	var sendErr error
-	w.out.send = func(ev *pb.ChildEvent) {
+	var sendErr error // written under the printer's lock, read after stop
+	w.out.start(func(ev *pb.ChildEvent) {
 		if err := send(ev); err != nil && sendErr == nil {
 			sendErr = err
 		}
-	}
-	w.out.interval = w.printInterval()
+	}, w.printInterval())
 	ev, outcome := w.handle(ctx, req)
-	w.out.flush()
-	w.out.send = nil
+	w.out.stop()
 	if outcome == Continue && w.repl != nil {
 		w.stamp(ev)
 	}
