@@ -18,4 +18,7 @@ import (
 func TestMontyV1Subprocess(t *testing.T) {
 	out := clienttest.Run(t, 5*time.Minute, nil, "monty_v1.py", clienttest.UpstreamMonty(t), binary)
 	t.Log(out)
+	// Found through MONTY_BIN alone, as a user would point the client here.
+	out = clienttest.Run(t, time.Minute, []string{"MONTY_BIN=" + binary}, "monty_v1.py", "--monty-bin")
+	t.Log(out)
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session/protocol"
 	pb "github.com/monty-go/monty/session/protocol/montypb"
 )
@@ -268,4 +269,34 @@ func TestPrintBatching(t *testing.T) {
 	p.turn(configure(&pb.Configure{PrintFlushIntervalMs: proto.Uint32(0)}))
 	evs = p.turn(feed("import sys\nprint('o1')\nprint('e1', file=sys.stderr)\nprint('o2')"))
 	assert.Equal(t, []string{"o1\n", "e1\n", "o2\n"}, texts(evs))
+}
+
+// TestInterpreterDeathIsAnError: what upstream's worker reports by dying
+// (exit code 65 when an allocation fails), ours reports as an error event;
+// the worker goes on, and after Reset serves a new session.
+func TestInterpreterDeathIsAnError(t *testing.T) {
+	ctx := context.Background()
+	small, err := runtime.NewEngine(ctx, runtime.WithMaxMemoryPages(1024)) // 64 MiB of linear memory
+	require.NoError(t, err)
+	defer small.Close(ctx)
+	w := protocol.NewWorker(protocol.WorkerOptions{Engine: small})
+	defer w.Close(ctx)
+	turn := func(req *pb.ParentRequest) *pb.ChildEvent {
+		var last *pb.ChildEvent
+		outcome, err := w.Handle(ctx, req, func(ev *pb.ChildEvent) error { last = ev; return nil })
+		require.NoError(t, err)
+		require.Equal(t, protocol.Continue, outcome)
+		return last
+	}
+	turn(configure(nil))
+	ev := turn(feed("x = b'a' * (200 * 1024 * 1024)"))
+	require.NotNil(t, ev.GetError(), "%v", ev)
+	assert.Equal(t, "MemoryError", ev.GetError().GetException().GetExcType())
+	assert.Contains(t, ev.GetError().GetException().GetMessage(), "the session is lost")
+	assert.Contains(t, turn(feed("1")).GetError().GetException().GetMessage(), "send Reset")
+	require.NotNil(t, turn(request("reset")).GetOk())
+	turn(configure(nil))
+	vs, err := protocol.DecodeValues(turn(feed("6 * 7")).GetComplete().GetValues(), 0)
+	require.NoError(t, err)
+	assert.Equal(t, object.Int(42), vs[0])
 }

@@ -628,7 +628,8 @@ func (w *Worker) failed(err error) *pb.ChildEvent {
 		w.repl, w.exec = nil, nil
 		excType := "RuntimeError"
 		var trap *runtime.TrapError
-		if errors.As(err, &trap) && trap.MemoryCeiling() {
+		if errors.As(err, &trap) && (trap.MemoryCeiling() || strings.Contains(trap.Stderr, "allocation of")) {
+			// Out of memory, as upstream's worker reports by dying.
 			excType = "MemoryError"
 		}
 		return errorEvent(excType, "the interpreter stopped ("+err.Error()+"); the session is lost, send Reset to start a new one")

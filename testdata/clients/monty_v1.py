@@ -12,7 +12,8 @@ stale. Each scenario also asserts what it expects of the worker itself, so
 that two workers agreeing on a wrong answer still fail.
 
     python monty_v1.py UPSTREAM_MONTY OUR_MONTY      exit 0 when all agree
-    python monty_v1.py --only NAME ...               run some scenarios
+    python monty_v1.py UPSTREAM OURS --only NAME ...  run some scenarios
+    MONTY_BIN=OURS python monty_v1.py --monty-bin     the client finds OURS by MONTY_BIN
 """
 
 from __future__ import annotations
@@ -492,8 +493,25 @@ def run(binary: str, names: list[str]) -> dict[str, str]:
     return out
 
 
+def monty_bin() -> int:
+    """The client finds our worker through MONTY_BIN alone, for both pools."""
+    with pm.Monty() as pool, pool.checkout() as s:
+        r = s.feed_run('1 + 1')
+        ours = s.dump().startswith(b'MGW1')  # monty-go's dump container
+
+    async def go():
+        async with pm.AsyncMonty() as pool, pool.checkout() as s:
+            return await s.feed_run('2 + 2'), (await s.dump()).startswith(b'MGW1')
+
+    r2, ours2 = asyncio.run(go())
+    print(r, ours, r2, ours2)
+    return 0 if (r, ours, r2, ours2) == (2, True, 4, True) else 1
+
+
 def main() -> int:
     args = sys.argv[1:]
+    if args == ['--monty-bin']:
+        return monty_bin()
     names = list(SCENARIOS)
     if '--only' in args:
         i = args.index('--only')
