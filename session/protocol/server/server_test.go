@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	goruntime "runtime"
@@ -259,9 +260,9 @@ func TestHostileFramesEndOnlyTheirConnection(t *testing.T) {
 	good.session()
 	value(t, good.turn(feed("n = 1")))
 
-	big := s.dial(t)
-	require.NoError(t, big.sendRaw(websocket.MessageBinary, make([]byte, 100_000)))
-	assert.Nil(t, big.next(), "an oversized frame closes the connection")
+	huge := s.dial(t)
+	require.NoError(t, huge.sendRaw(websocket.MessageBinary, make([]byte, 100_000)))
+	assert.Nil(t, huge.next(), "an oversized frame closes the connection")
 
 	text := s.dial(t)
 	require.NoError(t, text.sendRaw(websocket.MessageText, []byte("hello")))
@@ -276,7 +277,44 @@ func TestHostileFramesEndOnlyTheirConnection(t *testing.T) {
 	bad := junk.turn(&pb.ParentRequest{Kind: &pb.ParentRequest_Configure{Configure: &pb.Configure{ProtocolVersion: 1}}})
 	assert.Contains(t, bad.GetFatalError().GetMessage(), "unsupported protocol version 1")
 
+	// Values nested 100,000 deep, and an int of a million digits.
+	vals := s.dial(t)
+	vals.turn(configure(&pb.Configure{Persistence: pb.Persistence_PERSISTENCE_EPHEMERAL}))
+	deep := &pb.Arena{Nodes: []*pb.MontyNode{{Kind: &pb.MontyNode_List{List: &pb.Indexes{}}}}}
+	for i := 1; i < 100_000; i++ {
+		deep.Nodes = append(deep.Nodes, &pb.MontyNode{Kind: &pb.MontyNode_List{List: &pb.Indexes{Items: []uint32{uint32(i - 1)}}}})
+	}
+	in := func(code string, a *pb.Arena, root uint32) *pb.ParentRequest {
+		return &pb.ParentRequest{Kind: &pb.ParentRequest_Feed{Feed: &pb.Feed{Code: code, Values: a, Inputs: []*pb.NamedRef{{Name: "v", Value: root}}}}}
+	}
+	assert.Nil(t, vals.turn(in("len(v)", deep, 99_999)), "a frame over the cap closes the connection")
+	vals = s.dial(t)
+	vals.turn(configure(&pb.Configure{Persistence: pb.Persistence_PERSISTENCE_EPHEMERAL}))
+	million := new(big.Int).Exp(big.NewInt(10), big.NewInt(1_000_000), nil)
+	a, roots, err := protocol.EncodeValues(object.IntFromBig(million))
+	require.NoError(t, err)
+	assert.Nil(t, vals.turn(in("v > 0", a, roots[0])), "415 KB of digits are over this server's 4 KiB frame cap")
+
 	assert.Equal(t, object.Int(2), value(t, good.turn(feed("n + 1"))), "the other session goes on untouched")
+}
+
+func TestHostileValuesWithinTheFrameCap(t *testing.T) {
+	s := start(t, memstore.New(memstore.Options{}), nil)
+	c := s.dial(t)
+	c.turn(configure(&pb.Configure{Persistence: pb.Persistence_PERSISTENCE_EPHEMERAL}))
+	in := func(code string, a *pb.Arena, root uint32) *pb.ParentRequest {
+		return &pb.ParentRequest{Kind: &pb.ParentRequest_Feed{Feed: &pb.Feed{Code: code, Values: a, Inputs: []*pb.NamedRef{{Name: "v", Value: root}}}}}
+	}
+	deep := &pb.Arena{Nodes: []*pb.MontyNode{{Kind: &pb.MontyNode_List{List: &pb.Indexes{}}}}}
+	for i := 1; i < 100_000; i++ {
+		deep.Nodes = append(deep.Nodes, &pb.MontyNode{Kind: &pb.MontyNode_List{List: &pb.Indexes{Items: []uint32{uint32(i - 1)}}}})
+	}
+	assert.Contains(t, c.turn(in("len(v)", deep, 99_999)).GetError().GetException().GetMessage(), "nested more than 1000 levels")
+	million := new(big.Int).Exp(big.NewInt(10), big.NewInt(1_000_000), nil)
+	a, roots, err := protocol.EncodeValues(object.IntFromBig(million))
+	require.NoError(t, err)
+	assert.Equal(t, object.Bool(true), value(t, c.turn(in("v > 0", a, roots[0]))))
+	assert.Equal(t, object.Int(1), value(t, c.turn(feed("1"))), "the session goes on")
 }
 
 func TestCapacity(t *testing.T) {
