@@ -335,9 +335,6 @@ func TestCapacity(t *testing.T) {
 // interpreter, do not stop others from being served, and are closed at the
 // idle timeout.
 func TestIdleConnections(t *testing.T) {
-	if testing.Short() {
-		t.Skip("opens a thousand connections")
-	}
 	s := start(t, memstore.New(memstore.Options{}), func(o *server.Options) { o.IdleTimeout = 2 * time.Second; o.MaxConnsPerKey = 2000; o.MaxConns = 2000 })
 	var before goruntime.MemStats
 	goruntime.GC()
