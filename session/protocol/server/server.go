@@ -43,7 +43,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -148,8 +147,6 @@ type Server struct {
 	draining bool
 	wg       sync.WaitGroup
 	drain    chan struct{} // closed when Shutdown starts
-
-	accepted atomic.Int64
 }
 
 // New checks opts and returns a Server.
@@ -268,7 +265,6 @@ func (s *Server) admit(ns string) (*conn, string) {
 	s.conns[c] = struct{}{}
 	s.perKey[ns]++
 	s.wg.Add(1)
-	s.accepted.Add(1)
 	return c, ""
 }
 
