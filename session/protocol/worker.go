@@ -48,8 +48,12 @@ const (
 
 // WorkerOptions configure a Worker.
 type WorkerOptions struct {
-	// Engine runs the interpreter (runtime.Default when nil).
-	Engine *runtime.Engine
+	// Engine runs the interpreter. When nil, NewEngine gives it at the
+	// first request that needs an interpreter (runtime.Default when that is
+	// nil too), so that a worker answers Configure, Reset and Shutdown
+	// before its engine has loaded.
+	Engine    *runtime.Engine
+	NewEngine func(context.Context) (*runtime.Engine, error)
 	// Interpreters, when set, gives the worker its interpreter (a warm pool);
 	// the worker returns it on Close.
 	Interpreters *runtime.Pool
@@ -314,9 +318,14 @@ func (w *Worker) interpreter(ctx context.Context) (*runtime.Interpreter, error) 
 	default:
 		e := w.opts.Engine
 		if e == nil {
-			if e, err = runtime.Default(ctx); err != nil {
+			newEngine := w.opts.NewEngine
+			if newEngine == nil {
+				newEngine = runtime.Default
+			}
+			if e, err = newEngine(ctx); err != nil {
 				return nil, err
 			}
+			w.opts.Engine = e
 		}
 		w.it, err = e.NewInterpreter(ctx)
 	}

@@ -34,6 +34,21 @@ from monty_v1_known import compare
 SCENARIOS = {}
 
 
+def run_async(coro):
+    """asyncio.run(coro), staying in the loop a moment after it: the 1.4.0
+    client's AsyncMonty may still hand a result to the loop just after its
+    pool closed, and if the interpreter is finalizing by then the process
+    aborts. It happens with upstream's worker too (docs/protocol.md)."""
+
+    async def settle():
+        try:
+            return await coro
+        finally:
+            await asyncio.sleep(0.1)
+
+    return asyncio.run(settle())
+
+
 def scenario(fn):
     SCENARIOS[fn.__name__] = fn
     return fn
@@ -441,7 +456,7 @@ def async_gather(_pool, binary):
         assert r == ['aa', 'bb', 'cc'] and took < 0.8 and r2 == 2, (r, took)
         return f'{r} {r2} {sorted(order)}'
 
-    return asyncio.run(go())
+    return run_async(go())
 
 
 @scenario
@@ -462,7 +477,7 @@ def async_snapshots(_pool, binary):
                 snap = await snap.resume_auto()
             return f'{seen} {snap.output}'
 
-    return asyncio.run(go())
+    return run_async(go())
 
 
 @scenario
@@ -479,7 +494,7 @@ def async_errors(_pool, binary):
             ok = await s.feed_run("try:\n    await bad()\nexcept ValueError as e:\n    r = 'caught ' + str(e)\nr", external_lookup={'bad': bad})
         return f'{err} {ok}'
 
-    return asyncio.run(go())
+    return run_async(go())
 
 
 def run(binary: str, names: list[str]) -> dict[str, str]:
@@ -503,7 +518,7 @@ def monty_bin() -> int:
         async with pm.AsyncMonty() as pool, pool.checkout() as s:
             return await s.feed_run('2 + 2'), (await s.dump()).startswith(b'MGW1')
 
-    r2, ours2 = asyncio.run(go())
+    r2, ours2 = run_async(go())
     print(r, ours, r2, ours2)
     return 0 if (r, ours, r2, ours2) == (2, True, 4, True) else 1
 

@@ -39,6 +39,7 @@ async def main() -> int:
                 'session_id': (idle.session_id or b'').decode(),
             }
     print(json.dumps(out), flush=True)
+    await asyncio.sleep(0.1)  # see monty_v1.run_async: the client's teardown race
     ok = out['idle'] == [1, 2] and out['busy'] == 42
     return 0 if ok else 1
 

@@ -42,12 +42,12 @@ func subprocessCommand(ctx context.Context, args []string, stdin io.Reader, stdo
 		return ExitUsage
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	engine, err := processEngine(ctx)
-	if err != nil {
-		fmt.Fprintln(stderr, "monty subprocess:", err)
-		return ExitException
-	}
-	w := protocol.NewWorker(protocol.WorkerOptions{Engine: engine, Logger: logger})
+	// The engine loads while the worker already reads its first requests:
+	// a pool that starts a spare worker and shuts it down at once gets its
+	// answer without waiting for the load (pydantic-monty's event loop
+	// must not outlive a worker's exit).
+	go func() { _, _ = processEngine(ctx) }()
+	w := protocol.NewWorker(protocol.WorkerOptions{NewEngine: processEngine, Logger: logger})
 	defer w.Close(context.WithoutCancel(ctx))
 	conn := protocol.NewStreamConn(stdin, stdout, *maxFrame)
 	if err := protocol.Serve(ctx, conn, w); err != nil {
