@@ -73,8 +73,11 @@ func (c *conn) serve() {
 	defer cancel()
 	c.w = protocol.NewWorker(protocol.WorkerOptions{Interpreters: s.pool, Checker: s.opts.Checker, Logger: s.log})
 	closeCode, reason := websocket.StatusNormalClosure, ""
+	broken := false
 	defer func() {
-		c.park(context.WithoutCancel(ctx), "disconnect")
+		if !broken {
+			c.park(context.WithoutCancel(ctx), "disconnect")
+		}
 		c.w.Close(context.WithoutCancel(ctx))
 		c.closeMounts()
 		_ = c.ws.Close(closeCode, reason)
@@ -82,6 +85,7 @@ func (c *conn) serve() {
 	defer func() {
 		// A bug of ours ends this connection, never the server.
 		if r := recover(); r != nil {
+			broken = true // the session's state is unknown: not parked
 			s.log.Error("monty.v1 connection failed", "panic", r)
 			_ = c.send(ctx, protocol.FatalEvent("internal error: %v", r))
 			closeCode, reason = websocket.StatusInternalError, "internal error"
@@ -90,7 +94,7 @@ func (c *conn) serve() {
 	for {
 		rctx, rcancel := context.WithTimeout(ctx, s.opts.IdleTimeout)
 		typ, b, err := c.ws.Read(rctx)
-		idle := errors.Is(rctx.Err(), context.DeadlineExceeded)
+		idle := err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded)
 		rcancel()
 		switch {
 		case idle && ctx.Err() == nil:
