@@ -178,6 +178,7 @@ func (c *conn) handle(ctx context.Context, req *pb.ParentRequest) (bool, error) 
 		return outcome == protocol.Continue, err
 	case *pb.ParentRequest_Shutdown:
 		c.park(ctx, "shutdown")
+		c.sid = "" // parked: nothing more to store when the connection ends
 		_, err := c.w.Handle(ctx, req, send)
 		return false, err
 	}
