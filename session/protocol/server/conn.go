@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 	"go.opentelemetry.io/otel/attribute"
@@ -38,7 +39,7 @@ type conn struct {
 
 	cancelMu sync.Mutex
 	cancel   context.CancelFunc
-	wake     chan struct{}
+	done     chan struct{} // closed once the connection ended and parked its session
 }
 
 // abandon ends the connection from outside (Shutdown's deadline).
@@ -78,6 +79,7 @@ func (c *conn) serve() {
 		if !broken {
 			c.park(context.WithoutCancel(ctx), "disconnect")
 		}
+		close(c.done)
 		c.w.Close(context.WithoutCancel(ctx))
 		c.closeMounts()
 		_ = c.ws.Close(closeCode, reason)
@@ -157,6 +159,7 @@ func (c *conn) handle(ctx context.Context, req *pb.ParentRequest) (bool, error) 
 		outcome, err := c.w.Handle(ctx, req, func(ev *pb.ChildEvent) error {
 			if fresh && ev.GetOk() != nil && !c.ephemeral && s.store != nil {
 				c.sid, c.version, c.announce = newID("s-"), "", true
+				s.hold(storeKey(c.ns, c.sid), c)
 			}
 			return send(ev)
 		})
@@ -345,6 +348,18 @@ func (c *conn) load(ctx context.Context, state []byte) *pb.ChildEvent {
 		return protocol.Violation("failed to load session: this server loads sessions by id (a session_id, or the id dump() returned), not dump bytes")
 	}
 	key := storeKey(c.ns, id)
+	if id[:2] == "s-" { // a session; records are never held by a connection
+		if prev := s.hold(key, c); prev != nil {
+			// A client that closed one connection and loads its session on
+			// the next can be quicker than the server parking it: wait a
+			// moment for the old connection to end.
+			select {
+			case <-prev.done:
+			case <-time.After(holderWait):
+			case <-ctx.Done():
+			}
+		}
+	}
 	obj, err := s.store.Get(ctx, key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -388,6 +403,7 @@ func (c *conn) load(ctx context.Context, state []byte) *pb.ChildEvent {
 		c.sid, c.version = id, obj.Info.Version // continuing that session
 	default:
 		c.sid, c.version = newID("s-"), ""
+		s.hold(storeKey(c.ns, c.sid), c)
 	}
 	if c.sid != "" {
 		ev.SessionId = []byte(c.sid)
@@ -441,6 +457,7 @@ func (c *conn) park(ctx context.Context, why string) {
 		if errors.Is(err, store.ErrConflict) {
 			old := c.sid
 			c.sid, c.version = newID("s-"), ""
+			s.hold(storeKey(c.ns, c.sid), c)
 			s.log.Warn("monty.v1 session was continued elsewhere meanwhile; parking this one under a new id", "session_id", old, "new_session_id", c.sid)
 			continue
 		}

@@ -143,6 +143,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
+	holders  map[string]*conn // by store key: the live connection holding that session
 	perKey   map[string]int
 	draining bool
 	wg       sync.WaitGroup
@@ -190,7 +191,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s := &Server{
 		opts: opts, keys: apikey.New(opts.APIKeys), log: opts.Logger, tel: opts.Telemetry.Or(),
 		pool:  runtime.NewPool(opts.Engine, opts.PoolSize),
-		conns: map[*conn]struct{}{}, perKey: map[string]int{}, drain: make(chan struct{}),
+		conns: map[*conn]struct{}{}, holders: map[string]*conn{}, perKey: map[string]int{}, drain: make(chan struct{}),
 	}
 	if opts.Store != nil {
 		s.store = s.tel.Store(opts.Store)
@@ -261,7 +262,7 @@ func (s *Server) admit(ns string) (*conn, string) {
 	case s.perKey[ns] >= s.opts.MaxConnsPerKey:
 		return nil, fmt.Sprintf("this API key is at its limit of %d connections; close one or retry shortly", s.opts.MaxConnsPerKey)
 	}
-	c := &conn{s: s, ns: ns, wake: make(chan struct{}, 1)}
+	c := &conn{s: s, ns: ns, done: make(chan struct{})}
 	s.conns[c] = struct{}{}
 	s.perKey[ns]++
 	s.wg.Add(1)
@@ -271,6 +272,11 @@ func (s *Server) admit(ns string) (*conn, string) {
 func (s *Server) release(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	for k, h := range s.holders {
+		if h == c {
+			delete(s.holders, k)
+		}
+	}
 	if s.perKey[c.ns]--; s.perKey[c.ns] <= 0 {
 		delete(s.perKey, c.ns)
 	}
@@ -305,6 +311,23 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	<-done
 	s.pool.Close(context.Background())
 	return ctx.Err()
+}
+
+// holderWait bounds how long a load waits for the connection on this
+// instance that still holds the session to end and park it.
+const holderWait = 2 * time.Second
+
+// hold records that c holds the session stored under key, and returns the
+// connection that held it before, if any.
+func (s *Server) hold(key string, c *conn) *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev := s.holders[key]
+	s.holders[key] = c
+	if prev == c {
+		return nil
+	}
+	return prev
 }
 
 // Profile names, sorted, for messages.

@@ -497,3 +497,20 @@ func TestTraceContext(t *testing.T) {
 	assert.Equal(t, []string{upgradeTrace, requestTrace}, traces)
 	assert.Positive(t, stores, "parking the session is traced")
 }
+
+// TestLoadRightAfterClose: a client that closes a connection and at once
+// loads its session on a new one finds it, though the server parks it
+// only as the old connection ends.
+func TestLoadRightAfterClose(t *testing.T) {
+	s := start(t, memstore.New(memstore.Options{}), nil)
+	c := s.dial(t)
+	sid := c.session()
+	for i := range 5 {
+		value(t, c.turn(feed("n = "+string(rune('0'+i)))))
+		_ = c.ws.Close(websocket.StatusNormalClosure, "")
+		c = s.dial(t)
+		ev := c.turn(load(sid))
+		require.NotNil(t, ev.GetOk(), "round %d: %v", i, ev)
+		assert.Equal(t, object.Int(i), value(t, c.turn(feed("n"))))
+	}
+}
