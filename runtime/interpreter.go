@@ -32,6 +32,7 @@ const (
 	opFree         = 9
 	opContinuation = 10
 	opMemory       = 11
+	opSetCwd       = 12
 )
 
 // Response status codes.

@@ -100,3 +100,21 @@ func TestAssertAnnotationsAndProcessTime(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, object.Bool(true), v)
 }
+
+func TestREPLSetCwd(t *testing.T) {
+	ctx := context.Background()
+	it := newInterp(t)
+	r, err := it.NewREPL(ctx)
+	require.NoError(t, err)
+	defer r.Close()
+	require.NoError(t, r.SetCwd(ctx, "/data/sub"))
+	v, err := r.Run(ctx, "import os\nos.getcwd()")
+	require.NoError(t, err)
+	assert.Equal(t, object.Str("/data/sub"), v)
+	require.ErrorIs(t, r.SetCwd(ctx, "relative"), runtime.ErrInvalidOption)
+	ex, err := r.Feed(ctx, "x = ask()")
+	require.NoError(t, err)
+	require.ErrorIs(t, r.SetCwd(ctx, "/"), runtime.ErrBadState, "not while a feed is paused")
+	ex.Close(ctx)
+	require.NoError(t, r.SetCwd(ctx, "/"))
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/monty-go/monty/object"
@@ -107,6 +108,25 @@ func (r *REPL) Run(ctx context.Context, code string, inputs ...Input) (object.Va
 // Dump serialises the REPL with all its state (and its paused feed, if any).
 func (r *REPL) Dump(ctx context.Context) ([]byte, error) {
 	return r.it.dump(ctx, r.handle, kindREPL)
+}
+
+// SetCwd moves an idle REPL to another working directory, an absolute
+// virtual path, as WithCwd does for a new one: os.getcwd() reports it and
+// relative paths resolve against it from the next feed on. No code runs and
+// nothing checks that the directory exists (as os.chdir would, with an OS
+// call).
+func (r *REPL) SetCwd(ctx context.Context, dir string) error {
+	if r.exec != nil {
+		return fmt.Errorf("%w: REPL is paused in a feed; resume or close that execution first", ErrBadState)
+	}
+	if !strings.HasPrefix(dir, "/") {
+		return fmt.Errorf("%w: working directory %q is not an absolute path", ErrInvalidOption, dir)
+	}
+	w := &r.it.req
+	w.Reset()
+	w.Text(dir)
+	_, err := r.it.call(ctx, opSetCwd, r.handle)
+	return err
 }
 
 // Close frees the REPL inside the interpreter.

@@ -464,7 +464,7 @@ func (w *Worker) feed(ctx context.Context, f *pb.Feed) *pb.ChildEvent {
 	case w.lost != nil:
 		return errorEvent("RuntimeError", "the session was lost: "+w.lost.Error()+"; send Reset to start a new one")
 	}
-	if f.Cwd != "" && (len(f.Cwd) == 0 || f.Cwd[0] != '/') {
+	if f.Cwd != "" && !strings.HasPrefix(f.Cwd, "/") {
 		return errorEvent("ValueError", fmt.Sprintf("cwd %q is not an absolute path", f.Cwd))
 	}
 	if err := w.ensureREPL(ctx, f.Cwd); err != nil {
@@ -521,17 +521,12 @@ func inputsOf(f *pb.Feed) ([]runtime.Input, *pb.ChildEvent) {
 
 // chdir moves the session to dir before a feed that asks for it.
 func (w *Worker) chdir(ctx context.Context, dir string) *pb.ChildEvent {
-	w.it.SetLimits(w.limits())
-	_, err := w.repl.Run(ctx, "import os as __monty_os\n__monty_os.chdir("+pyQuote(dir)+")\ndel __monty_os")
-	if err != nil {
+	if err := w.repl.SetCwd(ctx, dir); err != nil {
 		return w.failed(err)
 	}
 	w.cwd = dir
 	return nil
 }
-
-// pyQuote is s as a Python string literal.
-func pyQuote(s string) string { return object.Repr(object.Str(s)) }
 
 func (w *Worker) typeCheck(ctx context.Context, code string) *pb.ChildEvent {
 	checker := w.opts.Checker

@@ -231,6 +231,26 @@ def mounts(pool, _binary):
 
 
 @scenario
+def working_directory(pool, _binary):
+    seen = []
+
+    def handle(*, name, args, kwargs, is_async, **_):
+        seen.append((name, str(args[0]) if args else None))
+        return 'text' if name == 'Path.read_text' else pm.NOT_HANDLED
+
+    with pool.checkout() as s:
+        out = [s.feed_run('import os\nos.getcwd()')]
+        out.append(s.feed_run("import os\nfrom pathlib import Path\n[os.getcwd(), Path('rel.txt').read_text()]", cwd='/data', os=handle))
+        out.append(s.feed_run('import os\nos.getcwd()'))
+        try:
+            s.feed_run('1/0', cwd='/elsewhere')
+        except pm.MontyRuntimeError as e:
+            out.append(e.display('traceback'))
+        out.append(s.feed_run('import os\nos.getcwd()'))
+    return f'{out} {seen}'
+
+
+@scenario
 def limits_memory_recursion(pool, _binary):
     res = []
     with pool.checkout(limits=pm.ResourceLimits(max_memory=20_000_000, max_recursion_depth=50)) as s:

@@ -32,6 +32,7 @@ pub const OP_LOAD: u32 = 8;
 pub const OP_FREE: u32 = 9;
 pub const OP_CONTINUATION: u32 = 10;
 pub const OP_MEMORY: u32 = 11;
+pub const OP_SET_CWD: u32 = 12;
 
 const STATUS_OK: u64 = 0;
 const STATUS_EXCEPTION: u64 = 1;
@@ -254,8 +255,29 @@ fn run_op(op: u32, handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Tabl
             w.uint(live.saturating_sub(baseline) as u64);
             Ok(())
         }
+        OP_SET_CWD => set_cwd(handle, r, w, t),
         _ => Err(Failure::Api(format!("unknown operation {op}"))),
     }
+}
+
+/// `cwd` → null: moves an idle REPL to another working directory, as the
+/// monty.v1 `Feed.cwd` does, without running code.
+fn set_cwd(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
+    let cwd = r.text()?;
+    if !cwd.starts_with('/') {
+        return Err(Failure::Api(format!(
+            "working directory {cwd:?} is not an absolute path"
+        )));
+    }
+    match t.slots.get_mut(&handle) {
+        Some(Slot::Repl {
+            repl: Repl::Idle(repl), ..
+        }) => repl.set_cwd(cwd),
+        Some(_) => return Err(wrong_kind(handle, "an idle REPL")),
+        None => return Err(no_handle(handle)),
+    }
+    w.null();
+    Ok(())
 }
 
 fn no_handle(handle: u32) -> Failure {
