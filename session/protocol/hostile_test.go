@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"math/big"
 	"slices"
 	"strings"
@@ -170,7 +171,7 @@ func TestValuesRoundTrip(t *testing.T) {
 		object.Exception{Type: "ValueError", Message: "m", HasMessage: true}, object.TypeObject("int"),
 		object.Instance{Class: class, ID: object.NewUUID(), Attrs: []object.Pair{{Key: object.Str("x"), Value: object.Int(1)}}},
 		class, object.Function{Name: "f"}, object.BuiltinFunction("len"), object.Path("/a"),
-		object.File{Path: "/f", Mode: "r", Position: 3}, object.Complex{Real: 1, Imag: -0.0}, object.Ellipsis{}, object.NotImplemented{},
+		object.File{Path: "/f", Mode: "r", Position: 3}, object.Complex{Real: 1, Imag: math.Copysign(0, -1)}, object.Ellipsis{}, object.NotImplemented{},
 		object.Module{Name: "m", ID: object.NewUUID()}, object.Decimal("1.20"),
 	}
 	arena, roots, err := protocol.EncodeValues(vs...)

@@ -3,7 +3,6 @@ package protocol
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 
 	"github.com/monty-go/monty/object"
@@ -556,9 +555,4 @@ func (r *arenaReader) make(n *pb.MontyNode) (object.Value, error) {
 		return nil, badValue("uuid values are not supported")
 	}
 	return nil, badValue("unknown node kind")
-}
-
-// checkFloatSeconds validates a sleep length from the wire.
-func checkFloatSeconds(s float64) bool {
-	return !math.IsNaN(s) && !math.IsInf(s, 0) && s >= 0 && s <= float64(math.MaxInt64)/1e9
 }
