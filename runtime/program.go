@@ -42,11 +42,30 @@ func (p *sandboxPolicy) set() bool {
 	return p.assert != nil || p.fixed != nil || p.fixedZone != nil || p.random != nil || p.elapsed
 }
 
-// randomStart is where an unseeded random gets its state: kind 1 asks the
-// host (an os.urandom OS call), 2-5 seed it with an int, float, str or bytes.
+// randomStart is where an unseeded random gets its state: the host (an
+// os.urandom OS call), or a seed.
 type randomStart struct {
-	kind  uint64
-	value object.Value
+	host bool
+	seed object.Value
+}
+
+// seedKind is the sandbox element's code of a seed: 2-5 for an int, float,
+// str or bytes (docs/abi.md).
+func seedKind(seed object.Value) (uint64, error) {
+	switch v := seed.(type) {
+	case object.Int, object.BigInt:
+		return 2, nil
+	case object.Float:
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return 0, fmt.Errorf("%w: a float random seed must be finite", ErrInvalidOption)
+		}
+		return 3, nil
+	case object.Str:
+		return 4, nil
+	case object.Bytes:
+		return 5, nil
+	}
+	return 0, fmt.Errorf("%w: a random seed is an int, float, str or bytes, not %s", ErrInvalidOption, object.Repr(seed))
 }
 
 // WithAssertAnnotations sets how a failed assert describes its operands:
@@ -75,13 +94,13 @@ func WithFixedTimezone(tz object.TimeZone) CompileOption {
 // that unseeded draws repeat from run to run: seed is an int (object.Int or
 // object.BigInt), a finite object.Float, an object.Str or object.Bytes.
 func WithRandomSeed(seed object.Value) CompileOption {
-	return func(c *compileConfig) { c.policy.random = &randomStart{value: seed} }
+	return func(c *compileConfig) { c.policy.random = &randomStart{seed: seed} }
 }
 
 // WithHostRandom makes the random module's first unseeded draw ask the host
 // for its state, as an os.urandom OS call for 2496 bytes.
 func WithHostRandom() CompileOption {
-	return func(c *compileConfig) { c.policy.random = &randomStart{kind: 1} }
+	return func(c *compileConfig) { c.policy.random = &randomStart{host: true} }
 }
 
 // WithElapsedProcessTime makes time.process_time() and time.thread_time()
@@ -152,21 +171,9 @@ func (c *compileConfig) check() error {
 	if z := p.fixedZone; z != nil && (z.Offset <= -86400 || z.Offset >= 86400) {
 		return fmt.Errorf("%w: a fixed time zone's offset must be within a day, not %ds", ErrInvalidOption, z.Offset)
 	}
-	if r := p.random; r != nil && r.kind != 1 {
-		switch v := r.value.(type) {
-		case object.Int, object.BigInt:
-			r.kind = 2
-		case object.Float:
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return fmt.Errorf("%w: a float random seed must be finite", ErrInvalidOption)
-			}
-			r.kind = 3
-		case object.Str:
-			r.kind = 4
-		case object.Bytes:
-			r.kind = 5
-		default:
-			return fmt.Errorf("%w: a random seed is an int, float, str or bytes, not %s", ErrInvalidOption, object.Repr(r.value))
+	if r := p.random; r != nil && !r.host {
+		if _, err := seedKind(r.seed); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -214,13 +221,14 @@ func (c *compileConfig) writeSandbox(w *wire.Writer) {
 	switch r := p.random; {
 	case r == nil:
 		w.Null()
-	case r.kind == 1:
+	case r.host:
 		w.Array(1)
 		w.Uint(1)
 	default:
+		kind, _ := seedKind(r.seed) // checked by check
 		w.Array(2)
-		w.Uint(r.kind)
-		switch v := r.value.(type) {
+		w.Uint(kind)
+		switch v := r.seed.(type) {
 		case object.Int:
 			w.Bytes(signedLE(big.NewInt(int64(v))))
 		case object.BigInt:

@@ -21,7 +21,7 @@ import (
 //
 //	"MGW1" uvarint(len(header)) header repl-dump
 //
-// Restore also takes Monty's own dump bytes, as upstream's worker writes
+// restore also takes Monty's own dump bytes, as upstream's worker writes
 // them (runtime.LoadMontyREPL). Upstream's worker does not take this
 // container (see docs/conformance.md), though the interpreter dump inside
 // it is in Monty's own format.
@@ -151,7 +151,7 @@ func (w *Worker) load(ctx context.Context, state []byte) *pb.ChildEvent {
 	if w.repl != nil || w.lost != nil {
 		return Violation("Load while a session already exists")
 	}
-	if err := w.Restore(ctx, state); err != nil {
+	if err := w.restore(ctx, state); err != nil {
 		return Violation("failed to load session: %v", err)
 	}
 	ev := okEvent()
@@ -166,9 +166,9 @@ func (w *Worker) load(ctx context.Context, state []byte) *pb.ChildEvent {
 	return ev
 }
 
-// Restore replaces the worker's session with the one in state (dump bytes).
+// restore replaces the worker's session with the one in state (dump bytes).
 // On error the worker keeps no session.
-func (w *Worker) Restore(ctx context.Context, state []byte) error {
+func (w *Worker) restore(ctx context.Context, state []byte) error {
 	if bytes.HasPrefix(state, []byte(runtime.MontyDumpMagic)) {
 		return w.restoreMonty(ctx, state)
 	}

@@ -127,9 +127,6 @@ func (w *Worker) Close(ctx context.Context) {
 // Configured reports whether the worker holds a session.
 func (w *Worker) Configured() bool { return w.cfg != nil }
 
-// Suspended reports whether a feed waits for the parent's answer.
-func (w *Worker) Suspended() bool { return w.exec != nil }
-
 // Started reports whether the session's interpreter state exists (after
 // its first feed, or a load).
 func (w *Worker) Started() bool { return w.repl != nil || w.lost != nil }
@@ -218,8 +215,8 @@ func errorEvent(excType, message string) *pb.ChildEvent {
 	return &pb.ChildEvent{Kind: &pb.ChildEvent_Error{Error: &pb.Error{Exception: &pb.RaisedException{ExcType: excType, Message: &message}}}}
 }
 
-// CheckVersion refuses a protocol version outside MinVersion..Version.
-func CheckVersion(v uint32) error {
+// checkVersion refuses a protocol version outside MinVersion..Version.
+func checkVersion(v uint32) error {
 	if v >= MinVersion && v <= Version {
 		return nil
 	}
@@ -233,7 +230,7 @@ func CheckVersion(v uint32) error {
 func (w *Worker) handle(ctx context.Context, req *pb.ParentRequest) (*pb.ChildEvent, Outcome) {
 	switch k := req.Kind.(type) {
 	case *pb.ParentRequest_Configure:
-		if err := CheckVersion(k.Configure.GetProtocolVersion()); err != nil {
+		if err := checkVersion(k.Configure.GetProtocolVersion()); err != nil {
 			return FatalEvent("%s", err), Fatal
 		}
 		if w.cfg != nil {
@@ -624,7 +621,7 @@ func (w *Worker) failed(err error) *pb.ChildEvent {
 	w.pendingCode = ""
 	var pyErr *runtime.Error
 	if errors.As(err, &pyErr) {
-		return &pb.ChildEvent{Kind: &pb.ChildEvent_Error{Error: &pb.Error{Exception: RaisedException(pyErr)}}}
+		return &pb.ChildEvent{Kind: &pb.ChildEvent_Error{Error: &pb.Error{Exception: raisedException(pyErr)}}}
 	}
 	if w.it != nil && w.it.Dead() != nil {
 		w.opts.Logger.Warn("interpreter stopped; the session is lost", "err", err)
@@ -641,8 +638,8 @@ func (w *Worker) failed(err error) *pb.ChildEvent {
 	return errorEvent("RuntimeError", err.Error())
 }
 
-// RaisedException is the wire form of a Python exception.
-func RaisedException(e *runtime.Error) *pb.RaisedException {
+// raisedException is the wire form of a Python exception.
+func raisedException(e *runtime.Error) *pb.RaisedException {
 	out := &pb.RaisedException{ExcType: e.Type}
 	if e.HasMessage {
 		msg := e.Message
