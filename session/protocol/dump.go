@@ -40,9 +40,6 @@ func (w *Worker) dump(ctx context.Context) *pb.ChildEvent {
 	if w.awaitingStubs != nil {
 		return errorEvent("RuntimeError", "cannot dump while a feed awaits its module stubs")
 	}
-	if err := w.ensureREPL(ctx, ""); err != nil {
-		return w.failed(err)
-	}
 	state, err := w.Snapshot(ctx)
 	if err != nil {
 		return errorEvent("RuntimeError", "dump failed: "+err.Error())
@@ -52,8 +49,12 @@ func (w *Worker) dump(ctx context.Context) *pb.ChildEvent {
 
 // Snapshot returns the session as dump bytes (what Dump answers with).
 func (w *Worker) Snapshot(ctx context.Context) ([]byte, error) {
-	if w.cfg == nil {
+	switch {
+	case w.cfg == nil:
 		return nil, errors.New("no session")
+	case w.lost != nil:
+		// An empty REPL is not this session: nothing to store.
+		return nil, fmt.Errorf("the session was lost: %w", w.lost)
 	}
 	if err := w.ensureREPL(ctx, ""); err != nil {
 		return nil, err

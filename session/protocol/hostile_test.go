@@ -295,6 +295,8 @@ func TestInterpreterDeathIsAnError(t *testing.T) {
 	assert.Equal(t, "MemoryError", ev.GetError().GetException().GetExcType())
 	assert.Contains(t, ev.GetError().GetException().GetMessage(), "the session is lost")
 	assert.Contains(t, turn(feed("1")).GetError().GetException().GetMessage(), "send Reset")
+	_, err = w.Snapshot(ctx)
+	assert.Error(t, err, "a lost session has nothing to store (a server would otherwise park an empty one)")
 	require.NotNil(t, turn(request("reset")).GetOk())
 	turn(configure(nil))
 	vs, err := protocol.DecodeValues(turn(feed("6 * 7")).GetComplete().GetValues(), 0)
