@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -299,8 +300,15 @@ func (c *conn) closeMounts() {
 	}
 }
 
+// profileList names the server's profiles, for messages.
 func (s *Server) profileList() string {
-	names := s.profileNames()
+	var names []string
+	for n := range s.opts.Profiles {
+		if n != "" {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
 	if len(names) == 0 {
 		return "no named profiles"
 	}

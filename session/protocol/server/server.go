@@ -40,7 +40,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -199,7 +198,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Draining reports whether Shutdown has started (GET /health answers 503).
+// Draining reports whether Shutdown has started.
 func (s *Server) Draining() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -328,18 +327,6 @@ func (s *Server) hold(key string, c *conn) *conn {
 		return nil
 	}
 	return prev
-}
-
-// Profile names, sorted, for messages.
-func (s *Server) profileNames() []string {
-	var names []string
-	for n := range s.opts.Profiles {
-		if n != "" {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	return names
 }
 
 // ---- stored sessions -------------------------------------------------------
