@@ -16,7 +16,7 @@
 #
 # Exported (each a command line: words separated by single spaces, so the
 # cache directory's path must not contain white space; split with
-# strings.Fields, as session/agent/mcptest does):
+# strings.Fields, as session/mcpclient/mcptest does):
 #   MONTY_TEST_MCP_EVERYTHING       node .../server-everything/dist/index.js stdio
 #   MONTY_TEST_MCP_EVERYTHING_HTTP  node .../server-everything/dist/index.js streamableHttp
 #       Serves streamable HTTP at http://localhost:$PORT/mcp. The port is the

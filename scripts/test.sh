@@ -21,7 +21,7 @@ eval "$(scripts/services.sh env)"
 eval "$(scripts/pyclients.sh env)"
 # --- MCP servers written by others (the reference "everything" server from
 # npm, mcp-server-time from PyPI) for the tests that connect to them as an
-# MCP client (scripts/mcpservers.sh; session/agent/mcptest reads the exports).
+# MCP client (scripts/mcpservers.sh; session/mcpclient/mcptest reads the exports).
 eval "$(scripts/mcpservers.sh env)"
 
 echo "== gofmt" >&2

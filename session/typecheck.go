@@ -25,7 +25,7 @@ type TypeCheck struct {
 	// Checker checks the code; nil means typecheck.Default.
 	Checker *typecheck.Checker
 	// Stubs is stub text for the names the host provides, such as
-	// agent.Registry.Stubs, plus any of the caller's own.
+	// tools.Registry.Stubs, plus any of the caller's own.
 	Stubs string
 	// Modules are host modules the code may import.
 	Modules []typecheck.ModuleStub

@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/monty-go/monty/session/agent/mcptest"
+	"github.com/monty-go/monty/session/mcpclient/mcptest"
 )
 
 // shellQuote quotes s as one word for --connect's command line.

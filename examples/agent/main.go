@@ -18,6 +18,7 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // Product is what get_inventory returns; Python sees dicts.
@@ -34,11 +35,11 @@ var inventory = map[string][]Product{
 var ratings = map[string]float64{"sencha": 4.6, "assam": 4.1, "oolong": 4.8, "arabica": 4.4, "robusta": 3.9}
 
 // functions are the host functions: plain Go functions with schemas.
-func functions() (*agent.Registry, error) {
-	getInventory, err := agent.Func(agent.Schema{
+func functions() (*tools.Registry, error) {
+	getInventory, err := tools.Func(tools.Schema{
 		Name: "get_inventory", Category: "shop",
 		Description: "List the products of a category with their prices in USD.",
-		Params:      []agent.Param{{Name: "category", Description: "tea or coffee"}},
+		Params:      []tools.Param{{Name: "category", Description: "tea or coffee"}},
 		Returns:     "a list of dicts with name and price",
 	}, func(category string) ([]Product, error) {
 		items, ok := inventory[category]
@@ -50,10 +51,10 @@ func functions() (*agent.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	convert, err := agent.Func(agent.Schema{
+	convert, err := tools.Func(tools.Schema{
 		Name: "convert_currency", Category: "money",
 		Description: "Convert an amount in USD to another currency.",
-		Params: []agent.Param{
+		Params: []tools.Param{
 			{Name: "amount", Description: "amount in USD"},
 			{Name: "to", Description: "currency code", Default: "EUR"},
 		},
@@ -70,10 +71,10 @@ func functions() (*agent.Registry, error) {
 	convert.ErrorType = "ValueError"
 	// fetch_rating stands for a slow remote call: async, so the code can
 	// await several at once with asyncio.gather.
-	fetchRating, err := agent.Func(agent.Schema{
+	fetchRating, err := tools.Func(tools.Schema{
 		Name: "fetch_rating", Category: "shop",
 		Description: "Fetch a product's customer rating (0-5) from the reviews service.",
-		Params:      []agent.Param{{Name: "product"}},
+		Params:      []tools.Param{{Name: "product"}},
 	}, func(ctx context.Context, product string) (float64, error) {
 		select {
 		case <-time.After(50 * time.Millisecond):
@@ -86,7 +87,7 @@ func functions() (*agent.Registry, error) {
 		return nil, err
 	}
 	fetchRating.Async = true
-	return agent.NewRegistry(getInventory, convert, fetchRating)
+	return tools.NewRegistry(getInventory, convert, fetchRating)
 }
 
 // conversation is what the model sends, call by call.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/monty-go/monty/session/agent/agenttest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,7 +19,7 @@ import (
 // failures that are the caller's to handle instead.
 func TestAnswer(t *testing.T) {
 	ctx := context.Background()
-	e := newExecutor(t, agent.ExecutorOptions{})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{})
 	answer := func(key, name string, args json.RawMessage) (string, bool) {
 		t.Helper()
 		text, failed, err := e.Answer(ctx, key, name, args)
@@ -25,16 +27,16 @@ func TestAnswer(t *testing.T) {
 		return text, failed
 	}
 
-	text, failed := answer("conv", agent.ToolName, codeArgs("x = 6\nprint(x * 7)"))
+	text, failed := answer("conv", agent.ToolName, agenttest.CodeArgs("x = 6\nprint(x * 7)"))
 	assert.Equal(t, "42", text)
 	assert.False(t, failed)
-	text, failed = answer("conv", agent.ToolName, codeArgs("y = None"))
+	text, failed = answer("conv", agent.ToolName, agenttest.CodeArgs("y = None"))
 	assert.Equal(t, agent.NoOutput, text)
 	assert.False(t, failed)
-	text, failed = answer("conv", agent.ToolName, codeArgs("x // 0"))
+	text, failed = answer("conv", agent.ToolName, agenttest.CodeArgs("x // 0"))
 	assert.Contains(t, text, "ZeroDivisionError")
 	assert.True(t, failed, "an exception is a failed call")
-	text, failed = answer("other", agent.ToolName, codeArgs("x"))
+	text, failed = answer("other", agent.ToolName, agenttest.CodeArgs("x"))
 	assert.Contains(t, text, "NameError", "each conversation has its own session")
 	assert.True(t, failed)
 
@@ -49,7 +51,7 @@ func TestAnswer(t *testing.T) {
 	assert.True(t, failed, "a resume of no paused run")
 
 	for _, key := range []string{"", "a/b"} {
-		_, _, err := e.Answer(ctx, key, agent.ToolName, codeArgs("1"))
+		_, _, err := e.Answer(ctx, key, agent.ToolName, agenttest.CodeArgs("1"))
 		require.ErrorIs(t, err, agent.ErrBadArgs, "key %q", key)
 		assert.Contains(t, err.Error(), "conversation key")
 	}
@@ -57,10 +59,10 @@ func TestAnswer(t *testing.T) {
 	cause := errors.New("the user left")
 	cctx, cancel := context.WithCancelCause(ctx)
 	cancel(cause)
-	_, _, err := e.Answer(cctx, "conv", agent.ToolName, codeArgs("1"))
+	_, _, err := e.Answer(cctx, "conv", agent.ToolName, agenttest.CodeArgs("1"))
 	require.ErrorIs(t, err, cause)
 
 	e.Close()
-	_, _, err = e.Answer(ctx, "conv", agent.ToolName, codeArgs("1"))
+	_, _, err = e.Answer(ctx, "conv", agent.ToolName, agenttest.CodeArgs("1"))
 	require.ErrorIs(t, err, session.ErrClosed)
 }

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/tools"
 )
 
-// Errors of Registry.CheckAnswer and Registry.Approve, for answers to the
+// Errors of CheckAnswer and Approve, for answers to the
 // calls of a paused run.
 var (
 	// ErrApprovalNeeded: the call waits for a person's approval and was
@@ -23,35 +25,18 @@ var (
 	ErrApprovalUnavailable = errors.New("agent: the call's MCP server is not connected here")
 )
 
-// approvalMethod returns the class and method of a paused call that waits
-// for approval (see MCPServer.Approve).
-func (r *Registry) approvalMethod(c session.ToolCall) (*Class, *Function, bool) {
-	if r == nil || c.Object == nil {
-		return nil, nil, false
-	}
-	o, ok := r.lookupObject(*c.Object)
-	if !ok {
-		return nil, nil, false
-	}
-	m := o.class.method(c.Name)
-	if m == nil || !m.approval {
-		return nil, nil, false
-	}
-	return o.class, m, true
-}
-
 // ApprovalName names a call of a paused run as the code made it and
 // reports whether it waits for a person's approval. Such a call is a
 // method call (the host objects' methods the run's caller answers are
 // approvals; a client tool's call is a function's), named
-// "github.delete_repo" when this registry has its MCP server, else by the
-// method alone. r may be nil (no MCP servers).
-func (r *Registry) ApprovalName(c session.ToolCall) (string, bool) {
+// "github.delete_repo" when reg has its MCP server, else by the method
+// alone. reg may be nil (no MCP servers).
+func ApprovalName(reg *tools.Registry, c session.ToolCall) (string, bool) {
 	if c.Object == nil {
 		return c.Name, false
 	}
-	if class, _, ok := r.approvalMethod(c); ok {
-		return class.Name + "." + c.Name, true
+	if name, _, ok := reg.Approval(*c.Object, c.Name); ok {
+		return name, true
 	}
 	return c.Name, true
 }
@@ -59,13 +44,16 @@ func (r *Registry) ApprovalName(c session.ToolCall) (string, bool) {
 // CheckAnswer reports whether call c of a paused run may be answered as
 // given: byApprove for {"approve": …}, else a value or an error. A call
 // that waits for approval takes approve alone, so that no value a caller
-// writes stands for a tool's result, and only where this registry has its
-// MCP server; any other call takes a value or an error. The errors match
+// writes stands for a tool's result, and only where reg has its MCP
+// server; any other call takes a value or an error. The errors match
 // ErrApprovalNeeded, ErrNotApproval or ErrApprovalUnavailable and say
-// what to send instead. r may be nil (no MCP servers).
-func (r *Registry) CheckAnswer(c session.ToolCall, byApprove bool) error {
-	name, approval := r.ApprovalName(c)
-	_, _, here := r.approvalMethod(c)
+// what to send instead. reg may be nil (no MCP servers).
+func CheckAnswer(reg *tools.Registry, c session.ToolCall, byApprove bool) error {
+	name, approval := ApprovalName(reg, c)
+	here := false
+	if c.Object != nil {
+		_, _, here = reg.Approval(*c.Object, c.Name)
+	}
 	switch {
 	case !approval && byApprove:
 		return &callerError{err: ErrNotApproval, msg: fmt.Sprintf(
@@ -82,27 +70,30 @@ func (r *Registry) CheckAnswer(c session.ToolCall, byApprove bool) error {
 
 // Approve answers a call that waits for a person's approval: approved,
 // the call is made now, in this process (its MCP server must be connected
-// here under the same name), and its outcome is the result (an exception
-// the tool raised as the result's Error); refused, the call raises
-// PermissionError in the code. Give the result to Session.Resume with the
-// other results. Errors: CheckAnswer's, and the caller's context ending.
-func (r *Registry) Approve(ctx context.Context, c session.ToolCall, approve bool) (session.ToolResult, error) {
-	if err := r.CheckAnswer(c, true); err != nil {
+// to reg under the same name), and its outcome is the result (an
+// exception the tool raised as the result's Error); refused, the call
+// raises PermissionError in the code. Give the result to Session.Resume
+// with the other results. Errors: CheckAnswer's, and the caller's context
+// ending.
+func Approve(ctx context.Context, reg *tools.Registry, c session.ToolCall, approve bool) (session.ToolResult, error) {
+	if err := CheckAnswer(reg, c, true); err != nil {
 		return session.ToolResult{}, err
 	}
-	class, _, _ := r.approvalMethod(c)
-	name := class.Name + "." + c.Name
+	name, call, _ := reg.Approval(*c.Object, c.Name)
 	if !approve {
 		return session.ToolResult{ID: c.ID, Error: &runtime.Exception{Type: "PermissionError",
 			Message: fmt.Sprintf("%s was not approved: a person refused the call", name)}}, nil
 	}
 	// The method's host function binds the arguments and reports the call
 	// to the run's events, as a call the code made itself.
-	v, err := class.calls[c.Name](ctx, c.Args, c.Kwargs)
+	v, err := call(ctx, c.Args, c.Kwargs)
 	var exc *runtime.Exception
 	switch {
 	case err == nil:
-		return session.ToolResult{ID: c.ID, Value: orNone(v)}, nil
+		if v == nil {
+			v = object.None{}
+		}
+		return session.ToolResult{ID: c.ID, Value: v}, nil
 	case errors.As(err, &exc):
 		return session.ToolResult{ID: c.ID, Error: exc}, nil
 	case ctx.Err() != nil:

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/monty-go/monty/session/tools"
+
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
@@ -304,7 +306,7 @@ func newBriefing(opts ExecutorOptions, limits runtime.Limits, timeout time.Durat
 // what the code can call (r's functions, classes, MCP namespaces and
 // globals). When the whole would pass the budget, the callables are listed
 // by name only, or, if that is still too long, counted by category.
-func (b briefing) description(r *Registry) string {
+func (b briefing) description(r *tools.Registry) string {
 	c := callablesOf(r)
 	head := b.head(!c.empty())
 	if c.empty() {
@@ -447,15 +449,16 @@ func mountModeText(s runtime.MountSpec) string {
 // callables is what the code can call or use, in the order the
 // description lists it.
 type callables struct {
-	fns        []Function
-	classes    []*Class
-	namespaces []*Class
+	fns        []tools.Function
+	classes    []*tools.Class
+	namespaces []*tools.Class
 	globals    []object.Pair
 }
 
 // callablesOf reads r's callables.
-func callablesOf(r *Registry) callables {
-	return callables{fns: r.sorted(), classes: r.sortedClasses(), namespaces: r.namespaceClasses(), globals: r.hostGlobals()}
+func callablesOf(r *tools.Registry) callables {
+	c := r.Catalog()
+	return callables{fns: c.Functions, classes: c.Classes, namespaces: c.Namespaces, globals: c.Globals}
 }
 
 func (c callables) empty() bool {
@@ -485,11 +488,7 @@ func (c callables) stubs() string {
 		for _, cl := range c.classes {
 			b.WriteString("\nclass " + cl.Name + ":" + comment(cl.Description))
 			for _, a := range cl.Attributes {
-				t := stubNames{}.result(a.Type)
-				if a.Optional && t != "Any" {
-					t += " | None"
-				}
-				b.WriteString("\n    " + a.Name + ": " + t)
+				b.WriteString("\n    " + a.Stub())
 			}
 			for _, m := range cl.Methods {
 				b.WriteString("\n    " + strings.ReplaceAll(stubLine(m, "", true), "\n", "\n    "))
@@ -607,10 +606,10 @@ func sep(b *strings.Builder) {
 // stubLine renders f as its stub (Function.Stub, annotations from the
 // parameter types) without a docstring, named qual+f.Name and taking self
 // when method is set, with the first line of its description as a comment.
-func stubLine(f Function, qual string, method bool) string {
+func stubLine(f tools.Function, qual string, method bool) string {
 	desc := f.Description
 	f.Description = ""
-	lines := strings.Split(f.stub(stubNames{}), "\n")
+	lines := strings.Split(f.Stub(), "\n")
 	for i, line := range lines {
 		for _, def := range []string{"def ", "async def "} {
 			if rest, ok := strings.CutPrefix(line, def+f.Name+"("); ok {
@@ -626,7 +625,7 @@ func stubLine(f Function, qual string, method bool) string {
 		}
 	}
 	line := strings.Join(lines, "\n") + comment(desc)
-	if f.approval {
+	if f.Approval {
 		line += " [waits for a person's approval]"
 	}
 	return line

@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/monty-go/monty/session/tools"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -138,8 +139,8 @@ func TestBriefingPersistence(t *testing.T) {
 
 // The limits line is the executor's actual settings, defaults applied.
 func TestBriefingLimits(t *testing.T) {
-	fns := func(t *testing.T) *Registry {
-		reg, err := NewRegistry(MustFunc(Schema{Name: "ping"}, func() string { return "pong" }))
+	fns := func(t *testing.T) *tools.Registry {
+		reg, err := tools.NewRegistry(tools.MustFunc(tools.Schema{Name: "ping"}, func() string { return "pong" }))
 		require.NoError(t, err)
 		return reg
 	}
@@ -225,45 +226,37 @@ func TestBriefingFiles(t *testing.T) {
 
 // briefRegistry has functions in two categories (one async), a class, a
 // host object and an MCP server's namespace: the sample in docs/agent.md.
-func briefRegistry(t *testing.T) *Registry {
+func briefRegistry(t *testing.T) *tools.Registry {
 	t.Helper()
-	reg, err := NewRegistry(
-		MustFunc(Schema{Name: "get_weather", Description: "Current weather for a city.\nMade up.", Category: "data",
-			Params: []Param{{Name: "city"}, {Name: "units", Default: "metric"}}},
+	reg, err := tools.NewRegistry(
+		tools.MustFunc(tools.Schema{Name: "get_weather", Description: "Current weather for a city.\nMade up.", Category: "data",
+			Params: []tools.Param{{Name: "city"}, {Name: "units", Default: "metric"}}},
 			func(city, units string) (map[string]any, error) { return map[string]any{"city": city}, nil }),
-		func() Function {
-			f := MustFunc(Schema{Name: "fetch", Description: "Fetch a URL.", Params: []Param{{Name: "url"}}}, func(url string) string { return url })
+		func() tools.Function {
+			f := tools.MustFunc(tools.Schema{Name: "fetch", Description: "Fetch a URL.", Params: []tools.Param{{Name: "url"}}}, func(url string) string { return url })
 			f.Async = true
 			return f
 		}(),
 	)
 	require.NoError(t, err)
-	class, err := NewClass("Account", "A bank account.", (*briefAccount)(nil),
-		MustMethod(Schema{Name: "deposit", Description: "Add money.", Params: []Param{{Name: "amount"}}}, (*briefAccount).Deposit))
+	class, err := tools.NewClass("Account", "A bank account.", (*briefAccount)(nil),
+		tools.MustMethod(tools.Schema{Name: "deposit", Description: "Add money.", Params: []tools.Param{{Name: "amount"}}}, (*briefAccount).Deposit))
 	require.NoError(t, err)
 	require.NoError(t, reg.RegisterClass(class))
 	acct, err := reg.ObjectKey(&briefAccount{Owner: "ann"}, "ann")
 	require.NoError(t, err)
 	require.NoError(t, reg.SetGlobal("acct", acct))
 
-	srv := mcp.NewServer(&mcp.Implementation{Name: "issues", Version: "1"}, nil)
-	type searchIn struct {
-		Query string `json:"query" jsonschema:"what to look for"`
-		Limit int    `json:"limit,omitempty"`
+	// A namespace, as package mcpclient offers an MCP server.
+	search := tools.Function{
+		Schema: tools.Schema{Name: "search", Description: "Search the issues.", Params: []tools.Param{
+			{Name: "query", Type: tools.String, Description: "what to look for"},
+			{Name: "limit", Type: tools.Integer, Optional: true},
+		}},
+		Async:   true,
+		Handler: func(_ context.Context, a tools.Args) (object.Value, error) { return a["query"], nil },
 	}
-	mcp.AddTool(srv, &mcp.Tool{Name: "search", Description: "Search the issues."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Query}}}, nil, nil
-		})
-	ns, err := reg.AddMCPServer(context.Background(), MCPServer{Name: "tracker", Transport: func() (mcp.Transport, error) {
-		server, client := mcp.NewInMemoryTransports()
-		if _, err := srv.Connect(context.Background(), server, nil); err != nil {
-			return nil, err
-		}
-		return client, nil
-	}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ns.Close() })
+	require.NoError(t, reg.AddNamespace("tracker", &tools.Class{Name: "tracker", Description: "The issue tracker.", Methods: []tools.Function{search}}, struct{}{}))
 	return reg
 }
 
@@ -300,7 +293,7 @@ list_functions() lists them; help('name') shows one in full.`), desc)
 		"(get_weather('Oslo')['city'], await fetch('x'), await tracker.search(query='q'), acct.deposit(6))"))
 	// A function whose required parameter follows an optional one is its
 	// overloads, as the type checker's stubs have it.
-	between := MustFunc(Schema{Name: "between", Params: []Param{{Name: "lo", Optional: true}, {Name: "hi"}}}, func(lo, hi int) int { return hi - lo })
+	between := tools.MustFunc(tools.Schema{Name: "between", Params: []tools.Param{{Name: "lo", Optional: true}, {Name: "hi"}}}, func(lo, hi int) int { return hi - lo })
 	assert.Equal(t, "@overload\ndef between(lo: int | None, hi: int) -> int: ...\n@overload\ndef between(*, hi: int) -> int: ...", stubLine(between, "", false))
 
 	small := briefExecutor(t, ExecutorOptions{Functions: reg, OmitCallResults: true, BriefingBudget: estimateTokens(desc) - 1})
@@ -327,7 +320,7 @@ list_functions() lists them; help('name') shows one in full.`), names)
 	unlimited := briefExecutor(t, ExecutorOptions{Functions: reg, OmitCallResults: true, BriefingBudget: -1})
 	assert.Equal(t, desc, unlimited.Tool().Description)
 
-	empty, err := NewRegistry()
+	empty, err := tools.NewRegistry()
 	require.NoError(t, err)
 	none := briefExecutor(t, ExecutorOptions{Functions: empty})
 	assert.NotContains(t, none.Tool().Description, "help(")
@@ -338,13 +331,13 @@ list_functions() lists them; help('name') shows one in full.`), names)
 // functions are registered or mounts listed does not change it.
 func TestBriefingDeterministic(t *testing.T) {
 	fns := manyTools(12)
-	reversed := make([]Function, len(fns))
+	reversed := make([]tools.Function, len(fns))
 	for i, f := range fns {
 		reversed[len(fns)-1-i] = f
 	}
-	a, err := NewRegistry(fns...)
+	a, err := tools.NewRegistry(fns...)
 	require.NoError(t, err)
-	b, err := NewRegistry(reversed...)
+	b, err := tools.NewRegistry(reversed...)
 	require.NoError(t, err)
 	mounts := []runtime.MountSpec{{Host: "/h/a", Guest: "/a"}, {Host: "/h/b", Guest: "/b", Mode: runtime.MountReadWrite}}
 	ea := briefExecutor(t, ExecutorOptions{Functions: a, Mounts: mounts, OS: runtime.NewMemFS("/a")})
@@ -356,22 +349,22 @@ func TestBriefingDeterministic(t *testing.T) {
 
 // manyTools returns n functions in 4 categories, with a description and
 // two or three parameters each, as a typical tool set has.
-func manyTools(n int) []Function {
-	out := make([]Function, n)
+func manyTools(n int) []tools.Function {
+	out := make([]tools.Function, n)
 	for i := range out {
-		params := []Param{{Name: "query", Description: "what to look for"}, {Name: "limit", Default: 10, Description: "at most this many"}}
+		params := []tools.Param{{Name: "query", Description: "what to look for"}, {Name: "limit", Default: 10, Description: "at most this many"}}
 		if i%2 == 0 {
-			params = append(params, Param{Name: "include_archived", Type: Boolean, Optional: true})
+			params = append(params, tools.Param{Name: "include_archived", Type: tools.Boolean, Optional: true})
 		}
-		out[i] = Function{
-			Schema: Schema{
+		out[i] = tools.Function{
+			Schema: tools.Schema{
 				Name:        fmt.Sprintf("search_records_%03d", i),
 				Description: fmt.Sprintf("Search the records of collection %d and return the matching entries.\nMore detail.", i),
 				Category:    []string{"crm", "billing", "support", "inventory"}[i%4],
 				Params:      params,
-				ReturnType:  Array,
+				ReturnType:  tools.Array,
 			},
-			Handler: func(context.Context, Args) (object.Value, error) { return nil, nil },
+			Handler: func(context.Context, tools.Args) (object.Value, error) { return nil, nil },
 			Async:   i%3 == 0,
 		}
 	}
@@ -383,7 +376,7 @@ func manyTools(n int) []Function {
 // names for 100.
 func TestBriefingSize(t *testing.T) {
 	for _, n := range []int{0, 10, 100} {
-		reg, err := NewRegistry(manyTools(n)...)
+		reg, err := tools.NewRegistry(manyTools(n)...)
 		require.NoError(t, err)
 		desc := briefExecutor(t, ExecutorOptions{Functions: reg, Session: session.Options{Files: &session.Files{}}}).Tool().Description
 		full := briefExecutor(t, ExecutorOptions{Functions: reg, Session: session.Options{Files: &session.Files{}}, BriefingBudget: -1}).Tool().Description

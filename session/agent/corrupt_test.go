@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/monty-go/monty/session/agent/agenttest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -27,8 +29,8 @@ func TestCorruptStateResetsSession(t *testing.T) {
 	ctx := context.Background()
 	key := []byte("this executor's signing key")
 	other := memstore.New(memstore.Options{})
-	theirs := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: other, SigningKey: []byte("someone else's key")}})
-	ok(t, theirs, "t", "secret = 42")
+	theirs := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: other, SigningKey: []byte("someone else's key")}})
+	agenttest.OK(t, theirs, "t", "secret = 42")
 	foreign, err := other.Get(ctx, "t")
 	require.NoError(t, err)
 	damaged := append([]byte(nil), foreign.Data...)
@@ -55,8 +57,8 @@ func TestCorruptStateResetsSession(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			c.plant(t, c.st)
-			e := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: c.st, SigningKey: key}})
-			res := execute(t, e, "t", "'secret' in locals()")
+			e := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: c.st, SigningKey: key}})
+			res := agenttest.Execute(t, e, "t", "'secret' in locals()")
 			require.NoError(t, res.Err, res.Text)
 			assert.Contains(t, res.StateWarning, "could not be loaded")
 			assert.Contains(t, res.StateWarning, c.reason)
@@ -64,11 +66,11 @@ func TestCorruptStateResetsSession(t *testing.T) {
 			assert.True(t, strings.HasPrefix(res.Text, res.StateWarning), res.Text)
 			assert.True(t, strings.HasSuffix(res.Text, "\nFalse"), res.Text)
 			assert.True(t, res.Saved)
-			again := execute(t, e, "t", "1 + 1")
+			again := agenttest.Execute(t, e, "t", "1 + 1")
 			assert.Empty(t, again.StateWarning)
 			assert.Equal(t, "2", again.Text)
 			// Another executor on the store: the session is repaired.
-			assert.Equal(t, "3", ok(t, newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: c.st, SigningKey: key}}), "t", "1 + 2"))
+			assert.Equal(t, "3", agenttest.OK(t, agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: c.st, SigningKey: key}}), "t", "1 + 2"))
 		})
 	}
 }
@@ -87,8 +89,8 @@ func TestCorruptStateFailOption(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(memstore.Options{})
 	putBlob([]byte("garbage"))(t, st)
-	e := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}, FailOnCorruptState: true})
-	_, err := e.Execute(ctx, "t", codeArgs("1"))
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}, FailOnCorruptState: true})
+	_, err := e.Execute(ctx, "t", agenttest.CodeArgs("1"))
 	var cse *session.CorruptStateError
 	require.ErrorAs(t, err, &cse)
 	assert.NotEmpty(t, cse.QuarantinedAs)

@@ -1,34 +1,11 @@
-// Package agent is the tool surface for LLM agents: Go host functions
-// with schemas that Python code can call, a protocol-neutral event stream
-// per run, and the execute_python tool with an executor that keeps one
-// persistent session per conversation.
-//
-// # Host functions
-//
-// A Function couples a Schema (name, description, parameters with types,
-// defaults and descriptions, return description, category) with a Handler.
-// Func adapts a plain Go function by reflection: an optional leading
-// context.Context, then one Go parameter per schema parameter; Python
-// arguments, positional or keyword, are bound to the parameters, checked
-// and converted (a mismatch raises TypeError in Python, worded like
-// CPython's), and the result is converted back. A Go error raises
-// RuntimeError, or the Function's ErrorType, or the exact type of a
-// *runtime.Exception; Python code catches it with try/except. Async
-// functions run in their own goroutines and asyncio.gather runs several
-// concurrently.
-//
-// A Registry holds functions; its Host offers them to a session together
-// with list_functions() and help(name) for the model to discover them, and
-// Tools exports each schema as a JSON-schema tool definition.
-//
-// Registry.Stubs feeds the type checker: it writes the registered
-// functions and the two built-ins as a Python stub module (Function.Stub
-// writes one), with parameter types, defaults, return types
-// (Schema.ReturnType, which Func infers from the Go result) and async
-// def for async functions. The checker star-imports it into the code it
-// checks, so a call with an argument of the wrong type, a missing or
-// unknown argument, or an async function's result used without await is
-// reported before the code runs.
+// Package agent is the tool surface for LLM agents: the execute_python
+// and resume_python tools, with an executor that keeps one persistent
+// session per conversation, a protocol-neutral event stream per run, the
+// briefing that tells the model what it may call, and answers to paused
+// runs, approvals included. The functions Python calls come from a
+// registry of package tools (Go functions and classes) and of package
+// mcpclient (MCP servers: code mode); the adapters under agent/adapters
+// give the tools to each agent SDK.
 //
 // # Events
 //
@@ -53,7 +30,7 @@
 //
 // # Concurrency
 //
-// Registry and Executor are safe for concurrent use. Schema, Param,
-// Function, Tool, Event and Result are plain values: safe to share between
-// goroutines as long as nobody modifies them.
+// Executor is safe for concurrent use. Event, Result, ToolArgs and the
+// pause types are plain values: safe to share between goroutines as long
+// as nobody modifies them.
 package agent

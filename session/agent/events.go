@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // EventType says what an Event reports.
@@ -102,9 +102,6 @@ type Event struct {
 	Err error
 }
 
-// recorderKey is the context key of a run's recorder.
-type recorderKey struct{}
-
 // recorder turns one run's output and host calls into events. It is
 // safe for concurrent use: async host calls report from their goroutines.
 type recorder struct {
@@ -130,11 +127,6 @@ type step struct{ id, name string }
 // maxCallText bounds the result a call line of the text result shows.
 const maxCallText = 2048
 
-func recorderFrom(ctx context.Context) *recorder {
-	r, _ := ctx.Value(recorderKey{}).(*recorder)
-	return r
-}
-
 // emit delivers an event; callers hold mu. After the run's last event
 // nothing more is delivered: the stream always ends with RunFinished or
 // RunError, and the sink is never called after the run returned.
@@ -157,8 +149,8 @@ func (r *recorder) endText() {
 	}
 }
 
-// print records output, opening a text message if none is open.
-func (r *recorder) print(stream runtime.Stream, text string) {
+// Print records output, opening a text message if none is open.
+func (r *recorder) Print(stream runtime.Stream, text string) {
 	if text == "" {
 		return
 	}
@@ -177,9 +169,9 @@ func (r *recorder) print(stream runtime.Stream, text string) {
 	r.emit(Event{Type: TextContent, MessageID: r.open, Delta: text})
 }
 
-// toolCall reports the start of a host call, and of the step its
+// CallStarted reports the start of a host call, and of the step its
 // execution is, and returns its id.
-func (r *recorder) toolCall(name, args string) string {
+func (r *recorder) CallStarted(name, args string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.endText()
@@ -195,8 +187,8 @@ func (r *recorder) toolCall(name, args string) string {
 	return id
 }
 
-// toolProgress reports the progress of host call id, still under way.
-func (r *recorder) toolProgress(id string, progress, total float64, message string) {
+// CallProgress reports the progress of host call id, still under way.
+func (r *recorder) CallProgress(id string, progress, total float64, message string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done || !slices.ContainsFunc(r.steps, func(s step) bool { return s.id == id }) {
@@ -205,9 +197,9 @@ func (r *recorder) toolProgress(id string, progress, total float64, message stri
 	r.emit(Event{Type: ToolCallProgress, ToolCallID: id, Progress: progress, Total: total, Delta: message})
 }
 
-// toolLog reports a message the server of host call id logged while the
+// CallLog reports a message the server of host call id logged while the
 // call was under way.
-func (r *recorder) toolLog(id, level, message string) {
+func (r *recorder) CallLog(id, level, message string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done || !slices.ContainsFunc(r.steps, func(s step) bool { return s.id == id }) {
@@ -216,19 +208,8 @@ func (r *recorder) toolLog(id, level, message string) {
 	r.emit(Event{Type: ToolCallLog, ToolCallID: id, Level: level, Delta: message})
 }
 
-// callIDKey is the context key of the id of the host call a handler runs
-// for.
-type callIDKey struct{}
-
-// callIDFrom returns the id of the host call whose handler has ctx ("" when
-// the run has no events).
-func callIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(callIDKey{}).(string)
-	return id
-}
-
-// toolResult reports the outcome of a host call.
-func (r *recorder) toolResult(id string, v object.Value, err error) {
+// CallFinished reports the outcome of a host call.
+func (r *recorder) CallFinished(id string, v object.Value, err error) {
 	e := Event{Type: ToolCallResult, ToolCallID: id, Value: v}
 	if err != nil {
 		e.IsError = true
@@ -239,7 +220,7 @@ func (r *recorder) toolResult(id string, v object.Value, err error) {
 			e.Result = "RuntimeError: " + err.Error()
 		}
 	} else {
-		e.Result = string(valueJSON(v))
+		e.Result = string(tools.ValueJSON(v))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -308,60 +289,6 @@ func (r *recorder) transcript() string {
 	return r.text.String()
 }
 
-// valueJSON is v as JSON when JSON can carry it, else its repr as a JSON
-// string.
-func valueJSON(v object.Value) json.RawMessage {
-	if b, err := object.ToJSON(v); err == nil {
-		return b
-	}
-	b, _ := json.Marshal(object.Repr(v))
-	return b
-}
-
-// argsJSON is a call's arguments as a JSON object: by parameter name when
-// they bound, else as passed ("args" and "kwargs").
-func argsJSON(f *Function, bound Args, args []object.Value, kwargs []object.Pair) string {
-	var b strings.Builder
-	b.WriteByte('{')
-	field := func(name string, v json.RawMessage) {
-		if b.Len() > 1 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(name)
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	if bound != nil {
-		for _, p := range f.Params {
-			if v, ok := bound[p.Name]; ok {
-				field(p.Name, valueJSON(v))
-			}
-		}
-	} else {
-		list := make([]string, len(args))
-		for i, a := range args {
-			list[i] = string(valueJSON(a))
-		}
-		field("args", json.RawMessage("["+strings.Join(list, ",")+"]"))
-		var kw strings.Builder
-		kw.WriteByte('{')
-		for i, p := range kwargs {
-			if i > 0 {
-				kw.WriteByte(',')
-			}
-			k, _ := json.Marshal(object.ToStr(p.Key))
-			kw.Write(k)
-			kw.WriteByte(':')
-			kw.Write(valueJSON(p.Value))
-		}
-		kw.WriteByte('}')
-		field("kwargs", json.RawMessage(kw.String()))
-	}
-	b.WriteByte('}')
-	return b.String()
-}
-
 // NewRunID returns a random run id ("run-" and 16 hex digits).
 func NewRunID() string {
 	var b [8]byte
@@ -406,8 +333,8 @@ func start(ctx context.Context, runID string, sink func(Event)) (*recorder, cont
 	rec.mu.Lock()
 	rec.emit(Event{Type: RunStarted})
 	rec.mu.Unlock()
-	ctx = context.WithValue(ctx, recorderKey{}, rec)
-	return rec, runtime.WithPrintFunc(ctx, rec.print)
+	ctx = tools.WithObserver(ctx, rec)
+	return rec, runtime.WithPrintFunc(ctx, rec.Print)
 }
 
 // Recorder reports a run that its caller drives to an event sink, for
@@ -447,11 +374,11 @@ func (r *Recorder) Output() string { return r.rec.output() }
 // (args: the arguments as a JSON object) and ToolCallEnd. It returns the
 // call's id, for ToolResult. A call without a result when the run
 // finishes gets its StepFinished then.
-func (r *Recorder) ToolCall(name, args string) string { return r.rec.toolCall(name, args) }
+func (r *Recorder) ToolCall(name, args string) string { return r.rec.CallStarted(name, args) }
 
 // ToolResult reports the outcome of a call ToolCall reported: its value,
 // or the error it raised (a *runtime.Exception gives the Python type).
-func (r *Recorder) ToolResult(id string, v object.Value, err error) { r.rec.toolResult(id, v, err) }
+func (r *Recorder) ToolResult(id string, v object.Value, err error) { r.rec.CallFinished(id, v, err) }
 
 // run starts the event stream and runs the code, type-checked first with
 // tc when it is set (else as the session's options say); the caller

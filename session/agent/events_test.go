@@ -10,12 +10,15 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/monty-go/monty/session/agent/agenttest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // collector gathers events; async host calls report from other goroutines.
@@ -63,8 +66,8 @@ func brief(events []agent.Event) []string {
 }
 
 func TestRunEvents(t *testing.T) {
-	reg := testRegistry(t)
-	s := openSession(t, reg)
+	reg := agenttest.Functions(t)
+	s := agenttest.OpenSession(t, reg)
 	var c collector
 	res, err := agent.Run(context.Background(), s, "r1", `import sys
 print('hello')
@@ -124,7 +127,7 @@ add(1, 2) + 1`, c.add)
 }
 
 func TestRunEventsError(t *testing.T) {
-	s := openSession(t, testRegistry(t))
+	s := agenttest.OpenSession(t, agenttest.Functions(t))
 	var c collector
 	res, err := agent.Run(context.Background(), s, "", "print('a')\nget_weather(city=3)", c.add)
 	require.NoError(t, err)
@@ -164,7 +167,7 @@ func TestRunEventsError(t *testing.T) {
 // Async calls gathered concurrently each report step start, start, args
 // and end together, and a result and step end when they finish.
 func TestAsyncGatherEvents(t *testing.T) {
-	s := openSession(t, testRegistry(t))
+	s := agenttest.OpenSession(t, agenttest.Functions(t))
 	var c collector
 	start := time.Now()
 	res, err := agent.Run(context.Background(), s, "g", `import asyncio
@@ -201,7 +204,7 @@ func TestAsyncCallsLeftBehind(t *testing.T) {
 		"never awaited":      "x = fetch('slow', 300)\n'done'",
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := openSession(t, testRegistry(t))
+			s := agenttest.OpenSession(t, agenttest.Functions(t))
 			var c collector
 			_, err := agent.Run(context.Background(), s, "left", code, c.add)
 			require.NoError(t, err)
@@ -234,7 +237,7 @@ func TestAsyncCallsLeftBehind(t *testing.T) {
 // Without an event stream the host functions still work; help returns its
 // text instead of printing it.
 func TestRegistryHostWithoutEvents(t *testing.T) {
-	s := openSession(t, testRegistry(t))
+	s := agenttest.OpenSession(t, agenttest.Functions(t))
 	res, err := s.Exec(context.Background(), "add(40, 2)")
 	require.NoError(t, err)
 	assert.Equal(t, object.Int(42), res.Value)
@@ -246,7 +249,7 @@ func TestRegistryHostWithoutEvents(t *testing.T) {
 // A Recorder reports a run its caller drives: here code with inputs, and
 // calls the caller reports itself.
 func TestRecorder(t *testing.T) {
-	s := openSession(t, testRegistry(t))
+	s := agenttest.OpenSession(t, agenttest.Functions(t))
 	var c collector
 	rec, ctx := agent.NewRecorder(context.Background(), "rr", c.add)
 	assert.Equal(t, "rr", rec.RunID())
@@ -290,12 +293,12 @@ func TestRecorder(t *testing.T) {
 // The executor's text has each host call's result, in order with the
 // print output, as the seed's executor collects it (unless omitted).
 func TestExecutorCallResults(t *testing.T) {
-	big := agent.MustFunc(agent.Schema{Name: "big"}, func() string { return strings.Repeat("é", 3000) })
-	reg := testRegistry(t)
+	big := tools.MustFunc(tools.Schema{Name: "big"}, func() string { return strings.Repeat("é", 3000) })
+	reg := agenttest.Functions(t)
 	require.NoError(t, reg.Register(big))
-	e := newExecutorWith(t, agent.ExecutorOptions{Functions: reg})
+	e := agenttest.NewExecutorWith(t, agent.ExecutorOptions{Functions: reg})
 	assert.Contains(t, e.Tool().Description, "what each host function call returned")
-	res := execute(t, e, "t", `print('start', end='')
+	res := agenttest.Execute(t, e, "t", `print('start', end='')
 w = get_weather('Oslo')
 print('temp', w['temp_c'])
 try:
@@ -313,19 +316,19 @@ temp 21.5
 	assert.Equal(t, "starttemp 21.5\n", res.Output, "Output stays the print output")
 
 	// A long result is cut, on a character boundary, saying how much.
-	res = execute(t, e, "t", "x = big()")
+	res = agenttest.Execute(t, e, "t", "x = big()")
 	require.NoError(t, res.Err)
 	assert.True(t, strings.HasPrefix(res.Text, `[big returned "éé`), res.Text)
 	assert.True(t, strings.HasSuffix(res.Text, "… (3955 more bytes)]"), res.Text)
 	assert.True(t, utf8.ValidString(res.Text))
 
 	// A failing call: the results before the failure, then the traceback.
-	res = execute(t, e, "t", "add(2, 2)\nget_weather(3)")
+	res = agenttest.Execute(t, e, "t", "add(2, 2)\nget_weather(3)")
 	require.Error(t, res.Err)
 	assert.True(t, strings.HasPrefix(res.Text, "[add returned 4]\n[get_weather raised TypeError: get_weather() argument 'city' must be str, not int]\nTraceback"), res.Text)
 
 	// Omitted, the text is the print output and the value.
-	plain := newExecutorWith(t, agent.ExecutorOptions{OmitCallResults: true})
-	assert.Equal(t, "3", ok(t, plain, "t", "add(1, 2)"))
+	plain := agenttest.NewExecutorWith(t, agent.ExecutorOptions{OmitCallResults: true})
+	assert.Equal(t, "3", agenttest.OK(t, plain, "t", "add(1, 2)"))
 	assert.NotContains(t, plain.Tool().Description, "what each host function call returned")
 }

@@ -9,14 +9,15 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // Adapt a plain Go function, with a context, a default and a typed error.
 func ExampleFunc() {
-	greet, err := agent.Func(agent.Schema{
+	greet, err := tools.Func(tools.Schema{
 		Name:        "greet",
 		Description: "Greet someone.",
-		Params: []agent.Param{
+		Params: []tools.Param{
 			{Name: "name", Description: "who to greet"},
 			{Name: "punctuation", Default: "!"},
 		},
@@ -40,14 +41,14 @@ func ExampleFunc() {
 // The execute_python tool for one conversation: state persists between
 // calls, and Go errors are Python exceptions.
 func ExampleExecutor_Execute() {
-	double := agent.MustFunc(agent.Schema{Name: "double", Params: []agent.Param{{Name: "n"}}},
+	double := tools.MustFunc(tools.Schema{Name: "double", Params: []tools.Param{{Name: "n"}}},
 		func(n int) (int, error) {
 			if n < 0 {
 				return 0, fmt.Errorf("negative: %d", n)
 			}
 			return 2 * n, nil
 		})
-	fns, _ := agent.NewRegistry(double)
+	fns, _ := tools.NewRegistry(double)
 	exec, err := agent.NewExecutor(agent.ExecutorOptions{
 		Session:   session.Options{Store: memstore.New(memstore.Options{})},
 		Functions: fns,

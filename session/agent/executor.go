@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/monty-go/monty/session/tools"
+
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
@@ -84,7 +86,7 @@ type ExecutorOptions struct {
 	Manager session.ManagerOptions
 	// Functions are the host functions the code can call; nil offers only
 	// the introspection built-ins.
-	Functions *Registry
+	Functions *tools.Registry
 	// Timeout bounds each call's wall time, host calls included: 0 means
 	// DefaultTimeout, negative means none.
 	Timeout time.Duration
@@ -152,7 +154,7 @@ type ExecutorOptions struct {
 type Executor struct {
 	mgr     *session.Manager
 	store   store.Store
-	fns     *Registry
+	fns     *tools.Registry
 	timeout time.Duration
 	check   bool              // type-check calls that do not say
 	calls   bool              // !OmitCallResults
@@ -178,7 +180,7 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 	}
 	fns := opts.Functions
 	if fns == nil {
-		fns, _ = NewRegistry()
+		fns, _ = tools.NewRegistry()
 	}
 	host := fns.Host()
 	host.MaxCalls, host.MaxCallTime, host.OS = opts.MaxHostCalls, opts.MaxHostTime, opts.OS
@@ -238,8 +240,8 @@ func (e *Executor) Telemetry() *telemetry.Telemetry { return e.tel }
 // Mounts) and the host functions, classes and MCP namespaces as stubs, or
 // by name past BriefingBudget. It depends only on the options and what the
 // registry holds.
-func (e *Executor) Tool() Tool {
-	return Tool{
+func (e *Executor) Tool() tools.Tool {
+	return tools.Tool{
 		Name:        ToolName,
 		Description: e.brief.description(e.fns),
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
@@ -288,7 +290,7 @@ func ParseArgs(raw json.RawMessage) (ToolArgs, error) {
 	out := ToolArgs{Code: *a.Code, TypeCheck: a.TypeCheck, ClientTools: a.ClientTools}
 	seen := map[string]bool{}
 	for _, t := range a.ClientTools {
-		if !defName(t.Name) || seen[t.Name] {
+		if !tools.IsIdentifier(t.Name) || seen[t.Name] {
 			return ToolArgs{}, badArgs(ToolName, "client tool name %q is not a Python identifier, or is given twice", t.Name)
 		}
 		seen[t.Name] = true
@@ -488,7 +490,7 @@ func (e *Executor) execute(ctx context.Context, id, named string, tc *session.Ty
 		res.RunID = res.Paused.RunID
 		for _, c := range res.Paused.Calls {
 			args, _ := json.Marshal(map[string]any{"args": c.Args, "kwargs": c.Kwargs})
-			rec.toolCall(c.Name, string(args))
+			rec.CallStarted(c.Name, string(args))
 		}
 	case err == nil:
 		res.Value = sres.Value

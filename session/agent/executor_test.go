@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monty-go/monty/session/agent/agenttest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,12 +20,13 @@ import (
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/tools"
 )
 
 func TestExecuteConversation(t *testing.T) {
 	st := memstore.New(memstore.Options{})
-	e := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
-	res := execute(t, e, "thread-1", "def c_to_f(c):\n    return c * 9 / 5 + 32\nprint('defined')")
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
+	res := agenttest.Execute(t, e, "thread-1", "def c_to_f(c):\n    return c * 9 / 5 + 32\nprint('defined')")
 	require.NoError(t, res.Err)
 	assert.Equal(t, "defined", res.Text)
 	assert.Equal(t, "defined\n", res.Output)
@@ -32,14 +35,14 @@ func TestExecuteConversation(t *testing.T) {
 	assert.True(t, res.Saved)
 	assert.NotEmpty(t, res.StateHash)
 
-	res = execute(t, e, "thread-1", "w = get_weather('Oslo')\nprint(w['city'])\nc_to_f(w['temp_c'])")
+	res = agenttest.Execute(t, e, "thread-1", "w = get_weather('Oslo')\nprint(w['city'])\nc_to_f(w['temp_c'])")
 	require.NoError(t, res.Err)
 	assert.Equal(t, "Oslo\n70.7", res.Text)
 	assert.Equal(t, object.Float(70.7), res.Value)
 	assert.Equal(t, "70.7", res.Repr)
 
 	// Another thread has its own session.
-	res = execute(t, e, "thread-2", "c_to_f(0)")
+	res = agenttest.Execute(t, e, "thread-2", "c_to_f(0)")
 	assert.Contains(t, res.Text, "NameError: name 'c_to_f' is not defined")
 	assert.Equal(t, "NameError", res.ErrorType)
 
@@ -50,8 +53,8 @@ func TestExecuteConversation(t *testing.T) {
 	assert.Equal(t, "thread-1/scratch", res.StoreID)
 
 	// A new executor over the same store continues every session.
-	e2 := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
-	assert.Equal(t, "212.0", ok(t, e2, "thread-1", "c_to_f(100)"))
+	e2 := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
+	assert.Equal(t, "212.0", agenttest.OK(t, e2, "thread-1", "c_to_f(100)"))
 	res, err = e2.Execute(context.Background(), "thread-1", json.RawMessage(`{"code": "x", "session_id": "scratch"}`))
 	require.NoError(t, err)
 	assert.Equal(t, "5", res.Text)
@@ -67,7 +70,7 @@ func TestExecuteConversation(t *testing.T) {
 }
 
 func TestExecuteBadArgs(t *testing.T) {
-	e := newExecutor(t, agent.ExecutorOptions{})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{})
 	for name, c := range map[string]struct {
 		thread string
 		args   string
@@ -101,7 +104,7 @@ func TestExecuteBadArgs(t *testing.T) {
 }
 
 func TestToolDefinition(t *testing.T) {
-	e := newExecutor(t, agent.ExecutorOptions{})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{})
 	tool := e.Tool()
 	assert.Equal(t, "execute_python", tool.Name)
 	assert.JSONEq(t, `{"type":"object","properties":{
@@ -118,25 +121,25 @@ func TestToolDefinition(t *testing.T) {
 	assert.Contains(t, tool.Description, "\ndef get_weather(city: str, units: str | None = 'metric') -> dict[str, Any]: ...  # Current weather for a city.\n")
 	assert.Contains(t, tool.Description, "help('name')")
 
-	none := newExecutor(t, agent.ExecutorOptions{Functions: mustRegistry(t)})
+	none := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: mustRegistry(t)})
 	assert.NotContains(t, none.Tool().Description, "help(")
 }
 
-func mustRegistry(t testing.TB, fns ...agent.Function) *agent.Registry {
-	reg, err := agent.NewRegistry(fns...)
+func mustRegistry(t testing.TB, fns ...tools.Function) *tools.Registry {
+	reg, err := tools.NewRegistry(fns...)
 	require.NoError(t, err)
 	return reg
 }
 
 func TestIntrospection(t *testing.T) {
-	e := newExecutor(t, agent.ExecutorOptions{})
-	assert.Equal(t, "['fetch', 'get_weather', 'lookup', 'add', 'wait_ms']", ok(t, e, "i", "[f['name'] for f in list_functions()]"))
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{})
+	assert.Equal(t, "['fetch', 'get_weather', 'lookup', 'add', 'wait_ms']", agenttest.OK(t, e, "i", "[f['name'] for f in list_functions()]"))
 	assert.Equal(t, "[{'name': 'add', 'category': 'math', 'signature': 'add(a: int, b: int = None)', 'description': 'Add two integers.'}]",
-		ok(t, e, "i", "list_functions('math')"))
-	assert.Equal(t, "[]", ok(t, e, "i", "list_functions(category='none')"))
+		agenttest.OK(t, e, "i", "list_functions('math')"))
+	assert.Equal(t, "[]", agenttest.OK(t, e, "i", "list_functions(category='none')"))
 
 	// help prints, like CPython's, and returns None.
-	res := execute(t, e, "i", "help('get_weather')")
+	res := agenttest.Execute(t, e, "i", "help('get_weather')")
 	assert.Equal(t, "get_weather(city: str, units: str = 'metric')\n\n    Current weather for a city.\n    Data is made up.\n\n    Args:\n        city (required): city name\n        units: metric or imperial\n\n    Returns:\n        a dict with city, temp_c and units", res.Text)
 	assert.Nil(t, res.Err)
 	assert.Equal(t, `Host functions (call them like Python functions; help('name') shows one in full):
@@ -155,28 +158,28 @@ math:
 
 time:
     wait_ms(ms: int)
-        Block for a while.`, ok(t, e, "i", "help()"))
-	res = execute(t, e, "i", "help('nope')")
+        Block for a while.`, agenttest.OK(t, e, "i", "help()"))
+	res = agenttest.Execute(t, e, "i", "help('nope')")
 	assert.Contains(t, res.Text, `ValueError: no host function or class named "nope"; help() lists them`)
 
 	// Introspection calls are not tool calls in the event stream.
 	var c collector
-	_, err := e.ExecuteEvents(context.Background(), "i", codeArgs("help('add')\nlist_functions()\nNone"), c.add)
+	_, err := e.ExecuteEvents(context.Background(), "i", agenttest.CodeArgs("help('add')\nlist_functions()\nNone"), c.add)
 	require.NoError(t, err)
 	for _, ev := range c.events {
 		assert.NotContains(t, string(ev.Type), "tool_call")
 	}
 
-	empty := newExecutor(t, agent.ExecutorOptions{Functions: mustRegistry(t)})
-	assert.Equal(t, "No host functions are available.", ok(t, empty, "i", "help()"))
-	assert.Equal(t, "[]", ok(t, empty, "i", "list_functions()"))
+	empty := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: mustRegistry(t)})
+	assert.Equal(t, "No host functions are available.", agenttest.OK(t, empty, "i", "help()"))
+	assert.Equal(t, "[]", agenttest.OK(t, empty, "i", "list_functions()"))
 }
 
 func TestExecuteAsyncGather(t *testing.T) {
-	e := newExecutor(t, agent.ExecutorOptions{})
-	ok(t, e, "a", "import asyncio") // warm the session
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{})
+	agenttest.OK(t, e, "a", "import asyncio") // warm the session
 	start := time.Now()
-	res := execute(t, e, "a", "import asyncio\nawait asyncio.gather(fetch('x'), fetch('y'), fetch('z'))")
+	res := agenttest.Execute(t, e, "a", "import asyncio\nawait asyncio.gather(fetch('x'), fetch('y'), fetch('z'))")
 	elapsed := time.Since(start)
 	require.NoError(t, res.Err, res.Text)
 	assert.Equal(t, "['doc:x', 'doc:y', 'doc:z']", res.Text)
@@ -184,8 +187,8 @@ func TestExecuteAsyncGather(t *testing.T) {
 }
 
 func TestExecuteTimeout(t *testing.T) {
-	e := newExecutor(t, agent.ExecutorOptions{Timeout: 300 * time.Millisecond})
-	ok(t, e, "slow", "x = 1\ndef f():\n    return x * 10")
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Timeout: 300 * time.Millisecond})
+	agenttest.OK(t, e, "slow", "x = 1\ndef f():\n    return x * 10")
 	for _, code := range []string{
 		"x = 2\nwhile True:\n    pass",                            // Python loops
 		"x = 2\nwait_ms(60000)",                                   // a host call that outlasts the timeout
@@ -193,53 +196,53 @@ func TestExecuteTimeout(t *testing.T) {
 		"import time\nx = 2\ntime.sleep(60)",
 	} {
 		start := time.Now()
-		res := execute(t, e, "slow", code)
+		res := agenttest.Execute(t, e, "slow", code)
 		assert.Less(t, time.Since(start), 2*time.Second, code)
 		require.ErrorIs(t, res.Err, agent.ErrTimeout, code)
 		assert.Equal(t, "TimeoutError", res.ErrorType)
 		assert.Equal(t, "TimeoutError: the code ran longer than 300ms and was stopped; the session was left as it was before this call", res.Text)
 		// The session is usable and as it was before the call.
-		assert.Equal(t, "10", ok(t, e, "slow", "f()"), code)
+		assert.Equal(t, "10", agenttest.OK(t, e, "slow", "f()"), code)
 	}
 }
 
 func TestExecuteMemoryLimit(t *testing.T) {
-	e := newExecutor(t, agent.ExecutorOptions{})
-	ok(t, e, "mem", "keep = 'ok'")
-	res := execute(t, e, "mem", "x = []\nwhile True:\n    x.append('y' * 10000)")
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{})
+	agenttest.OK(t, e, "mem", "keep = 'ok'")
+	res := agenttest.Execute(t, e, "mem", "x = []\nwhile True:\n    x.append('y' * 10000)")
 	require.ErrorIs(t, res.Err, runtime.ErrMemoryLimit)
 	assert.Equal(t, "MemoryError", res.ErrorType)
 	assert.Contains(t, res.Text, "MemoryError")
-	assert.Equal(t, "'ok'", ok(t, e, "mem", "keep"))
+	assert.Equal(t, "'ok'", agenttest.OK(t, e, "mem", "keep"))
 	// 16 MB is the default: a few MB are fine.
-	assert.Equal(t, "4000000", ok(t, e, "mem", "len('a' * 4000000)"))
+	assert.Equal(t, "4000000", agenttest.OK(t, e, "mem", "len('a' * 4000000)"))
 
 	// Limits can be raised.
-	big := newExecutor(t, agent.ExecutorOptions{MaxMemory: 64 << 20})
-	assert.Equal(t, "30000000", ok(t, big, "mem", "len('a' * 30000000)"))
-	res = execute(t, e, "mem", "len('a' * 30000000)")
+	big := agenttest.NewExecutor(t, agent.ExecutorOptions{MaxMemory: 64 << 20})
+	assert.Equal(t, "30000000", agenttest.OK(t, big, "mem", "len('a' * 30000000)"))
+	res = agenttest.Execute(t, e, "mem", "len('a' * 30000000)")
 	require.ErrorIs(t, res.Err, runtime.ErrMemoryLimit)
 }
 
 func TestExecuteHostCallLimits(t *testing.T) {
-	e := newExecutor(t, agent.ExecutorOptions{MaxHostCalls: 5})
-	ok(t, e, "lim", "n = 0")
-	assert.Equal(t, "5", ok(t, e, "lim", "for i in range(5):\n    add(1)\nn = 5\nn"))
-	res := execute(t, e, "lim", "n = 6\nfor i in range(6):\n    add(1)")
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{MaxHostCalls: 5})
+	agenttest.OK(t, e, "lim", "n = 0")
+	assert.Equal(t, "5", agenttest.OK(t, e, "lim", "for i in range(5):\n    add(1)\nn = 5\nn"))
+	res := agenttest.Execute(t, e, "lim", "n = 6\nfor i in range(6):\n    add(1)")
 	require.ErrorIs(t, res.Err, runtime.ErrHostCallLimit)
 	assert.Equal(t, "RuntimeError: host call limit exceeded: more than 5 host calls in one run; the session was left as it was before this call", res.Text)
-	assert.Equal(t, "5", ok(t, e, "lim", "n"), "the limited run was rolled back")
+	assert.Equal(t, "5", agenttest.OK(t, e, "lim", "n"), "the limited run was rolled back")
 
 	// Total time in host calls.
-	e = newExecutor(t, agent.ExecutorOptions{MaxHostTime: 150 * time.Millisecond})
-	assert.Equal(t, "100", ok(t, e, "lim", "wait_ms(100)"))
-	res = execute(t, e, "lim", "wait_ms(100)\nwait_ms(100)")
+	e = agenttest.NewExecutor(t, agent.ExecutorOptions{MaxHostTime: 150 * time.Millisecond})
+	assert.Equal(t, "100", agenttest.OK(t, e, "lim", "wait_ms(100)"))
+	res = agenttest.Execute(t, e, "lim", "wait_ms(100)\nwait_ms(100)")
 	require.ErrorIs(t, res.Err, runtime.ErrHostCallLimit)
 	assert.Contains(t, res.Text, "host calls took longer than 150ms in total")
 
 	// The default bound is 1000 calls.
-	e = newExecutor(t, agent.ExecutorOptions{})
-	res = execute(t, e, "lim", "for i in range(1001):\n    add(1)")
+	e = agenttest.NewExecutor(t, agent.ExecutorOptions{})
+	res = agenttest.Execute(t, e, "lim", "for i in range(1001):\n    add(1)")
 	require.ErrorIs(t, res.Err, runtime.ErrHostCallLimit)
 	assert.Contains(t, res.Text, "more than 1000 host calls")
 }
@@ -247,9 +250,9 @@ func TestExecuteHostCallLimits(t *testing.T) {
 // Two calls on one thread never interleave: the second waits its turn.
 // Calls on different threads run in parallel.
 func TestExecuteConcurrency(t *testing.T) {
-	e := newExecutor(t, agent.ExecutorOptions{})
-	ok(t, e, "same", "log = []")
-	ok(t, e, "other", "import time")
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{})
+	agenttest.OK(t, e, "same", "log = []")
+	agenttest.OK(t, e, "other", "import time")
 	var wg sync.WaitGroup
 	results := make([]string, 4)
 	start := time.Now()
@@ -262,7 +265,7 @@ func TestExecuteConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := e.Execute(context.Background(), c.thread, codeArgs(c.code))
+			res, err := e.Execute(context.Background(), c.thread, agenttest.CodeArgs(c.code))
 			if assert.NoError(t, err) && assert.NoError(t, res.Err) {
 				results[i] = res.Text
 			}
@@ -274,55 +277,55 @@ func TestExecuteConcurrency(t *testing.T) {
 	assert.Contains(t, []string{
 		"['a1', 'a2', 'b1', 'b2']",
 		"['b1', 'b2', 'a1', 'a2']",
-	}, ok(t, e, "same", "log"))
+	}, agenttest.OK(t, e, "same", "log"))
 	assert.ElementsMatch(t, []string{"'other'", "'third'"}, results[2:])
 	assert.Less(t, elapsed, 700*time.Millisecond, "the threads ran in parallel (the same-thread pair takes 400 ms)")
 	assert.GreaterOrEqual(t, elapsed, 400*time.Millisecond, "the same-thread calls ran one after the other")
 
 	// A waiting call gives up when its context ends.
 	release := make(chan struct{})
-	blocker := agent.MustFunc(agent.Schema{Name: "block"}, func() { <-release })
-	e = newExecutor(t, agent.ExecutorOptions{Functions: mustRegistry(t, blocker)})
+	blocker := tools.MustFunc(tools.Schema{Name: "block"}, func() { <-release })
+	e = agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: mustRegistry(t, blocker)})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ok(t, e, "q", "block()\n'first'")
+		agenttest.OK(t, e, "q", "block()\n'first'")
 	}()
 	time.Sleep(100 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := e.Execute(ctx, "q", codeArgs("1"))
+	_, err := e.Execute(ctx, "q", agenttest.CodeArgs("1"))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), "waiting for session q")
 	close(release)
 	<-done
-	assert.Equal(t, "2", ok(t, e, "q", "1 + 1"))
+	assert.Equal(t, "2", agenttest.OK(t, e, "q", "1 + 1"))
 }
 
 // The caller cancelling a running call is an error (not a result), and the
 // session is fine afterwards.
 func TestExecuteCancelled(t *testing.T) {
-	e := newExecutor(t, agent.ExecutorOptions{Timeout: -1})
-	ok(t, e, "c", "x = 1")
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Timeout: -1})
+	agenttest.OK(t, e, "c", "x = 1")
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
 	var c collector
-	res, err := e.ExecuteEvents(ctx, "c", codeArgs("x = 2\nwhile True:\n    pass"), c.add)
+	res, err := e.ExecuteEvents(ctx, "c", agenttest.CodeArgs("x = 2\nwhile True:\n    pass"), c.add)
 	require.ErrorIs(t, err, runtime.ErrCancelled)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Nil(t, res)
 	assert.Equal(t, agent.RunError, c.events[len(c.events)-1].Type)
-	assert.Equal(t, "1", ok(t, e, "c", "x"))
+	assert.Equal(t, "1", agenttest.OK(t, e, "c", "x"))
 }
 
 func TestReset(t *testing.T) {
 	st := memstore.New(memstore.Options{})
-	e := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
-	ok(t, e, "r", "x = 1")
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
+	agenttest.OK(t, e, "r", "x = 1")
 	_, err := e.Execute(context.Background(), "r", json.RawMessage(`{"code": "y = 2", "session_id": "s"}`))
 	require.NoError(t, err)
 	require.NoError(t, e.Reset(context.Background(), "r", ""))
-	assert.Contains(t, execute(t, e, "r", "x").Text, "NameError")
+	assert.Contains(t, agenttest.Execute(t, e, "r", "x").Text, "NameError")
 	// Only that session was reset.
 	res, err := e.Execute(context.Background(), "r", json.RawMessage(`{"code": "y", "session_id": "s"}`))
 	require.NoError(t, err)
@@ -332,8 +335,8 @@ func TestReset(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, res.Text, "NameError")
 	// Reset is persisted: another executor on the store sees it.
-	e2 := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
-	assert.Contains(t, execute(t, e2, "r", "x").Text, "NameError")
+	e2 := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
+	assert.Contains(t, agenttest.Execute(t, e2, "r", "x").Text, "NameError")
 }
 
 // TestResetUnloadableSession stores a blob that cannot be loaded under a
@@ -344,13 +347,13 @@ func TestResetUnloadableSession(t *testing.T) {
 	st := memstore.New(memstore.Options{})
 	_, err := st.Put(ctx, "broken", []byte("not a session blob"), store.Cond{})
 	require.NoError(t, err)
-	e := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}, FailOnCorruptState: true})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}, FailOnCorruptState: true})
 	for range 2 {
-		_, err = e.Execute(ctx, "broken", codeArgs("1"))
+		_, err = e.Execute(ctx, "broken", agenttest.CodeArgs("1"))
 		require.ErrorIs(t, err, session.ErrCorrupt)
 	}
 	require.NoError(t, e.Reset(ctx, "broken", ""))
-	assert.Equal(t, "2", ok(t, e, "broken", "1 + 1"))
+	assert.Equal(t, "2", agenttest.OK(t, e, "broken", "1 + 1"))
 	list, err := st.List(ctx)
 	require.NoError(t, err)
 	var copies int
@@ -367,9 +370,9 @@ func TestExecutorClosedAndOptions(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "Store is required")
 
-	e := newExecutor(t, agent.ExecutorOptions{})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{})
 	e.Close()
-	_, err = e.Execute(context.Background(), "t", codeArgs("1"))
+	_, err = e.Execute(context.Background(), "t", agenttest.CodeArgs("1"))
 	require.ErrorIs(t, err, session.ErrClosed)
 	require.True(t, errors.Is(e.Reset(context.Background(), "t", ""), session.ErrClosed))
 }
@@ -377,22 +380,22 @@ func TestExecutorClosedAndOptions(t *testing.T) {
 // TestExecuteNotSaved goes over the session size cap: the model is told the
 // state was not saved, and the call's variables are gone.
 func TestExecuteNotSaved(t *testing.T) {
-	e := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: memstore.New(memstore.Options{}), MaxStateSize: 32 << 10}})
-	ok(t, e, "cap", "keep = 1")
-	res := execute(t, e, "cap", "import random\nbig = [random.random() for i in range(10000)]\nlen(big)")
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: memstore.New(memstore.Options{}), MaxStateSize: 32 << 10}})
+	agenttest.OK(t, e, "cap", "keep = 1")
+	res := agenttest.Execute(t, e, "cap", "import random\nbig = [random.random() for i in range(10000)]\nlen(big)")
 	assert.False(t, res.Saved)
 	assert.Contains(t, res.NotSaved, "limit")
 	assert.True(t, strings.HasPrefix(res.Text, "10000\nNote: the session was not saved ("), res.Text)
-	assert.Contains(t, execute(t, e, "cap", "big").Text, "NameError")
-	assert.Equal(t, "1", ok(t, e, "cap", "keep"))
+	assert.Contains(t, agenttest.Execute(t, e, "cap", "big").Text, "NameError")
+	assert.Equal(t, "1", agenttest.OK(t, e, "cap", "keep"))
 }
 
 func TestExecuteOutput(t *testing.T) {
-	e := newExecutor(t, agent.ExecutorOptions{})
-	assert.Equal(t, "", ok(t, e, "o", "x = 1"))
-	assert.Equal(t, "", ok(t, e, "o", "None"))
-	assert.Equal(t, "a\nb\n'v'", ok(t, e, "o", "import sys\nprint('a')\nprint('b', file=sys.stderr)\n'v'"))
-	res := execute(t, e, "o", "print('before')\n1/0")
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{})
+	assert.Equal(t, "", agenttest.OK(t, e, "o", "x = 1"))
+	assert.Equal(t, "", agenttest.OK(t, e, "o", "None"))
+	assert.Equal(t, "a\nb\n'v'", agenttest.OK(t, e, "o", "import sys\nprint('a')\nprint('b', file=sys.stderr)\n'v'"))
+	res := agenttest.Execute(t, e, "o", "print('before')\n1/0")
 	assert.True(t, strings.HasPrefix(res.Text, "before\nTraceback (most recent call last):\n"), res.Text)
 	assert.True(t, strings.HasSuffix(res.Text, "ZeroDivisionError: division by zero"), res.Text)
 	assert.Equal(t, "before\n", res.Output)

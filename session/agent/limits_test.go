@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monty-go/monty/session/agent/agenttest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -20,8 +22,8 @@ import (
 func TestExecuteHostileLimits(t *testing.T) {
 	limits := runtime.DefaultLimits()
 	limits.MaxDuration, limits.MaxMemory = 500*time.Millisecond, 32<<20
-	e := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Limits: limits}, MaxHostCalls: -1})
-	ok(t, e, "h", "keep = 1")
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Limits: limits}, MaxHostCalls: -1})
+	agenttest.OK(t, e, "h", "keep = 1")
 	for _, c := range []struct {
 		code, errType string
 		limit         error
@@ -32,13 +34,13 @@ func TestExecuteHostileLimits(t *testing.T) {
 		{"keep = 2\ns = 'a' * 10**6\n[s] * 300", "MemoryError", runtime.ErrResultLimit},
 	} {
 		start := time.Now()
-		res := execute(t, e, "h", c.code)
+		res := agenttest.Execute(t, e, "h", c.code)
 		assert.Less(t, time.Since(start), 2*time.Second, c.code)
 		require.ErrorIs(t, res.Err, c.limit, c.code)
 		assert.Equal(t, c.errType, res.ErrorType, c.code)
 		assert.Contains(t, res.Text, c.errType, c.code)
 		assert.NotContains(t, res.Text, "wasm", c.code)
-		assert.Equal(t, "1", ok(t, e, "h", "keep"), "rolled back: %s", c.code)
+		assert.Equal(t, "1", agenttest.OK(t, e, "h", "keep"), "rolled back: %s", c.code)
 	}
 }
 
@@ -46,13 +48,13 @@ func TestExecuteHostileLimits(t *testing.T) {
 // memory limit is reported to the model as the code's failure, and kept.
 func TestExecuteStateOverLimit(t *testing.T) {
 	st := memstore.New(memstore.Options{})
-	big := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}, MaxMemory: 64 << 20})
-	ok(t, big, "s", "x = 'a' * (20 << 20)")
-	small := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}, MaxMemory: 8 << 20})
-	res, err := small.Execute(context.Background(), "s", codeArgs("len(x)"))
+	big := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}, MaxMemory: 64 << 20})
+	agenttest.OK(t, big, "s", "x = 'a' * (20 << 20)")
+	small := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}, MaxMemory: 8 << 20})
+	res, err := small.Execute(context.Background(), "s", agenttest.CodeArgs("len(x)"))
 	require.NoError(t, err)
 	require.ErrorIs(t, res.Err, runtime.ErrMemoryLimit)
 	assert.Equal(t, "MemoryError", res.ErrorType)
 	assert.Contains(t, res.Text, "memory limit")
-	assert.Equal(t, "20971520", ok(t, big, "s", "len(x)"), "the state is kept")
+	assert.Equal(t, "20971520", agenttest.OK(t, big, "s", "len(x)"), "the state is kept")
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/monty-go/monty/session/tools"
+
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
@@ -42,25 +44,25 @@ type PausedCall struct {
 	// alone.
 	Blocking bool `json:"blocking,omitempty"`
 	// Approval marks a call of an MCP tool that waits for a person's
-	// approval (MCPServer.Approve): answer it with "approve", not a value.
+	// approval (mcpclient.Server.Approve): answer it with "approve", not a value.
 	Approval bool `json:"approval,omitempty"`
 }
 
 // pausedOf describes a paused run for the model; reg names the calls
 // that wait for approval.
-func pausedOf(p *session.Paused, sessionID string, reg *Registry) *PausedRun {
+func pausedOf(p *session.Paused, sessionID string, reg *tools.Registry) *PausedRun {
 	out := &PausedRun{RunID: p.RunID, SessionID: sessionID, Expires: p.Expires}
 	for _, c := range p.Calls {
 		pc := PausedCall{ID: c.ID, Name: c.Name, Blocking: c.Blocking, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
-		pc.Name, pc.Approval = reg.ApprovalName(c)
+		pc.Name, pc.Approval = ApprovalName(reg, c)
 		parts := make([]string, 0, len(c.Args)+len(c.Kwargs))
 		for i, a := range c.Args {
-			pc.Args[i] = valueJSON(a)
+			pc.Args[i] = tools.ValueJSON(a)
 			parts = append(parts, object.Repr(a))
 		}
 		for _, kw := range c.Kwargs {
 			k, _ := kw.Key.(object.Str)
-			pc.Kwargs[string(k)] = valueJSON(kw.Value)
+			pc.Kwargs[string(k)] = tools.ValueJSON(kw.Value)
 			parts = append(parts, string(k)+"="+object.Repr(kw.Value))
 		}
 		pc.Call = pc.Name + "(" + strings.Join(parts, ", ") + ")"
@@ -124,11 +126,11 @@ type ResumeResult struct {
 // Tools are the definitions of the executor's tools, execute_python
 // (Tool) and resume_python (ResumeTool), as they are now: what an
 // adapter offers a model.
-func (e *Executor) Tools() []Tool { return []Tool{e.Tool(), e.ResumeTool()} }
+func (e *Executor) Tools() []tools.Tool { return []tools.Tool{e.Tool(), e.ResumeTool()} }
 
 // ResumeTool is the definition of the resume_python tool.
-func (e *Executor) ResumeTool() Tool {
-	return Tool{
+func (e *Executor) ResumeTool() tools.Tool {
+	return tools.Tool{
 		Name: ResumeToolName,
 		Description: "Answer the calls an " + ToolName + " run is paused at (the functions you listed in client_tools), " +
 			"so that the code goes on; the result is like " + ToolName + "'s (it may pause again with a new run_id).",
@@ -156,7 +158,7 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 		res := session.ToolResult{ID: r.ID}
 		switch {
 		case r.Error != nil:
-			if !defName(r.Error.Type) {
+			if !tools.IsIdentifier(r.Error.Type) {
 				return nil, badArgs(ResumeToolName, "result %q: error type %q is not a Python exception name", r.ID, r.Error.Type)
 			}
 			res.Error = &runtime.Exception{Type: r.Error.Type, Message: r.Error.Message}
@@ -200,7 +202,7 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 
 // approvals completes results with the answers to the calls that wait
 // for approval: every answer is checked (Session.Resume's check, then
-// Registry.CheckAnswer) before the approved calls are made, so that no
+// CheckAnswer) before the approved calls are made, so that no
 // call is made for a resume that is refused.
 func (e *Executor) approvals(ctx context.Context, s *session.Session, a ResumeArgs, results []session.ToolResult) ([]session.ToolResult, error) {
 	p := s.Paused()
@@ -215,7 +217,7 @@ func (e *Executor) approvals(ctx context.Context, s *session.Session, a ResumeAr
 		calls[c.ID] = c
 	}
 	for _, r := range a.Results {
-		if err := e.fns.CheckAnswer(calls[r.ID], r.Approve != nil); err != nil {
+		if err := CheckAnswer(e.fns, calls[r.ID], r.Approve != nil); err != nil {
 			return nil, &ArgsError{Tool: ResumeToolName, Err: err}
 		}
 	}
@@ -223,7 +225,7 @@ func (e *Executor) approvals(ctx context.Context, s *session.Session, a ResumeAr
 		if r.Approve == nil {
 			continue
 		}
-		res, err := e.fns.Approve(ctx, calls[r.ID], *r.Approve)
+		res, err := Approve(ctx, e.fns, calls[r.ID], *r.Approve)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/monty-go/monty/session/agent/agenttest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,7 +20,7 @@ import (
 // continues the run; results that do not fit the run are ErrBadArgs.
 func TestExecutorClientTools(t *testing.T) {
 	ctx := context.Background()
-	e := newExecutor(t, agent.ExecutorOptions{})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{})
 	args, _ := json.Marshal(map[string]any{"code": "try:\n    v = ask('color?', strict=True)\nexcept ValueError as err:\n    v = 'no: ' + str(err)\nv",
 		"client_tools": []map[string]any{{"name": "ask"}}})
 	res, err := e.Execute(ctx, "conv", args)
@@ -63,7 +65,7 @@ func TestExecutorClientTools(t *testing.T) {
 // run_id and session_id, never the store's id of the session.
 func TestResumeRefusalNamesCallersIDs(t *testing.T) {
 	ctx := context.Background()
-	e := newExecutor(t, agent.ExecutorOptions{})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{})
 	args, _ := json.Marshal(map[string]any{"code": "ask()", "session_id": "ct", "client_tools": []map[string]any{{"name": "ask"}}})
 	res, err := e.Execute(ctx, "conv", args)
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/monty-go/monty/session/agui"
 	"github.com/monty-go/monty/session/agui/aguitest"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/tools"
 )
 
 var at = time.UnixMilli(1700000000123)
@@ -154,8 +155,8 @@ func TestShapeCheck(t *testing.T) {
 
 // A real run streamed as server-sent AG-UI events.
 func TestExecutorToSSE(t *testing.T) {
-	add := agent.MustFunc(agent.Schema{Name: "add", Params: []agent.Param{{Name: "a"}, {Name: "b"}}}, func(a, b int) int { return a + b })
-	reg, err := agent.NewRegistry(add)
+	add := tools.MustFunc(tools.Schema{Name: "add", Params: []tools.Param{{Name: "a"}, {Name: "b"}}}, func(a, b int) int { return a + b })
+	reg, err := tools.NewRegistry(add)
 	require.NoError(t, err)
 	e, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: memstore.New(memstore.Options{})}, Functions: reg})
 	require.NoError(t, err)
@@ -216,7 +217,7 @@ func TestWriteSSEErrors(t *testing.T) {
 // ordering: overlapping async calls, a call left running when the run
 // ends (its step is finished before RUN_FINISHED), a failing run.
 func TestRunsFitProtocol(t *testing.T) {
-	slow := agent.MustFunc(agent.Schema{Name: "slow", Params: []agent.Param{{Name: "ms"}}}, func(ctx context.Context, ms int) int {
+	slow := tools.MustFunc(tools.Schema{Name: "slow", Params: []tools.Param{{Name: "ms"}}}, func(ctx context.Context, ms int) int {
 		select {
 		case <-time.After(time.Duration(ms) * time.Millisecond):
 		case <-ctx.Done():
@@ -224,7 +225,7 @@ func TestRunsFitProtocol(t *testing.T) {
 		return ms
 	})
 	slow.Async = true
-	reg, err := agent.NewRegistry(slow)
+	reg, err := tools.NewRegistry(slow)
 	require.NoError(t, err)
 	e, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: memstore.New(memstore.Options{})}, Functions: reg})
 	require.NoError(t, err)

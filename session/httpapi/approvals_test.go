@@ -11,9 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/httpapi"
+	"github.com/monty-go/monty/session/mcpclient"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // mcpTools is an MCP server of the official Go SDK in this process,
@@ -67,11 +68,11 @@ func newMCPTools() *mcpTools {
 // approvalRegistry connects a new client of the server as the namespace
 // "everything", its echo and stall waiting for approval: each registry is
 // one server's (one process's) connection.
-func (m *mcpTools) approvalRegistry(t *testing.T) *agent.Registry {
+func (m *mcpTools) approvalRegistry(t *testing.T) *tools.Registry {
 	t.Helper()
-	reg, err := agent.NewRegistry()
+	reg, err := tools.NewRegistry()
 	require.NoError(t, err)
-	ns, err := reg.AddMCPServer(context.Background(), agent.MCPServer{Name: "everything", Approve: []string{"echo", "stall"},
+	ns, err := mcpclient.Add(context.Background(), reg, mcpclient.Server{Name: "everything", Approve: []string{"echo", "stall"},
 		Transport: func() (mcp.Transport, error) {
 			serverSide, clientSide := mcp.NewInMemoryTransports()
 			if _, err := m.srv.Connect(context.Background(), serverSide, nil); err != nil {

@@ -74,10 +74,10 @@ import (
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
-	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/telemetry"
+	"github.com/monty-go/monty/session/tools"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
@@ -181,7 +181,7 @@ type Options struct {
 	// Functions are Go host functions every execution's code can call
 	// (with list_functions() and help()); nil offers none. A request that
 	// streams its events sees their calls as tool calls.
-	Functions *agent.Registry
+	Functions *tools.Registry
 	// MaxHostCalls bounds the host calls of one execution (file,
 	// environment and clock calls, host functions, MCP tools): 0 means
 	// runtime.DefaultMaxHostCalls, negative no limit. Past it the run

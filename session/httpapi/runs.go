@@ -17,6 +17,7 @@ import (
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/agui"
 	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // ToolSpec declares a client tool in POST /exec: a function the code may
@@ -46,7 +47,7 @@ type ToolCallInfo struct {
 	// the code awaits them, at a later pause).
 	Blocking bool `json:"blocking,omitempty"`
 	// Approval marks a call of an MCP tool that waits for a person's
-	// approval (agent.MCPServer.Approve, or a tool annotated
+	// approval (mcpclient.Server.Approve, or a tool annotated
 	// destructiveHint): the server makes the call itself once the resume
 	// approves it ({"id": ..., "approve": true}); a value cannot answer it.
 	Approval bool `json:"approval,omitempty"`
@@ -134,7 +135,7 @@ func parseRunID(id string) (sessionID, run string, ok bool) {
 
 // setPaused fills a paused answer; reg (nil: none) names the calls that
 // wait for approval.
-func setPaused(resp *ExecResponse, sessionID string, p *session.Paused, reg *agent.Registry) {
+func setPaused(resp *ExecResponse, sessionID string, p *session.Paused, reg *tools.Registry) {
 	resp.Status, resp.RunID = StatusPaused, runID(sessionID, p.RunID)
 	resp.Result, resp.ResultRepr = json.RawMessage("null"), ""
 	resp.Calls = make([]ToolCallInfo, len(p.Calls))
@@ -145,9 +146,9 @@ func setPaused(resp *ExecResponse, sessionID string, p *session.Paused, reg *age
 }
 
 // callInfo describes a call of a paused run.
-func callInfo(c session.ToolCall, reg *agent.Registry) ToolCallInfo {
+func callInfo(c session.ToolCall, reg *tools.Registry) ToolCallInfo {
 	info := ToolCallInfo{ID: c.ID, Blocking: c.Blocking, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
-	info.Name, info.Approval = reg.ApprovalName(c)
+	info.Name, info.Approval = agent.ApprovalName(reg, c)
 	for j, a := range c.Args {
 		info.Args[j] = jsonOrRepr(a)
 	}
@@ -273,7 +274,7 @@ var errResumeRaced = errors.New("httpapi: resume raced another")
 // tool calls of run runID (start, arguments as one JSON object {"args":
 // [...], "kwargs": {...}}, end), under the ids a resume answers them by:
 // the ids the stream's interrupts name. reg names the approvals.
-func reportCalls(sink func(agent.Event), runID string, calls []session.ToolCall, reg *agent.Registry) {
+func reportCalls(sink func(agent.Event), runID string, calls []session.ToolCall, reg *tools.Registry) {
 	for _, c := range calls {
 		info := callInfo(c, reg)
 		args, _ := json.Marshal(map[string]any{"args": info.Args, "kwargs": info.Kwargs})
@@ -382,7 +383,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ns string) *api
 
 // checkApprovals checks that the results answer the calls of paused run p
 // that wait for a person's approval with approve, and only those, and
-// that this server can make the approved calls (Registry.CheckAnswer).
+// that this server can make the approved calls (agent.CheckAnswer).
 // specs are the resume's results; calls they name that p does not have
 // are CheckResults' to refuse.
 func (h *Handler) checkApprovals(p *session.Paused, specs []ToolResultSpec, apiRun string) *apiError {
@@ -395,10 +396,10 @@ func (h *Handler) checkApprovals(p *session.Paused, specs []ToolResultSpec, apiR
 		if !known {
 			continue
 		}
-		err := h.opts.Functions.CheckAnswer(c, r.Approve != nil)
+		err := agent.CheckAnswer(h.opts.Functions, c, r.Approve != nil)
 		switch {
 		case errors.Is(err, agent.ErrApprovalUnavailable):
-			name, _ := h.opts.Functions.ApprovalName(c)
+			name, _ := agent.ApprovalName(h.opts.Functions, c)
 			return approvalUnavailable(apiRun, r.ID, name)
 		case err != nil:
 			return invalidResults(apiRun, err.Error())
@@ -447,12 +448,12 @@ func (h *Handler) approvals(ctx context.Context, s *session.Session, sessionID, 
 		if limits.MaxDuration > 0 {
 			callCtx, cancel = context.WithTimeout(ctx, limits.MaxDuration)
 		}
-		res, err := h.opts.Functions.Approve(callCtx, c, *r.Approve)
+		res, err := agent.Approve(callCtx, h.opts.Functions, c, *r.Approve)
 		timedOut := callCtx.Err() != nil && ctx.Err() == nil
 		cancel()
 		switch {
 		case err != nil && timedOut:
-			name, _ := h.opts.Functions.ApprovalName(c)
+			name, _ := agent.ApprovalName(h.opts.Functions, c)
 			return nil, &apiError{status: statusLimit, code: runtime.TimeLimit.String(), body: &ErrorResponse{SessionID: sessionID}, msg: fmt.Sprintf(
 				"the approved call %s (call %q) took longer than the time limit of %s and was stopped; the run stays paused (the call may have had its effect before it was stopped)",
 				name, r.ID, limits.MaxDuration)}

@@ -16,10 +16,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/agui/aguitest"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // events is an open event stream of POST /exec.
@@ -128,7 +128,7 @@ func failed(t *testing.T, ev map[string]any) httpapi.ErrorResponse {
 // made, and ends with the data of the JSON answer.
 func TestStreamExec(t *testing.T) {
 	seen := make(chan struct{})
-	gate := agent.MustFunc(agent.Schema{Name: "gate", Description: "Returns 21 once the client has seen some output."},
+	gate := tools.MustFunc(tools.Schema{Name: "gate", Description: "Returns 21 once the client has seen some output."},
 		func(ctx context.Context) (int, error) {
 			select {
 			case <-seen:
@@ -137,7 +137,7 @@ func TestStreamExec(t *testing.T) {
 				return 0, ctx.Err()
 			}
 		})
-	reg, err := agent.NewRegistry(gate)
+	reg, err := tools.NewRegistry(gate)
 	require.NoError(t, err)
 	c := newServer(t, httpapi.Options{Functions: reg}).client("")
 	code := "import sys\nprint('one')\nprint('two')\nv = gate()\nprint('warn', file=sys.stderr)\nprint('three', v)\nv * 2"
@@ -207,13 +207,13 @@ func TestStreamExec(t *testing.T) {
 // A client that goes away stops its run; the session keeps its state.
 func TestStreamDisconnect(t *testing.T) {
 	entered, stopped := make(chan struct{}), make(chan error, 1)
-	block := agent.MustFunc(agent.Schema{Name: "block"}, func(ctx context.Context) error {
+	block := tools.MustFunc(tools.Schema{Name: "block"}, func(ctx context.Context) error {
 		close(entered)
 		<-ctx.Done()
 		stopped <- context.Cause(ctx)
 		return ctx.Err()
 	})
-	reg, err := agent.NewRegistry(block)
+	reg, err := tools.NewRegistry(block)
 	require.NoError(t, err)
 	s := newServer(t, httpapi.Options{Functions: reg})
 	c := s.client("")

@@ -18,7 +18,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/monty-go/monty/runtime"
-	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/mcpclient"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // connectFlags are the flags that connect MCP servers, whose tools the
@@ -168,10 +169,10 @@ func (c *connectFlags) servers() ([]*mcpConnection, error) {
 // letters, digits and _, not starting with _ or a digit, not a keyword and
 // not a name every registry already has.
 func checkServerName(name string) error {
-	if name == agent.HelpName || name == agent.ListFunctionsName {
+	if name == tools.HelpName || name == tools.ListFunctionsName {
 		return fmt.Errorf("NAME %s is taken by the built-in %s(): choose another", name, name)
 	}
-	if py := agent.PythonName(name); py != name {
+	if py := tools.PythonName(name); py != name {
 		hint := ""
 		if strings.Trim(name, "_") != "" {
 			hint = ", like " + py
@@ -214,8 +215,8 @@ const mcpConnected = "mcp server connected"
 // namespaces by one registry.
 type mcpServers struct {
 	// reg offers the servers; nil when there are none.
-	reg        *agent.Registry
-	namespaces []*agent.MCPNamespace
+	reg        *tools.Registry
+	namespaces []*mcpclient.Namespace
 }
 
 // connect connects to conns, each within --connect-timeout, and offers
@@ -229,7 +230,7 @@ func (c *connectFlags) connect(ctx context.Context, conns []*mcpConnection, log 
 		return s, nil
 	}
 	var err error
-	if s.reg, err = agent.NewRegistry(); err != nil {
+	if s.reg, err = tools.NewRegistry(); err != nil {
 		return nil, err
 	}
 	for _, conn := range conns {
@@ -244,8 +245,8 @@ func (c *connectFlags) connect(ctx context.Context, conns []*mcpConnection, log 
 }
 
 // connectOne connects to conn and adds it to reg.
-func (c *connectFlags) connectOne(ctx context.Context, reg *agent.Registry, conn *mcpConnection, log *slog.Logger) (*agent.MCPNamespace, error) {
-	srv := agent.MCPServer{Name: conn.name, Allow: conn.allow, Deny: conn.deny, Approve: conn.approve, Logger: log}
+func (c *connectFlags) connectOne(ctx context.Context, reg *tools.Registry, conn *mcpConnection, log *slog.Logger) (*mcpclient.Namespace, error) {
+	srv := mcpclient.Server{Name: conn.name, Allow: conn.allow, Deny: conn.deny, Approve: conn.approve, Logger: log}
 	var stderr *serverStderr
 	where := []any{"server", conn.name}
 	if conn.url != "" {
@@ -270,9 +271,9 @@ func (c *connectFlags) connectOne(ctx context.Context, reg *agent.Registry, conn
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	ns, err := reg.AddMCPServer(cctx, srv)
+	ns, err := mcpclient.Add(cctx, reg, srv)
 	if err != nil {
-		msg := strings.TrimPrefix(err.Error(), agent.ErrMCPServer.Error()+" "+conn.name+": ")
+		msg := strings.TrimPrefix(err.Error(), mcpclient.ErrServer.Error()+" "+conn.name+": ")
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
@@ -286,15 +287,15 @@ func (c *connectFlags) connectOne(ctx context.Context, reg *agent.Registry, conn
 		}
 		return nil, fmt.Errorf("--connect %s: %s", conn.name, msg)
 	}
-	tools := ns.Tools()
-	log.Info(mcpConnected, append(where, "tools", len(tools))...)
+	offered := ns.Tools()
+	log.Info(mcpConnected, append(where, "tools", len(offered))...)
 	for _, named := range []struct {
 		flag  string
 		tools []string
 	}{{"--connect-allow", conn.allow}, {"--approve", conn.approve}} {
 		for _, tool := range named.tools {
-			if !slices.Contains(tools, agent.PythonName(tool)) {
-				log.Warn(named.flag+" names a tool the MCP server does not offer", "server", conn.name, "tool", tool, "tools", tools)
+			if !slices.Contains(offered, tools.PythonName(tool)) {
+				log.Warn(named.flag+" names a tool the MCP server does not offer", "server", conn.name, "tool", tool, "tools", offered)
 			}
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/cmd/monty/cli"
-	"github.com/monty-go/monty/session/agent/mcptest"
+	"github.com/monty-go/monty/session/mcpclient/mcptest"
 )
 
 // TestConnectUsageErrors: every command refuses connect flags that are

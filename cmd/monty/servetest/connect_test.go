@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/monty-go/monty/session/agent/mcptest"
+	"github.com/monty-go/monty/session/mcpclient/mcptest"
 )
 
 // TestServeConnect: monty serve --connect offers the operator's MCP

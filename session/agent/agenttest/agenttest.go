@@ -30,6 +30,7 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // FuncName is the name of the Go function that Registry offers: double(n)
@@ -38,21 +39,21 @@ import (
 const FuncName = "double"
 
 // Double is the function FuncName names.
-func Double() agent.Function {
-	return agent.MustFunc(agent.Schema{
+func Double() tools.Function {
+	return tools.MustFunc(tools.Schema{
 		Name:        FuncName,
 		Description: "Double a number.",
-		Params:      []agent.Param{{Name: "n", Description: "the number"}},
+		Params:      []tools.Param{{Name: "n", Description: "the number"}},
 	}, func(n int) (int, error) { return 2 * n, nil })
 }
 
 // Registry returns a registry that offers Double, failing t if it cannot
 // be made.
-func Registry(t testing.TB) *agent.Registry {
+func Registry(t testing.TB) *tools.Registry {
 	t.Helper()
-	fns, err := agent.NewRegistry(Double())
+	fns, err := tools.NewRegistry(Double())
 	if err != nil {
-		t.Fatalf("agent.NewRegistry: %v", err)
+		t.Fatalf("tools.NewRegistry: %v", err)
 	}
 	return fns
 }
@@ -242,7 +243,7 @@ func AssertTraceback(t testing.TB, out, exception string) {
 // AssertTool reports an error unless a tool as a model receives it (its
 // name, its description and its parameters' JSON schema, which is
 // encoded to JSON first unless it is JSON already) is want.
-func AssertTool(t testing.TB, want agent.Tool, name, description string, schema any) {
+func AssertTool(t testing.TB, want tools.Tool, name, description string, schema any) {
 	t.Helper()
 	if name != want.Name {
 		t.Errorf("tool name %q, want %q", name, want.Name)

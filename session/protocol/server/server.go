@@ -84,7 +84,7 @@ type Profile struct {
 	Mounts []runtime.MountSpec
 	// Host answers the code's name lookups and calls in the server before
 	// they reach the client: host functions (an MCP server's tools, through
-	// agent.Registry.Host), values and host objects, and OS calls its OS
+	// tools.Registry.Host), values and host objects, and OS calls its OS
 	// handler serves (after the mounts). It is shared by every session and
 	// must be safe for concurrent use. Nil forwards everything to the
 	// client.

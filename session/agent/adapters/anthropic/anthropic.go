@@ -9,6 +9,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // NoOutput is the tool result of a call that printed nothing and whose
@@ -29,7 +30,7 @@ func New(exec *agent.Executor) *Adapter {
 
 // schema turns a tool's JSON schema into the SDK's input schema: its
 // properties and required list, and its other keywords as extra fields.
-func schema(t agent.Tool) anthropic.ToolInputSchemaParam {
+func schema(t tools.Tool) anthropic.ToolInputSchemaParam {
 	var (
 		known struct {
 			Properties any      `json:"properties"`

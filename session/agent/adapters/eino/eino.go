@@ -10,6 +10,7 @@ import (
 	"github.com/eino-contrib/jsonschema"
 
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // NoOutput is the tool output of a call that printed nothing and whose
@@ -102,7 +103,7 @@ type pythonTool struct {
 var _ tool.InvokableTool = (*pythonTool)(nil)
 
 // definition is the executor's definition of the tool, as it is now.
-func (t *pythonTool) definition() agent.Tool {
+func (t *pythonTool) definition() tools.Tool {
 	if t.name == agent.ResumeToolName {
 		return t.a.exec.ResumeTool()
 	}
@@ -130,7 +131,7 @@ func (t *pythonTool) InvokableRun(ctx context.Context, argumentsInJSON string, _
 
 // jsonSchema decodes a tool's JSON schema for Eino. Eino's schema type
 // writes an empty subschema ({}, any value) as true, which means the same.
-func jsonSchema(t agent.Tool) *jsonschema.Schema {
+func jsonSchema(t tools.Tool) *jsonschema.Schema {
 	s := new(jsonschema.Schema)
 	if err := json.Unmarshal(t.Parameters, s); err != nil {
 		// The executor writes these schemas; they are always objects.

@@ -13,6 +13,7 @@ import (
 	"github.com/monty-go/monty/session/agent"
 	montyeino "github.com/monty-go/monty/session/agent/adapters/eino"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // chatModel is the tool-calling chat model of your choice, from one of
@@ -23,10 +24,10 @@ var chatModel model.ToolCallingChatModel
 // conversation's own session. (It needs a real chat model, so it is
 // compiled but not run by go test.)
 func Example() {
-	price := agent.MustFunc(agent.Schema{Name: "price", Description: "Price of an item, in euros.",
-		Params: []agent.Param{{Name: "item"}}},
+	price := tools.MustFunc(tools.Schema{Name: "price", Description: "Price of an item, in euros.",
+		Params: []tools.Param{{Name: "item"}}},
 		func(item string) (float64, error) { return map[string]float64{"tea": 3.5}[item], nil })
-	fns, _ := agent.NewRegistry(price)
+	fns, _ := tools.NewRegistry(price)
 	exec, err := agent.NewExecutor(agent.ExecutorOptions{
 		Session:   session.Options{Store: memstore.New(memstore.Options{})},
 		Functions: fns,

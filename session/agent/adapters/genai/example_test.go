@@ -10,6 +10,7 @@ import (
 	"github.com/monty-go/monty/session/agent"
 	montygenai "github.com/monty-go/monty/session/agent/adapters/genai"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // An agent loop over generateContent: the model runs Python that calls a
@@ -17,10 +18,10 @@ import (
 // GEMINI_API_KEY or GOOGLE_API_KEY, so it is compiled but not run by go
 // test.)
 func Example() {
-	price := agent.MustFunc(agent.Schema{Name: "price", Description: "Price of an item, in euros.",
-		Params: []agent.Param{{Name: "item"}}},
+	price := tools.MustFunc(tools.Schema{Name: "price", Description: "Price of an item, in euros.",
+		Params: []tools.Param{{Name: "item"}}},
 		func(item string) (float64, error) { return map[string]float64{"tea": 3.5}[item], nil })
-	fns, _ := agent.NewRegistry(price)
+	fns, _ := tools.NewRegistry(price)
 	exec, err := agent.NewExecutor(agent.ExecutorOptions{
 		Session:   session.Options{Store: memstore.New(memstore.Options{})},
 		Functions: fns,

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // NoOutput is the output of a call that printed nothing and whose last
@@ -36,7 +37,7 @@ func New(exec *agent.Executor) *Adapter {
 }
 
 // schema decodes a tool's JSON schema for the SDK, anew for each caller.
-func schema(t agent.Tool) map[string]any {
+func schema(t tools.Tool) map[string]any {
 	var m map[string]any
 	if err := json.Unmarshal(t.Parameters, &m); err != nil || m == nil {
 		// The executor writes these schemas; they are always objects.

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // A schema reaches the SDK whole, every keyword, and each caller gets a
@@ -15,7 +15,7 @@ import (
 func TestSchemaKeepsEveryKeyword(t *testing.T) {
 	want := `{"type":"object","properties":{"q":{"type":"string"}},"required":["q"],` +
 		`"additionalProperties":false,"$defs":{"x":{"type":"integer"}}}`
-	tool := agent.Tool{Name: "t", Parameters: json.RawMessage(want)}
+	tool := tools.Tool{Name: "t", Parameters: json.RawMessage(want)}
 	s := schema(tool)
 	got, err := json.Marshal(s)
 	require.NoError(t, err)
@@ -23,6 +23,6 @@ func TestSchemaKeepsEveryKeyword(t *testing.T) {
 	s["type"] = "changed"
 	assert.Equal(t, "object", schema(tool)["type"])
 
-	assert.Panics(t, func() { schema(agent.Tool{Name: "t", Parameters: json.RawMessage(`[]`)}) })
-	assert.Panics(t, func() { schema(agent.Tool{Name: "t", Parameters: json.RawMessage(`null`)}) })
+	assert.Panics(t, func() { schema(tools.Tool{Name: "t", Parameters: json.RawMessage(`[]`)}) })
+	assert.Panics(t, func() { schema(tools.Tool{Name: "t", Parameters: json.RawMessage(`null`)}) })
 }

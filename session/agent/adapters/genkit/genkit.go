@@ -8,6 +8,7 @@ import (
 	"github.com/firebase/genkit/go/ai"
 
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // NoOutput is the tool output of a call that printed nothing and whose
@@ -52,7 +53,7 @@ func (a *Adapter) Tools(conversation string) []ai.ToolRef {
 }
 
 // tool makes the Genkit tool for def, bound to conversation.
-func (a *Adapter) tool(conversation string, def agent.Tool) ai.Tool {
+func (a *Adapter) tool(conversation string, def tools.Tool) ai.Tool {
 	name := def.Name
 	return ai.NewTool(name, def.Description,
 		func(tc *ai.ToolContext, input any) (string, error) {
@@ -91,7 +92,7 @@ func (a *Adapter) Call(ctx context.Context, conversation, name, arguments string
 }
 
 // inputSchema decodes a tool's JSON schema for Genkit.
-func inputSchema(t agent.Tool) map[string]any {
+func inputSchema(t tools.Tool) map[string]any {
 	var s map[string]any
 	if err := json.Unmarshal(t.Parameters, &s); err != nil || s == nil {
 		// The executor writes these schemas; they are always objects.

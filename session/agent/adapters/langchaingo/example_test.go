@@ -12,6 +12,7 @@ import (
 	"github.com/monty-go/monty/session/agent"
 	montylangchaingo "github.com/monty-go/monty/session/agent/adapters/langchaingo"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // A LangChainGo agent runs Python that calls a Go function, in the
@@ -19,10 +20,10 @@ import (
 // replaying a ReAct exchange, so that the example runs offline; any
 // llms.Model (openai.New(), anthropic.New(), ...) takes its place.
 func Example() {
-	price := agent.MustFunc(agent.Schema{Name: "price", Description: "Price of an item, in euros.",
-		Params: []agent.Param{{Name: "item"}}},
+	price := tools.MustFunc(tools.Schema{Name: "price", Description: "Price of an item, in euros.",
+		Params: []tools.Param{{Name: "item"}}},
 		func(item string) (float64, error) { return map[string]float64{"tea": 3.5}[item], nil })
-	fns, _ := agent.NewRegistry(price)
+	fns, _ := tools.NewRegistry(price)
 	exec, err := agent.NewExecutor(agent.ExecutorOptions{
 		Session:   session.Options{Store: memstore.New(memstore.Options{})},
 		Functions: fns,

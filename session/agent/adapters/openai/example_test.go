@@ -11,16 +11,17 @@ import (
 	"github.com/monty-go/monty/session/agent"
 	montyopenai "github.com/monty-go/monty/session/agent/adapters/openai"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // An agent loop over Chat Completions: the model runs Python that calls a
 // Go function, in the conversation's own session. (It needs an API key in
 // OPENAI_API_KEY, so it is compiled but not run by go test.)
 func Example() {
-	price := agent.MustFunc(agent.Schema{Name: "price", Description: "Price of an item, in euros.",
-		Params: []agent.Param{{Name: "item"}}},
+	price := tools.MustFunc(tools.Schema{Name: "price", Description: "Price of an item, in euros.",
+		Params: []tools.Param{{Name: "item"}}},
 		func(item string) (float64, error) { return map[string]float64{"tea": 3.5}[item], nil })
-	fns, _ := agent.NewRegistry(price)
+	fns, _ := tools.NewRegistry(price)
 	exec, err := agent.NewExecutor(agent.ExecutorOptions{
 		Session:   session.Options{Store: memstore.New(memstore.Options{})},
 		Functions: fns,

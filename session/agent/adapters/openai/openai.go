@@ -10,6 +10,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // NoOutput is the tool output of a call that printed nothing and whose
@@ -29,7 +30,7 @@ func New(exec *agent.Executor) *Adapter {
 }
 
 // schema decodes a tool's JSON schema for the SDK.
-func schema(t agent.Tool) map[string]any {
+func schema(t tools.Tool) map[string]any {
 	var m map[string]any
 	if err := json.Unmarshal(t.Parameters, &m); err != nil {
 		// The executor writes these schemas; they are always objects.

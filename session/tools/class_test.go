@@ -1,4 +1,4 @@
-package agent_test
+package tools_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/monty-go/monty/session/agent/agenttest"
+	"github.com/monty-go/monty/session/tools"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,27 +53,27 @@ func (a *account) Rename(name string)         { a.Owner = name }
 func (a *account) Self() *account             { return a }
 func (*account) Tag(t string) (string, error) { return "#" + t, nil }
 
-func accountClass(t testing.TB) *agent.Class {
+func accountClass(t testing.TB) *tools.Class {
 	t.Helper()
-	c, err := agent.NewClass("Account", "A bank account.", (*account)(nil),
-		agent.MustMethod(agent.Schema{Name: "deposit", Description: "Add money; returns the new balance.",
-			Params: []agent.Param{{Name: "amount", Description: "how much"}}}, (*account).Deposit),
-		agent.MustMethod(agent.Schema{Name: "statement", Params: []agent.Param{{Name: "last", Default: 2}}}, (*account).Statement),
-		agent.MustMethod(agent.Schema{Name: "explode"}, (*account).Explode),
-		agent.MustMethod(agent.Schema{Name: "leak"}, (*account).Leak),
-		agent.MustMethod(agent.Schema{Name: "hang"}, (*account).Hang),
-		agent.MustMethod(agent.Schema{Name: "rename", Params: []agent.Param{{Name: "name"}}}, (*account).Rename),
+	c, err := tools.NewClass("Account", "A bank account.", (*account)(nil),
+		tools.MustMethod(tools.Schema{Name: "deposit", Description: "Add money; returns the new balance.",
+			Params: []tools.Param{{Name: "amount", Description: "how much"}}}, (*account).Deposit),
+		tools.MustMethod(tools.Schema{Name: "statement", Params: []tools.Param{{Name: "last", Default: 2}}}, (*account).Statement),
+		tools.MustMethod(tools.Schema{Name: "explode"}, (*account).Explode),
+		tools.MustMethod(tools.Schema{Name: "leak"}, (*account).Leak),
+		tools.MustMethod(tools.Schema{Name: "hang"}, (*account).Hang),
+		tools.MustMethod(tools.Schema{Name: "rename", Params: []tools.Param{{Name: "name"}}}, (*account).Rename),
 	)
 	require.NoError(t, err)
-	async := agent.MustMethod(agent.Schema{Name: "fetch_tag", Params: []agent.Param{{Name: "t"}}}, (*account).Tag)
+	async := tools.MustMethod(tools.Schema{Name: "fetch_tag", Params: []tools.Param{{Name: "t"}}}, (*account).Tag)
 	async.Async = true
 	c.Methods = append(c.Methods, async)
 	return c
 }
 
-func accountRegistry(t testing.TB) *agent.Registry {
+func accountRegistry(t testing.TB) *tools.Registry {
 	t.Helper()
-	reg, err := agent.NewRegistry()
+	reg, err := tools.NewRegistry()
 	require.NoError(t, err)
 	require.NoError(t, reg.RegisterClass(accountClass(t)))
 	return reg
@@ -96,7 +99,7 @@ func TestHostClassObjects(t *testing.T) {
 	acct := &account{ID: "a-1", Owner: "Ada", Balance: 10}
 	obj, err := reg.Object(acct)
 	require.NoError(t, err)
-	s := openSession(t, reg)
+	s := agenttest.OpenSession(t, reg)
 	in := runtime.Input{Name: "acct", Value: obj}
 
 	v, err := execIn(t, s, "before = acct.balance\nafter = acct.deposit(5)\n(before, after, acct.balance, acct.owner, acct.note)", in)
@@ -145,7 +148,7 @@ func TestHostClassFailures(t *testing.T) {
 	defer close(acct.release)
 	obj, err := reg.Object(acct)
 	require.NoError(t, err)
-	s := openSession(t, reg)
+	s := agenttest.OpenSession(t, reg)
 	in := runtime.Input{Name: "acct", Value: obj}
 	for code, want := range map[string]string{
 		"acct.deposit(-1)":         "RuntimeError: amount must be positive",
@@ -191,7 +194,7 @@ func TestHostClassFailures(t *testing.T) {
 func TestHostObjectAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(memstore.Options{})
-	open := func(reg *agent.Registry) *session.Session {
+	open := func(reg *tools.Registry) *session.Session {
 		s, err := session.Open(ctx, "bank", session.Options{Store: st, Host: reg.Host()})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close(ctx) })
@@ -247,15 +250,15 @@ func TestDataclassesBothWays(t *testing.T) {
 	}
 	var got []order
 	var mu sync.Mutex
-	place := agent.MustFunc(agent.Schema{Name: "place", Params: []agent.Param{{Name: "order"}}}, func(o order) int {
+	place := tools.MustFunc(tools.Schema{Name: "place", Params: []tools.Param{{Name: "order"}}}, func(o order) int {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, o)
 		return len(o.Items)
 	})
-	reg, err := agent.NewRegistry(place)
+	reg, err := tools.NewRegistry(place)
 	require.NoError(t, err)
-	s := openSession(t, reg)
+	s := agenttest.OpenSession(t, reg)
 
 	in, err := object.Dataclass(order{ID: 7, Items: []item{{SKU: "tea", Qty: 2}}})
 	require.NoError(t, err)
@@ -313,21 +316,21 @@ place(Order(8, [Item('jam', 4)], note='gift'))`)
 }
 
 func TestNewClassInvalid(t *testing.T) {
-	deposit := agent.MustMethod(agent.Schema{Name: "deposit", Params: []agent.Param{{Name: "amount"}}}, (*account).Deposit)
+	deposit := tools.MustMethod(tools.Schema{Name: "deposit", Params: []tools.Param{{Name: "amount"}}}, (*account).Deposit)
 	for name, build := range map[string]func() error{
-		"bad name": func() error { _, err := agent.NewClass("not a name", "", (*account)(nil)); return err },
-		"nil type": func() error { _, err := agent.NewClass("A", "", nil); return err },
+		"bad name": func() error { _, err := tools.NewClass("not a name", "", (*account)(nil)); return err },
+		"nil type": func() error { _, err := tools.NewClass("A", "", nil); return err },
 		"private": func() error {
-			_, err := agent.NewClass("A", "", (*account)(nil), agent.MustMethod(agent.Schema{Name: "_x"}, (*account).Explode))
+			_, err := tools.NewClass("A", "", (*account)(nil), tools.MustMethod(tools.Schema{Name: "_x"}, (*account).Explode))
 			return err
 		},
-		"duplicate": func() error { _, err := agent.NewClass("A", "", (*account)(nil), deposit, deposit); return err },
+		"duplicate": func() error { _, err := tools.NewClass("A", "", (*account)(nil), deposit, deposit); return err },
 		"clash": func() error {
-			_, err := agent.NewClass("A", "", (*account)(nil), agent.MustMethod(agent.Schema{Name: "balance"}, (*account).Explode))
+			_, err := tools.NewClass("A", "", (*account)(nil), tools.MustMethod(tools.Schema{Name: "balance"}, (*account).Explode))
 			return err
 		},
 		"receiver": func() error {
-			_, err := agent.NewClass("A", "", (*sync.Mutex)(nil), deposit)
+			_, err := tools.NewClass("A", "", (*sync.Mutex)(nil), deposit)
 			return err
 		},
 		"taken": func() error {
@@ -335,47 +338,47 @@ func TestNewClassInvalid(t *testing.T) {
 			return reg.RegisterClass(accountClass(t))
 		},
 		"no get": func() error {
-			_, err := agent.NewRegistry()
+			_, err := tools.NewRegistry()
 			if err != nil {
 				return err
 			}
-			reg, _ := agent.NewRegistry()
-			return reg.RegisterClass(&agent.Class{Name: "A", Type: reflect.TypeFor[int](), Attributes: []agent.Attribute{{Name: "x"}}})
+			reg, _ := tools.NewRegistry()
+			return reg.RegisterClass(&tools.Class{Name: "A", Type: reflect.TypeFor[int](), Attributes: []tools.Attribute{{Name: "x"}}})
 		},
 	} {
-		assert.ErrorIs(t, build(), agent.ErrInvalidFunction, name)
+		assert.ErrorIs(t, build(), tools.ErrInvalidFunction, name)
 	}
-	_, err := agent.Method(agent.Schema{Name: "m"}, 42)
-	assert.ErrorIs(t, err, agent.ErrInvalidFunction)
+	_, err := tools.Method(tools.Schema{Name: "m"}, 42)
+	assert.ErrorIs(t, err, tools.ErrInvalidFunction)
 
 	reg := accountRegistry(t)
 	_, err = reg.Object(struct{}{})
-	assert.ErrorIs(t, err, agent.ErrUnknownClass)
+	assert.ErrorIs(t, err, tools.ErrUnknownClass)
 	_, err = reg.Object(account{}) // a value, not the registered *account
-	assert.ErrorIs(t, err, agent.ErrUnknownClass)
+	assert.ErrorIs(t, err, tools.ErrUnknownClass)
 }
 
 // TestExplicitClass: a class described by hand (no struct reflection), whose
 // attribute getter panics or returns what Python cannot hold.
 func TestExplicitClass(t *testing.T) {
 	type clock struct{ ticks int }
-	reg, err := agent.NewRegistry()
+	reg, err := tools.NewRegistry()
 	require.NoError(t, err)
-	tick := agent.Function{Schema: agent.Schema{Name: "tick", ReturnType: agent.Integer}, Handler: func(ctx context.Context, _ agent.Args) (object.Value, error) {
-		c := agent.Receiver(ctx).(*clock)
+	tick := tools.Function{Schema: tools.Schema{Name: "tick", ReturnType: tools.Integer}, Handler: func(ctx context.Context, _ tools.Args) (object.Value, error) {
+		c := tools.Receiver(ctx).(*clock)
 		c.ticks++
 		return object.Int(c.ticks), nil
 	}}
-	require.NoError(t, reg.RegisterClass(&agent.Class{Name: "Clock", Type: reflect.TypeFor[*clock](), Methods: []agent.Function{tick},
-		Attributes: []agent.Attribute{
-			{Name: "ticks", Type: agent.Integer, Get: func(_ context.Context, o any) (object.Value, error) { return object.Int(o.(*clock).ticks), nil }},
+	require.NoError(t, reg.RegisterClass(&tools.Class{Name: "Clock", Type: reflect.TypeFor[*clock](), Methods: []tools.Function{tick},
+		Attributes: []tools.Attribute{
+			{Name: "ticks", Type: tools.Integer, Get: func(_ context.Context, o any) (object.Value, error) { return object.Int(o.(*clock).ticks), nil }},
 			{Name: "broken", Get: func(context.Context, any) (object.Value, error) { panic("getter") }},
 			{Name: "weird", Get: func(context.Context, any) (object.Value, error) { return object.FromGo(make(chan int)) }},
 		}}))
 	c := &clock{}
 	obj, err := reg.Object(c)
 	require.NoError(t, err)
-	s := openSession(t, reg)
+	s := agenttest.OpenSession(t, reg)
 	in := runtime.Input{Name: "clock", Value: obj}
 	v, err := execIn(t, s, "clock.tick()\nclock.tick()\nclock.ticks", in)
 	require.NoError(t, err)
@@ -398,18 +401,18 @@ func TestExecutorHostObjectGlobal(t *testing.T) {
 	obj, err := reg.ObjectKey(acct, "a-9")
 	require.NoError(t, err)
 	require.NoError(t, reg.SetGlobal("acct", obj))
-	assert.ErrorIs(t, reg.SetGlobal("Account", obj), agent.ErrInvalidFunction, "a class's name")
-	assert.ErrorIs(t, reg.SetGlobal("not a name", obj), agent.ErrInvalidFunction)
+	assert.ErrorIs(t, reg.SetGlobal("Account", obj), tools.ErrInvalidFunction, "a class's name")
+	assert.ErrorIs(t, reg.SetGlobal("not a name", obj), tools.ErrInvalidFunction)
 	assert.Contains(t, reg.Stubs(), "\nacct: Account\n")
 
-	e := newExecutor(t, agent.ExecutorOptions{Functions: reg, TypeCheck: true})
-	assert.Equal(t, "3.0", ok(t, e, "bank", "acct.deposit(2)"))
-	assert.Equal(t, "3.0", ok(t, e, "bank", "acct.balance"))
-	res := execute(t, e, "bank", "acct.deposit('x')")
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, TypeCheck: true})
+	assert.Equal(t, "3.0", agenttest.OK(t, e, "bank", "acct.deposit(2)"))
+	assert.Equal(t, "3.0", agenttest.OK(t, e, "bank", "acct.balance"))
+	res := agenttest.Execute(t, e, "bank", "acct.deposit('x')")
 	assert.Equal(t, agent.TypeCheckErrorType, res.ErrorType, res.Text)
 	assert.Equal(t, 3.0, acct.Balance, "refused by the type check: nothing ran")
 	events := []agent.EventType{}
-	res, err = e.ExecuteEvents(context.Background(), "bank", codeArgs("acct.deposit(1)"), func(ev agent.Event) { events = append(events, ev.Type) })
+	res, err = e.ExecuteEvents(context.Background(), "bank", agenttest.CodeArgs("acct.deposit(1)"), func(ev agent.Event) { events = append(events, ev.Type) })
 	require.NoError(t, err)
 	require.NoError(t, res.Err)
 	assert.Contains(t, events, agent.ToolCallStart, "method calls are reported like host function calls")
@@ -423,12 +426,12 @@ func TestNewClassFieldNames(t *testing.T) {
 		First string `json:"first-name"`
 		Last  string `json:"last"`
 	}
-	c, err := agent.NewClass("Record", "", (*record)(nil))
+	c, err := tools.NewClass("Record", "", (*record)(nil))
 	require.NoError(t, err)
 	require.Len(t, c.Attributes, 1)
 	assert.Equal(t, "last", c.Attributes[0].Name)
 
-	self := agent.MustMethod(agent.Schema{Name: "rename", Params: []agent.Param{{Name: "self"}}}, (*account).Rename)
-	_, err = agent.NewClass("Account", "", (*account)(nil), self)
-	assert.ErrorIs(t, err, agent.ErrInvalidFunction)
+	self := tools.MustMethod(tools.Schema{Name: "rename", Params: []tools.Param{{Name: "self"}}}, (*account).Rename)
+	_, err = tools.NewClass("Account", "", (*account)(nil), self)
+	assert.ErrorIs(t, err, tools.ErrInvalidFunction)
 }

@@ -1,4 +1,4 @@
-package agent
+package tools
 
 import (
 	"encoding/json"

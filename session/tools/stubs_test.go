@@ -1,4 +1,4 @@
-package agent_test
+package tools_test
 
 import (
 	"bytes"
@@ -14,12 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monty-go/monty/session/agent/agenttest"
+	"github.com/monty-go/monty/session/tools"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
-	"github.com/monty-go/monty/session/agent"
 )
 
 const arrayAnn = "list[Any] | tuple[Any, ...] | set[Any] | frozenset[Any]"
@@ -27,64 +29,64 @@ const arrayAnn = "list[Any] | tuple[Any, ...] | set[Any] | frozenset[Any]"
 // stubCases are single functions and the stub each must render.
 var stubCases = []struct {
 	name string
-	fn   agent.Function
+	fn   tools.Function
 	want string
 }{
 	{"bare", fn("f", ""), `def f() -> Any: ...`},
-	{"every type", agent.Function{Schema: agent.Schema{Name: "types", Params: []agent.Param{
-		{Name: "s", Type: agent.String}, {Name: "i", Type: agent.Integer}, {Name: "n", Type: agent.Number},
-		{Name: "b", Type: agent.Boolean}, {Name: "a", Type: agent.Array}, {Name: "o", Type: agent.Object},
+	{"every type", tools.Function{Schema: tools.Schema{Name: "types", Params: []tools.Param{
+		{Name: "s", Type: tools.String}, {Name: "i", Type: tools.Integer}, {Name: "n", Type: tools.Number},
+		{Name: "b", Type: tools.Boolean}, {Name: "a", Type: tools.Array}, {Name: "o", Type: tools.Object},
 		{Name: "x"},
 	}}}, `def types(s: str, i: int, n: float, b: bool, a: ` + arrayAnn + `, o: dict[str, Any], x: Any) -> Any: ...`},
-	{"every type optional", agent.Function{Schema: agent.Schema{Name: "opt", Params: []agent.Param{
-		{Name: "s", Type: agent.String, Optional: true}, {Name: "i", Type: agent.Integer, Optional: true},
-		{Name: "n", Type: agent.Number, Optional: true}, {Name: "b", Type: agent.Boolean, Optional: true},
-		{Name: "a", Type: agent.Array, Optional: true}, {Name: "o", Type: agent.Object, Optional: true},
+	{"every type optional", tools.Function{Schema: tools.Schema{Name: "opt", Params: []tools.Param{
+		{Name: "s", Type: tools.String, Optional: true}, {Name: "i", Type: tools.Integer, Optional: true},
+		{Name: "n", Type: tools.Number, Optional: true}, {Name: "b", Type: tools.Boolean, Optional: true},
+		{Name: "a", Type: tools.Array, Optional: true}, {Name: "o", Type: tools.Object, Optional: true},
 		{Name: "x", Optional: true},
 	}}}, `def opt(s: str | None = None, i: int | None = None, n: float | None = None, b: bool | None = None, a: ` + arrayAnn + ` | None = None, o: dict[str, Any] | None = None, x: Any = None) -> Any: ...`},
-	{"defaults", agent.Function{Schema: agent.Schema{Name: "defaults", Params: []agent.Param{
+	{"defaults", tools.Function{Schema: tools.Schema{Name: "defaults", Params: []tools.Param{
 		{Name: "none", Default: object.None{}},
-		{Name: "nil_ptr", Type: agent.Integer, Default: (*int)(nil)},
-		{Name: "yes", Type: agent.Boolean, Default: true},
-		{Name: "no", Type: agent.Boolean, Default: false},
-		{Name: "neg", Type: agent.Integer, Default: -3},
-		{Name: "huge", Type: agent.Integer, Default: uint64(math.MaxUint64)},
-		{Name: "big", Type: agent.Integer, Default: new(big.Int).Lsh(big.NewInt(1), 80)},
-		{Name: "ratio", Type: agent.Number, Default: 2.5},
-		{Name: "whole", Type: agent.Number, Default: 3.0},
-		{Name: "tiny", Type: agent.Number, Default: 1e-7},
-		{Name: "vast", Type: agent.Number, Default: 1e16},
-		{Name: "inf", Type: agent.Number, Default: math.Inf(1)},
-		{Name: "nan", Type: agent.Number, Default: math.NaN()},
-		{Name: "s", Type: agent.String, Default: "it's \"quoted\"\n\\ é \x00"},
-		{Name: "list", Type: agent.Array, Default: []int{1, 2}},
-		{Name: "dict", Type: agent.Object, Default: map[string]int{"a": 1}},
+		{Name: "nil_ptr", Type: tools.Integer, Default: (*int)(nil)},
+		{Name: "yes", Type: tools.Boolean, Default: true},
+		{Name: "no", Type: tools.Boolean, Default: false},
+		{Name: "neg", Type: tools.Integer, Default: -3},
+		{Name: "huge", Type: tools.Integer, Default: uint64(math.MaxUint64)},
+		{Name: "big", Type: tools.Integer, Default: new(big.Int).Lsh(big.NewInt(1), 80)},
+		{Name: "ratio", Type: tools.Number, Default: 2.5},
+		{Name: "whole", Type: tools.Number, Default: 3.0},
+		{Name: "tiny", Type: tools.Number, Default: 1e-7},
+		{Name: "vast", Type: tools.Number, Default: 1e16},
+		{Name: "inf", Type: tools.Number, Default: math.Inf(1)},
+		{Name: "nan", Type: tools.Number, Default: math.NaN()},
+		{Name: "s", Type: tools.String, Default: "it's \"quoted\"\n\\ é \x00"},
+		{Name: "list", Type: tools.Array, Default: []int{1, 2}},
+		{Name: "dict", Type: tools.Object, Default: map[string]int{"a": 1}},
 		{Name: "when", Default: time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)},
 		{Name: "bad", Default: make(chan int)},
 	}}}, `def defaults(none: Any = None, nil_ptr: int | None = None, yes: bool | None = True, no: bool | None = False, neg: int | None = -3, huge: int | None = 18446744073709551615, big: int | None = 1208925819614629174706176, ratio: float | None = 2.5, whole: float | None = 3.0, tiny: float | None = 1e-07, vast: float | None = 1e+16, inf: float | None = ..., nan: float | None = ..., s: str | None = 'it\'s "quoted"\n\\ é \x00', list: ` + arrayAnn + ` | None = ..., dict: dict[str, Any] | None = ..., when: Any = ..., bad: Any = ...) -> Any: ...`},
-	{"weather", agent.Function{Schema: agent.Schema{
-		Name: "get_weather", Description: "Current weather for a city.", ReturnType: agent.Object,
-		Params: []agent.Param{
-			{Name: "city", Type: agent.String},
-			{Name: "units", Type: agent.String, Default: "metric"},
-			{Name: "days", Type: agent.Integer, Optional: true},
+	{"weather", tools.Function{Schema: tools.Schema{
+		Name: "get_weather", Description: "Current weather for a city.", ReturnType: tools.Object,
+		Params: []tools.Param{
+			{Name: "city", Type: tools.String},
+			{Name: "units", Type: tools.String, Default: "metric"},
+			{Name: "days", Type: tools.Integer, Optional: true},
 		},
 	}}, `def get_weather(city: str, units: str | None = 'metric', days: int | None = None) -> dict[str, Any]:
     """Current weather for a city."""`},
-	{"async", agent.Function{Schema: agent.Schema{Name: "fetch", ReturnType: agent.String,
-		Params: []agent.Param{{Name: "url", Type: agent.String}}}, Async: true},
+	{"async", tools.Function{Schema: tools.Schema{Name: "fetch", ReturnType: tools.String,
+		Params: []tools.Param{{Name: "url", Type: tools.String}}}, Async: true},
 		`async def fetch(url: str) -> str: ...`},
-	{"async docstring", agent.Function{Schema: agent.Schema{Name: "fetch", ReturnType: agent.Null, Description: "Fetch."}, Async: true},
+	{"async docstring", tools.Function{Schema: tools.Schema{Name: "fetch", ReturnType: tools.Null, Description: "Fetch."}, Async: true},
 		`async def fetch() -> None:
     """Fetch."""`},
-	{"return None", agent.Function{Schema: agent.Schema{Name: "r", ReturnType: agent.Null}}, `def r() -> None: ...`},
-	{"return str", agent.Function{Schema: agent.Schema{Name: "r", ReturnType: agent.String}}, `def r() -> str: ...`},
-	{"return int", agent.Function{Schema: agent.Schema{Name: "r", ReturnType: agent.Integer}}, `def r() -> int: ...`},
-	{"return float", agent.Function{Schema: agent.Schema{Name: "r", ReturnType: agent.Number}}, `def r() -> float: ...`},
-	{"return bool", agent.Function{Schema: agent.Schema{Name: "r", ReturnType: agent.Boolean}}, `def r() -> bool: ...`},
-	{"return list", agent.Function{Schema: agent.Schema{Name: "r", ReturnType: agent.Array}}, `def r() -> list[Any]: ...`},
-	{"return dict", agent.Function{Schema: agent.Schema{Name: "r", ReturnType: agent.Object}}, `def r() -> dict[str, Any]: ...`},
-	{"return unknown", agent.Function{Schema: agent.Schema{Name: "r", ReturnType: "date"}}, `def r() -> Any: ...`},
+	{"return None", tools.Function{Schema: tools.Schema{Name: "r", ReturnType: tools.Null}}, `def r() -> None: ...`},
+	{"return str", tools.Function{Schema: tools.Schema{Name: "r", ReturnType: tools.String}}, `def r() -> str: ...`},
+	{"return int", tools.Function{Schema: tools.Schema{Name: "r", ReturnType: tools.Integer}}, `def r() -> int: ...`},
+	{"return float", tools.Function{Schema: tools.Schema{Name: "r", ReturnType: tools.Number}}, `def r() -> float: ...`},
+	{"return bool", tools.Function{Schema: tools.Schema{Name: "r", ReturnType: tools.Boolean}}, `def r() -> bool: ...`},
+	{"return list", tools.Function{Schema: tools.Schema{Name: "r", ReturnType: tools.Array}}, `def r() -> list[Any]: ...`},
+	{"return dict", tools.Function{Schema: tools.Schema{Name: "r", ReturnType: tools.Object}}, `def r() -> dict[str, Any]: ...`},
+	{"return unknown", tools.Function{Schema: tools.Schema{Name: "r", ReturnType: "date"}}, `def r() -> Any: ...`},
 	{"quotes", fn("q", `Say "hi" or 'hi'.`), `def q() -> Any:
     """Say "hi" or 'hi'."""`},
 	{"leading and trailing quote", fn("q", `"quoted"`), `def q() -> Any:
@@ -105,41 +107,41 @@ var stubCases = []struct {
     """`},
 	{"control characters", fn("q", "nul\x00 cr\r\n tab\t esc\x1b del\x7f nel\u0085 ls\u2028 ps\u2029 bad\xff é😀"), "def q() -> Any:\n" +
 		`    """nul\x00 cr\r` + "\n" + `     tab` + "\t" + ` esc\x1b del\x7f nel\x85 ls\u2028 ps\u2029 bad\ufffd é😀` + "\n" + `    """`},
-	{"required after optional", agent.Function{Schema: agent.Schema{Name: "f", ReturnType: agent.Integer,
-		Description: "Both.", Params: []agent.Param{
-			{Name: "a", Type: agent.Integer, Default: 1},
-			{Name: "b", Type: agent.String},
+	{"required after optional", tools.Function{Schema: tools.Schema{Name: "f", ReturnType: tools.Integer,
+		Description: "Both.", Params: []tools.Param{
+			{Name: "a", Type: tools.Integer, Default: 1},
+			{Name: "b", Type: tools.String},
 		}}}, `@overload
 def f(a: int | None, b: str) -> int:
     """Both."""
 @overload
 def f(*, b: str) -> int: ...`},
-	{"required after optionals", agent.Function{Schema: agent.Schema{Name: "g", ReturnType: agent.Null, Params: []agent.Param{
-		{Name: "a", Type: agent.String},
-		{Name: "b", Type: agent.Integer, Optional: true},
-		{Name: "c", Type: agent.Boolean},
+	{"required after optionals", tools.Function{Schema: tools.Schema{Name: "g", ReturnType: tools.Null, Params: []tools.Param{
+		{Name: "a", Type: tools.String},
+		{Name: "b", Type: tools.Integer, Optional: true},
+		{Name: "c", Type: tools.Boolean},
 		{Name: "d", Default: "x"},
-		{Name: "e", Type: agent.Array},
-		{Name: "f", Type: agent.Number, Default: 0.5},
+		{Name: "e", Type: tools.Array},
+		{Name: "f", Type: tools.Number, Default: 0.5},
 	}}, Async: true}, `@overload
 async def g(a: str, b: int | None, c: bool, d: Any, e: ` + arrayAnn + `, f: float | None = 0.5) -> None: ...
 @overload
 async def g(a: str, *, c: bool, d: Any = 'x', e: ` + arrayAnn + `, f: float | None = 0.5) -> None: ...
 @overload
 async def g(a: str, b: int | None, c: bool, *, e: ` + arrayAnn + `, f: float | None = 0.5) -> None: ...`},
-	{"keyword parameter", agent.Function{Schema: agent.Schema{Name: "k", ReturnType: agent.String,
-		Params: []agent.Param{{Name: "x", Type: agent.Integer}, {Name: "class", Type: agent.String}}}},
+	{"keyword parameter", tools.Function{Schema: tools.Schema{Name: "k", ReturnType: tools.String,
+		Params: []tools.Param{{Name: "x", Type: tools.Integer}, {Name: "class", Type: tools.String}}}},
 		`def k(*args: Any, **kwargs: Any) -> str: ...`},
-	{"duplicate parameter", agent.Function{Schema: agent.Schema{Name: "k", Params: []agent.Param{{Name: "x"}, {Name: "x"}}}},
+	{"duplicate parameter", tools.Function{Schema: tools.Schema{Name: "k", Params: []tools.Param{{Name: "x"}, {Name: "x"}}}},
 		`def k(*args: Any, **kwargs: Any) -> Any: ...`},
-	{"soft keywords", agent.Function{Schema: agent.Schema{Name: "match", Params: []agent.Param{{Name: "case"}, {Name: "type"}, {Name: "_"}}}},
+	{"soft keywords", tools.Function{Schema: tools.Schema{Name: "match", Params: []tools.Param{{Name: "case"}, {Name: "type"}, {Name: "_"}}}},
 		`def match(case: Any, type: Any, _: Any) -> Any: ...`},
 	{"keyword name", fn("class", "A class."), `# "class" is not a Python identifier: Python code cannot call it`},
 	{"invalid name", fn("two words\n\"x\"", ""), `# "two words\n\"x\"" is not a Python identifier: Python code cannot call it`},
 }
 
-func fn(name, description string) agent.Function {
-	return agent.Function{Schema: agent.Schema{Name: name, Description: description}}
+func fn(name, description string) tools.Function {
+	return tools.Function{Schema: tools.Schema{Name: name, Description: description}}
 }
 
 func TestFunctionStub(t *testing.T) {
@@ -156,7 +158,7 @@ func TestFunctionStub(t *testing.T) {
 // The stubs of the test registry: inferred return types, an async
 // function, defaults, and the introspection built-ins.
 func TestRegistryStubs(t *testing.T) {
-	reg := testRegistry(t)
+	reg := agenttest.Functions(t)
 	want := `from typing import Any
 
 async def fetch(key: str, delay_ms: int | None = 100) -> str:
@@ -186,7 +188,7 @@ def help(name: object | None = None) -> str | None:
 	assert.Equal(t, want, got)
 	assert.Equal(t, got, reg.Stubs(), "deterministic")
 
-	empty, err := agent.NewRegistry()
+	empty, err := tools.NewRegistry()
 	require.NoError(t, err)
 	assert.Equal(t, `from typing import Any
 
@@ -200,14 +202,14 @@ def help(name: object | None = None) -> str | None:
 	// Overloads import overload; host functions named like the names the
 	// annotations use are defined under those names, and the annotations
 	// reach the shadowed ones through a module alias.
-	h := func(name string, params ...agent.Param) agent.Function {
-		return agent.Function{Schema: agent.Schema{Name: name, Category: "x", Params: params}, Handler: nop}
+	h := func(name string, params ...tools.Param) tools.Function {
+		return tools.Function{Schema: tools.Schema{Name: name, Category: "x", Params: params}, Handler: nop}
 	}
-	odd, err := agent.NewRegistry(
-		h("set", agent.Param{Name: "key", Type: agent.String}, agent.Param{Name: "value", Type: agent.Array}),
-		h("Any", agent.Param{Name: "a", Optional: true}, agent.Param{Name: "b", Type: agent.Object}),
+	odd, err := tools.NewRegistry(
+		h("set", tools.Param{Name: "key", Type: tools.String}, tools.Param{Name: "value", Type: tools.Array}),
+		h("Any", tools.Param{Name: "a", Optional: true}, tools.Param{Name: "b", Type: tools.Object}),
 		h("_typing"),
-		h("str", agent.Param{Name: "x", Type: agent.String}),
+		h("str", tools.Param{Name: "x", Type: tools.String}),
 	)
 	require.NoError(t, err)
 	got = odd.Stubs()
@@ -241,18 +243,18 @@ def help(name: object | None = None) -> _builtins.str | None:
 // arguments with every set of the remaining parameters by keyword is
 // bound by the host function and by Python's inspect against the stub.
 func TestStubOverloadsMatchBinding(t *testing.T) {
-	schemas := [][]agent.Param{
+	schemas := [][]tools.Param{
 		{{Name: "a", Optional: true}, {Name: "b"}},
 		{{Name: "a"}, {Name: "b", Optional: true}, {Name: "c"}, {Name: "d", Default: 1}, {Name: "e"}, {Name: "f", Optional: true}},
 		{{Name: "a", Optional: true}, {Name: "b", Default: 2}, {Name: "c"}, {Name: "d", Optional: true}, {Name: "e"}},
 		{{Name: "a", Optional: true}, {Name: "b"}, {Name: "c", Optional: true}},
 		{{Name: "a"}, {Name: "b", Optional: true}},
 	}
-	var fns []agent.Function
+	var fns []tools.Function
 	for i, params := range schemas {
-		fns = append(fns, agent.Function{Schema: agent.Schema{Name: fmt.Sprintf("f%d", i), Params: params}, Handler: nop})
+		fns = append(fns, tools.Function{Schema: tools.Schema{Name: fmt.Sprintf("f%d", i), Params: params}, Handler: nop})
 	}
-	reg, err := agent.NewRegistry(fns...)
+	reg, err := tools.NewRegistry(fns...)
 	require.NoError(t, err)
 	host := reg.Host()
 	type call struct {
@@ -333,8 +335,8 @@ func TestStubsRandomText(t *testing.T) {
 	}
 	var checks []pyCheck
 	for i := range 300 {
-		f := agent.Function{Schema: agent.Schema{Name: "f", Description: text(), Params: []agent.Param{
-			{Name: "a", Type: agent.String, Default: text()},
+		f := tools.Function{Schema: tools.Schema{Name: "f", Description: text(), Params: []tools.Param{
+			{Name: "a", Type: tools.String, Default: text()},
 			{Name: "b", Optional: rng.IntN(2) == 0},
 		}}, Async: i%2 == 0}
 		if rng.IntN(4) == 0 {
@@ -348,42 +350,42 @@ func TestStubsRandomText(t *testing.T) {
 func TestFuncReturnType(t *testing.T) {
 	for _, c := range []struct {
 		fn   any
-		want agent.ParamType
+		want tools.ParamType
 	}{
-		{func() {}, agent.Null},
-		{func() error { return nil }, agent.Null},
-		{func(context.Context) error { return nil }, agent.Null},
-		{func() string { return "" }, agent.String},
-		{func() (string, error) { return "", nil }, agent.String},
-		{func() int8 { return 0 }, agent.Integer},
-		{func() uint64 { return 0 }, agent.Integer},
-		{func() float32 { return 0 }, agent.Number},
-		{func() bool { return false }, agent.Boolean},
-		{func() []string { return nil }, agent.Array},
-		{func() [2]int { return [2]int{} }, agent.Array},
-		{func() map[string]int { return nil }, agent.Object},
-		{func() map[int]string { return nil }, agent.Any},
-		{func() Weather { return Weather{} }, agent.Object},
-		{func() *Weather { return nil }, agent.Any},
-		{func() any { return nil }, agent.Any},
-		{func() error { return nil }, agent.Null},
-		{func() (error, error) { return nil, nil }, agent.Any},
-		{func() []byte { return nil }, agent.Any},
-		{func() time.Time { return time.Time{} }, agent.Any},
-		{func() big.Int { return big.Int{} }, agent.Integer},
-		{func() json.Number { return "" }, agent.Number},
-		{func() object.Value { return nil }, agent.Any},
-		{func() object.None { return object.None{} }, agent.Null},
-		{func() object.Str { return "" }, agent.String},
-		{func() object.Int { return 0 }, agent.Integer},
-		{func() object.Float { return 0 }, agent.Number},
-		{func() object.Bool { return false }, agent.Boolean},
-		{func() object.List { return nil }, agent.Array},
-		{func() object.Dict { return nil }, agent.Object},
-		{func() object.Tuple { return nil }, agent.Any},
-		{func() object.Bytes { return nil }, agent.Any},
+		{func() {}, tools.Null},
+		{func() error { return nil }, tools.Null},
+		{func(context.Context) error { return nil }, tools.Null},
+		{func() string { return "" }, tools.String},
+		{func() (string, error) { return "", nil }, tools.String},
+		{func() int8 { return 0 }, tools.Integer},
+		{func() uint64 { return 0 }, tools.Integer},
+		{func() float32 { return 0 }, tools.Number},
+		{func() bool { return false }, tools.Boolean},
+		{func() []string { return nil }, tools.Array},
+		{func() [2]int { return [2]int{} }, tools.Array},
+		{func() map[string]int { return nil }, tools.Object},
+		{func() map[int]string { return nil }, tools.Any},
+		{func() agenttest.Weather { return agenttest.Weather{} }, tools.Object},
+		{func() *agenttest.Weather { return nil }, tools.Any},
+		{func() any { return nil }, tools.Any},
+		{func() error { return nil }, tools.Null},
+		{func() (error, error) { return nil, nil }, tools.Any},
+		{func() []byte { return nil }, tools.Any},
+		{func() time.Time { return time.Time{} }, tools.Any},
+		{func() big.Int { return big.Int{} }, tools.Integer},
+		{func() json.Number { return "" }, tools.Number},
+		{func() object.Value { return nil }, tools.Any},
+		{func() object.None { return object.None{} }, tools.Null},
+		{func() object.Str { return "" }, tools.String},
+		{func() object.Int { return 0 }, tools.Integer},
+		{func() object.Float { return 0 }, tools.Number},
+		{func() object.Bool { return false }, tools.Boolean},
+		{func() object.List { return nil }, tools.Array},
+		{func() object.Dict { return nil }, tools.Object},
+		{func() object.Tuple { return nil }, tools.Any},
+		{func() object.Bytes { return nil }, tools.Any},
 	} {
-		f, err := agent.Func(agent.Schema{Name: "f"}, c.fn)
+		f, err := tools.Func(tools.Schema{Name: "f"}, c.fn)
 		require.NoError(t, err)
 		assert.Equal(t, c.want, f.ReturnType, "%T", c.fn)
 	}
@@ -391,47 +393,47 @@ func TestFuncReturnType(t *testing.T) {
 	// A declared type that fits is kept (an int is a number; an interface
 	// may hold anything).
 	for _, c := range []struct {
-		declared agent.ParamType
+		declared tools.ParamType
 		fn       any
 	}{
-		{agent.Number, func() int { return 0 }},
-		{agent.Integer, func() any { return 0 }},
-		{agent.Null, func() object.Value { return nil }},
-		{agent.Object, func() *Weather { return nil }},
-		{agent.String, func() (string, error) { return "", nil }},
+		{tools.Number, func() int { return 0 }},
+		{tools.Integer, func() any { return 0 }},
+		{tools.Null, func() object.Value { return nil }},
+		{tools.Object, func() *agenttest.Weather { return nil }},
+		{tools.String, func() (string, error) { return "", nil }},
 	} {
-		f, err := agent.Func(agent.Schema{Name: "f", ReturnType: c.declared}, c.fn)
+		f, err := tools.Func(tools.Schema{Name: "f", ReturnType: c.declared}, c.fn)
 		require.NoError(t, err)
 		assert.Equal(t, c.declared, f.ReturnType)
 	}
 
 	// A declared type the Go result contradicts is refused.
 	for _, c := range []struct {
-		declared agent.ParamType
+		declared tools.ParamType
 		fn       any
 	}{
-		{agent.String, func() int { return 0 }},
-		{agent.Integer, func() float64 { return 0 }},
-		{agent.Integer, func() {}},
-		{agent.Object, func() error { return nil }},
-		{agent.Null, func() string { return "" }},
-		{agent.Array, func() map[string]int { return nil }},
+		{tools.String, func() int { return 0 }},
+		{tools.Integer, func() float64 { return 0 }},
+		{tools.Integer, func() {}},
+		{tools.Object, func() error { return nil }},
+		{tools.Null, func() string { return "" }},
+		{tools.Array, func() map[string]int { return nil }},
 		{"date", func() string { return "" }},
 	} {
-		_, err := agent.Func(agent.Schema{Name: "f", ReturnType: c.declared}, c.fn)
-		assert.ErrorIs(t, err, agent.ErrInvalidFunction, "%s %T", c.declared, c.fn)
+		_, err := tools.Func(tools.Schema{Name: "f", ReturnType: c.declared}, c.fn)
+		assert.ErrorIs(t, err, tools.ErrInvalidFunction, "%s %T", c.declared, c.fn)
 	}
 
 	// The return type is part of the schema but not of the tool
 	// definition, and a function without a result stubs as returning None.
-	f := agent.MustFunc(agent.Schema{Name: "log", Params: []agent.Param{{Name: "msg"}}}, func(msg string) {})
-	assert.Equal(t, agent.Null, f.ReturnType)
+	f := tools.MustFunc(tools.Schema{Name: "log", Params: []tools.Param{{Name: "msg"}}}, func(msg string) {})
+	assert.Equal(t, tools.Null, f.ReturnType)
 	assert.Equal(t, "log(msg: str)", f.Signature())
 	assert.JSONEq(t, `{"type":"object","properties":{"msg":{"type":"string"}},"required":["msg"]}`, string(f.JSONSchema()))
 	assert.Equal(t, `def log(msg: str) -> None: ...`, f.Stub())
-	reg, err := agent.NewRegistry(f)
+	reg, err := tools.NewRegistry(f)
 	require.NoError(t, err)
-	assert.Equal(t, agent.Null, reg.Schemas()[0].ReturnType)
+	assert.Equal(t, tools.Null, reg.Schemas()[0].ReturnType)
 	tool, err := json.Marshal(reg.Tools()[0])
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"name":"log","description":"","parameters":{"type":"object","properties":{"msg":{"type":"string"}},"required":["msg"]}}`, string(tool))
@@ -439,17 +441,17 @@ func TestFuncReturnType(t *testing.T) {
 
 // Register accepts Null as a return type only, and refuses unknown ones.
 func TestRegisterReturnType(t *testing.T) {
-	reg, err := agent.NewRegistry()
+	reg, err := tools.NewRegistry()
 	require.NoError(t, err)
-	for _, typ := range []agent.ParamType{agent.Any, agent.Null, agent.String, agent.Integer, agent.Number, agent.Boolean, agent.Array, agent.Object} {
-		f := agent.Function{Schema: agent.Schema{Name: "r" + string(typ), ReturnType: typ}, Handler: nop}
+	for _, typ := range []tools.ParamType{tools.Any, tools.Null, tools.String, tools.Integer, tools.Number, tools.Boolean, tools.Array, tools.Object} {
+		f := tools.Function{Schema: tools.Schema{Name: "r" + string(typ), ReturnType: typ}, Handler: nop}
 		assert.NoError(t, reg.Register(f), typ)
 	}
-	assert.ErrorIs(t, reg.Register(agent.Function{Schema: agent.Schema{Name: "bad", ReturnType: "date"}, Handler: nop}), agent.ErrInvalidFunction)
-	param := agent.Function{Schema: agent.Schema{Name: "p", Params: []agent.Param{{Name: "a", Type: agent.Null}}}, Handler: nop}
-	assert.ErrorIs(t, reg.Register(param), agent.ErrInvalidFunction)
-	_, err = agent.Func(param.Schema, func(a int) {})
-	assert.ErrorIs(t, err, agent.ErrInvalidFunction)
+	assert.ErrorIs(t, reg.Register(tools.Function{Schema: tools.Schema{Name: "bad", ReturnType: "date"}, Handler: nop}), tools.ErrInvalidFunction)
+	param := tools.Function{Schema: tools.Schema{Name: "p", Params: []tools.Param{{Name: "a", Type: tools.Null}}}, Handler: nop}
+	assert.ErrorIs(t, reg.Register(param), tools.ErrInvalidFunction)
+	_, err = tools.Func(param.Schema, func(a int) {})
+	assert.ErrorIs(t, err, tools.ErrInvalidFunction)
 }
 
 // pyCheck is stub source for checkPython: it must parse, and when Doc is

@@ -1,4 +1,4 @@
-package agent_test
+package mcpclient_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monty-go/monty/session/agent/agenttest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,7 +19,9 @@ import (
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/mcpclient"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // demoServer is an MCP server of the official Go SDK, in this process,
@@ -95,7 +99,7 @@ func newDemoServer(t *testing.T) *demoServer {
 	return d
 }
 
-// transport connects a new client to the server, as MCPServer.Transport.
+// transport connects a new client to the server, as Server.Transport.
 func (d *demoServer) transport(t *testing.T) func() (mcp.Transport, error) {
 	return func() (mcp.Transport, error) {
 		serverSide, clientSide := mcp.NewInMemoryTransports()
@@ -120,58 +124,58 @@ func (d *demoServer) kill() {
 	d.sessions = nil
 }
 
-func demoNamespace(t *testing.T, d *demoServer, srv agent.MCPServer) (*agent.Registry, *agent.MCPNamespace) {
+func demoNamespace(t *testing.T, d *demoServer, srv mcpclient.Server) (*tools.Registry, *mcpclient.Namespace) {
 	t.Helper()
-	reg, err := agent.NewRegistry()
+	reg, err := tools.NewRegistry()
 	require.NoError(t, err)
 	srv.Name = "demo"
 	srv.Transport = d.transport(t)
-	ns, err := reg.AddMCPServer(context.Background(), srv)
+	ns, err := mcpclient.Add(context.Background(), reg, srv)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ns.Close() })
 	return reg, ns
 }
 
-// TestMCPNamespace: an MCP server's tools are async methods of a
+// TestNamespace: an MCP server's tools are async methods of a
 // namespace object: gatherable, with their results as Python values, the
 // server's errors as exceptions, names mapped to identifiers.
-func TestMCPNamespace(t *testing.T) {
+func TestNamespace(t *testing.T) {
 	d := newDemoServer(t)
-	reg, _ := demoNamespace(t, d, agent.MCPServer{})
-	e := newExecutor(t, agent.ExecutorOptions{Functions: reg})
+	reg, _ := demoNamespace(t, d, mcpclient.Server{})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg})
 
-	assert.Equal(t, "3 'hi/<nil>' 'x/7'", ok(t, e, "t", `import asyncio
+	assert.Equal(t, "3 'hi/<nil>' 'x/7'", agenttest.OK(t, e, "t", `import asyncio
 s, a, b = await asyncio.gather(demo.get_sum(a=1, b=2), demo.echo(message="hi"), demo.echo("x", user_id=7))
 print(s["sum"], repr(a), repr(b))`))
-	assert.Equal(t, "caught: demo.fail failed: the index is down", ok(t, e, "t", `try:
+	assert.Equal(t, "caught: demo.fail failed: the index is down", agenttest.OK(t, e, "t", `try:
     await demo.fail()
 except RuntimeError as err:
     print("caught:", err)`))
-	assert.Equal(t, "['a dot', {'type': 'image', 'mime_type': 'image/png', 'data': b'\\x89PNG'}]", ok(t, e, "t", "await demo.picture()"))
+	assert.Equal(t, "['a dot', {'type': 'image', 'mime_type': 'image/png', 'data': b'\\x89PNG'}]", agenttest.OK(t, e, "t", "await demo.picture()"))
 
 	// The arguments are checked before anything is sent.
-	res := execute(t, e, "t", `await demo.get_sum(b=2)`)
+	res := agenttest.Execute(t, e, "t", `await demo.get_sum(b=2)`)
 	assert.Contains(t, res.Text, "TypeError: demo.get_sum() missing 1 required argument(s): 'a'")
-	res = execute(t, e, "t", `await demo.echo(message=1)`)
+	res = agenttest.Execute(t, e, "t", `await demo.echo(message=1)`)
 	assert.Contains(t, res.Text, "TypeError: demo.echo() argument 'message' must be str, not int")
-	res = execute(t, e, "t", `await demo.nope()`)
+	res = agenttest.Execute(t, e, "t", `await demo.nope()`)
 	assert.Contains(t, res.Text, "AttributeError: 'demo' object has no attribute 'nope'")
 
 	// help and list_functions show the tools.
-	text := ok(t, e, "t", "help(demo)")
+	text := agenttest.OK(t, e, "t", "help(demo)")
 	assert.Contains(t, text, "get_sum(a: int, b: int = None)")
-	assert.Contains(t, ok(t, e, "t", "help()"), "demo: block, chatty, echo, fail, get_sum, picture, steps")
-	assert.Contains(t, ok(t, e, "t", "[f['name'] for f in list_functions('demo')]"), "'demo.get_sum'")
+	assert.Contains(t, agenttest.OK(t, e, "t", "help()"), "demo: block, chatty, echo, fail, get_sum, picture, steps")
+	assert.Contains(t, agenttest.OK(t, e, "t", "[f['name'] for f in list_functions('demo')]"), "'demo.get_sum'")
 }
 
 // A tool's progress notifications become the run's progress events,
 // between the call's start and its result.
 func TestMCPProgressEvents(t *testing.T) {
 	d := newDemoServer(t)
-	reg, _ := demoNamespace(t, d, agent.MCPServer{})
-	e := newExecutorWith(t, agent.ExecutorOptions{Functions: reg})
+	reg, _ := demoNamespace(t, d, mcpclient.Server{})
+	e := agenttest.NewExecutorWith(t, agent.ExecutorOptions{Functions: reg})
 	var events []agent.Event
-	res, err := e.ExecuteEvents(context.Background(), "t", codeArgs("await demo.steps(n=3)"), func(ev agent.Event) { events = append(events, ev) })
+	res, err := e.ExecuteEvents(context.Background(), "t", agenttest.CodeArgs("await demo.steps(n=3)"), func(ev agent.Event) { events = append(events, ev) })
 	require.NoError(t, err)
 	require.NoError(t, res.Err, res.Text)
 	var kinds []string
@@ -186,9 +190,9 @@ func TestMCPProgressEvents(t *testing.T) {
 	assert.Equal(t, []string{"tool_call_start demo.steps", "progress 1/3 step 1", "progress 2/3 step 2", "progress 3/3 step 3", "tool_call_result "}, kinds)
 
 	// The server's log messages while a call is under way are events of
-	// the call (those below MCPLogLevel are not sent).
+	// the call (those below LogLevel are not sent).
 	events = nil
-	res, err = e.ExecuteEvents(context.Background(), "t", codeArgs("await demo.chatty()"), func(ev agent.Event) { events = append(events, ev) })
+	res, err = e.ExecuteEvents(context.Background(), "t", agenttest.CodeArgs("await demo.chatty()"), func(ev agent.Event) { events = append(events, ev) })
 	require.NoError(t, err)
 	require.NoError(t, res.Err, res.Text)
 	var logs []string
@@ -205,61 +209,61 @@ func TestMCPProgressEvents(t *testing.T) {
 // request it waits on.
 func TestMCPReconnectAndCancel(t *testing.T) {
 	d := newDemoServer(t)
-	reg, _ := demoNamespace(t, d, agent.MCPServer{})
-	e := newExecutor(t, agent.ExecutorOptions{Functions: reg, Timeout: 300 * time.Millisecond})
-	assert.Equal(t, "3", ok(t, e, "t", "(await demo.get_sum(a=1, b=2))['sum']"))
+	reg, _ := demoNamespace(t, d, mcpclient.Server{})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Timeout: 300 * time.Millisecond})
+	assert.Equal(t, "3", agenttest.OK(t, e, "t", "(await demo.get_sum(a=1, b=2))['sum']"))
 	d.kill()
-	res := execute(t, e, "t", "await demo.get_sum(a=1)")
+	res := agenttest.Execute(t, e, "t", "await demo.get_sum(a=1)")
 	assert.Contains(t, res.Text, "OSError: the MCP server demo went away during get-sum()")
-	assert.Equal(t, "5", ok(t, e, "t", "(await demo.get_sum(a=2, b=3))['sum']"))
+	assert.Equal(t, "5", agenttest.OK(t, e, "t", "(await demo.get_sum(a=2, b=3))['sum']"))
 	assert.Equal(t, int32(2), d.connects.Load())
 	d.kill()
-	assert.Equal(t, "caught: the MCP server demo went away", ok(t, e, "t", "try:\n    await demo.get_sum(a=1)\nexcept OSError as err:\n    print('caught:', str(err)[:29])"))
+	assert.Equal(t, "caught: the MCP server demo went away", agenttest.OK(t, e, "t", "try:\n    await demo.get_sum(a=1)\nexcept OSError as err:\n    print('caught:', str(err)[:29])"))
 
-	res = execute(t, e, "t", "await demo.block()")
+	res = agenttest.Execute(t, e, "t", "await demo.block()")
 	assert.Equal(t, "TimeoutError", res.ErrorType, res.Text)
 	// The server saw the cancellation: the connection still serves calls.
-	assert.Equal(t, "7", ok(t, e, "t", "(await demo.get_sum(a=3, b=4))['sum']"))
+	assert.Equal(t, "7", agenttest.OK(t, e, "t", "(await demo.get_sum(a=3, b=4))['sum']"))
 }
 
 // Filters choose the tools; two tools whose names map to the same Python
 // name are refused.
 func TestMCPFiltersAndNames(t *testing.T) {
 	d := newDemoServer(t)
-	reg, _ := demoNamespace(t, d, agent.MCPServer{Allow: []string{"echo", "get-sum", "fail"}, Deny: []string{"fail"}})
-	e := newExecutorWith(t, agent.ExecutorOptions{Functions: reg})
-	assert.Contains(t, ok(t, e, "t", "help()"), "demo: echo, get_sum")
+	reg, _ := demoNamespace(t, d, mcpclient.Server{Allow: []string{"echo", "get-sum", "fail"}, Deny: []string{"fail"}})
+	e := agenttest.NewExecutorWith(t, agent.ExecutorOptions{Functions: reg})
+	assert.Contains(t, agenttest.OK(t, e, "t", "help()"), "demo: echo, get_sum")
 
 	for name, want := range map[string]string{"get-sum": "get_sum", "2fa": "tool_2fa", "class": "class_", "_x": "x", "a.b/c": "a_b_c", "": "tool_"} {
-		assert.Equal(t, want, agent.PythonName(name), name)
+		assert.Equal(t, want, tools.PythonName(name), name)
 	}
 	d.srv.AddTool(&mcp.Tool{Name: "get_sum", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, nil })
-	reg2, err := agent.NewRegistry()
+	reg2, err := tools.NewRegistry()
 	require.NoError(t, err)
-	_, err = reg2.AddMCPServer(context.Background(), agent.MCPServer{Name: "demo", Transport: d.transport(t)})
-	require.ErrorIs(t, err, agent.ErrMCPServer)
+	_, err = mcpclient.Add(context.Background(), reg2, mcpclient.Server{Name: "demo", Transport: d.transport(t)})
+	require.ErrorIs(t, err, mcpclient.ErrServer)
 	assert.Contains(t, err.Error(), `tools "get-sum" and "get_sum" are both get_sum in Python`)
 
-	_, err = reg.AddMCPServer(context.Background(), agent.MCPServer{Name: "demo", Transport: d.transport(t)})
-	require.ErrorIs(t, err, agent.ErrInvalidFunction, "the name is taken")
-	_, err = reg.AddMCPServer(context.Background(), agent.MCPServer{Name: "_hidden", Transport: d.transport(t)})
-	require.ErrorIs(t, err, agent.ErrInvalidFunction)
+	_, err = mcpclient.Add(context.Background(), reg, mcpclient.Server{Name: "demo", Transport: d.transport(t)})
+	require.ErrorIs(t, err, tools.ErrInvalidFunction, "the name is taken")
+	_, err = mcpclient.Add(context.Background(), reg, mcpclient.Server{Name: "_hidden", Transport: d.transport(t)})
+	require.ErrorIs(t, err, tools.ErrInvalidFunction)
 }
 
 // A tools/list_changed notification refreshes the namespace.
 func TestMCPToolsChanged(t *testing.T) {
 	d := newDemoServer(t)
-	reg, _ := demoNamespace(t, d, agent.MCPServer{})
-	e := newExecutor(t, agent.ExecutorOptions{Functions: reg})
+	reg, _ := demoNamespace(t, d, mcpclient.Server{})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg})
 	d.srv.AddTool(&mcp.Tool{Name: "late", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "here"}}}, nil
 		})
 	require.Eventually(t, func() bool {
-		return strings.Contains(ok(t, e, "t", "help()"), "late")
+		return strings.Contains(agenttest.OK(t, e, "t", "help()"), "late")
 	}, 10*time.Second, 20*time.Millisecond)
-	assert.Equal(t, "'here'", ok(t, e, "t", "await demo.late()"))
+	assert.Equal(t, "'here'", agenttest.OK(t, e, "t", "await demo.late()"))
 	// Type checks know the new tool too.
 	res, err := e.Execute(context.Background(), "t", json.RawMessage(`{"code": "await demo.late()", "type_check": true}`))
 	require.NoError(t, err)
@@ -274,7 +278,7 @@ func TestMCPToolsChanged(t *testing.T) {
 // runs.
 func TestMCPStubs(t *testing.T) {
 	d := newDemoServer(t)
-	reg, _ := demoNamespace(t, d, agent.MCPServer{Allow: []string{"get-sum", "echo"}})
+	reg, _ := demoNamespace(t, d, mcpclient.Server{Allow: []string{"get-sum", "echo"}})
 	stubs := reg.Stubs()
 	assert.Contains(t, stubs, "class _demo_tools:")
 	assert.Contains(t, stubs, "\n_get_sum_result = TypedDict(\"_get_sum_result\", {\"sum\": int})\n")
@@ -298,7 +302,7 @@ func TestMCPSchemaTypesTypeCheck(t *testing.T) {
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{StructuredContent: map[string]any{"total": 2, "titles": []string{"a", "b"}}}, nil
 		})
-	reg, _ := demoNamespace(t, d, agent.MCPServer{Allow: []string{"search-issues"}})
+	reg, _ := demoNamespace(t, d, mcpclient.Server{Allow: []string{"search-issues"}})
 	stubs := reg.Stubs()
 	assert.Contains(t, stubs, "from typing import Any, Literal, NotRequired, TypedDict\n")
 	assert.Contains(t, stubs, `_search_issues_filter = TypedDict("_search_issues_filter", {"labels": NotRequired[list[str]], "state": Literal['open', 'closed']})`)
@@ -327,8 +331,8 @@ func TestMCPSchemaTypesTypeCheck(t *testing.T) {
 		assert.Equal(t, rule, res.Diagnostics[0].Rule, "%s: %s", code, res.Text)
 	}
 	// And the call runs.
-	e := newExecutor(t, agent.ExecutorOptions{Functions: reg})
-	assert.Equal(t, "2 ['a', 'b']", ok(t, e, "t", "r = await demo.search_issues('bug', filter={'state': 'open'})\nprint(r['total'], r['titles'])"))
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg})
+	assert.Equal(t, "2 ['a', 'b']", agenttest.OK(t, e, "t", "r = await demo.search_issues('bug', filter={'state': 'open'})\nprint(r['total'], r['titles'])"))
 }
 
 // A destructive tool (or one the operator lists in Approve) does not run
@@ -349,8 +353,8 @@ func TestMCPApprovals(t *testing.T) {
 		})
 	st := memstore.New(memstore.Options{})
 	newExec := func() *agent.Executor {
-		reg, _ := demoNamespace(t, d, agent.MCPServer{Approve: []string{"echo"}})
-		return newExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{Store: st}})
+		reg, _ := demoNamespace(t, d, mcpclient.Server{Approve: []string{"echo"}})
+		return agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{Store: st}})
 	}
 	e := newExec()
 	code := `import asyncio
@@ -360,7 +364,7 @@ try:
 except PermissionError as err:
     r = r + " / refused: " + str(err)
 print(r)`
-	res := execute(t, e, "t", code)
+	res := agenttest.Execute(t, e, "t", code)
 	require.NotNil(t, res.Paused, res.Text)
 	require.Len(t, res.Paused.Calls, 1)
 	c := res.Paused.Calls[0]
@@ -369,7 +373,7 @@ print(r)`
 	assert.Contains(t, res.Text, `demo.drop_table(name='users') (needs a person's approval: ask them)`)
 	assert.Equal(t, int32(0), dropped.Load(), "nothing runs before the approval")
 	assert.Contains(t, e.Tool().Description, "async def demo.drop_table(name: str) -> Any: ... [waits for a person's approval]")
-	assert.Contains(t, ok(t, e, "h", "help('demo.drop_table')"), "Each call waits for a person's approval")
+	assert.Contains(t, agenttest.OK(t, e, "h", "help('demo.drop_table')"), "Each call waits for a person's approval")
 
 	resume := func(e *agent.Executor, runID, results string) (*agent.Result, error) {
 		return e.Resume(context.Background(), "t", json.RawMessage(`{"run_id": "`+runID+`", "results": `+results+`}`))
@@ -380,7 +384,7 @@ print(r)`
 	assert.Equal(t, int32(0), dropped.Load(), "a value does not stand for the call")
 
 	// A process without the server cannot make the call.
-	bare := newExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
+	bare := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}})
 	_, err = resume(bare, res.RunID, `[{"id": "`+c.ID+`", "approve": true}]`)
 	require.ErrorIs(t, err, agent.ErrBadArgs)
 	assert.Contains(t, err.Error(), "resume the run where the same MCP servers are connected")

@@ -1,4 +1,4 @@
-package agent
+package tools
 
 import (
 	"cmp"
@@ -38,7 +38,7 @@ type Registry struct {
 	objects map[object.UUID]hostObject
 	globals map[string]object.Value
 	// namespaces are the MCP servers' namespace classes by name
-	// (AddMCPServer); each has one object, in objects.
+	// (AddNamespace); each has one object, in objects.
 	namespaces map[string]nsEntry
 }
 
@@ -69,6 +69,9 @@ func (r *Registry) Register(fns ...Function) error {
 		f := &fns[i]
 		if err := f.validate(); err != nil {
 			return err
+		}
+		if f.Approval {
+			return fmt.Errorf("%w: %s: only a method can wait for approval", ErrInvalidFunction, f.Name)
 		}
 		if r.taken(f.Name) || seen[f.Name] {
 			return fmt.Errorf("%w: the name %s is already taken", ErrInvalidFunction, f.Name)
@@ -199,8 +202,8 @@ func help(ctx context.Context, fns []Function, classes, namespaces []*Class, a A
 			return nil, err
 		}
 	}
-	if rec := recorderFrom(ctx); rec != nil {
-		rec.print(runtime.Stdout, text+"\n")
+	if obs := ObserverFrom(ctx); obs != nil {
+		obs.Print(runtime.Stdout, text+"\n")
 		return object.None{}, nil
 	}
 	return object.Str(text), nil
@@ -291,14 +294,14 @@ func overview(fns []Function, classes, namespaces []*Class) string {
 // to the run's event stream and runs the handler.
 func hostFunc(f *Function) runtime.HostFunc {
 	return func(ctx context.Context, args []object.Value, kwargs []object.Pair) (object.Value, error) {
-		var rec *recorder
+		var obs Observer
 		if !f.noEvents {
-			rec = recorderFrom(ctx)
+			obs = ObserverFrom(ctx)
 		}
 		bound, err := f.bind(args, kwargs)
 		var id string
-		if rec != nil {
-			id = rec.toolCall(f.Name, argsJSON(f, bound, args, kwargs))
+		if obs != nil {
+			id = obs.CallStarted(f.Name, argsJSON(f, bound, args, kwargs))
 		}
 		var v object.Value
 		if err == nil {
@@ -307,8 +310,8 @@ func hostFunc(f *Function) runtime.HostFunc {
 			}
 			v, err = f.call(ctx, bound)
 		}
-		if rec != nil {
-			rec.toolResult(id, v, err)
+		if obs != nil {
+			obs.CallFinished(id, v, err)
 		}
 		return v, err
 	}

@@ -1,4 +1,4 @@
-package agent
+package mcpclient
 
 import (
 	"bytes"
@@ -19,14 +19,15 @@ import (
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session/telemetry"
+	"github.com/monty-go/monty/session/tools"
 )
 
-// MCPServer is an MCP server whose tools Python code calls as the async
+// Server is an MCP server whose tools Python code calls as the async
 // methods of a namespace object: a server added as "github" with a tool
 // search_issues is called as `await github.search_issues(query="…")`,
 // and asyncio.gather runs several calls at once. See
-// Registry.AddMCPServer.
-type MCPServer struct {
+// Registry.Add.
+type Server struct {
 	// Name is the namespace the code uses: a Python identifier that does
 	// not start with "_" and is not the name of a function, class or
 	// global of the registry.
@@ -45,7 +46,7 @@ type MCPServer struct {
 	// destructiveHint (and not readOnlyHint): the code's call does not
 	// run; the run pauses, is stored like a run paused at client tools
 	// (resumable in any process, until its TTL), and the pause lists the
-	// call as an approval. Registry.Approve answers it: approved, the real
+	// call as an approval. agent.Approve answers it: approved, the real
 	// MCP call is made and its result is the call's value; refused, the
 	// call raises PermissionError in the code.
 	Approve []string
@@ -54,22 +55,21 @@ type MCPServer struct {
 	Logger *slog.Logger
 }
 
-// ErrMCPServer matches errors of AddMCPServer: the server cannot be
+// ErrServer matches errors of Add: the server cannot be
 // reached, or its tools cannot be offered to Python.
-var ErrMCPServer = errors.New("agent: MCP server")
+var ErrServer = errors.New("mcpclient: MCP server")
 
-// MCPNamespace is an MCP server offered to Python by Registry.AddMCPServer.
+// Namespace is an MCP server offered to Python by Registry.Add.
 // It keeps one client session to the server, opened again when the
 // server went away, and follows the server's tools/list_changed
 // notifications. It is safe for concurrent use.
-type MCPNamespace struct {
-	srv MCPServer
-	reg *Registry
-	id  object.UUID
+type Namespace struct {
+	srv Server
+	reg *tools.Registry
 	log *slog.Logger
 
 	// listing serialises listing the tools and offering them: a
-	// tools/list_changed that arrives while AddMCPServer lists them waits
+	// tools/list_changed that arrives while Add lists them waits
 	// and lists them again.
 	listing sync.Mutex
 
@@ -89,7 +89,7 @@ type mcpTool struct {
 	args map[string]string // Python parameter name → JSON property name
 }
 
-// AddMCPServer connects to srv, lists its tools and offers them to
+// Add connects to srv, lists its tools and offers them to
 // Python as the async methods of a namespace object, the global
 // srv.Name, in hosts made from now on. Each tool's inputSchema gives the
 // method's parameters, in the schema's order, required ones first; a tool
@@ -108,7 +108,7 @@ type mcpTool struct {
 //   - None for a result with no content.
 //
 // The server's progress notifications for a call become ToolCallProgress
-// events of the run, and its log messages (MCPLogLevel and above) while
+// events of the run, and its log messages (LogLevel and above) while
 // calls are under way ToolCallLog events of each such call.
 //
 // Each call made in a traced run is a client span "tools/call <tool>"
@@ -122,24 +122,21 @@ type mcpTool struct {
 // ConnectionError, its subclass in CPython), and the next call connects
 // again.
 //
-// AddMCPServer fails with an error matching ErrMCPServer when the server
+// Add fails with an error matching ErrServer when the server
 // cannot be reached or its tools cannot be mapped, and with
 // ErrInvalidFunction when the name is taken. Close the namespace to end
 // the session.
-func (r *Registry) AddMCPServer(ctx context.Context, srv MCPServer) (*MCPNamespace, error) {
-	if !defName(srv.Name) || strings.HasPrefix(srv.Name, "_") {
-		return nil, fmt.Errorf("%w: MCP server name %q is not a Python identifier that does not start with _", ErrInvalidFunction, srv.Name)
+func Add(ctx context.Context, r *tools.Registry, srv Server) (*Namespace, error) {
+	if !tools.IsIdentifier(srv.Name) || strings.HasPrefix(srv.Name, "_") {
+		return nil, fmt.Errorf("%w: MCP server name %q is not a Python identifier that does not start with _", tools.ErrInvalidFunction, srv.Name)
 	}
 	if srv.Transport == nil {
-		return nil, fmt.Errorf("%w: MCP server %s has no Transport", ErrInvalidFunction, srv.Name)
+		return nil, fmt.Errorf("%w: MCP server %s has no Transport", tools.ErrInvalidFunction, srv.Name)
 	}
-	r.mu.RLock()
-	taken := r.taken(srv.Name)
-	r.mu.RUnlock()
-	if taken { // checked again when the namespace is added
-		return nil, fmt.Errorf("%w: the name %s is already taken", ErrInvalidFunction, srv.Name)
+	if r.Taken(srv.Name) { // checked again when the namespace is added
+		return nil, fmt.Errorf("%w: the name %s is already taken", tools.ErrInvalidFunction, srv.Name)
 	}
-	ns := &MCPNamespace{srv: srv, reg: r, id: object.NameUUID("monty-go MCP namespace", srv.Name), log: srv.Logger}
+	ns := &Namespace{srv: srv, reg: r, log: srv.Logger}
 	if ns.log == nil {
 		ns.log = slog.New(slog.DiscardHandler)
 	}
@@ -149,15 +146,15 @@ func (r *Registry) AddMCPServer(ctx context.Context, srv MCPServer) (*MCPNamespa
 	if err != nil {
 		return nil, err
 	}
-	class, tools, err := ns.describe(ctx, cs)
+	class, offered, err := ns.describe(ctx, cs)
 	if err != nil {
 		_ = cs.Close()
 		return nil, err
 	}
 	ns.mu.Lock()
-	ns.session, ns.tools = cs, tools
+	ns.session, ns.tools = cs, offered
 	ns.mu.Unlock()
-	if err := r.addNamespace(srv.Name, class, ns.id, ns); err != nil {
+	if err := r.AddNamespace(srv.Name, class, ns); err != nil {
 		_ = cs.Close()
 		return nil, err
 	}
@@ -166,7 +163,7 @@ func (r *Registry) AddMCPServer(ctx context.Context, srv MCPServer) (*MCPNamespa
 
 // Close ends the session with the server; calls made afterwards raise
 // OSError.
-func (ns *MCPNamespace) Close() error {
+func (ns *Namespace) Close() error {
 	ns.mu.Lock()
 	ns.closed = true
 	cs := ns.session
@@ -181,21 +178,21 @@ func (ns *MCPNamespace) Close() error {
 }
 
 // Name is the namespace's name.
-func (ns *MCPNamespace) Name() string { return ns.srv.Name }
+func (ns *Namespace) Name() string { return ns.srv.Name }
 
 // Tools returns the Python names of the tools the namespace offers now,
 // sorted.
-func (ns *MCPNamespace) Tools() []string {
+func (ns *Namespace) Tools() []string {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	return slices.Sorted(maps.Keys(ns.tools))
 }
 
 // connect opens a client session.
-func (ns *MCPNamespace) connect(ctx context.Context) (*mcp.ClientSession, error) {
+func (ns *Namespace) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	t, err := ns.srv.Transport()
 	if err != nil {
-		return nil, fmt.Errorf("%w %s: %w", ErrMCPServer, ns.srv.Name, err)
+		return nil, fmt.Errorf("%w %s: %w", ErrServer, ns.srv.Name, err)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "monty-go", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) { ns.refresh(ctx, req.Session) },
@@ -218,22 +215,22 @@ func (ns *MCPNamespace) connect(ctx context.Context) (*mcp.ClientSession, error)
 	})
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w %s: cannot connect: %w", ErrMCPServer, ns.srv.Name, err)
+		return nil, fmt.Errorf("%w %s: cannot connect: %w", ErrServer, ns.srv.Name, err)
 	}
 	if init := cs.InitializeResult(); init != nil && init.Capabilities != nil && init.Capabilities.Logging != nil && init.ProtocolVersion < "2026-07-28" {
 		// Servers send no log messages until the client sets a level (from
 		// protocol 2026-07-28 on, each request carries it instead).
-		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: MCPLogLevel}); err != nil {
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: LogLevel}); err != nil {
 			ns.log.Warn("mcp server: setting the log level failed", "server", ns.srv.Name, "error", err)
 		}
 	}
 	return cs, nil
 }
 
-// MCPLogLevel is the least severe level of the log messages an MCP server
+// LogLevel is the least severe level of the log messages an MCP server
 // is asked to send; they are logged, and reported to the runs whose calls
 // are under way as ToolCallLog events.
-const MCPLogLevel = "info"
+const LogLevel = "info"
 
 // logText is a log message's data as text: a string as it is, anything
 // else as JSON, after the logger's name when there is one.
@@ -251,23 +248,23 @@ func logText(p *mcp.LoggingMessageParams) string {
 
 // describe lists the server's tools as the methods of the namespace's
 // class.
-func (ns *MCPNamespace) describe(ctx context.Context, cs *mcp.ClientSession) (*Class, map[string]mcpTool, error) {
+func (ns *Namespace) describe(ctx context.Context, cs *mcp.ClientSession) (*tools.Class, map[string]mcpTool, error) {
 	var defs []*mcp.Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w %s: listing tools: %w", ErrMCPServer, ns.srv.Name, err)
+			return nil, nil, fmt.Errorf("%w %s: listing tools: %w", ErrServer, ns.srv.Name, err)
 		}
 		if ns.offered(t.Name) {
 			defs = append(defs, t)
 		}
 	}
-	class := &Class{Name: ns.srv.Name, Description: ns.description(cs)}
-	tools := map[string]mcpTool{}
+	class := &tools.Class{Name: ns.srv.Name, Description: ns.description(cs)}
+	byName := map[string]mcpTool{}
 	origin := map[string]string{}
 	for _, def := range defs {
-		name := PythonName(def.Name)
+		name := tools.PythonName(def.Name)
 		if other, taken := origin[name]; taken {
-			return nil, nil, fmt.Errorf("%w %s: tools %q and %q are both %s in Python; leave one out with a filter", ErrMCPServer, ns.srv.Name, other, def.Name, name)
+			return nil, nil, fmt.Errorf("%w %s: tools %q and %q are both %s in Python; leave one out with a filter", ErrServer, ns.srv.Name, other, def.Name, name)
 		}
 		origin[name] = def.Name
 		fn, args, err := ns.method(name, def)
@@ -275,14 +272,14 @@ func (ns *MCPNamespace) describe(ctx context.Context, cs *mcp.ClientSession) (*C
 			return nil, nil, err
 		}
 		class.Methods = append(class.Methods, fn)
-		tools[name] = mcpTool{def: def, args: args}
+		byName[name] = mcpTool{def: def, args: args}
 	}
-	slices.SortFunc(class.Methods, func(a, b Function) int { return strings.Compare(a.Name, b.Name) })
-	return class, tools, nil
+	slices.SortFunc(class.Methods, func(a, b tools.Function) int { return strings.Compare(a.Name, b.Name) })
+	return class, byName, nil
 }
 
 // description is the namespace class's docstring.
-func (ns *MCPNamespace) description(cs *mcp.ClientSession) string {
+func (ns *Namespace) description(cs *mcp.ClientSession) string {
 	d := fmt.Sprintf("The tools of the MCP server %s, as async methods: await %s.tool(name=value, ...).", ns.srv.Name, ns.srv.Name)
 	if init := cs.InitializeResult(); init != nil && init.ServerInfo != nil {
 		info := init.ServerInfo
@@ -295,7 +292,7 @@ func (ns *MCPNamespace) description(cs *mcp.ClientSession) string {
 }
 
 // offered reports whether the filters offer the tool named name.
-func (ns *MCPNamespace) offered(name string) bool {
+func (ns *Namespace) offered(name string) bool {
 	if len(ns.srv.Allow) > 0 && !slices.Contains(ns.srv.Allow, name) {
 		return false
 	}
@@ -303,10 +300,10 @@ func (ns *MCPNamespace) offered(name string) bool {
 }
 
 // method is the Python method of tool def, named name.
-func (ns *MCPNamespace) method(name string, def *mcp.Tool) (Function, map[string]string, error) {
+func (ns *Namespace) method(name string, def *mcp.Tool) (tools.Function, map[string]string, error) {
 	params, args, err := schemaParams(def.InputSchema)
 	if err != nil {
-		return Function{}, nil, fmt.Errorf("%w %s: tool %q: %w", ErrMCPServer, ns.srv.Name, def.Name, err)
+		return tools.Function{}, nil, fmt.Errorf("%w %s: tool %q: %w", ErrServer, ns.srv.Name, def.Name, err)
 	}
 	desc := def.Description
 	if def.Title != "" && desc == "" {
@@ -314,19 +311,19 @@ func (ns *MCPNamespace) method(name string, def *mcp.Tool) (Function, map[string
 	}
 	tool := def.Name
 	approval := ns.needsApproval(def)
-	fn := Function{
-		Schema: Schema{Name: name, Description: desc, Params: params, ReturnType: returnTypeOfSchema(def.OutputSchema), ReturnSchema: rawSchema(def.OutputSchema)},
+	fn := tools.Function{
+		Schema: tools.Schema{Name: name, Description: desc, Params: params, ReturnType: returnTypeOfSchema(def.OutputSchema), ReturnSchema: rawSchema(def.OutputSchema)},
 		Async:  true,
-		Handler: func(ctx context.Context, a Args) (object.Value, error) {
+		Handler: func(ctx context.Context, a tools.Args) (object.Value, error) {
 			return ns.call(ctx, tool, a)
 		},
 	}
-	fn.approval = approval
+	fn.Approval = approval
 	return fn, args, nil
 }
 
 // needsApproval reports whether calls of def wait for a person's approval.
-func (ns *MCPNamespace) needsApproval(def *mcp.Tool) bool {
+func (ns *Namespace) needsApproval(def *mcp.Tool) bool {
 	if slices.Contains(ns.srv.Approve, def.Name) {
 		return true
 	}
@@ -335,7 +332,7 @@ func (ns *MCPNamespace) needsApproval(def *mcp.Tool) bool {
 }
 
 // call makes the MCP call of tool with the bound arguments a.
-func (ns *MCPNamespace) call(ctx context.Context, tool string, a Args) (_ object.Value, err error) {
+func (ns *Namespace) call(ctx context.Context, tool string, a tools.Args) (_ object.Value, err error) {
 	cs, t, err := ns.sessionFor(ctx, tool)
 	if err != nil {
 		return nil, err
@@ -344,18 +341,18 @@ func (ns *MCPNamespace) call(ctx context.Context, tool string, a Args) (_ object
 	for name, v := range a {
 		js, err := object.ToJSON(v)
 		if err != nil {
-			return nil, &runtime.Exception{Type: "TypeError", Message: fmt.Sprintf("%s.%s() argument '%s': %v", ns.srv.Name, PythonName(tool), name, err)}
+			return nil, &runtime.Exception{Type: "TypeError", Message: fmt.Sprintf("%s.%s() argument '%s': %v", ns.srv.Name, tools.PythonName(tool), name, err)}
 		}
 		arguments[t.args[name]] = js
 	}
-	params := &mcp.CallToolParams{Name: tool, Arguments: arguments, Meta: mcp.Meta{mcp.MetaKeyLogLevel: MCPLogLevel}}
-	if rec, callID := recorderFrom(ctx), callIDFrom(ctx); rec != nil && callID != "" {
+	params := &mcp.CallToolParams{Name: tool, Arguments: arguments, Meta: mcp.Meta{mcp.MetaKeyLogLevel: LogLevel}}
+	if obs, callID := tools.ObserverFrom(ctx), tools.CallID(ctx); obs != nil && callID != "" {
 		// The server's progress notifications for this call become the
 		// run's progress events.
-		token := rec.runID + "/" + callID
+		token := callID // unique: it names the run
 		params.Meta["progressToken"] = token
-		ns.progress.Store(token, func(p *mcp.ProgressNotificationParams) { rec.toolProgress(callID, p.Progress, p.Total, p.Message) })
-		ns.logs.Store(token, func(level, message string) { rec.toolLog(callID, level, message) })
+		ns.progress.Store(token, func(p *mcp.ProgressNotificationParams) { obs.CallProgress(callID, p.Progress, p.Total, p.Message) })
+		ns.logs.Store(token, func(level, message string) { obs.CallLog(callID, level, message) })
 		defer ns.progress.Delete(token)
 		defer ns.logs.Delete(token)
 	}
@@ -371,7 +368,7 @@ func (ns *MCPNamespace) call(ctx context.Context, tool string, a Args) (_ object
 
 // send sends the tools/call of tool and makes its result the call's value
 // or exception.
-func (ns *MCPNamespace) send(ctx context.Context, cs *mcp.ClientSession, tool string, params *mcp.CallToolParams) (object.Value, error) {
+func (ns *Namespace) send(ctx context.Context, cs *mcp.ClientSession, tool string, params *mcp.CallToolParams) (object.Value, error) {
 	res, err := cs.CallTool(ctx, params)
 	var refused *jsonrpc.Error
 	switch {
@@ -390,7 +387,7 @@ func (ns *MCPNamespace) send(ctx context.Context, cs *mcp.ClientSession, tool st
 
 // sessionFor returns the session to call tool on, connecting again when
 // the last one went away.
-func (ns *MCPNamespace) sessionFor(ctx context.Context, tool string) (*mcp.ClientSession, mcpTool, error) {
+func (ns *Namespace) sessionFor(ctx context.Context, tool string) (*mcp.ClientSession, mcpTool, error) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	if ns.closed {
@@ -405,7 +402,7 @@ func (ns *MCPNamespace) sessionFor(ctx context.Context, tool string) (*mcp.Clien
 		ns.session = cs
 		ns.log.Info("mcp server reconnected", "server", ns.srv.Name)
 	}
-	t, ok := ns.tools[PythonName(tool)]
+	t, ok := ns.tools[tools.PythonName(tool)]
 	if !ok {
 		return nil, mcpTool{}, &runtime.Exception{Type: "AttributeError", Message: fmt.Sprintf("the MCP server %s no longer has a tool %s", ns.srv.Name, tool)}
 	}
@@ -413,7 +410,7 @@ func (ns *MCPNamespace) sessionFor(ctx context.Context, tool string) (*mcp.Clien
 }
 
 // drop forgets cs, a session that went away.
-func (ns *MCPNamespace) drop(cs *mcp.ClientSession) {
+func (ns *Namespace) drop(cs *mcp.ClientSession) {
 	ns.mu.Lock()
 	current := ns.session == cs
 	if current {
@@ -427,28 +424,28 @@ func (ns *MCPNamespace) drop(cs *mcp.ClientSession) {
 }
 
 // refresh lists the tools again after a tools/list_changed notification.
-func (ns *MCPNamespace) refresh(ctx context.Context, cs *mcp.ClientSession) {
+func (ns *Namespace) refresh(ctx context.Context, cs *mcp.ClientSession) {
 	ns.listing.Lock()
 	defer ns.listing.Unlock()
-	class, tools, err := ns.describe(ctx, cs)
+	class, offered, err := ns.describe(ctx, cs)
 	if err != nil {
 		ns.log.Warn("mcp server: tools/list_changed, but the tools cannot be listed", "server", ns.srv.Name, "error", err)
 		return
 	}
 	ns.mu.Lock()
-	ns.tools = tools
+	ns.tools = offered
 	ns.mu.Unlock()
-	if err := ns.reg.replaceNamespace(ns.srv.Name, class, ns); err != nil {
+	if err := ns.reg.ReplaceNamespace(ns.srv.Name, class, ns); err != nil {
 		ns.log.Warn("mcp server: tools/list_changed, but the new tools cannot be offered", "server", ns.srv.Name, "error", err)
 		return
 	}
-	ns.log.Info("mcp server tools changed", "server", ns.srv.Name, "tools", len(tools))
+	ns.log.Info("mcp server tools changed", "server", ns.srv.Name, "tools", len(offered))
 }
 
-// toolResult is what a call returns for res (see AddMCPServer).
+// toolResult is what a call returns for res (see Add).
 func toolResult(server, tool string, res *mcp.CallToolResult) (object.Value, error) {
 	if res.IsError {
-		return nil, &runtime.Exception{Type: "RuntimeError", Message: fmt.Sprintf("%s.%s failed: %s", server, PythonName(tool), contentText(res.Content))}
+		return nil, &runtime.Exception{Type: "RuntimeError", Message: fmt.Sprintf("%s.%s failed: %s", server, tools.PythonName(tool), contentText(res.Content))}
 	}
 	if res.StructuredContent != nil {
 		js, err := json.Marshal(res.StructuredContent)
@@ -524,35 +521,10 @@ func contentText(content []mcp.Content) string {
 	return strings.Join(parts, "\n")
 }
 
-// PythonName is the Python name of an MCP tool or argument name: each
-// character that cannot be part of an identifier becomes "_", leading
-// underscores are dropped (such names never reach the host), "tool_" goes
-// before a name that would start with a digit or be empty, and "_" after
-// a keyword: get-sum becomes get_sum, 2fa tool_2fa, class class_.
-func PythonName(name string) string {
-	var b strings.Builder
-	for _, r := range name {
-		switch {
-		case r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	s := strings.TrimLeft(b.String(), "_")
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		s = "tool_" + s
-	}
-	if pythonKeywords[s] {
-		s += "_"
-	}
-	return s
-}
-
 // schemaParams are the parameters of a tool's input schema: its
 // properties in the schema's order, required ones first, with their
 // Python names and the map back to the property names.
-func schemaParams(schema any) ([]Param, map[string]string, error) {
+func schemaParams(schema any) ([]tools.Param, map[string]string, error) {
 	raw, err := json.Marshal(schema)
 	if err != nil {
 		return nil, nil, fmt.Errorf("input schema is not JSON: %w", err)
@@ -568,10 +540,10 @@ func schemaParams(schema any) ([]Param, map[string]string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("input schema properties: %w", err)
 	}
-	var required, optional []Param
+	var required, optional []tools.Param
 	args := map[string]string{}
 	for _, prop := range names {
-		name := PythonName(prop)
+		name := tools.PythonName(prop)
 		if name == "self" {
 			name = "self_"
 		}
@@ -585,7 +557,7 @@ func schemaParams(schema any) ([]Param, map[string]string, error) {
 			Title       string `json:"title"`
 		}
 		_ = json.Unmarshal(props[prop], &p)
-		param := Param{Name: name, Type: paramTypeOf(p.Type), Description: cmp.Or(p.Description, p.Title), Schema: props[prop]}
+		param := tools.Param{Name: name, Type: paramTypeOf(p.Type), Description: cmp.Or(p.Description, p.Title), Schema: props[prop]}
 		if slices.Contains(s.Required, prop) {
 			required = append(required, param)
 		} else {
@@ -598,23 +570,23 @@ func schemaParams(schema any) ([]Param, map[string]string, error) {
 
 // paramTypeOf is the parameter type of a JSON schema "type": a single
 // known type, else Any (a union, "null", absent).
-func paramTypeOf(t any) ParamType {
+func paramTypeOf(t any) tools.ParamType {
 	s, _ := t.(string)
-	switch pt := ParamType(s); pt {
-	case String, Integer, Number, Boolean, Array, Object:
+	switch pt := tools.ParamType(s); pt {
+	case tools.String, tools.Integer, tools.Number, tools.Boolean, tools.Array, tools.Object:
 		return pt
 	}
-	return Any
+	return tools.Any
 }
 
 // returnTypeOfSchema is the return type of a tool with output schema s:
 // Object when it has one (MCP's structured content is an object), else
 // Any (a str, a list of content, or None).
-func returnTypeOfSchema(s any) ParamType {
+func returnTypeOfSchema(s any) tools.ParamType {
 	if s == nil {
-		return Any
+		return tools.Any
 	}
-	return Object
+	return tools.Object
 }
 
 // rawSchema is schema (an output schema as the SDK decoded it) as JSON,

@@ -1,4 +1,4 @@
-package agent
+package tools
 
 import (
 	"context"
@@ -89,7 +89,7 @@ func NewClass(name, description string, sample any, methods ...Function) (*Class
 			if fname == "" {
 				fname = sf.Name
 			}
-			if !defName(fname) || strings.HasPrefix(fname, "_") {
+			if !IsIdentifier(fname) || strings.HasPrefix(fname, "_") {
 				continue // Python could not read it (e.g. json:"first-name")
 			}
 			ft, optional := sf.Type, false
@@ -179,7 +179,7 @@ func MustMethod(s Schema, fn any) Function {
 
 // validate checks a class before registration.
 func (c *Class) validate() error {
-	if !defName(c.Name) {
+	if !IsIdentifier(c.Name) {
 		return fmt.Errorf("%w: class name %q is not a Python identifier", ErrInvalidFunction, c.Name)
 	}
 	if c.Type == nil {
@@ -192,7 +192,7 @@ func (c *Class) validate() error {
 func (c *Class) validateMethods() error {
 	seen := map[string]bool{}
 	for _, a := range c.Attributes {
-		if !defName(a.Name) || strings.HasPrefix(a.Name, "_") {
+		if !IsIdentifier(a.Name) || strings.HasPrefix(a.Name, "_") {
 			return fmt.Errorf("%w: class %s: attribute name %q is not a public Python identifier", ErrInvalidFunction, c.Name, a.Name)
 		}
 		if a.Get == nil {
@@ -286,4 +286,4 @@ func (c *Class) Help() string {
 
 // ErrUnknownClass matches Registry.Object errors for a value whose Go type
 // no registered class has.
-var ErrUnknownClass = errors.New("agent: no host class registered for this Go type")
+var ErrUnknownClass = errors.New("tools: no host class registered for this Go type")

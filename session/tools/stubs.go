@@ -1,4 +1,4 @@
-package agent
+package tools
 
 import (
 	"fmt"
@@ -47,11 +47,36 @@ var pythonKeywords = map[string]bool{
 	"__debug__": true,
 }
 
-// defName reports whether name can be bound by a def, as a function or a
+// IsIdentifier reports whether name can be bound by a def, as a function or a
 // parameter name.
-func defName(name string) bool { return identifier.MatchString(name) && !pythonKeywords[name] }
+func IsIdentifier(name string) bool { return identifier.MatchString(name) && !pythonKeywords[name] }
 
 // typingNames and builtinNames are the names stub annotations use.
+// PythonName is the Python name of an MCP tool or argument name: each
+// character that cannot be part of an identifier becomes "_", leading
+// underscores are dropped (such names never reach the host), "tool_" goes
+// before a name that would start with a digit or be empty, and "_" after
+// a keyword: get-sum becomes get_sum, 2fa tool_2fa, class class_.
+func PythonName(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	s := strings.TrimLeft(b.String(), "_")
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		s = "tool_" + s
+	}
+	if pythonKeywords[s] {
+		s += "_"
+	}
+	return s
+}
+
 var (
 	typingNames  = []string{"Any", "Literal", "NotRequired", "TypedDict", "overload"}
 	builtinNames = []string{"bool", "dict", "float", "frozenset", "int", "list", "object", "set", "str", "tuple"}
@@ -206,7 +231,7 @@ func (f Function) Stub() string { return f.stub(stubNames{}) }
 
 // stub renders the stub with the names spelled by n.
 func (f Function) stub(n stubNames) string {
-	if !defName(f.Name) {
+	if !IsIdentifier(f.Name) {
 		return fmt.Sprintf("# %s is not a Python identifier: Python code cannot call it", strconv.QuoteToASCII(f.Name))
 	}
 	sigs := f.signatures(n)
@@ -238,7 +263,7 @@ func (f Function) stub(n stubNames) string {
 
 // overloaded reports whether the stub of f is a group of overloads.
 func (f Function) overloaded() bool {
-	return defName(f.Name) && len(f.signatures(stubNames{})) > 1
+	return IsIdentifier(f.Name) && len(f.signatures(stubNames{})) > 1
 }
 
 // signatures returns the parameter lists of the stub: one, or one per
@@ -256,7 +281,7 @@ func (f Function) overloaded() bool {
 func (f Function) signatures(n stubNames) []string {
 	seen := map[string]bool{}
 	for _, p := range f.Params {
-		if !defName(p.Name) || seen[p.Name] {
+		if !IsIdentifier(p.Name) || seen[p.Name] {
 			a := n.name("Any")
 			return []string{"*args: " + a + ", **kwargs: " + a}
 		}
@@ -421,7 +446,7 @@ func (r *Registry) Stubs() string {
 	defined := map[string]bool{ListFunctionsName: true, HelpName: true}
 	overload := false
 	for _, f := range fns {
-		if defName(f.Name) {
+		if IsIdentifier(f.Name) {
 			defined[f.Name] = true
 		}
 		overload = overload || f.overloaded()

@@ -1,4 +1,4 @@
-package agent_test
+package mcpclient_test
 
 import (
 	"context"
@@ -7,11 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/monty-go/monty/session/agent/agenttest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/session/agent"
-	"github.com/monty-go/monty/session/agent/mcptest"
+	"github.com/monty-go/monty/session/mcpclient"
+	"github.com/monty-go/monty/session/mcpclient/mcptest"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // The cost of code mode (MCP servers as namespaces, docs/agent.md) against
@@ -55,10 +59,10 @@ func BenchmarkMCPCall(b *testing.B) {
 	})
 	b.Run("python", func(b *testing.B) {
 		const loop = "for _ in range(%d):\n    r = await everything.echo(message=\"x\")\nr"
-		require.Equal(b, "'Echo: x'", ok(b, e, "bench", fmt.Sprintf(loop, warmCalls)))
+		require.Equal(b, "'Echo: x'", agenttest.OK(b, e, "bench", fmt.Sprintf(loop, warmCalls)))
 		b.ResetTimer()
 		for left := b.N; left > 0; left -= callsPerRun {
-			res, err := e.Execute(ctx, "bench", codeArgs(fmt.Sprintf(loop, min(left, callsPerRun))))
+			res, err := e.Execute(ctx, "bench", agenttest.CodeArgs(fmt.Sprintf(loop, min(left, callsPerRun))))
 			mustRun(b, res, err)
 		}
 		reportPerCall(b, 1)
@@ -82,8 +86,8 @@ func BenchmarkMCPSnippetVsRoundTrips(b *testing.B) {
 sums = await asyncio.gather(*[everything.get_sum(a=i, b=0.5) for i in range(10)])
 total = sum(float(s.rsplit(" ", 1)[1].rstrip(".")) for s in sums)
 total`
-		require.Equal(b, "50.0", ok(b, e, "bench", code))
-		args := codeArgs(code)
+		require.Equal(b, "50.0", agenttest.OK(b, e, "bench", code))
+		args := agenttest.CodeArgs(code)
 		b.ResetTimer()
 		for range b.N {
 			res, err := e.Execute(ctx, "bench", args)
@@ -95,9 +99,9 @@ total`
 	b.Run("round_trips", func(b *testing.B) {
 		var args [10][]byte
 		for i := range args {
-			args[i] = codeArgs(fmt.Sprintf("await everything.get_sum(a=%d, b=0.5)", i))
+			args[i] = agenttest.CodeArgs(fmt.Sprintf("await everything.get_sum(a=%d, b=0.5)", i))
 		}
-		require.Equal(b, "'The sum of 9 and 0.5 is 9.5.'", ok(b, e, "bench", "await everything.get_sum(a=9, b=0.5)"))
+		require.Equal(b, "'The sum of 9 and 0.5 is 9.5.'", agenttest.OK(b, e, "bench", "await everything.get_sum(a=9, b=0.5)"))
 		b.ResetTimer()
 		for range b.N {
 			for _, a := range args {
@@ -140,21 +144,21 @@ func reportPerCall(b *testing.B, calls int) {
 // server as the namespace everything, with no bound on host calls per run or on its time.
 func mcpBenchExecutor(b *testing.B) *agent.Executor {
 	b.Helper()
-	reg, err := agent.NewRegistry()
+	reg, err := tools.NewRegistry()
 	require.NoError(b, err)
 	var cmd *exec.Cmd
-	ns, err := reg.AddMCPServer(context.Background(), agent.MCPServer{Name: "everything", Transport: func() (mcp.Transport, error) {
+	ns, err := mcpclient.Add(context.Background(), reg, mcpclient.Server{Name: "everything", Transport: func() (mcp.Transport, error) {
 		argv := mcptest.Everything(b)
 		cmd = exec.Command(argv[0], argv[1:]...)
 		return &mcp.CommandTransport{Command: cmd}, nil
 	}})
 	require.NoError(b, err)
 	b.Cleanup(func() { stopServer(cmd, ns.Close) })
-	return newExecutor(b, agent.ExecutorOptions{Functions: reg, MaxHostCalls: -1, Timeout: -1})
+	return agenttest.NewExecutor(b, agent.ExecutorOptions{Functions: reg, MaxHostCalls: -1, Timeout: -1})
 }
 
 // directMCPSession is a Go SDK client session to a new everything server
-// process, opened as MCPNamespace opens its own.
+// process, opened as Namespace opens its own.
 func directMCPSession(b *testing.B) *mcp.ClientSession {
 	b.Helper()
 	argv := mcptest.Everything(b)

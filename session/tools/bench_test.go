@@ -1,4 +1,4 @@
-package agent_test
+package tools_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/runtime"
-	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // The cost of one round trip to the host from Python, three ways: a host
@@ -32,7 +32,7 @@ func benchHostCalls(b *testing.B, code string) {
 	acct := &account{ID: "a-1", Balance: 1}
 	reg := accountRegistry(b)
 	// The same work as the method, as a function.
-	require.NoError(b, reg.Register(agent.MustFunc(agent.Schema{Name: "deposit", Params: []agent.Param{{Name: "amount"}}}, acct.Deposit)))
+	require.NoError(b, reg.Register(tools.MustFunc(tools.Schema{Name: "deposit", Params: []tools.Param{{Name: "amount"}}}, acct.Deposit)))
 	obj, err := reg.Object(acct)
 	require.NoError(b, err)
 	host := reg.Host()

@@ -1,4 +1,4 @@
-package agent_test
+package tools_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
-	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // Cart is a Go type the example offers to Python as a host class.
@@ -26,12 +26,12 @@ func (c *Cart) Add(item string) int {
 // from the Go value, its methods run on it, and help() describes it.
 func ExampleNewClass() {
 	ctx := context.Background()
-	cart := agent.MustMethod(agent.Schema{Name: "add", Description: "Add an item.", Params: []agent.Param{{Name: "item"}}}, (*Cart).Add)
-	class, err := agent.NewClass("Cart", "A shopping cart.", (*Cart)(nil), cart)
+	cart := tools.MustMethod(tools.Schema{Name: "add", Description: "Add an item.", Params: []tools.Param{{Name: "item"}}}, (*Cart).Add)
+	class, err := tools.NewClass("Cart", "A shopping cart.", (*Cart)(nil), cart)
 	if err != nil {
 		panic(err)
 	}
-	reg, _ := agent.NewRegistry()
+	reg, _ := tools.NewRegistry()
 	if err := reg.RegisterClass(class); err != nil {
 		panic(err)
 	}

@@ -1,4 +1,4 @@
-package agent_test
+package mcpclient_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/monty-go/monty/session/agent/agenttest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,7 +24,9 @@ import (
 
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/mcpclient"
 	"github.com/monty-go/monty/session/telemetry"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // metaRecorder is a tool "whoami" of the demo server that records the
@@ -82,19 +86,19 @@ func TestMCPTraceContext(t *testing.T) {
 	d := newDemoServer(t)
 	var rec metaRecorder
 	rec.add(d)
-	reg, _ := demoNamespace(t, d, agent.MCPServer{})
-	e := newExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{
+	reg, _ := demoNamespace(t, d, mcpclient.Server{})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{
 		Telemetry: telemetry.New(telemetry.Config{TracerProvider: tp})}})
 
 	// ExecuteEvents: a call of a run with events carries a progress token.
-	res, err := e.ExecuteEvents(context.Background(), "t", codeArgs("await demo.whoami()"), func(agent.Event) {})
+	res, err := e.ExecuteEvents(context.Background(), "t", agenttest.CodeArgs("await demo.whoami()"), func(agent.Event) {})
 	require.NoError(t, err)
 	require.NoError(t, res.Err, res.Text)
 
 	metas := rec.take()
 	require.Len(t, metas, 1)
 	meta := metas[0]
-	assert.Equal(t, agent.MCPLogLevel, meta[mcp.MetaKeyLogLevel], "the log level is kept: %v", meta)
+	assert.Equal(t, mcpclient.LogLevel, meta[mcp.MetaKeyLogLevel], "the log level is kept: %v", meta)
 	assert.NotEmpty(t, meta["progressToken"], "the progress token is kept: %v", meta)
 	traceparent, _ := meta["traceparent"].(string)
 	parts := strings.Split(traceparent, "-")
@@ -129,7 +133,7 @@ func TestMCPTraceContext(t *testing.T) {
 
 	// A result with isError raises in the code, and ends the span failed.
 	exp.Reset()
-	assert.Equal(t, "caught", ok(t, e, "t", "try:\n    await demo.fail()\nexcept RuntimeError:\n    print('caught')"))
+	assert.Equal(t, "caught", agenttest.OK(t, e, "t", "try:\n    await demo.fail()\nexcept RuntimeError:\n    print('caught')"))
 	fails := spansNamed(exp, "tools/call fail")
 	require.Len(t, fails, 1, "%v", spanNames(exp))
 	assert.Equal(t, codes.Error, fails[0].Status.Code)
@@ -138,7 +142,7 @@ func TestMCPTraceContext(t *testing.T) {
 	// So does a server that went away.
 	exp.Reset()
 	d.kill()
-	res = execute(t, e, "t", "await demo.whoami()")
+	res = agenttest.Execute(t, e, "t", "await demo.whoami()")
 	assert.Contains(t, res.Text, "OSError")
 	gone := spansNamed(exp, "tools/call whoami")
 	require.Len(t, gone, 1, "%v", spanNames(exp))
@@ -147,13 +151,13 @@ func TestMCPTraceContext(t *testing.T) {
 	rec.take()
 
 	// A run that is not traced sends no trace context.
-	untraced := newExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{
+	untraced := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{
 		Telemetry: telemetry.New(telemetry.Config{TracerProvider: noop.NewTracerProvider()})}})
-	assert.Equal(t, "'me'", ok(t, untraced, "t", "await demo.whoami()"))
+	assert.Equal(t, "'me'", agenttest.OK(t, untraced, "t", "await demo.whoami()"))
 	metas = rec.take()
 	require.Len(t, metas, 1)
 	assert.NotContains(t, metas[0], "traceparent")
-	assert.Equal(t, agent.MCPLogLevel, metas[0][mcp.MetaKeyLogLevel])
+	assert.Equal(t, mcpclient.LogLevel, metas[0][mcp.MetaKeyLogLevel])
 
 	// Nor does it pass on the trace context its caller was sent (a
 	// client's traceparent reaching the operator's MCP servers).
@@ -204,17 +208,17 @@ func TestMCPTraceContextToPythonServer(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	reg, err := agent.NewRegistry()
+	reg, err := tools.NewRegistry()
 	require.NoError(t, err)
-	ns, err := reg.AddMCPServer(context.Background(), agent.MCPServer{Name: "py", Transport: func() (mcp.Transport, error) {
+	ns, err := mcpclient.Add(context.Background(), reg, mcpclient.Server{Name: "py", Transport: func() (mcp.Transport, error) {
 		return &mcp.CommandTransport{Command: exec.Command(py, script)}, nil
 	}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ns.Close() })
-	e := newExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{
 		Telemetry: telemetry.New(telemetry.Config{TracerProvider: tp})}})
 
-	seen := ok(t, e, "t", "print((await py.whereami())['result'])")
+	seen := agenttest.OK(t, e, "t", "print((await py.whereami())['result'])")
 	client := spansNamed(exp, "tools/call whereami")
 	require.Len(t, client, 1, "%v", spanNames(exp))
 	execs := spansNamed(exp, telemetry.SpanExecute)

@@ -1,4 +1,4 @@
-package agent_test
+package mcpclient_test
 
 import (
 	"context"
@@ -6,15 +6,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/monty-go/monty/session/agent/agenttest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/session/agent"
-	"github.com/monty-go/monty/session/agent/mcptest"
+	"github.com/monty-go/monty/session/mcpclient"
+	"github.com/monty-go/monty/session/mcpclient/mcptest"
+	"github.com/monty-go/monty/session/tools"
 )
 
-// command is an MCPServer.Transport that starts argv.
+// command is a mcpclient.Server.Transport that starts argv.
 func command(argv []string) func() (mcp.Transport, error) {
 	return func() (mcp.Transport, error) {
 		return &mcp.CommandTransport{Command: exec.Command(argv[0], argv[1:]...)}, nil
@@ -28,16 +32,16 @@ func command(argv []string) func() (mcp.Transport, error) {
 // and catches a tool's error.
 func TestMCPReferenceServers(t *testing.T) {
 	ctx := context.Background()
-	reg, err := agent.NewRegistry()
+	reg, err := tools.NewRegistry()
 	require.NoError(t, err)
 	for name, argv := range map[string][]string{"everything": mcptest.Everything(t), "clock": mcptest.Time(t)} {
-		ns, err := reg.AddMCPServer(ctx, agent.MCPServer{Name: name, Transport: command(argv)})
+		ns, err := mcpclient.Add(ctx, reg, mcpclient.Server{Name: name, Transport: command(argv)})
 		require.NoError(t, err, name)
 		t.Cleanup(func() { _ = ns.Close() })
 	}
-	e := newExecutor(t, agent.ExecutorOptions{Functions: reg})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg})
 	var progress int
-	res, err := e.ExecuteEvents(ctx, "t", codeArgs(`import asyncio
+	res, err := e.ExecuteEvents(ctx, "t", agenttest.CodeArgs(`import asyncio
 weather, now, echo, total = await asyncio.gather(
     everything.get_structured_content(location="Chicago"),
     clock.get_current_time(timezone="UTC"),
@@ -65,7 +69,7 @@ print(failed)`), func(ev agent.Event) {
 	assert.GreaterOrEqual(t, progress, 3)
 
 	// Content blocks other than text come back as dicts.
-	out := ok(t, e, "t", `img = await everything.get_tiny_image()
+	out := agenttest.OK(t, e, "t", `img = await everything.get_tiny_image()
 print([b["type"] if isinstance(b, dict) else "text" for b in img], img[1]["mime_type"], img[1]["data"][:4])`)
 	assert.Equal(t, `['text', 'image', 'text'] image/png b'\x89PNG'`, out)
 }
@@ -73,13 +77,13 @@ print([b["type"] if isinstance(b, dict) else "text" for b in img], img[1]["mime_
 // The same server over streamable HTTP.
 func TestMCPReferenceServerHTTP(t *testing.T) {
 	url := mcptest.StartEverythingHTTP(t)
-	reg, err := agent.NewRegistry()
+	reg, err := tools.NewRegistry()
 	require.NoError(t, err)
-	ns, err := reg.AddMCPServer(context.Background(), agent.MCPServer{Name: "everything", Transport: func() (mcp.Transport, error) {
+	ns, err := mcpclient.Add(context.Background(), reg, mcpclient.Server{Name: "everything", Transport: func() (mcp.Transport, error) {
 		return &mcp.StreamableClientTransport{Endpoint: url}, nil
 	}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ns.Close() })
-	e := newExecutor(t, agent.ExecutorOptions{Functions: reg})
-	assert.Equal(t, "'Echo: over http'", ok(t, e, "t", `await everything.echo(message="over http")`))
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg})
+	assert.Equal(t, "'Echo: over http'", agenttest.OK(t, e, "t", `await everything.echo(message="over http")`))
 }

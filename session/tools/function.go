@@ -1,4 +1,4 @@
-package agent
+package tools
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 
 // ErrInvalidFunction matches errors from Func and Registry.Register about a
 // function or schema that cannot be offered to Python.
-var ErrInvalidFunction = errors.New("agent: invalid host function")
+var ErrInvalidFunction = errors.New("tools: invalid host function")
 
 // Args are the arguments of one call, bound to parameter names (whether
 // Python passed them by position or keyword). An omitted optional parameter
@@ -50,16 +50,20 @@ type Function struct {
 	noEvents bool
 	// recv is the receiver type of a Method.
 	recv reflect.Type
-	// approval makes a method's calls wait for a person's approval: the
-	// run pauses at them (see MCPServer.Approve).
-	approval bool
+	// Approval makes the calls of a method (of a Class or of a namespace)
+	// wait for a person's approval: the run does not make the call but
+	// pauses at it, durably, and the pause lists it as an approval
+	// (Registry.Approval finds the call to make once a person approved
+	// it). Package mcpclient sets it for the tools that need approval. A
+	// plain function cannot take it: Register refuses one that does.
+	Approval bool
 }
 
 // Help is the text help() shows for the function (Schema.Help), with a
 // note on a method whose calls wait for a person's approval.
 func (f Function) Help() string {
 	h := f.Schema.Help()
-	if f.approval {
+	if f.Approval {
 		h += "\n\n    Each call waits for a person's approval: the run pauses until it is given, or refused (the call then raises PermissionError)."
 	}
 	return h

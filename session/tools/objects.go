@@ -1,4 +1,4 @@
-package agent
+package tools
 
 import (
 	"context"
@@ -144,7 +144,7 @@ func (r *Registry) SetGlobal(name string, v object.Value) error {
 	defer r.mu.Unlock()
 	_, global := r.globals[name]
 	switch {
-	case !defName(name):
+	case !IsIdentifier(name):
 		return fmt.Errorf("%w: global name %q is not a Python identifier", ErrInvalidFunction, name)
 	case r.taken(name) && !global:
 		return fmt.Errorf("%w: the name %s is already taken", ErrInvalidFunction, name)
@@ -183,41 +183,6 @@ type nsEntry struct {
 // object is the namespace's object, as Python holds it.
 func (e nsEntry) object() object.Instance {
 	return object.Instance{Class: e.class.classType(), ID: e.id}
-}
-
-// addNamespace offers value (an *MCPNamespace) to Python as the global
-// name, an object of class c whose methods are its tools.
-func (r *Registry) addNamespace(name string, c *Class, id object.UUID, value any) error {
-	if err := c.validateMethods(); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.taken(name) {
-		return fmt.Errorf("%w: the name %s is already taken", ErrInvalidFunction, name)
-	}
-	p := c.prepared()
-	r.namespaces[name] = nsEntry{class: p, id: id}
-	r.objects[id] = hostObject{class: p, value: value}
-	return nil
-}
-
-// replaceNamespace gives the namespace name the class c (its tools
-// changed); calls made from then on see the new methods.
-func (r *Registry) replaceNamespace(name string, c *Class, value any) error {
-	if err := c.validateMethods(); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok := r.namespaces[name]
-	if !ok {
-		return fmt.Errorf("%w: no namespace %s", ErrInvalidFunction, name)
-	}
-	e.class = c.prepared()
-	r.namespaces[name] = e
-	r.objects[e.id] = hostObject{class: e.class, value: value}
-	return nil
 }
 
 // namespaceClasses returns the namespaces' classes by name.
@@ -328,9 +293,9 @@ func (h objectHandler) Method(_ context.Context, id object.UUID, name string) (r
 		return runtime.Function{}, &runtime.Exception{Type: "AttributeError", Message: fmt.Sprintf(
 			"'%s' object has no attribute '%s'", o.class.Name, name)}
 	}
-	if m.approval {
+	if m.Approval {
 		// The run pauses at the call until a person decides
-		// (Registry.Approve).
+		// (Registry.Approval).
 		return runtime.Function{External: true, Async: m.Async}, nil
 	}
 	call := o.class.calls[name]

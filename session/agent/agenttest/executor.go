@@ -1,4 +1,4 @@
-package agent_test
+package agenttest
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // Weather is what get_weather returns; Python sees a dict.
@@ -23,12 +24,15 @@ type Weather struct {
 	Units string  `json:"units"`
 }
 
-// testRegistry has sync, async, failing and typed functions.
-func testRegistry(t testing.TB) *agent.Registry {
+// Functions is a registry for the tests of the tool surface (agent,
+// tools, mcpclient), with sync, async, failing and typed functions:
+// get_weather, add, fetch (async), lookup (raises KeyError, or a typed
+// exception, or panics) and wait_ms.
+func Functions(t testing.TB) *tools.Registry {
 	t.Helper()
-	weather := agent.MustFunc(agent.Schema{
+	weather := tools.MustFunc(tools.Schema{
 		Name: "get_weather", Description: "Current weather for a city.\nData is made up.", Category: "data",
-		Params: []agent.Param{
+		Params: []tools.Param{
 			{Name: "city", Description: "city name"},
 			{Name: "units", Description: "metric or imperial", Default: "metric"},
 		},
@@ -39,13 +43,13 @@ func testRegistry(t testing.TB) *agent.Registry {
 		}
 		return Weather{City: city, TempC: 21.5, Units: units}, nil
 	})
-	add := agent.MustFunc(agent.Schema{
+	add := tools.MustFunc(tools.Schema{
 		Name: "add", Description: "Add two integers.", Category: "math",
-		Params: []agent.Param{{Name: "a"}, {Name: "b", Optional: true}},
+		Params: []tools.Param{{Name: "a"}, {Name: "b", Optional: true}},
 	}, func(a, b int) int { return a + b })
-	fetch := agent.MustFunc(agent.Schema{
+	fetch := tools.MustFunc(tools.Schema{
 		Name: "fetch", Description: "Fetch a document after a delay.", Category: "data",
-		Params: []agent.Param{{Name: "key"}, {Name: "delay_ms", Default: 100}},
+		Params: []tools.Param{{Name: "key"}, {Name: "delay_ms", Default: 100}},
 	}, func(ctx context.Context, key string, delayMs int) (string, error) {
 		select {
 		case <-time.After(time.Duration(delayMs) * time.Millisecond):
@@ -55,9 +59,9 @@ func testRegistry(t testing.TB) *agent.Registry {
 		}
 	})
 	fetch.Async = true
-	wait := agent.MustFunc(agent.Schema{
+	wait := tools.MustFunc(tools.Schema{
 		Name: "wait_ms", Description: "Block for a while.", Category: "time",
-		Params: []agent.Param{{Name: "ms"}},
+		Params: []tools.Param{{Name: "ms"}},
 	}, func(ctx context.Context, ms int) (int, error) {
 		select {
 		case <-time.After(time.Duration(ms) * time.Millisecond):
@@ -66,9 +70,9 @@ func testRegistry(t testing.TB) *agent.Registry {
 			return 0, ctx.Err()
 		}
 	})
-	lookup := agent.MustFunc(agent.Schema{
+	lookup := tools.MustFunc(tools.Schema{
 		Name: "lookup", Description: "Look a key up.", Category: "data",
-		Params: []agent.Param{{Name: "key"}},
+		Params: []tools.Param{{Name: "key"}},
 	}, func(key string) (string, error) {
 		switch key {
 		case "panic":
@@ -79,27 +83,29 @@ func testRegistry(t testing.TB) *agent.Registry {
 		return "", fmt.Errorf("no such key %q", key)
 	})
 	lookup.ErrorType = "KeyError"
-	reg, err := agent.NewRegistry(weather, add, fetch, lookup, wait)
+	reg, err := tools.NewRegistry(weather, add, fetch, lookup, wait)
 	require.NoError(t, err)
 	return reg
 }
 
-// newExecutor makes an executor for tests of everything but the call
+// NewExecutor makes an executor for tests of everything but the call
 // results in the text (TestExecutorCallResults), which it omits so that
 // the texts asserted are what the code printed.
-func newExecutor(t testing.TB, opts agent.ExecutorOptions) *agent.Executor {
+func NewExecutor(t testing.TB, opts agent.ExecutorOptions) *agent.Executor {
 	t.Helper()
 	opts.OmitCallResults = true
-	return newExecutorWith(t, opts)
+	return NewExecutorWith(t, opts)
 }
 
-func newExecutorWith(t testing.TB, opts agent.ExecutorOptions) *agent.Executor {
+// NewExecutorWith makes an executor with opts, in a memory store and
+// with Functions unless opts say otherwise, closed when the test ends.
+func NewExecutorWith(t testing.TB, opts agent.ExecutorOptions) *agent.Executor {
 	t.Helper()
 	if opts.Session.Store == nil {
 		opts.Session.Store = memstore.New(memstore.Options{})
 	}
 	if opts.Functions == nil {
-		opts.Functions = testRegistry(t)
+		opts.Functions = Functions(t)
 	}
 	e, err := agent.NewExecutor(opts)
 	require.NoError(t, err)
@@ -107,29 +113,30 @@ func newExecutorWith(t testing.TB, opts agent.ExecutorOptions) *agent.Executor {
 	return e
 }
 
-func codeArgs(code string) json.RawMessage {
+// CodeArgs is execute_python's arguments for code.
+func CodeArgs(code string) json.RawMessage {
 	b, _ := json.Marshal(map[string]string{"code": code})
 	return b
 }
 
-// execute runs code on thread and requires the call to run.
-func execute(t testing.TB, e *agent.Executor, thread, code string) *agent.Result {
+// Execute runs code on thread and requires the call to run.
+func Execute(t testing.TB, e *agent.Executor, thread, code string) *agent.Result {
 	t.Helper()
-	res, err := e.Execute(context.Background(), thread, codeArgs(code))
+	res, err := e.Execute(context.Background(), thread, CodeArgs(code))
 	require.NoError(t, err)
 	return res
 }
 
-// ok runs code that must succeed and returns the model's text.
-func ok(t testing.TB, e *agent.Executor, thread, code string) string {
+// OK runs code that must succeed and returns the model's text.
+func OK(t testing.TB, e *agent.Executor, thread, code string) string {
 	t.Helper()
-	res := execute(t, e, thread, code)
+	res := Execute(t, e, thread, code)
 	require.NoError(t, res.Err, res.Text)
 	return res.Text
 }
 
-// openSession opens a plain session whose host is the registry's.
-func openSession(t testing.TB, reg *agent.Registry) *session.Session {
+// OpenSession opens a plain session whose host is the registry's.
+func OpenSession(t testing.TB, reg *tools.Registry) *session.Session {
 	t.Helper()
 	s, err := session.Open(context.Background(), "plain", session.Options{Store: memstore.New(memstore.Options{}), Host: reg.Host()})
 	require.NoError(t, err)
