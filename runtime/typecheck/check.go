@@ -26,7 +26,7 @@ type Request struct {
 	Path string
 	// Stubs is Python stub (.pyi) text whose names the code can use as if
 	// defined before it, such as host function signatures
-	// (agent.Registry.Stubs) and declarations of a program's inputs
+	// (tools.Registry.Stubs) and declarations of a program's inputs
 	// (Declarations).
 	Stubs string
 	// Modules are host modules the code may import by name (`import

@@ -109,7 +109,7 @@ func pyType(v object.Value) string {
 		return "frozenset[Any]"
 	case object.KindInstance:
 		// A host object is an instance of its host class, which the
-		// stubs may describe (agent.Registry.Stubs does).
+		// stubs may describe (tools.Registry.Stubs does).
 		if in := v.(object.Instance); in.Class.HostDefined && identifier.MatchString(in.Class.Name) {
 			return in.Class.Name
 		}

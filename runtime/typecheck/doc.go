@@ -5,7 +5,7 @@
 // wasm/checker) and run by wazero like the interpreter.
 //
 // A [Checker] checks a [Request]: the code, stubs declaring the names the
-// host provides (agent.Registry.Stubs generates them from host function
+// host provides (tools.Registry.Stubs generates them from host function
 // schemas, [Declarations] from a program's inputs), importable host
 // modules, and limits. The [Result] lists typed [Diagnostic] values and the
 // same diagnostics rendered in one of upstream's [Format]s. A [Context]
