@@ -70,46 +70,40 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request, ns string) *apiE
 		return &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: "limits must not be negative"}
 	}
 	limits := h.limits(req.Limits)
-	done, aerr := h.begin()
-	if aerr != nil {
-		return aerr
-	}
-	defer done()
-	ctx, cancel := h.workContext(r)
-	defer cancel()
-
-	start := time.Now()
-	tc, aerr := h.typeCheck(ctx, req.Stubs)
-	if aerr != nil {
-		return aerr
-	}
-	tc.Format = format
-	var res *typecheck.Result
-	if req.SessionID == "" {
-		done := h.opts.Telemetry.StartTypeCheck(ctx)
-		res, err = tc.Checker.Check(ctx, typecheck.Request{Code: req.Code, Stubs: tc.Stubs, Format: format, Limits: limits})
-		problems := 0
-		if res != nil {
-			problems = len(res.Diagnostics)
+	return h.withRunSlot(r, func(ctx context.Context) *apiError {
+		start := time.Now()
+		tc, aerr := h.typeCheck(ctx, req.Stubs)
+		if aerr != nil {
+			return aerr
 		}
-		done(problems, err)
-	} else {
-		res, err = h.checkInSession(ctx, ns, req.SessionID, req.Code, *tc, limits)
-	}
-	if err != nil {
-		// The session's own wording (loading it) names it by its store id.
-		if kind := runtime.LimitOf(err); kind != runtime.NoLimit {
-			return (&apiError{status: statusLimit, code: kind.String(), msg: limitMessage(kind, errText(err), limits, h.opts.Limits)}).named(ns, req.SessionID)
+		tc.Format = format
+		var res *typecheck.Result
+		if req.SessionID == "" {
+			done := h.opts.Telemetry.StartTypeCheck(ctx)
+			res, err = tc.Checker.Check(ctx, typecheck.Request{Code: req.Code, Stubs: tc.Stubs, Format: format, Limits: limits})
+			problems := 0
+			if res != nil {
+				problems = len(res.Diagnostics)
+			}
+			done(problems, err)
+		} else {
+			res, err = h.checkInSession(ctx, ns, req.SessionID, req.Code, *tc, limits)
 		}
-		return checkerError(err).named(ns, req.SessionID)
-	}
-	diags := res.Diagnostics
-	if diags == nil {
-		diags = []typecheck.Diagnostic{}
-	}
-	h.metrics.checks.inc(map[bool]string{true: "clean", false: "problems"}[res.Clean()])
-	writeJSON(w, http.StatusOK, &CheckResponse{Clean: res.Clean(), Diagnostics: diags, Text: res.Text, DurationMS: durationMS(time.Since(start))})
-	return nil
+		if err != nil {
+			// The session's own wording (loading it) names it by its store id.
+			if kind := runtime.LimitOf(err); kind != runtime.NoLimit {
+				return (&apiError{status: statusLimit, code: kind.String(), msg: limitMessage(kind, errText(err), limits, h.opts.Limits)}).named(ns, req.SessionID)
+			}
+			return checkerError(err).named(ns, req.SessionID)
+		}
+		diags := res.Diagnostics
+		if diags == nil {
+			diags = []typecheck.Diagnostic{}
+		}
+		h.metrics.checks.inc(map[bool]string{true: "clean", false: "problems"}[res.Clean()])
+		writeJSON(w, http.StatusOK, &CheckResponse{Clean: res.Clean(), Diagnostics: diags, Text: res.Text, DurationMS: durationMS(time.Since(start))})
+		return nil
+	})
 }
 
 // checkInSession checks code against a stored session without changing it.

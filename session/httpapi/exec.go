@@ -61,6 +61,11 @@ type RequestLimits struct {
 	ResultBytes int64 `json:"result_bytes,omitempty"`
 }
 
+// negative reports whether any of the limits is negative (nil: none is).
+func (l *RequestLimits) negative() bool {
+	return l != nil && (l.DurationMS < 0 || l.MemoryBytes < 0 || l.Recursion < 0 || l.OutputBytes < 0 || l.ResultBytes < 0)
+}
+
 // ExecResponse is the body of a 200 answer to POST /exec and POST
 // /runs/{run_id}/resume.
 type ExecResponse struct {
@@ -167,41 +172,34 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 	} else if aerr := checkSessionID(req.SessionID); aerr != nil {
 		return aerr
 	}
-	done, aerr := h.begin()
-	if aerr != nil {
-		return aerr
-	}
-	defer done()
-
-	ctx, cancel := h.workContext(r)
-	defer cancel()
-
-	start := time.Now()
-	var tc *session.TypeCheck
-	if req.TypeCheck {
-		if tc, aerr = h.typeCheck(ctx, req.Stubs); aerr != nil {
+	return h.withRunSlot(r, func(ctx context.Context) *apiError {
+		start := time.Now()
+		var tc *session.TypeCheck
+		if req.TypeCheck {
+			if tc, aerr = h.typeCheck(ctx, req.Stubs); aerr != nil {
+				return aerr
+			}
+		}
+		tools, aerr := parseTools(req.Tools)
+		if aerr != nil {
 			return aerr
 		}
-	}
-	tools, aerr := parseTools(req.Tools)
-	if aerr != nil {
-		return aerr
-	}
-	opts := session.ExecOptions{Inputs: inputs, TypeCheck: tc, Tools: tools, RunTTL: h.opts.RunTTL}
-	op := sessionOp{
-		// A session waiting for its run's resume runs nothing else (an
-		// expired run is abandoned by the call instead).
-		refuse: func(s *session.Session) *apiError {
-			if p := s.Paused(); p != nil && time.Now().Before(p.Expires) {
-				return runPaused(req.SessionID, runID(req.SessionID, p.RunID))
-			}
-			return nil
-		},
-		do: func(ctx context.Context, s *session.Session) (*session.Result, error) {
-			return s.ExecOptions(ctx, req.Code, opts)
-		},
-	}
-	return h.answer(ctx, w, r, ns, req.SessionID, op, limits, start)
+		opts := session.ExecOptions{Inputs: inputs, TypeCheck: tc, Tools: tools, RunTTL: h.opts.RunTTL}
+		op := sessionOp{
+			// A session waiting for its run's resume runs nothing else (an
+			// expired run is abandoned by the call instead).
+			refuse: func(s *session.Session) *apiError {
+				if p := s.Paused(); p != nil && time.Now().Before(p.Expires) {
+					return runPaused(req.SessionID, runID(req.SessionID, p.RunID))
+				}
+				return nil
+			},
+			do: func(ctx context.Context, s *session.Session) (*session.Result, error) {
+				return s.ExecOptions(ctx, req.Code, opts)
+			},
+		}
+		return h.answer(ctx, w, r, ns, req.SessionID, op, limits, start)
+	})
 }
 
 // sessionOp is what a request does with its session: run code, or resume
@@ -293,14 +291,6 @@ func (h *Handler) execute(ctx context.Context, ns, sessionID string, op sessionO
 	return resp, nil
 }
 
-// workContext is the context of a request's work: a client that goes away
-// cancels it, and so does the server stopping its executions.
-func (h *Handler) workContext(r *http.Request) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(r.Context())
-	stop := context.AfterFunc(h.base, cancel)
-	return ctx, func() { stop(); cancel() }
-}
-
 // readExec decodes and checks the body of POST /exec.
 func (h *Handler) readExec(w http.ResponseWriter, r *http.Request) (*ExecRequest, *apiError) {
 	var req ExecRequest
@@ -318,8 +308,8 @@ func (h *Handler) readExec(w http.ResponseWriter, r *http.Request) (*ExecRequest
 	if req.Stubs != "" && !req.TypeCheck {
 		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: "\"stubs\" needs \"type_check\": true"}
 	}
-	if l := req.Limits; l != nil && (l.DurationMS < 0 || l.MemoryBytes < 0 || l.Recursion < 0 || l.OutputBytes < 0 || l.ResultBytes < 0) {
-		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: "limits must not be negative"}
+	if req.Limits.negative() {
+		return nil, badRequest("limits must not be negative")
 	}
 	return &req, nil
 }

@@ -109,22 +109,19 @@ func (h *Handler) listFiles(w http.ResponseWriter, r *http.Request, ns string) *
 	}
 	// Reading the files holds the state blob in memory: a slot, as a
 	// state download takes.
-	done, aerr := h.begin()
-	if aerr != nil {
-		return aerr
-	}
-	defer done()
-	files, err := session.ListFiles(r.Context(), sid, h.fileOptions(ns, id))
-	if err != nil {
-		return fileError(err, ns, id)
-	}
-	out := FileList{SessionID: id, Files: files, MaxBytes: h.maxFileBytes()}
-	for _, f := range files {
-		out.TotalBytes += f.Size
-	}
-	w.Header().Set("Cache-Control", "private, no-cache")
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return h.withSlot(func() *apiError {
+		files, err := session.ListFiles(r.Context(), sid, h.fileOptions(ns, id))
+		if err != nil {
+			return fileError(err, ns, id)
+		}
+		out := FileList{SessionID: id, Files: files, MaxBytes: h.maxFileBytes()}
+		for _, f := range files {
+			out.TotalBytes += f.Size
+		}
+		w.Header().Set("Cache-Control", "private, no-cache")
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	})
 }
 
 // getFile serves GET /state/{id}/files/{path}: the file's bytes.
@@ -133,35 +130,32 @@ func (h *Handler) getFile(w http.ResponseWriter, r *http.Request, ns string) *ap
 	if aerr != nil {
 		return aerr
 	}
-	done, aerr := h.begin()
-	if aerr != nil {
-		return aerr
-	}
-	defer done()
-	data, err := session.ReadFile(r.Context(), sid, r.PathValue("path"), h.fileOptions(ns, id))
-	if err != nil {
-		return fileError(err, ns, id)
-	}
-	sum := sha256.Sum256(data)
-	etag := hex.EncodeToString(sum[:])
-	hdr := w.Header()
-	hdr.Set("Cache-Control", "private, no-cache")
-	hdr.Set("ETag", `"`+etag+`"`)
-	if etagMatch(r.Header.Get("If-None-Match"), etag) {
-		w.WriteHeader(http.StatusNotModified)
+	return h.withSlot(func() *apiError {
+		data, err := session.ReadFile(r.Context(), sid, r.PathValue("path"), h.fileOptions(ns, id))
+		if err != nil {
+			return fileError(err, ns, id)
+		}
+		sum := sha256.Sum256(data)
+		etag := hex.EncodeToString(sum[:])
+		hdr := w.Header()
+		hdr.Set("Cache-Control", "private, no-cache")
+		hdr.Set("ETag", `"`+etag+`"`)
+		if etagMatch(r.Header.Get("If-None-Match"), etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return nil
+		}
+		// The bytes are the code's: never to be rendered by a browser.
+		hdr.Set("Content-Type", "application/octet-stream")
+		hdr.Set("X-Content-Type-Options", "nosniff")
+		hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(r.PathValue("path"))}))
+		hdr.Set("Content-Length", fmt.Sprint(len(data)))
+		w.WriteHeader(http.StatusOK)
+		if r.Method != http.MethodHead {
+			_, _ = w.Write(data)
+		}
+		h.metrics.fileDownloads.Add(1)
 		return nil
-	}
-	// The bytes are the code's: never to be rendered by a browser.
-	hdr.Set("Content-Type", "application/octet-stream")
-	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(r.PathValue("path"))}))
-	hdr.Set("Content-Length", fmt.Sprint(len(data)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(data)
-	}
-	h.metrics.fileDownloads.Add(1)
-	return nil
+	})
 }
 
 // putFile serves PUT /state/{id}/files/{path}: the body becomes the file.
@@ -176,32 +170,29 @@ func (h *Handler) putFile(w http.ResponseWriter, r *http.Request, ns string) *ap
 	}
 	// The body and the state blob are held in memory: a slot, as a state
 	// upload takes.
-	done, aerr := h.begin()
-	if aerr != nil {
-		return aerr
-	}
-	defer done()
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return &apiError{status: statusTooLarge, code: "files_too_large", msg: fmt.Sprintf("the file is over the limit of %s on a session's files", byteSize(max))}
-	}
-	if err != nil {
-		return &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: "reading the body: " + err.Error()}
-	}
-	up, err := session.WriteFile(r.Context(), sid, r.PathValue("path"), data, h.fileOptions(ns, id))
-	if err != nil {
-		return fileError(err, ns, id)
-	}
-	h.metrics.fileUploads.Add(1)
-	h.metrics.stateSize.observe(float64(up.State.Size))
-	status := http.StatusOK
-	if up.Created {
-		status = http.StatusCreated
-	}
-	rel := strings.TrimPrefix(r.PathValue("path"), session.FilesMount+"/")
-	writeJSON(w, status, FileResponse{Path: rel, Size: int64(len(data)), Created: up.Created, StateSize: up.State.Size, StateHash: up.State.SHA256})
-	return nil
+	return h.withSlot(func() *apiError {
+		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &apiError{status: statusTooLarge, code: "files_too_large", msg: fmt.Sprintf("the file is over the limit of %s on a session's files", byteSize(max))}
+		}
+		if err != nil {
+			return &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: "reading the body: " + err.Error()}
+		}
+		up, err := session.WriteFile(r.Context(), sid, r.PathValue("path"), data, h.fileOptions(ns, id))
+		if err != nil {
+			return fileError(err, ns, id)
+		}
+		h.metrics.fileUploads.Add(1)
+		h.metrics.stateSize.observe(float64(up.State.Size))
+		status := http.StatusOK
+		if up.Created {
+			status = http.StatusCreated
+		}
+		rel := strings.TrimPrefix(r.PathValue("path"), session.FilesMount+"/")
+		writeJSON(w, status, FileResponse{Path: rel, Size: int64(len(data)), Created: up.Created, StateSize: up.State.Size, StateHash: up.State.SHA256})
+		return nil
+	})
 }
 
 // deleteFile serves DELETE /state/{id}/files/{path}.
@@ -210,16 +201,13 @@ func (h *Handler) deleteFile(w http.ResponseWriter, r *http.Request, ns string) 
 	if aerr != nil {
 		return aerr
 	}
-	done, aerr := h.begin()
-	if aerr != nil {
-		return aerr
-	}
-	defer done()
-	up, err := session.RemoveFile(r.Context(), sid, r.PathValue("path"), h.fileOptions(ns, id))
-	if err != nil {
-		return fileError(err, ns, id)
-	}
-	h.metrics.stateSize.observe(float64(up.State.Size))
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return h.withSlot(func() *apiError {
+		up, err := session.RemoveFile(r.Context(), sid, r.PathValue("path"), h.fileOptions(ns, id))
+		if err != nil {
+			return fileError(err, ns, id)
+		}
+		h.metrics.stateSize.observe(float64(up.State.Size))
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	})
 }

@@ -461,28 +461,46 @@ func (h *Handler) closePool() {
 	}
 }
 
-// begin registers an execution, or reports why it cannot start.
-func (h *Handler) begin() (func(), *apiError) {
+// withSlot does work holding an execution slot, or answers at once why
+// there is none: the server is shutting down (503), or every slot is busy
+// (429). Executions, state transfers and file transfers hold one, so that
+// the memory they hold is bounded by the slots, and Shutdown waits for
+// them.
+func (h *Handler) withSlot(work func() *apiError) *apiError {
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()
-		return nil, &apiError{status: http.StatusServiceUnavailable, code: "shutting_down", msg: "the server is shutting down; retry on another instance"}
+		return &apiError{status: http.StatusServiceUnavailable, code: "shutting_down", msg: "the server is shutting down; retry on another instance"}
 	}
 	select {
 	case h.slots <- struct{}{}:
 	default:
 		h.mu.Unlock()
 		h.metrics.rejected.Add(1)
-		return nil, &apiError{status: http.StatusTooManyRequests, code: "at_capacity", msg: fmt.Sprintf("all %d execution slots are busy; retry shortly", cap(h.slots)), retryAfter: 1}
+		return &apiError{status: http.StatusTooManyRequests, code: "at_capacity", msg: fmt.Sprintf("all %d execution slots are busy; retry shortly", cap(h.slots)), retryAfter: 1}
 	}
 	h.inflight.Add(1)
 	h.mu.Unlock()
 	h.running.Add(1)
-	return func() {
+	defer func() {
 		h.running.Add(-1)
 		<-h.slots
 		h.inflight.Done()
-	}, nil
+	}()
+	return work()
+}
+
+// withRunSlot does work that runs code (an execution, a resume, a check)
+// holding a slot (see withSlot), with a context that ends when the client
+// goes away or the server stops its executions.
+func (h *Handler) withRunSlot(r *http.Request, work func(ctx context.Context) *apiError) *apiError {
+	return h.withSlot(func() *apiError {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(h.base, cancel)
+		defer stop()
+		return work(ctx)
+	})
 }
 
 // ErrorResponse is the body of every error answer: {"error": code,

@@ -334,51 +334,46 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ns string) *api
 	if aerr != nil {
 		return aerr
 	}
-	if l := req.Limits; l != nil && (l.DurationMS < 0 || l.MemoryBytes < 0 || l.Recursion < 0 || l.OutputBytes < 0 || l.ResultBytes < 0) {
+	if req.Limits.negative() {
 		return badRequest("limits must not be negative")
 	}
 	limits := h.limits(req.Limits)
-	done, aerr := h.begin()
-	if aerr != nil {
-		return aerr
-	}
-	defer done()
-	ctx, cancel := h.workContext(r)
-	defer cancel()
-	// A run of a session this API key cannot see is no run at all.
-	if _, err := h.opts.Store.Stat(ctx, storeID(ns, sessionID)); errors.Is(err, store.ErrNotFound) {
-		return &apiError{status: http.StatusNotFound, code: "run_not_found", msg: "no such run (unknown, or made with another API key)"}
-	} else if err != nil {
-		return storeError(err)
-	}
-	op := sessionOp{
-		run: apiRun,
-		refuse: func(s *session.Session) *apiError {
-			p := s.Paused()
-			switch {
-			case p == nil || p.RunID != run:
-				return runNotPaused(sessionID, apiRun)
-			case !time.Now().Before(p.Expires):
-				return runExpired(sessionID, apiRun)
-			}
-			if err := p.CheckResults(results); err != nil {
-				return invalidResults(apiRun, strings.TrimPrefix(err.Error(), session.ErrBadResults.Error()+": "))
-			}
-			return h.checkApprovals(p, req.Results, apiRun)
-		},
-		do: func(ctx context.Context, s *session.Session) (*session.Result, error) {
-			results, err := h.approvals(ctx, s, sessionID, run, req.Results, results, limits)
-			if err != nil {
-				return nil, err
-			}
-			res, err := s.Resume(ctx, run, results)
-			if errors.Is(err, store.ErrConflict) {
-				err = fmt.Errorf("%w: %w", errResumeRaced, err)
-			}
-			return res, err
-		},
-	}
-	return h.answer(ctx, w, r, ns, sessionID, op, limits, time.Now())
+	return h.withRunSlot(r, func(ctx context.Context) *apiError {
+		// A run of a session this API key cannot see is no run at all.
+		if _, err := h.opts.Store.Stat(ctx, storeID(ns, sessionID)); errors.Is(err, store.ErrNotFound) {
+			return &apiError{status: http.StatusNotFound, code: "run_not_found", msg: "no such run (unknown, or made with another API key)"}
+		} else if err != nil {
+			return storeError(err)
+		}
+		op := sessionOp{
+			run: apiRun,
+			refuse: func(s *session.Session) *apiError {
+				p := s.Paused()
+				switch {
+				case p == nil || p.RunID != run:
+					return runNotPaused(sessionID, apiRun)
+				case !time.Now().Before(p.Expires):
+					return runExpired(sessionID, apiRun)
+				}
+				if err := p.CheckResults(results); err != nil {
+					return invalidResults(apiRun, strings.TrimPrefix(err.Error(), session.ErrBadResults.Error()+": "))
+				}
+				return h.checkApprovals(p, req.Results, apiRun)
+			},
+			do: func(ctx context.Context, s *session.Session) (*session.Result, error) {
+				results, err := h.approvals(ctx, s, sessionID, run, req.Results, results, limits)
+				if err != nil {
+					return nil, err
+				}
+				res, err := s.Resume(ctx, run, results)
+				if errors.Is(err, store.ErrConflict) {
+					err = fmt.Errorf("%w: %w", errResumeRaced, err)
+				}
+				return res, err
+			},
+		}
+		return h.answer(ctx, w, r, ns, sessionID, op, limits, time.Now())
+	})
 }
 
 // checkApprovals checks that the results answer the calls of paused run p

@@ -67,27 +67,24 @@ func (h *Handler) getState(w http.ResponseWriter, r *http.Request, ns string) *a
 	}
 	// A download holds the whole blob (up to MaxStateSize) in memory: it
 	// takes a slot, so that memory is bounded by the slots.
-	done, aerr := h.begin()
-	if aerr != nil {
-		return aerr
-	}
-	defer done()
-	obj, err := h.opts.Store.Get(r.Context(), sid)
-	if err != nil {
-		return storeError(err)
-	}
-	w.Header().Set("ETag", `"`+obj.Info.SHA256+`"`)
-	if etagMatch(r.Header.Get("If-None-Match"), obj.Info.SHA256) {
-		// Replaced between the Stat and the Get by the one the client has.
-		w.WriteHeader(http.StatusNotModified)
+	return h.withSlot(func() *apiError {
+		obj, err := h.opts.Store.Get(r.Context(), sid)
+		if err != nil {
+			return storeError(err)
+		}
+		w.Header().Set("ETag", `"`+obj.Info.SHA256+`"`)
+		if etagMatch(r.Header.Get("If-None-Match"), obj.Info.SHA256) {
+			// Replaced between the Stat and the Get by the one the client has.
+			w.WriteHeader(http.StatusNotModified)
+			return nil
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", fmt.Sprint(len(obj.Data)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(obj.Data)
+		h.metrics.downloads.Add(1)
 		return nil
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", fmt.Sprint(len(obj.Data)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(obj.Data)
-	h.metrics.downloads.Add(1)
-	return nil
+	})
 }
 
 // etagMatch reports whether an If-None-Match or If-Match header names the
@@ -116,61 +113,58 @@ func (h *Handler) uploadState(w http.ResponseWriter, r *http.Request, ns string)
 	// The body is held in memory (up to MaxStateSize) and hashed: an upload
 	// takes a slot like an execution, so that memory is bounded by the
 	// slots. (Slow senders are bounded by the server's read timeout.)
-	done, aerr := h.begin()
-	if aerr != nil {
-		return aerr
-	}
-	defer done()
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		h.metrics.largeUploads.Add(1)
-		return tooLarge(codeStateTooLarge, "the state", -1, max)
-	}
-	if err != nil {
-		return &apiError{status: http.StatusBadRequest, code: "invalid_state", msg: "reading the body: " + err.Error()}
-	}
-	// Verify format, checksum and signature before storing: only blobs this
-	// service (or one sharing its signing key) wrote for this very session
-	// of this API key may ever be loaded. Inspect does not decompress the
-	// dump: its cost is the blob's size, whatever the dump expands to.
-	in, err := session.Inspect(data, h.stateKey(ns, id))
-	if err != nil {
-		h.metrics.invalidUploads.Add(1)
-		msg := err.Error()
-		if strings.Contains(msg, "signature") {
-			msg += "; a blob is accepted only by the session id (and API key) it was downloaded from"
+	return h.withSlot(func() *apiError {
+		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			h.metrics.largeUploads.Add(1)
+			return tooLarge(codeStateTooLarge, "the state", -1, max)
 		}
-		return &apiError{status: http.StatusBadRequest, code: "invalid_state", msg: msg}
-	}
-	if mem := h.opts.Limits.MaxMemory; mem > 0 && in.DumpSize > mem {
-		// It could never be loaded: refuse it now rather than at every /exec.
-		h.metrics.largeUploads.Add(1)
-		return &apiError{status: statusTooLarge, code: codeStateTooLarge, msg: fmt.Sprintf(
-			"the state's interpreter dump is %s, more than the server's memory limit of %s per execution, so it could never be loaded; nothing was stored",
-			byteSize(in.DumpSize), byteSize(mem))}
-	}
-	var cond store.Cond
-	if m := r.Header.Get("If-Match"); m != "" {
-		// Conditional upload: only over the state the client last saw.
-		info, err := h.opts.Store.Stat(r.Context(), sid)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err != nil {
+			return &apiError{status: http.StatusBadRequest, code: "invalid_state", msg: "reading the body: " + err.Error()}
+		}
+		// Verify format, checksum and signature before storing: only blobs this
+		// service (or one sharing its signing key) wrote for this very session
+		// of this API key may ever be loaded. Inspect does not decompress the
+		// dump: its cost is the blob's size, whatever the dump expands to.
+		in, err := session.Inspect(data, h.stateKey(ns, id))
+		if err != nil {
+			h.metrics.invalidUploads.Add(1)
+			msg := err.Error()
+			if strings.Contains(msg, "signature") {
+				msg += "; a blob is accepted only by the session id (and API key) it was downloaded from"
+			}
+			return &apiError{status: http.StatusBadRequest, code: "invalid_state", msg: msg}
+		}
+		if mem := h.opts.Limits.MaxMemory; mem > 0 && in.DumpSize > mem {
+			// It could never be loaded: refuse it now rather than at every /exec.
+			h.metrics.largeUploads.Add(1)
+			return &apiError{status: statusTooLarge, code: codeStateTooLarge, msg: fmt.Sprintf(
+				"the state's interpreter dump is %s, more than the server's memory limit of %s per execution, so it could never be loaded; nothing was stored",
+				byteSize(in.DumpSize), byteSize(mem))}
+		}
+		var cond store.Cond
+		if m := r.Header.Get("If-Match"); m != "" {
+			// Conditional upload: only over the state the client last saw.
+			info, err := h.opts.Store.Stat(r.Context(), sid)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return storeError(err)
+			}
+			if err != nil || !etagMatch(m, info.SHA256) {
+				return &apiError{status: http.StatusPreconditionFailed, code: "precondition_failed", msg: "the stored state is not the one named by If-Match"}
+			}
+			cond.IfVersion = info.Version
+		}
+		info, err := h.opts.Store.Put(r.Context(), sid, data, cond)
+		if err != nil {
 			return storeError(err)
 		}
-		if err != nil || !etagMatch(m, info.SHA256) {
-			return &apiError{status: http.StatusPreconditionFailed, code: "precondition_failed", msg: "the stored state is not the one named by If-Match"}
-		}
-		cond.IfVersion = info.Version
-	}
-	info, err := h.opts.Store.Put(r.Context(), sid, data, cond)
-	if err != nil {
-		return storeError(err)
-	}
-	h.metrics.uploads.Add(1)
-	h.metrics.stateSize.observe(float64(info.Size))
-	w.Header().Set("ETag", `"`+info.SHA256+`"`)
-	writeJSON(w, http.StatusCreated, UploadResponse{Message: "state_uploaded", Size: info.Size, Hash: info.SHA256})
-	return nil
+		h.metrics.uploads.Add(1)
+		h.metrics.stateSize.observe(float64(info.Size))
+		w.Header().Set("ETag", `"`+info.SHA256+`"`)
+		writeJSON(w, http.StatusCreated, UploadResponse{Message: "state_uploaded", Size: info.Size, Hash: info.SHA256})
+		return nil
+	})
 }
 
 func (h *Handler) deleteState(w http.ResponseWriter, r *http.Request, ns string) *apiError {

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,22 +49,14 @@ func processChecker(ctx context.Context) (*typecheck.Checker, error) {
 
 // checkCommand implements `monty check`.
 func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("monty check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, checkUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("monty check", checkUsage, stderr)
 	code := fs.String("c", "", "check `CODE` (a program passed as a string)")
 	format := fs.String("format", "full", "diagnostics format: "+formatNames())
 	stubsFile := fs.String("stubs", "", "stub (.pyi) `FILE` declaring names the code may use as defined")
 	maxDuration := fs.Duration("max-duration", 0, "stop a check after this much wall-clock time (0: no limit)")
 	maxMemory := fs.String("max-memory", "", "limit the memory one check may allocate, e.g. 256MB (empty: no limit)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
+	if exit, ok := parseFlags(fs, args); !ok {
+		return exit
 	}
 	f, err := typecheck.ParseFormat(*format)
 	if err != nil {

@@ -67,31 +67,20 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && args[0] == "precompile" {
 		return precompileCommand(ctx, args[1:], stdout, stderr)
 	}
-	fs := flag.NewFlagSet("monty", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("monty", usage, stderr)
 	code := fs.String("c", "", "run `CODE` (a program passed as a string)")
-	limitOpts := addLimitFlags(fs, runLimits)
 	sessionID := fs.String("session", "", "keep Python state between runs in session `ID` (functions, classes and data survive)")
 	storeSpec := fs.String("store", "", "with --session: the session store `SPEC`: "+storeFlagHelp)
-	typeCheck := fs.Bool("type-check", false, "type-check the code first and refuse to run it when the check finds problems (a REPL or session checks each snippet against the earlier ones)")
-	stubsFile := fs.String("stubs", "", "with --type-check: stub (.pyi) `FILE` declaring names the code may use as defined")
-	mountOpts := addMountFlags(fs)
-	connectOpts := addConnectFlags(fs)
-	onCorrupt := corruptFlag(fs, "a --session", "on stderr")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
-	}
-	failOnCorrupt, err := onCorrupt()
-	if err != nil {
-		fmt.Fprintln(stderr, "monty:", err)
-		return ExitUsage
+	flags := addSandboxFlags(fs, sandboxHelp{
+		limits:             runLimits,
+		typeCheck:          "type-check the code first and refuse to run it when the check finds problems (a REPL or session checks each snippet against the earlier ones)",
+		stubs:              "with --type-check: stub (.pyi) `FILE` declaring names the code may use as defined",
+		stubsNeedTypeCheck: true,
+		corruptWhat:        "a --session",
+		corruptWhere:       "on stderr",
+	})
+	if exit, ok := parseFlags(fs, args); !ok {
+		return exit
 	}
 	src, name, err := source(fs, *code)
 	if err != nil {
@@ -99,36 +88,14 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fs.Usage()
 		return ExitUsage
 	}
-	cfg := runConfig{sessionID: *sessionID, failOnCorrupt: failOnCorrupt}
-	if cfg.limits, err = limitOpts.limits(); err != nil {
-		fmt.Fprintln(stderr, "monty:", err)
-		return ExitUsage
-	}
-	if *stubsFile != "" && !*typeCheck {
-		fmt.Fprintln(stderr, "monty: --stubs needs --type-check")
-		return ExitUsage
-	}
-	stubs, err := readStubs(*stubsFile)
+	sb, err := flags.setup(*sessionID != "") // a session's own files are at /work
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
 		return ExitUsage
 	}
-	conns, err := connectOpts.servers()
-	if err != nil {
-		fmt.Fprintln(stderr, "monty:", err)
-		return ExitUsage
-	}
-	mounts, err := mountOpts.open()
-	if err == nil && *sessionID != "" {
-		err = refuseFilesMount(mounts) // a session's own files are at /work
-	}
-	if err != nil {
-		mounts.Close()
-		fmt.Fprintln(stderr, "monty:", err)
-		return ExitUsage
-	}
-	defer mounts.Close()
-	cfg.host = &runtime.Host{OS: osHandler(mounts), MaxCalls: limitOpts.maxHostCalls()}
+	defer sb.mounts.Close()
+	cfg := runConfig{sessionID: *sessionID, failOnCorrupt: sb.failOnCorrupt, limits: sb.limits,
+		host: &runtime.Host{OS: osHandler(sb.mounts), MaxCalls: sb.maxHostCalls}}
 	if *sessionID != "" {
 		// Opened before anything is compiled: a wrong spec fails at once.
 		if cfg.store, err = openStore(ctx, *storeSpec); err != nil {
@@ -139,7 +106,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	// The code calls the servers' tools through the host of a registry
 	// offering them.
-	servers, err := connectOpts.connect(ctx, conns, noticeLogger(stderr))
+	servers, err := flags.connect.connect(ctx, sb.conns, noticeLogger(stderr))
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
 		return ExitException
@@ -149,8 +116,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		h.OS, h.MaxCalls = cfg.host.OS, cfg.host.MaxCalls
 		cfg.host = h
 	}
-	if *typeCheck {
-		if cfg.tc, err = typeCheckConfig(ctx, servers.stubs(stubs)); err != nil {
+	if sb.typeCheck {
+		if cfg.tc, err = typeCheckConfig(ctx, servers.stubs(sb.stubs)); err != nil {
 			fmt.Fprintln(stderr, "monty:", err)
 			return ExitException
 		}
@@ -274,14 +241,8 @@ func execute(ctx context.Context, cfg runConfig, src, name string, stdout, stder
 			return refuse(err, stderr)
 		}
 	}
-	engine, err := processEngine(ctx)
-	if err != nil {
-		fmt.Fprintln(stderr, "monty:", err)
-		return ExitException
-	}
-	it, err := engine.NewInterpreter(ctx)
-	if err != nil {
-		fmt.Fprintln(stderr, "monty:", err)
+	_, it := newInterpreter(ctx, stderr)
+	if it == nil {
 		return ExitException
 	}
 	defer it.Close(ctx)

@@ -38,6 +38,23 @@ func processEngine(ctx context.Context) (*runtime.Engine, error) {
 	return cliEngine.e, cliEngine.err
 }
 
+// newInterpreter starts an interpreter on the process's engine, and
+// returns both. When it cannot, it says why on stderr and the interpreter
+// is nil.
+func newInterpreter(ctx context.Context, stderr io.Writer) (*runtime.Engine, *runtime.Interpreter) {
+	engine, err := processEngine(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
+		return nil, nil
+	}
+	it, err := engine.NewInterpreter(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty:", err)
+		return nil, nil
+	}
+	return engine, it
+}
+
 // noticeLogger is the log of the run and REPL commands, as a
 // noticeHandler writing to stderr.
 func noticeLogger(stderr io.Writer) *slog.Logger {

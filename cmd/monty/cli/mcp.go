@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -36,47 +35,39 @@ flags:
 
 // mcpCommand runs `monty mcp`.
 func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("monty mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, mcpUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("monty mcp", mcpUsage, stderr)
 	storeSpec := fs.String("store", "", "the session store `SPEC`: "+storeFlagHelp)
 	thread := fs.String("thread", mcpserver.DefaultThreadKey, "conversation `KEY` the sessions belong to (servers sharing a store and key share sessions)")
-	limitOpts := addLimitFlags(fs, mcpLimits)
+	flags := addSandboxFlags(fs, sandboxHelp{
+		limits:       mcpLimits,
+		typeCheck:    "type-check every execute_python call before it runs (a call's type_check argument overrides this)",
+		stubs:        "stub (.pyi) `FILE` declaring further names the code may use, for type checks",
+		corruptWhat:  "a session",
+		corruptWhere: "at the start of the call's result",
+	})
 	fs.Func("timeout", "the same as --max-duration `DURATION`", func(s string) error { return fs.Set("max-duration", s) })
 	maxLive := fs.Int("max-live", 0, "most sessions kept in memory at once (0: the manager's default)")
 	signingKeyFile := fs.String("signing-key-file", "", "sign stored state with the key in `FILE` (or set MONTY_SIGNING_KEY); default unsigned, like monty --session")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	typeCheck := fs.Bool("type-check", false, "type-check every execute_python call before it runs (a call's type_check argument overrides this)")
-	stubsFile := fs.String("stubs", "", "stub (.pyi) `FILE` declaring further names the code may use, for type checks")
-	mountOpts := addMountFlags(fs)
-	connectOpts := addConnectFlags(fs)
-	onCorrupt := corruptFlag(fs, "a session", "at the start of the call's result")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
+	if exit, ok := parseFlags(fs, args); !ok {
+		return exit
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "monty mcp: unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
 		return ExitUsage
 	}
-	failOnCorrupt, err := onCorrupt()
+	// Only the operator names host directories; the tool's callers see the
+	// guest paths.
+	sb, err := flags.setup(true) // each session's own files are at /work
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
-	limits, err := limitOpts.limits()
-	if err != nil {
-		fmt.Fprintln(stderr, "monty mcp:", err)
-		return ExitUsage
-	}
+	defer sb.mounts.Close()
 	// The executor bounds each call's time and memory itself, where 0
 	// is its default and a negative value none.
+	limits := sb.limits
 	timeout, maxMemory := limits.MaxDuration, limits.MaxMemory
 	if timeout == 0 {
 		timeout = -1
@@ -90,36 +81,14 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
-	stubs, err := readStubs(*stubsFile)
-	if err != nil {
-		fmt.Fprintln(stderr, "monty mcp:", err)
-		return ExitUsage
-	}
-	// Deferred first, so that the last spans are flushed after everything
-	// else has stopped.
+	// Deferred before what follows, so that the last spans are flushed
+	// after it has stopped.
 	tel, stopTelemetry, err := startTelemetry(ctx, logger)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
 	defer stopTelemetry()
-	conns, err := connectOpts.servers()
-	if err != nil {
-		fmt.Fprintln(stderr, "monty mcp:", err)
-		return ExitUsage
-	}
-	// Only the operator names host directories; the tool's callers see the
-	// guest paths.
-	mounts, err := mountOpts.open()
-	if err == nil {
-		err = refuseFilesMount(mounts) // each session's own files are at /work
-	}
-	if err != nil {
-		mounts.Close()
-		fmt.Fprintln(stderr, "monty mcp:", err)
-		return ExitUsage
-	}
-	defer mounts.Close()
 	var key []byte
 	if *signingKeyFile != "" || os.Getenv("MONTY_SIGNING_KEY") != "" {
 		if key, err = signingKey(*signingKeyFile); err != nil {
@@ -136,7 +105,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	// Connected at start: a server that cannot be reached is the
 	// operator's to fix now, not the model's later. Closed after the
 	// executor.
-	servers, err := connectOpts.connect(ctx, conns, logger)
+	servers, err := flags.connect.connect(ctx, sb.conns, logger)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitException
@@ -150,7 +119,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	defer engine.Close(context.Background())
 	checker := typecheck.Lazy(typecheck.WithLogger(logger))
 	defer checker.Close(context.Background())
-	if *typeCheck {
+	if sb.typeCheck {
 		// Every call is checked: compile the checker now, in the
 		// background, rather than in the first call.
 		go func() { _ = checker.Load(context.Background()) }()
@@ -160,19 +129,19 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		Manager:      session.ManagerOptions{MaxLive: *maxLive},
 		Timeout:      timeout,
 		MaxMemory:    maxMemory,
-		MaxHostCalls: limitOpts.maxHostCalls(),
+		MaxHostCalls: sb.maxHostCalls,
 		Functions:    servers.reg,
 		// Compiled at the first checked call, so that a server whose
 		// calls are never checked does not load it.
-		TypeCheck: *typeCheck,
-		Stubs:     stubs,
+		TypeCheck: sb.typeCheck,
+		Stubs:     sb.stubs,
 		Checker:   checker,
-		OS:        osHandler(mounts),
+		OS:        osHandler(sb.mounts),
 		// The description tells the model which directories it finds.
-		Mounts: mounts.Specs(),
+		Mounts: sb.mounts.Specs(),
 		// A session whose stored state does not load is kept aside and
 		// started empty (the call's text says so), unless told to fail.
-		FailOnCorruptState: failOnCorrupt,
+		FailOnCorruptState: sb.failOnCorrupt,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)
@@ -184,8 +153,8 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
-	logger.Info("monty mcp: serving on stdio", "thread", *thread, "max_duration", limitOpts.duration.String(), "max_memory", limits.MaxMemory,
-		"max_output", limits.MaxOutput, "max_result", limits.MaxResult, "mounts", mountList(mounts.Specs()))
+	logger.Info("monty mcp: serving on stdio", "thread", *thread, "max_duration", flags.limits.duration.String(), "max_memory", limits.MaxMemory,
+		"max_output", limits.MaxOutput, "max_result", limits.MaxResult, "mounts", mountList(sb.mounts.Specs()))
 	start := time.Now()
 	// Malformed input lines are answered with JSON-RPC errors and skipped
 	// instead of ending the connection.

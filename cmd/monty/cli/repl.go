@@ -50,14 +50,8 @@ type feeder func(ctx context.Context, code string) (object.Value, string, *runti
 
 // interactive runs the read-eval-print loop until end of input.
 func interactive(ctx context.Context, cfg runConfig, stdin io.Reader, stdout, stderr io.Writer) int {
-	engine, err := processEngine(ctx)
-	if err != nil {
-		fmt.Fprintln(stderr, "monty:", err)
-		return ExitException
-	}
-	it, err := engine.NewInterpreter(ctx)
-	if err != nil {
-		fmt.Fprintln(stderr, "monty:", err)
+	engine, it := newInterpreter(ctx, stderr)
+	if it == nil {
 		return ExitException
 	}
 	defer it.Close(ctx)

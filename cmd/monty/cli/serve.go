@@ -153,11 +153,8 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&c.healthTimeout, "health-timeout", httpapi.DefaultHealthTimeout, "longest store round trip of GET /health/store")
 	fs.DurationVar(&c.runTTL, "run-ttl", session.DefaultRunTTL, "how long a run paused at client tool calls waits for POST /runs/{run_id}/resume")
 	c.ws = addWSFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
+	if exit, ok := parseFlags(fs, args); !ok {
+		return exit
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "monty serve: unexpected argument %q\n", fs.Arg(0))
@@ -634,22 +631,21 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	return nil
 }
 
+const precompileUsage = `usage: monty precompile [--cache-dir DIR] [--no-checker]
+
+Compiles the interpreter and the type checker to machine code for this platform and stores them in the cache.
+
+flags:
+`
+
 // precompileCommand compiles the interpreter into a cache directory, for
 // deployment images whose processes should start fast.
 func precompileCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("monty precompile", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("monty precompile", precompileUsage, stderr)
 	dir := fs.String("cache-dir", "", "cache `DIR` to fill (default "+defaultCacheHint+"); processes started with MONTY_CACHE_DIR=DIR (or monty serve --cache-dir DIR) then skip compilation")
 	noChecker := fs.Bool("no-checker", false, "compile the interpreter only, not the type checker (monty check, --type-check)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: monty precompile [--cache-dir DIR] [--no-checker]\n\nCompiles the interpreter and the type checker to machine code for this platform and stores them in the cache.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
+	if exit, ok := parseFlags(fs, args); !ok {
+		return exit
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()

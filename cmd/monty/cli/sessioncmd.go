@@ -33,11 +33,8 @@ func sessionCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, sessionUsage) }
 	storeSpec := fs.String("store", "", "the session store `SPEC`: "+storeFlagHelp)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
+	if exit, ok := parseFlags(fs, args); !ok {
+		return exit
 	}
 	want := map[string]int{"ls": 0, "show": 1, "rm": 1, "export": 2, "import": 2, "files": 1, "cat": 2}
 	rest := fs.Args()

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,18 +22,10 @@ flags:
 
 // subprocessCommand is `monty subprocess`: a monty.v1 worker on stdio.
 func subprocessCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("monty subprocess", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, subprocessUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("monty subprocess", subprocessUsage, stderr)
 	maxFrame := fs.Int("max-frame", protocol.DefaultMaxFrame, "refuse request frames larger than `BYTES`")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
+	if exit, ok := parseFlags(fs, args); !ok {
+		return exit
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "monty subprocess: unexpected argument %q\n", fs.Arg(0))

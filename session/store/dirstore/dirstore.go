@@ -286,19 +286,9 @@ func parseHeader(r *bufio.Reader) (*header, int, error) {
 
 // Get returns the blob under id, or store.ErrNotFound.
 func (s *Store) Get(ctx context.Context, id string) (store.Object, error) {
-	if err := s.begin(ctx, id); err != nil {
-		return store.Object{}, err
-	}
-	h, data, err := s.readFile(id, true)
-	if err == errMissing {
-		return store.Object{}, storeutil.NotFound(id)
-	}
+	h, data, err := s.readLive(ctx, id, true)
 	if err != nil {
 		return store.Object{}, err
-	}
-	if h.expired(storeutil.Now()) {
-		s.dropExpired(ctx, id)
-		return store.Object{}, storeutil.NotFound(id)
 	}
 	return store.Object{Data: data, Info: h.info()}, nil
 }
@@ -306,21 +296,31 @@ func (s *Store) Get(ctx context.Context, id string) (store.Object, error) {
 // Stat returns the info of the blob under id, or store.ErrNotFound. It reads
 // only the header.
 func (s *Store) Stat(ctx context.Context, id string) (store.Info, error) {
-	if err := s.begin(ctx, id); err != nil {
-		return store.Info{}, err
-	}
-	h, _, err := s.readFile(id, false)
-	if err == errMissing {
-		return store.Info{}, storeutil.NotFound(id)
-	}
+	h, _, err := s.readLive(ctx, id, false)
 	if err != nil {
 		return store.Info{}, err
 	}
+	return h.info(), nil
+}
+
+// readLive is readFile for Get and Stat: a missing or expired blob is
+// store.ErrNotFound, and an expired one is dropped.
+func (s *Store) readLive(ctx context.Context, id string, withData bool) (*header, []byte, error) {
+	if err := s.begin(ctx, id); err != nil {
+		return nil, nil, err
+	}
+	h, data, err := s.readFile(id, withData)
+	if err == errMissing {
+		return nil, nil, storeutil.NotFound(id)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
 	if h.expired(storeutil.Now()) {
 		s.dropExpired(ctx, id)
-		return store.Info{}, storeutil.NotFound(id)
+		return nil, nil, storeutil.NotFound(id)
 	}
-	return h.info(), nil
+	return h, data, nil
 }
 
 // dropExpired removes the file of id if it is still expired once the lock
@@ -450,25 +450,16 @@ func (s *Store) Salvage(ctx context.Context, id string, max int64) ([]byte, stri
 func readRaw(path string, max int64) ([]byte, error) {
 	fi, err := os.Stat(path)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, errMissing
-	case errors.Is(err, fs.ErrPermission):
-		return nil, storeutil.Unreadable("dirstore: cannot read %s: %v (fix its permissions, or move it away)", path, err)
 	case err != nil:
-		return nil, unavailable("stat", path, err)
+		return nil, rawError("stat", path, err)
 	case !fi.Mode().IsRegular():
 		return nil, storeutil.Unreadable("dirstore: %s is not a regular file and cannot be read or replaced (move it away)", path)
 	case fi.Size() > max:
 		return nil, storeutil.Unreadable("dirstore: %s is %d bytes, more than the %d that may be read from a damaged file (move it away)", path, fi.Size(), max)
 	}
 	f, err := os.Open(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, errMissing
-	case errors.Is(err, fs.ErrPermission):
-		return nil, storeutil.Unreadable("dirstore: cannot read %s: %v (fix its permissions, or move it away)", path, err)
-	case err != nil:
-		return nil, unavailable("open", path, err)
+	if err != nil {
+		return nil, rawError("open", path, err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
@@ -482,6 +473,18 @@ func readRaw(path string, max int64) ([]byte, error) {
 		return nil, storeutil.Unreadable("dirstore: %s is more than the %d bytes that may be read from a damaged file (move it away)", path, max)
 	}
 	return raw, nil
+}
+
+// rawError is readRaw's error for op (stat or open) failing on path: a
+// missing file yields errMissing.
+func rawError(op, path string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errMissing
+	case errors.Is(err, fs.ErrPermission):
+		return storeutil.Unreadable("dirstore: cannot read %s: %v (fix its permissions, or move it away)", path, err)
+	}
+	return unavailable(op, path, err)
 }
 
 // checkSalvaged holds when the file at path is still the one a Salvage

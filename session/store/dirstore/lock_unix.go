@@ -4,10 +4,8 @@ package dirstore
 
 import (
 	"context"
-	"errors"
 	"os"
 	"syscall"
-	"time"
 )
 
 // fileLock is an exclusive flock(2) on an id's lock file.
@@ -21,29 +19,15 @@ type fileLock struct {
 // lock files (while holding them), a lock obtained on a file that is no
 // longer the one at path is dropped and taken again.
 func lock(ctx context.Context, path string) (*fileLock, error) {
-	wait := 50 * time.Microsecond
 	for {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
 			return nil, unavailable("open lock file", path, err)
 		}
-		for {
-			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-				f.Close()
-				return nil, unavailable("lock", path, err)
-			}
-			if ctx.Err() != nil {
-				f.Close()
-				return nil, ctx.Err()
-			}
-			time.Sleep(wait)
-			if wait < 5*time.Millisecond {
-				wait *= 2
-			}
+		flock := func() error { return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) }
+		if err := pollLock(ctx, path, flock, syscall.EWOULDBLOCK, syscall.EINTR); err != nil {
+			f.Close()
+			return nil, err
 		}
 		if same(f, path) {
 			return &fileLock{f: f, path: path}, nil

@@ -4,7 +4,6 @@ package dirstore
 
 import (
 	"context"
-	"errors"
 	"os"
 	"time"
 
@@ -24,27 +23,15 @@ func lock(ctx context.Context, path string) (*fileLock, error) {
 	if err != nil {
 		return nil, unavailable("open lock file", path, err)
 	}
-	wait := 50 * time.Microsecond
-	for {
-		ol := new(windows.Overlapped)
-		err = windows.LockFileEx(windows.Handle(f.Fd()),
-			windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
-		if err == nil {
-			return &fileLock{f: f}, nil
-		}
-		if !errors.Is(err, windows.ERROR_LOCK_VIOLATION) && !errors.Is(err, windows.ERROR_IO_PENDING) {
-			f.Close()
-			return nil, unavailable("lock", path, err)
-		}
-		if ctx.Err() != nil {
-			f.Close()
-			return nil, ctx.Err()
-		}
-		time.Sleep(wait)
-		if wait < 5*time.Millisecond {
-			wait *= 2
-		}
+	lockEx := func() error {
+		return windows.LockFileEx(windows.Handle(f.Fd()),
+			windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, new(windows.Overlapped))
 	}
+	if err := pollLock(ctx, path, lockEx, windows.ERROR_LOCK_VIOLATION, windows.ERROR_IO_PENDING); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &fileLock{f: f}, nil
 }
 
 // remove keeps the lock file on Windows, where a file that other processes
