@@ -315,10 +315,7 @@ func (s *Session) Paused() *Paused {
 func (s *Session) Files() ([]FileInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
-	mem, err := s.state.storedFiles()
+	mem, err := s.storedFiles()
 	if err != nil {
 		return nil, err
 	}
@@ -335,14 +332,19 @@ func (s *Session) ReadFile(name string) ([]byte, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
-	mem, err := s.state.storedFiles()
+	mem, err := s.storedFiles()
 	if err != nil {
 		return nil, err
 	}
 	return readFrom(mem, s.id, rel)
+}
+
+// storedFiles is /work as stored, for the readers, which hold s.mu.
+func (s *Session) storedFiles() (*runtime.MemFS, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	return s.state.storedFiles()
 }
 
 // Exec runs code in the session and persists the resulting state. A Python
