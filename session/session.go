@@ -198,7 +198,7 @@ type Session struct {
 	host *runtime.Host
 
 	busy   atomic.Bool
-	mu     sync.Mutex // guards the fields below for State/Info readers
+	mu     sync.Mutex // guards the fields below (held by calls and readers)
 	closed bool
 	it     *runtime.Interpreter
 	repl   *runtime.REPL
