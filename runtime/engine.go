@@ -43,6 +43,7 @@ var ErrEngineClosed = errors.New("monty: engine is closed")
 type Engine struct {
 	epoch     time.Time
 	version   string // monty version reported by the module
+	moduleSum string // the module's SHA-256, hex
 	log       *slog.Logger
 	instances sync.Map // module instance -> *Interpreter, for host imports
 	// compiled is closed once new interpreters run machine code, or the
@@ -159,11 +160,11 @@ func NewEngine(ctx context.Context, opts ...EngineOption) (*Engine, error) {
 	if cfg.log == nil {
 		cfg.log = slog.Default()
 	}
-	e := &Engine{epoch: start, log: cfg.log, compiled: make(chan struct{})}
+	e := &Engine{epoch: start, log: cfg.log, compiled: make(chan struct{}), moduleSum: moduleHash(cfg.module)}
 	var cache *modcache.Entry
 	if cfg.cacheDir != "" {
 		var err error
-		if cache, err = modcache.Open(cfg.cacheDir, moduleHash(cfg.module)); err != nil {
+		if cache, err = modcache.Open(cfg.cacheDir, e.moduleSum); err != nil {
 			e.info.CacheError = err
 			e.log.Warn("the compilation cache cannot be used; compiling in memory (set "+CacheDirEnv+" to a writable directory, or to "+CacheOff+")",
 				"event", "cache_unusable", "cache_dir", cfg.cacheDir, "error", err)
@@ -428,6 +429,11 @@ func (e *Engine) current() *backend { return e.latest.Load() }
 
 // MontyVersion is the version of the monty crate the module was built from.
 func (e *Engine) MontyVersion() string { return e.version }
+
+// ModuleSHA256 is the SHA-256, in hex, of the module the engine runs:
+// wasm.SHA256 for the embedded one, the hash of the bytes given to
+// [WithModule] otherwise. It identifies the build that writes a dump.
+func (e *Engine) ModuleSHA256() string { return e.moduleSum }
 
 // CompileInfo tells where the engine's code came from and how long it took.
 func (e *Engine) CompileInfo() CompileInfo {

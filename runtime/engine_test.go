@@ -68,6 +68,22 @@ func TestEngineFromACopyOfTheModule(t *testing.T) {
 	}
 }
 
+// TestModuleSHA256: an engine names the module it runs, the embedded one
+// or the one given to WithModule.
+func TestModuleSHA256(t *testing.T) {
+	ctx := context.Background()
+	def, err := runtime.Default(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, wasm.SHA256, def.ModuleSHA256())
+
+	module := standInModule()
+	e, err := runtime.NewEngine(ctx, runtime.WithModule(module), runtime.WithCacheDir(""))
+	require.NoError(t, err)
+	defer e.Close(ctx)
+	sum := sha256.Sum256(module)
+	assert.Equal(t, hex.EncodeToString(sum[:]), e.ModuleSHA256())
+}
+
 func TestEngineRefusesOtherModules(t *testing.T) {
 	ctx := context.Background()
 	_, err := runtime.NewEngine(ctx, runtime.WithModule(fakeModule(7)))

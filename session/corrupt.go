@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -51,43 +50,3 @@ func (e *CorruptStateError) Unreadable() bool { return errors.Is(e.Err, store.Er
 // keep it aside: a state blob of the largest size this session stores, and
 // room for the store's own framing.
 func (o *Options) maxSalvage() int64 { return o.maxStateSize() + 1<<20 }
-
-// salvage handles an entry the store reports unreadable (unreadErr): its
-// bytes are kept aside through the store's store.Salvager, then the
-// session fails or starts fresh as for a blob that does not load. A store
-// that cannot hand the bytes over leaves the session failing: nothing is
-// replaced that was not kept.
-func (s *Session) salvage(ctx context.Context, unreadErr error) error {
-	s.restore.Found = true
-	cause := fmt.Errorf("%w: the store cannot read it: %w", ErrCorrupt, unreadErr)
-	sv, ok := s.opts.Store.(store.Salvager)
-	if !ok {
-		return &CorruptStateError{ID: s.id, Err: cause, KeepErr: errors.New("this store cannot hand over an entry it cannot read")}
-	}
-	data, token, err := sv.Salvage(ctx, s.id, s.opts.maxSalvage())
-	if errors.Is(err, store.ErrNotFound) {
-		// Removed meanwhile: nothing is stored.
-		s.restore = Restore{}
-		return s.fresh(ctx)
-	}
-	if err != nil {
-		return &CorruptStateError{ID: s.id, Err: cause, KeepErr: err}
-	}
-	return s.quarantine(ctx, data, cause, token)
-}
-
-// RestoreNotice returns how the session got its state (as Restored), once:
-// the first call after Open, or after the session reloaded its state from
-// the store (which it does after losing a race to another writer), returns
-// true; later calls return false until the next load. A caller that keeps
-// a session open across many calls, as a Manager does, uses it to tell
-// about a fresh start or a fallback once.
-func (s *Session) RestoreNotice() (Restore, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.noticed {
-		return Restore{}, false
-	}
-	s.noticed = true
-	return s.restore, true
-}

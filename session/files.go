@@ -402,184 +402,13 @@ func removeFrom(mem *runtime.MemFS, id, rel string) error {
 	return mem.Remove(FilesMount + "/" + rel)
 }
 
-// withFiles is a copy of b (nil: an empty JSON-only state, which loads as
-// an empty session) whose files section holds mem's files (cache: the
-// stored forms of b's files); it returns the new section's cache.
-func withFiles(b *blob, mem *runtime.MemFS, cache fileCache, montyVersion string, compress bool) (*blob, fileCache) {
-	var nb blob
-	if b != nil {
-		nb = *b
-	} else {
-		nb = blob{MontyVersion: montyVersion, ModuleSum: moduleSum(), JSON: []byte("{}"), JSONOnly: true}
-	}
+// withFiles is a copy of b whose files section holds mem's files (cache:
+// the stored forms of b's files); it returns the new section's cache.
+func withFiles(b *blob, mem *runtime.MemFS, cache fileCache, compress bool) (*blob, fileCache) {
+	nb := *b
 	var next fileCache
 	nb.Files, next = encodeFiles(mem.Snapshot(), compress, cache)
 	return &nb, next
-}
-
-// Files lists the session's files (not its directories) as stored, sorted
-// by path. Like State, it waits for a running call to finish.
-func (s *Session) Files() ([]FileInfo, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	mem, err := s.storedFiles()
-	if err != nil {
-		return nil, err
-	}
-	return listFiles(mem), nil
-}
-
-// ReadFile returns the contents of the session's file name ("out.csv" or
-// "/work/out.csv") as stored; an error matching fs.ErrNotExist when there
-// is no such file. Like State, it waits for a running call to finish.
-func (s *Session) ReadFile(name string) ([]byte, error) {
-	rel, err := filePath(name)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	mem, err := s.storedFiles()
-	if err != nil {
-		return nil, err
-	}
-	return readFrom(mem, s.id, rel)
-}
-
-// storedFiles returns the files of the stored state: the live /work, which
-// equals them between calls, or (without Options.Files) the saved state's
-// files read afresh. Callers hold s.mu.
-func (s *Session) storedFiles() (*runtime.MemFS, error) {
-	if s.closed {
-		return nil, ErrClosed
-	}
-	if s.files != nil {
-		return s.files, nil
-	}
-	mem := newFilesMem(s.opts.fileLimits())
-	_, err := restoreInto(mem, s.saved)
-	return mem, err
-}
-
-// WriteFile creates or replaces the session's file name ("out.csv" or
-// "/work/out.csv"), with its parent directories, and stores the state at
-// once under the same compare-and-set as a call: it fails with ErrBusy
-// while a call runs, and with an error matching store.ErrConflict when
-// another process changed the session since it was loaded (the session
-// then holds that process's state). Errors match runtime.ErrNoSpace when
-// the files would pass their limits, ErrStateTooLarge when the state would
-// pass Options.MaxStateSize, fs.ErrInvalid for a bad path; the files are
-// then unchanged. It needs Options.Files (ErrNoFiles).
-func (s *Session) WriteFile(ctx context.Context, name string, data []byte) (*FileUpdate, error) {
-	rel, err := filePath(name)
-	if err != nil {
-		return nil, err
-	}
-	return s.changeFiles(ctx, func() (bool, error) { return writeTo(s.files, s.id, rel, data) })
-}
-
-// RemoveFile removes the session's file name and stores the state at once,
-// as WriteFile does; an error matching fs.ErrNotExist when there is no such
-// file.
-func (s *Session) RemoveFile(ctx context.Context, name string) (*FileUpdate, error) {
-	rel, err := filePath(name)
-	if err != nil {
-		return nil, err
-	}
-	return s.changeFiles(ctx, func() (bool, error) { return false, removeFrom(s.files, s.id, rel) })
-}
-
-// changeFiles applies change to /work between calls and stores the
-// result, or puts /work back as stored.
-func (s *Session) changeFiles(ctx context.Context, change func() (created bool, err error)) (*FileUpdate, error) {
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.busy.Store(false)
-	defer s.mu.Unlock()
-	if s.files == nil {
-		return nil, fmt.Errorf("session %s: %w", s.id, ErrNoFiles)
-	}
-	created, err := change()
-	if err == nil {
-		var info store.Info
-		if info, err = s.saveFiles(ctx); err == nil {
-			return &FileUpdate{Created: created, State: info}, nil
-		}
-	}
-	if s.files.Generation() != s.filesGen {
-		// Put /work back as stored (a conflict has reloaded it already).
-		if rerr := s.restoreFiles(s.saved); rerr != nil {
-			return nil, errors.Join(err, rerr)
-		}
-	}
-	return nil, err
-}
-
-// saveFiles stores the saved state with /work's files in it. Callers hold
-// s.mu and busy.
-func (s *Session) saveFiles(ctx context.Context) (store.Info, error) {
-	gen := s.files.Generation()
-	b, cache := withFiles(s.saved, s.files, s.filesCache, s.eng.MontyVersion(), !s.opts.NoCompression)
-	data, err := b.encode(s.opts.SigningKey, !s.opts.NoCompression)
-	if err != nil {
-		return store.Info{}, err
-	}
-	if max := s.opts.maxStateSize(); int64(len(data)) > max {
-		return store.Info{}, fmt.Errorf("session %s: %w: with this change the state is %d bytes, over the %d-byte limit (Options.MaxStateSize); nothing was stored", s.id, ErrStateTooLarge, len(data), max)
-	}
-	info, err := s.opts.Store.Put(ctx, s.id, data, store.Cond{IfVersion: s.version, IfAbsent: s.version == ""})
-	if err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			_ = s.reload(ctx)
-			return store.Info{}, fmt.Errorf("session %s: %w: another process updated this session; the file change was not saved", s.id, err)
-		}
-		return store.Info{}, err
-	}
-	s.version, s.saved, s.info = info.Version, b, info
-	s.filesOf, s.filesGen, s.filesCache = b, gen, cache
-	return info, nil
-}
-
-// restoreFiles makes /work hold the files of blob b (nil: none), unless it
-// holds them already. Callers hold s.mu.
-func (s *Session) restoreFiles(b *blob) error {
-	if s.files == nil {
-		return nil
-	}
-	if s.filesOf == b && s.files.Generation() == s.filesGen {
-		return nil
-	}
-	cache, err := restoreInto(s.files, b)
-	if err != nil {
-		return err
-	}
-	s.filesOf, s.filesGen, s.filesCache = b, s.files.Generation(), cache
-	return nil
-}
-
-// filesSection sets the files section of b, a state being saved: /work's
-// files (encoded again only when they changed since they were last stored
-// or loaded, and then only the changed files compressed again), or
-// without Options.Files the saved state's section unchanged. It returns
-// /work's generation the section holds and the section's cache.
-func (s *Session) filesSection(b *blob) (uint64, fileCache) {
-	if s.files == nil {
-		if s.saved != nil {
-			b.Files = s.saved.Files
-		}
-		return 0, nil
-	}
-	gen := s.files.Generation()
-	switch {
-	case gen != s.filesGen:
-		var next fileCache
-		b.Files, next = encodeFiles(s.files.Snapshot(), !s.opts.NoCompression, s.filesCache)
-		return gen, next
-	case s.filesOf != nil:
-		b.Files = s.filesOf.Files
-	}
-	return gen, s.filesCache
 }
 
 // The file operations below work on the stored state directly, without an
@@ -694,11 +523,15 @@ func changeStored(ctx context.Context, id string, opts *Options, create bool, ch
 	if err != nil {
 		return nil, err
 	}
-	version := ""
-	if opts.Engine != nil {
-		version = opts.Engine.MontyVersion()
+	base := st.b
+	if base == nil {
+		version := ""
+		if opts.Engine != nil {
+			version = opts.Engine.MontyVersion()
+		}
+		base = blank(version, moduleSum(opts.Engine))
 	}
-	b, _ := withFiles(st.b, mem, st.cache, version, !opts.NoCompression)
+	b, _ := withFiles(base, mem, st.cache, !opts.NoCompression)
 	data, err := b.encode(opts.SigningKey, !opts.NoCompression)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -11,12 +10,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
-	"github.com/monty-go/monty/runtime/typecheck"
-	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/telemetry"
 )
 
@@ -176,22 +172,7 @@ func (c storedCall) decode() ([]object.Value, []object.Pair, error) {
 	return args, kwargs, nil
 }
 
-// activeRun is the paused run of a live session.
-type activeRun struct {
-	exec *runtime.Execution
-	rec  *pausedRun
-}
-
-// Paused describes the session's paused run; nil when none.
-func (s *Session) Paused() *Paused {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.run == nil {
-		return nil
-	}
-	return s.run.rec.public()
-}
-
+// public describes the run for the caller who answers it.
 func (r *pausedRun) public() *Paused {
 	p := &Paused{RunID: r.ID, Expires: r.Expires}
 	for _, c := range r.Calls {
@@ -201,133 +182,6 @@ func (r *pausedRun) public() *Paused {
 			Blocking: r.Blocking != nil && *r.Blocking == c.ID, Object: obj})
 	}
 	return p
-}
-
-// adoptRun takes the paused execution a loaded blob holds.
-func (s *Session) adoptRun(b *blob, paused *runtime.Execution) error {
-	switch {
-	case b.Run == nil && paused == nil:
-		return nil
-	case b.Run == nil || paused == nil:
-		return corrupt("the paused run and the dump disagree")
-	}
-	s.run = &activeRun{exec: paused, rec: b.Run}
-	return nil
-}
-
-// settleRun lets a call run: an expired paused run is abandoned (its code
-// gets an exception it cannot catch; the globals it set stay), a live one
-// refuses the call.
-func (s *Session) settleRun(ctx context.Context) error {
-	if s.run == nil {
-		return nil
-	}
-	if err := s.syncRun(ctx); err != nil || s.run == nil {
-		return err // resumed elsewhere meanwhile, maybe
-	}
-	if time.Now().Before(s.run.rec.Expires) {
-		return fmt.Errorf("%w: session %s, run %s (resume it, or wait until %s when it expires)", ErrRunPaused, s.id, s.run.rec.ID, s.run.rec.Expires.Format(time.RFC3339))
-	}
-	s.run.exec.Close(ctx)
-	s.run = nil
-	return nil
-}
-
-// feed runs code, with the client tools of o as External functions.
-func (s *Session) feed(ctx context.Context, code string, inputs []runtime.Input, o ExecOptions) (object.Value, error) {
-	ttl := o.RunTTL
-	if ttl <= 0 {
-		ttl = DefaultRunTTL
-	}
-	// What a run that pauses records (the Host may have External
-	// functions of its own, too).
-	s.pending = &pausedRun{Code: code, Tools: slices.Clone(o.Tools), TTL: int64(ttl)}
-	if len(o.Tools) == 0 {
-		return s.host.Feed(ctx, s.repl, code, inputs...)
-	}
-	if s.opts.JSONOnly {
-		return nil, fmt.Errorf("%w: client tools need the interpreter's dump, which a JSONOnly session does not keep", runtime.ErrInvalidOption)
-	}
-	host, err := s.toolHost(o.Tools)
-	if err != nil {
-		return nil, err
-	}
-	return host.Feed(ctx, s.repl, code, inputs...)
-}
-
-// toolHost is the session's host with tools as External functions.
-func (s *Session) toolHost(tools []ClientTool) (*runtime.Host, error) {
-	h := *s.host
-	h.Functions = make(map[string]runtime.Function, len(s.host.Functions)+len(tools))
-	for name, f := range s.host.Functions {
-		h.Functions[name] = f
-	}
-	for _, t := range tools {
-		if _, taken := h.Functions[t.Name]; taken || t.Name == "" {
-			return nil, fmt.Errorf("%w: client tool %q: the name is empty, given twice, or a host function's", runtime.ErrInvalidOption, t.Name)
-		}
-		h.Functions[t.Name] = runtime.Function{External: true, Async: t.Async}
-	}
-	return &h, nil
-}
-
-// pause records the run a Drive suspended: its calls, merged with the ones
-// still outstanding from before.
-func (s *Session) pause(sp *runtime.Suspended) *Paused {
-	rec := s.pending
-	if s.run != nil {
-		rec = s.run.rec // a resumed run paused again
-	}
-	known := map[uint32]storedCall{}
-	for _, c := range rec.Calls {
-		known[c.ID] = c
-	}
-	for _, c := range sp.Calls {
-		known[c.CallID] = storeCall(c)
-	}
-	next := &pausedRun{Code: rec.Code, Tools: rec.Tools, TTL: rec.TTL, ID: newRunID(),
-		Expires: time.Now().Add(time.Duration(rec.TTL)).UTC().Truncate(time.Millisecond)}
-	// The run waits on these: the outstanding futures and the new calls;
-	// for a sync call, that call last.
-	outstanding := s.outstanding()
-	for _, id := range sp.Waiting {
-		outstanding[id] = true
-	}
-	for _, c := range sp.Calls {
-		outstanding[c.CallID] = true
-	}
-	if p, ok := s.pauseOf(); ok {
-		next.Blocking = &p
-	}
-	for id := range outstanding {
-		if c, ok := known[id]; ok && (next.Blocking == nil || id != *next.Blocking) {
-			next.Calls = append(next.Calls, c)
-		}
-	}
-	slices.SortFunc(next.Calls, func(a, b storedCall) int { return int(a.ID) - int(b.ID) })
-	if next.Blocking != nil {
-		next.Calls = append(next.Calls, known[*next.Blocking])
-	}
-	s.run = &activeRun{exec: s.repl.Execution(), rec: next}
-	s.pending = nil
-	return next.public()
-}
-
-// savePause stores the state of a run paused at res.Paused's calls, under
-// a span of its own. A paused run that is not stored cannot be resumed: it
-// is over, and res.Paused is cleared.
-func (s *Session) savePause(ctx context.Context, res *Result, tc *typecheck.Context) error {
-	s.run.rec.Trace = telemetry.Traceparent(ctx)
-	ctx, span := telemetry.Start(ctx, telemetry.SpanPause, trace.SpanKindInternal, pauseAttrs(res.Paused)...)
-	err := s.save(ctx, res, tc)
-	if err == nil && !res.Saved {
-		err = fmt.Errorf("session %s: the paused run could not be stored (%s): %w", s.id, res.NotSavedReason, ErrStateTooLarge)
-	}
-	if err != nil {
-		res.Paused = nil
-	}
-	telemetry.End(span, err)
-	return err
 }
 
 // pauseAttrs describe a pause in its span: the run, and the tools it
@@ -342,29 +196,20 @@ func pauseAttrs(p *Paused) []attribute.KeyValue {
 	return []attribute.KeyValue{telemetry.AttrRunID.String(p.RunID), telemetry.AttrToolCalls.Int(len(p.Calls)), telemetry.AttrTools.StringSlice(tools)}
 }
 
-// outstanding are the async calls of the paused run still unanswered.
-func (s *Session) outstanding() map[uint32]bool {
-	out := map[uint32]bool{}
-	if s.run != nil {
-		for _, c := range s.run.rec.Calls {
-			if b := s.run.rec.Blocking; b == nil || c.ID != *b {
-				out[c.ID] = true
-			}
+// withTools is host with tools as External functions.
+func withTools(host *runtime.Host, tools []ClientTool) (*runtime.Host, error) {
+	h := *host
+	h.Functions = make(map[string]runtime.Function, len(host.Functions)+len(tools))
+	for name, f := range host.Functions {
+		h.Functions[name] = f
+	}
+	for _, t := range tools {
+		if _, taken := h.Functions[t.Name]; taken || t.Name == "" {
+			return nil, fmt.Errorf("%w: client tool %q: the name is empty, given twice, or a host function's", runtime.ErrInvalidOption, t.Name)
 		}
+		h.Functions[t.Name] = runtime.Function{External: true, Async: t.Async}
 	}
-	return out
-}
-
-// pauseOf is the id of the sync call the REPL's feed is stopped at.
-func (s *Session) pauseOf() (uint32, bool) {
-	e := s.repl.Execution()
-	if e == nil {
-		return 0, false
-	}
-	if c, ok := e.Pause().(*runtime.FunctionCall); ok {
-		return c.CallID, true
-	}
-	return 0, false
+	return &h, nil
 }
 
 // CheckResults reports whether results answer the calls of p as Resume
@@ -426,112 +271,6 @@ func newRunID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// snapshotUnlessPaused is snapshot, except that a paused run cannot run
-// the view's code: the stored view and names stay those of the last
-// completed call.
-func (s *Session) snapshotUnlessPaused(ctx context.Context) (names []string, view []byte, omitted []string, err error) {
-	if s.run == nil {
-		return s.snapshot(ctx)
-	}
-	if s.saved != nil {
-		return s.saved.Names, s.saved.JSON, nil, nil
-	}
-	return []string{}, []byte("{}"), nil, nil
-}
-
-// Resume continues the paused run runID with results for its calls, and
-// runs until it completes or pauses again (Result.Paused, with a new
-// RunID), storing the state under the same compare-and-set as Exec: when
-// two Resumes of one run race, in this process or others, one stores its
-// outcome and the other fails with store.ErrConflict. For a sync call the
-// run is stopped at, results must answer it; awaited async calls may be
-// answered all at once or some at a time.
-//
-// A resumed run that raises stores the state the exception left (the
-// state before the run is gone once it paused), with its Result.Err set;
-// a resume that fails otherwise (cancelled, a limit of the host, a store
-// failure) leaves the run paused as it was, to be resumed again.
-func (s *Session) Resume(ctx context.Context, runID string, results []ToolResult) (res *Result, err error) {
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.busy.Store(false)
-	defer s.mu.Unlock()
-	ctx, span := s.opts.Telemetry.StartExecution(ctx, s.id, true)
-	defer func() {
-		o := outcomeOf(res, err)
-		if o.RunID == "" {
-			o.RunID = telemetry.Clip(runID) // the caller's words
-		}
-		span.End(o)
-	}()
-	e, host, waiting, resumeErr, err := s.resumeRun(ctx, runID, results)
-	if err != nil {
-		return nil, err
-	}
-	rec := s.run.rec
-	span.Link(rec.Trace)
-	err = resumeErr
-	var v object.Value
-	if err == nil {
-		if e.Done() {
-			v = e.Value()
-		} else {
-			v, err = host.Continue(ctx, e, waiting)
-		}
-	}
-	var suspended *runtime.Suspended
-	if err == nil || !errors.As(err, &suspended) {
-		s.run = nil // over, one way or another (a failed resume reloads it)
-	} else {
-		s.run = &activeRun{exec: e, rec: &pausedRun{Code: rec.Code, Tools: rec.Tools, TTL: rec.TTL, Calls: rec.remaining(results)}}
-	}
-	// An exception the code raised ends the run and is stored; a limit
-	// (time, memory, ...) leaves the run paused as it was stored.
-	capture := runtime.LimitOf(err) == runtime.NoLimit
-	return s.finishCall(ctx, rec.Code, v, err, capture)
-}
-
-// resumeRun hands results to the paused run runID, under a span of its
-// own. A non-nil err means nothing was resumed. Otherwise the run goes on
-// from e, driven by host, with waiting still unanswered; resumed is the
-// error of handing the results over, which ends the run as the error of a
-// call does.
-func (s *Session) resumeRun(ctx context.Context, runID string, results []ToolResult) (e *runtime.Execution, host *runtime.Host, waiting []uint32, resumed, err error) {
-	ctx, span := telemetry.Start(ctx, telemetry.SpanResume, trace.SpanKindInternal,
-		telemetry.AttrRunID.String(telemetry.Clip(runID)), telemetry.AttrToolCalls.Int(len(results)))
-	defer func() { telemetry.End(span, errors.Join(err, resumed)) }()
-	if err := s.syncRun(ctx); err != nil {
-		return nil, nil, nil, nil, err
-	}
-	if s.run == nil || s.run.rec.ID != runID {
-		return nil, nil, nil, nil, fmt.Errorf("%w: session %s has no paused run %q (resumed already, abandoned after expiring, or never made)", ErrRunNotPaused, s.id, runID)
-	}
-	rec := s.run.rec
-	if !time.Now().Before(rec.Expires) {
-		return nil, nil, nil, nil, fmt.Errorf("%w: run %s expired at %s", ErrRunExpired, runID, rec.Expires.Format(time.RFC3339))
-	}
-	answer, waiting, err := rec.answer(results)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	if s.it.Dead() != nil || s.it.Outdated() {
-		if err := s.rollback(ctx); err != nil {
-			return nil, nil, nil, nil, err
-		}
-		if s.run == nil || s.run.rec.ID != runID {
-			return nil, nil, nil, nil, fmt.Errorf("%w: session %s lost run %q while restoring its state", ErrRunNotPaused, s.id, runID)
-		}
-	}
-	s.it.SetLimits(s.opts.Limits)
-	s.it.SetPrintFunc(s.opts.Print)
-	if host, err = s.toolHost(rec.Tools); err != nil {
-		return nil, nil, nil, nil, corrupt("paused run tools: %v", err)
-	}
-	e = s.run.exec
-	return e, host, waiting, e.Resume(ctx, answer), nil
 }
 
 // answer turns results into the answer of the run's pause, and lists the
@@ -613,20 +352,4 @@ func storeCall(c *runtime.FunctionCall) storedCall {
 		sc.Object = c.ObjectID.String()
 	}
 	return sc
-}
-
-// syncRun reloads the state when the store holds a newer one: a run paused
-// or resumed by another session of the same id changes what this one may
-// do.
-func (s *Session) syncRun(ctx context.Context) error {
-	info, err := s.opts.Store.Stat(ctx, s.id)
-	switch {
-	case errors.Is(err, store.ErrNotFound) && s.version == "":
-		return nil
-	case err != nil && !errors.Is(err, store.ErrNotFound):
-		return err
-	case err == nil && info.Version == s.version:
-		return nil
-	}
-	return s.reload(ctx)
 }

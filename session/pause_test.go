@@ -17,12 +17,10 @@ import (
 	"github.com/monty-go/monty/session/store/memstore"
 )
 
+// openIn opens session id of st, closed when the test ends.
 func openIn(t *testing.T, st store.Store, id string) *session.Session {
 	t.Helper()
-	s, err := session.Open(context.Background(), id, session.Options{Store: st})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	return s
+	return open(t, id, session.Options{Store: st})
 }
 
 var tools = []session.ClientTool{{Name: "ask"}, {Name: "fetch", Async: true}}

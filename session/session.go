@@ -3,7 +3,6 @@ package session
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,12 +10,13 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/telemetry"
-	"github.com/monty-go/monty/wasm"
 )
 
 // DefaultMaxStateSize caps a session's stored state when Options.MaxStateSize is 0.
@@ -183,44 +183,35 @@ type Result struct {
 // Session is a Python REPL whose globals, functions, classes and instances
 // persist between Exec calls, in the Store. It is safe for concurrent use in
 // the sense that a second concurrent call fails at once with ErrBusy.
+//
+// A Session runs code in its interpreter and hands the rest to two
+// collaborators: its storedState (the state as stored, the files of /work)
+// and its runs (the run paused at client tool calls). Between calls the
+// live state equals the stored one; a call that is not saved puts the live
+// state back (rollback).
 type Session struct {
 	id   string
 	opts Options
 	eng  *runtime.Engine
+	// host serves the code's pauses: Options.Host, with /work in front
+	// of its OS handler when the session has files.
+	host *runtime.Host
 
-	busy    atomic.Bool
-	mu      sync.Mutex // guards the fields below for State/Info readers
-	it      *runtime.Interpreter
-	repl    *runtime.REPL
-	version string // store version of the blob this state matches; "" if none
-	saved   *blob  // last stored state
-	info    store.Info
-	closed  bool
+	busy   atomic.Bool
+	mu     sync.Mutex // guards the fields below (held by calls and readers)
+	closed bool
+	it     *runtime.Interpreter
+	repl   *runtime.REPL
+	state  *storedState
+	runs   runs
+	// restore says how the state was last loaded; noticed is set once
+	// RestoreNotice has reported it.
 	restore Restore
-	// noticed is set once RestoreNotice has reported restore.
 	noticed bool
 	// tc is the live type check context (the saved one between calls;
 	// nil while the session does not record one).
 	tc *typecheck.Context
-	// host serves the code's pauses: Options.Host, with /work in front
-	// of its OS handler when the session has files.
-	host *runtime.Host
-	// files is /work (nil without Options.Files). Between calls it holds
-	// the files of saved; it held those of filesOf (nil: none) when its
-	// generation was filesGen.
-	files    *runtime.MemFS
-	filesOf  *blob
-	filesGen uint64
-	// filesCache holds the stored forms of /work's files as last saved or
-	// loaded, so a save compresses only the files that changed.
-	filesCache fileCache
-	// run is the run paused at client tool calls, as saved (nil: none);
-	// pending is what the call in progress records if it pauses.
-	run     *activeRun
-	pending *pausedRun
 }
-
-var moduleSum = sync.OnceValue(func() [32]byte { return sha256.Sum256(wasm.Module) })
 
 // Open returns the session stored under id, or a new empty one.
 func Open(ctx context.Context, id string, opts Options) (*Session, error) {
@@ -242,17 +233,16 @@ func Open(ctx context.Context, id string, opts Options) (*Session, error) {
 	if opts.Limits == (runtime.Limits{}) {
 		s.opts.Limits = runtime.DefaultLimits()
 	}
-	if opts.Files != nil {
-		s.files = newFilesMem(s.opts.fileLimits())
-		s.filesGen = s.files.Generation()
+	s.state = newStoredState(id, &s.opts, eng)
+	if files := s.state.files; files != nil {
 		h := runtime.Host{}
 		if opts.Host != nil {
 			h = *opts.Host
 		}
 		if h.OS != nil {
-			h.OS = runtime.Chain{s.files, h.OS}
+			h.OS = runtime.Chain{files, h.OS}
 		} else {
-			h.OS = s.files
+			h.OS = files
 		}
 		s.host = &h
 	}
@@ -272,238 +262,89 @@ func (s *Session) ID() string { return s.id }
 // Restored reports how Open found the state.
 func (s *Session) Restored() Restore { return s.restore }
 
-// load fetches and restores the stored state, or starts empty.
-func (s *Session) load(ctx context.Context) error {
-	s.noticed = false
-	if s.opts.Ephemeral {
-		return s.fresh(ctx)
+// RestoreNotice returns how the session got its state (as Restored), once:
+// the first call after Open, or after the session reloaded its state from
+// the store (which it does after losing a race to another writer), returns
+// true; later calls return false until the next load. A caller that keeps
+// a session open across many calls, as a Manager does, uses it to tell
+// about a fresh start or a fallback once.
+func (s *Session) RestoreNotice() (Restore, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.noticed {
+		return Restore{}, false
 	}
-	obj, err := s.opts.Store.Get(ctx, s.id)
-	if errors.Is(err, store.ErrNotFound) {
-		return s.fresh(ctx)
-	}
-	if errors.Is(err, store.ErrUnreadable) {
-		// Damage to this entry, not an outage of the store.
-		return s.salvage(ctx, err)
-	}
-	if err != nil {
-		return err
-	}
-	s.restore.Found = true
-	b, err := decodeBlob(obj.Data, s.opts.readKeys(), s.opts.Limits.MaxMemory)
-	if err == nil {
-		err = s.restoreBlob(ctx, b)
-	}
-	if errors.Is(err, runtime.ErrMemoryLimit) {
-		// The state is intact but too large for this session's limit: it
-		// stays stored as it is, for a caller with a larger limit.
-		return fmt.Errorf("session %s: the stored state does not fit the memory limit, and is kept unchanged: %w", s.id, err)
-	}
-	if errors.Is(err, runtime.ErrNoSpace) {
-		// Files written under larger limits: kept for a caller with those.
-		return fmt.Errorf("session %s: %w", s.id, err)
-	}
-	if errors.Is(err, ErrCorrupt) {
-		return s.quarantine(ctx, obj.Data, err, "")
-	}
-	if err != nil {
-		// Cancelled, no interpreter, a dead one: the blob is not to blame.
-		return err
-	}
-	s.version, s.saved, s.info, s.tc = obj.Info.Version, b, obj.Info, b.TypeCheck
-	return nil
+	s.noticed = true
+	return s.restore, true
 }
 
-// restoreBlob rebuilds the interpreter state and the files from a decoded
-// blob.
-func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
-	s.run = nil
-	if err := s.restoreFiles(b); err != nil {
-		return err
+// State returns the JSON view of the stored state: the public,
+// JSON-serialisable globals as Go values (map[string]any, []any, string,
+// float64/json.Number, bool, nil).
+func (s *Session) State() map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]any{}
+	if saved := s.state.saved; saved != nil {
+		dec := json.NewDecoder(bytes.NewReader(saved.JSON))
+		dec.UseNumber()
+		_ = dec.Decode(&out)
 	}
-	if err := s.newInterpreter(ctx); err != nil {
-		return err
-	}
-	if b.Run != nil && (b.JSONOnly || s.opts.JSONOnly || b.MontyVersion != s.eng.MontyVersion()) {
-		// Rebuilding from the JSON view would drop the run and let the
-		// next call overwrite it: refuse, leaving the state stored.
-		return fmt.Errorf("%w: run %s, paused by Monty %s, cannot be continued here (Monty %s, JSON-only %t); resume it where it was paused",
-			ErrRunUnloadable, b.Run.ID, b.MontyVersion, s.eng.MontyVersion(), s.opts.JSONOnly)
-	}
-	if !b.JSONOnly && !s.opts.JSONOnly {
-		if b.MontyVersion == s.eng.MontyVersion() {
-			repl, paused, err := s.it.LoadREPL(ctx, b.Dump)
-			if err == nil {
-				s.repl = repl
-				return s.adoptRun(b, paused)
-			}
-			if !errors.Is(err, runtime.ErrInvalidDump) {
-				return blobFault(ctx, err, "the dump does not load")
-			}
-			if b.Run != nil {
-				return fmt.Errorf("%w: run %s: its dump does not load here: %v", ErrRunUnloadable, b.Run.ID, err)
-			}
-			s.restore.Reason = "the dump could not be loaded: " + err.Error()
-		} else {
-			s.restore.Reason = fmt.Sprintf("the dump was written by Monty %s and this is Monty %s", b.MontyVersion, s.eng.MontyVersion())
-		}
-		s.restore.FromJSON = true
-	}
-	view, err := parseView(b.JSON)
-	if err != nil {
-		return err
-	}
-	if s.restore.FromJSON {
-		for _, n := range b.Names {
-			if _, ok := view.Get(object.Str(n)); !ok {
-				s.restore.Lost = append(s.restore.Lost, n)
-			}
-		}
-	}
-	return blobFault(ctx, s.injectJSON(ctx, view), "the JSON view does not load")
+	return out
 }
 
-// blobFault classifies an error met while restoring a decoded blob: a
-// failure of the blob itself (ErrCorrupt, so the blob is kept aside) unless
-// it is the caller's cancellation, a dead interpreter or the memory limit,
-// which say nothing about the blob.
-func blobFault(ctx context.Context, err error, what string) error {
-	if err == nil || ctx.Err() != nil || errors.Is(err, runtime.ErrCancelled) || errors.Is(err, runtime.ErrDead) ||
-		errors.Is(err, runtime.ErrMemoryLimit) {
-		// Not the blob's fault: a state too large for this caller's
-		// memory limit is kept as it is.
-		return err
-	}
-	return corrupt("%s: %v", what, err)
-}
-
-// quarantine keeps an unloadable blob aside, then fails or starts fresh.
-// The copy is named after the blob's content, so meeting the same blob
-// again (every call on a session until someone repairs it) keeps one copy.
-// replace is the version a fresh start's first save replaces the original
-// under ("": the stored version, as Stat reports it).
-func (s *Session) quarantine(ctx context.Context, data []byte, cause error, replace string) error {
-	sum := sha256.Sum256(data)
-	qid := fmt.Sprintf("%s.corrupt.%x", s.id, sum[:8])
-	if len(qid) > 200 {
-		qid = fmt.Sprintf("corrupt.%x.%x", sha256.Sum256([]byte(s.id)), sum[:8])
-	}
-	if _, err := s.opts.Store.Put(ctx, qid, data, store.Cond{IfAbsent: true}); err != nil && !errors.Is(err, store.ErrConflict) {
-		return &CorruptStateError{ID: s.id, Err: cause, KeepErr: err}
-	}
-	if !s.opts.FreshOnCorrupt {
-		return &CorruptStateError{ID: s.id, QuarantinedAs: qid, Err: cause}
-	}
-	s.restore.QuarantinedAs = qid
-	s.restore.Reason = cause.Error()
-	s.restore.Err = cause
-	// Starting empty: later saves replace the original, whose copy is kept.
-	if replace == "" {
-		if obj, err := s.opts.Store.Stat(ctx, s.id); err == nil {
-			replace = obj.Version
-		}
-	}
-	s.version = replace
-	s.saved = nil
-	return s.freshInterpreter(ctx)
-}
-
-func (s *Session) fresh(ctx context.Context) error {
-	s.version, s.saved, s.tc = "", nil, nil
-	return s.freshInterpreter(ctx)
-}
-
-func (s *Session) freshInterpreter(ctx context.Context) error {
-	s.run = nil
-	if err := s.restoreFiles(nil); err != nil {
-		return err
-	}
-	if err := s.newInterpreter(ctx); err != nil {
-		return err
-	}
-	repl, err := s.it.NewREPL(ctx, s.replOptions()...)
-	s.repl = repl
-	return err
-}
-
-// replOptions start a new REPL in /work when the session has files.
-func (s *Session) replOptions() []runtime.CompileOption {
-	if s.files == nil {
+// Globals lists the public global names of the stored state, sorted.
+func (s *Session) Globals() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state.saved == nil {
 		return nil
 	}
-	return []runtime.CompileOption{runtime.WithCwd(FilesMount)}
+	return slices.Sorted(slices.Values(s.state.saved.Names))
 }
 
-func (s *Session) newInterpreter(ctx context.Context) error {
-	if s.it != nil {
-		_ = s.it.Close(ctx)
-	}
-	var it *runtime.Interpreter
-	var err error
-	if s.opts.Pool != nil {
-		it, err = s.opts.Pool.Get(ctx)
-	} else {
-		it, err = s.eng.NewInterpreter(ctx)
-	}
-	if err != nil {
-		return err
-	}
-	s.it, s.repl = it, nil
-	return nil
+// Paused describes the session's paused run; nil when none.
+func (s *Session) Paused() *Paused {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs.public()
 }
 
-// injectJSON makes a fresh REPL whose globals are the JSON view's values.
-func (s *Session) injectJSON(ctx context.Context, view object.Dict) error {
-	if s.repl != nil {
-		s.repl.Close()
-	}
-	repl, err := s.it.NewREPL(ctx, s.replOptions()...)
+// Files lists the session's files (not its directories) as stored, sorted
+// by path. Like State, it waits for a running call to finish.
+func (s *Session) Files() ([]FileInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mem, err := s.storedFiles()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.repl = repl
-	if len(view) == 0 {
-		return nil
-	}
-	inputs := make([]runtime.Input, 0, len(view))
-	for _, p := range view {
-		inputs = append(inputs, runtime.Input{Name: string(p.Key.(object.Str)), Value: p.Value})
-	}
-	if _, err = repl.Run(ctx, "None", inputs...); err != nil {
-		return err
-	}
-	// Nothing ran that could reach the memory limit: measure, as loading
-	// a dump does.
-	if limit := s.opts.Limits.MaxMemory; limit > 0 {
-		used, err := s.it.MemoryUsage(ctx)
-		if err != nil {
-			return err
-		}
-		if used > limit {
-			return &runtime.StateLimitError{Need: used, Limit: limit}
-		}
-	}
-	return nil
+	return listFiles(mem), nil
 }
 
-func parseView(raw json.RawMessage) (object.Dict, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	v, err := object.FromJSON(raw)
+// ReadFile returns the contents of the session's file name ("out.csv" or
+// "/work/out.csv") as stored; an error matching fs.ErrNotExist when there
+// is no such file. Like State, it waits for a running call to finish.
+func (s *Session) ReadFile(name string) ([]byte, error) {
+	rel, err := filePath(name)
 	if err != nil {
-		return nil, corrupt("JSON view: %v", err)
+		return nil, err
 	}
-	d, ok := v.(object.Dict)
-	if !ok {
-		return nil, corrupt("JSON view is not an object")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mem, err := s.storedFiles()
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range d {
-		if _, ok := p.Key.(object.Str); !ok {
-			return nil, corrupt("JSON view has a non-string key")
-		}
+	return readFrom(mem, s.id, rel)
+}
+
+// storedFiles is /work as stored, for the readers, which hold s.mu.
+func (s *Session) storedFiles() (*runtime.MemFS, error) {
+	if s.closed {
+		return nil, ErrClosed
 	}
-	return d, nil
+	return s.state.storedFiles()
 }
 
 // Exec runs code in the session and persists the resulting state. A Python
@@ -518,6 +359,43 @@ func (s *Session) Exec(ctx context.Context, code string) (*Result, error) {
 // (they stay in the session like any other global).
 func (s *Session) ExecWith(ctx context.Context, code string, inputs ...runtime.Input) (*Result, error) {
 	return s.ExecOptions(ctx, code, ExecOptions{Inputs: inputs, TypeCheck: s.opts.TypeCheck})
+}
+
+// ExecOptions is Exec with per-call options: inputs, and type checking
+// before the code runs (a *typecheck.Error when the check finds problems:
+// nothing runs and the state is unchanged).
+func (s *Session) ExecOptions(ctx context.Context, code string, o ExecOptions) (res *Result, err error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.busy.Store(false)
+	defer s.mu.Unlock()
+	ctx, span := s.opts.Telemetry.StartExecution(ctx, s.id, false)
+	defer func() { span.End(outcomeOf(res, err)) }()
+	if o.TypeCheck != nil {
+		checked, err := s.check(ctx, code, o.TypeCheck, o.Inputs, o.Tools)
+		if err != nil {
+			return nil, err
+		}
+		if err := checked.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if s.repl == nil || s.it == nil || s.it.Dead() != nil || s.it.Outdated() {
+		// An earlier failure left no usable interpreter, or the engine runs
+		// faster code since its fast start finished compiling: rebuild the
+		// saved state (which the live state equals between calls).
+		if err := s.rollback(ctx); err != nil {
+			return nil, fmt.Errorf("session %s: restoring the saved state after an earlier failure: %w", s.id, err)
+		}
+	}
+	if err := s.settleRun(ctx); err != nil {
+		return nil, err
+	}
+	s.it.SetLimits(s.opts.Limits)
+	s.it.SetPrintFunc(s.opts.Print)
+	v, err := s.feed(ctx, code, o)
+	return s.finishCall(ctx, code, v, err, s.opts.CaptureOnError)
 }
 
 // enter starts a call: it fails with ErrBusy while another runs, else
@@ -535,43 +413,71 @@ func (s *Session) enter() error {
 	return nil
 }
 
-// ExecOptions is Exec with per-call options: inputs, and type checking
-// before the code runs (a *typecheck.Error when the check finds problems:
-// nothing runs and the state is unchanged).
-func (s *Session) ExecOptions(ctx context.Context, code string, o ExecOptions) (res *Result, err error) {
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.busy.Store(false)
-	defer s.mu.Unlock()
-	ctx, span := s.opts.Telemetry.StartExecution(ctx, s.id, false)
-	defer func() { span.End(outcomeOf(res, err)) }()
-	var checked *typecheck.Result
-	if o.TypeCheck != nil {
+// check runs the checker on code with the session's context, which it
+// starts when the session does not record one yet.
+func (s *Session) check(ctx context.Context, code string, tc *TypeCheck, inputs []runtime.Input, tools []ClientTool) (*typecheck.Result, error) {
+	checker := tc.Checker
+	if checker == nil {
 		var err error
-		if checked, err = s.check(ctx, code, o.TypeCheck, o.Inputs, o.Tools); err != nil {
-			return nil, err
-		}
-		if err := checked.Err(); err != nil {
+		if checker, err = typecheck.Default(ctx); err != nil {
 			return nil, err
 		}
 	}
-	inputs := o.Inputs
-	if s.repl == nil || s.it == nil || s.it.Dead() != nil || s.it.Outdated() {
-		// An earlier failure left no usable interpreter, or the engine runs
-		// faster code since its fast start finished compiling: rebuild the
-		// saved state (which the live state equals between calls).
-		if err := s.rollback(ctx); err != nil {
-			return nil, fmt.Errorf("session %s: restoring the saved state after an earlier failure: %w", s.id, err)
-		}
+	if s.tc == nil {
+		s.tc = seedContext(s.state.saved)
 	}
-	if err := s.settleRun(ctx); err != nil {
+	req := tc.request(code, inputs, tools, s.opts.Limits)
+	s.tc.Apply(&req)
+	done := s.opts.Telemetry.StartTypeCheck(ctx)
+	res, err := checker.Check(ctx, req)
+	problems := 0
+	if res != nil {
+		problems = len(res.Diagnostics)
+	}
+	done(problems, err)
+	return res, err
+}
+
+// settleRun lets a call run when a run is paused: it first catches up
+// with the store (the run may have been resumed elsewhere), then abandons
+// the run if it expired, or refuses the call.
+func (s *Session) settleRun(ctx context.Context) error {
+	if s.runs.paused == nil {
+		return nil
+	}
+	if err := s.syncRun(ctx); err != nil {
+		return err
+	}
+	return s.runs.settle(ctx, s.id)
+}
+
+// syncRun reloads the state when the store holds a newer one: a run paused
+// or resumed by another session of the same id changes what this one may
+// do.
+func (s *Session) syncRun(ctx context.Context) error {
+	changed, err := s.state.changed(ctx)
+	if err != nil || !changed {
+		return err
+	}
+	return s.reload(ctx)
+}
+
+// feed runs code, with the client tools of o as External functions.
+func (s *Session) feed(ctx context.Context, code string, o ExecOptions) (object.Value, error) {
+	// What a run that pauses records (the Host may have External
+	// functions of its own, too).
+	s.runs.begin(code, o.Tools, o.RunTTL)
+	if len(o.Tools) == 0 {
+		return s.host.Feed(ctx, s.repl, code, o.Inputs...)
+	}
+	if s.opts.JSONOnly {
+		return nil, fmt.Errorf("%w: client tools need the interpreter's dump, which a JSONOnly session does not keep", runtime.ErrInvalidOption)
+	}
+	host, err := withTools(s.host, o.Tools)
+	if err != nil {
 		return nil, err
 	}
-	s.it.SetLimits(s.opts.Limits)
-	s.it.SetPrintFunc(s.opts.Print)
-	v, err := s.feed(ctx, code, inputs, o)
-	return s.finishCall(ctx, code, v, err, s.opts.CaptureOnError)
+	return host.Feed(ctx, s.repl, code, o.Inputs...)
 }
 
 // finishCall stores what a call (or a resume) left: the new state, the
@@ -584,12 +490,12 @@ func (s *Session) finishCall(ctx context.Context, code string, v object.Value, e
 	switch {
 	case errors.As(err, &suspended):
 		res.Value = nil
-		res.Paused = s.pause(suspended)
+		res.Paused = s.runs.pause(suspended, s.repl.Execution())
 	case err == nil:
 	case errors.As(err, &pyErr) && !errors.Is(err, runtime.ErrCancelled):
 		res.Err = pyErr
 		if !captureErr {
-			s.describe(res)
+			s.state.describe(res)
 			return res, s.rollback(ctx)
 		}
 	default:
@@ -597,17 +503,13 @@ func (s *Session) finishCall(ctx context.Context, code string, v object.Value, e
 		if rerr := s.rollback(ctx); rerr != nil {
 			return res, errors.Join(err, rerr)
 		}
-		s.describe(res)
+		s.state.describe(res)
 		return res, err
 	}
-	tc := s.nextContext(code)
 	if res.Paused != nil {
-		tc = s.tc // the code is not done yet
-	}
-	if res.Paused != nil {
-		err = s.savePause(ctx, res, tc)
+		err = s.savePause(ctx, res, s.tc) // the code is not done yet
 	} else {
-		err = s.save(ctx, res, tc)
+		err = s.save(ctx, res, nextContext(s.tc, code))
 	}
 	if err != nil || !res.Saved {
 		// Not stored (store failure, conflict, size cap): the live state
@@ -618,6 +520,258 @@ func (s *Session) finishCall(ctx context.Context, code string, v object.Value, e
 		}
 	}
 	return res, err
+}
+
+// savePause stores the state of a run paused at res.Paused's calls, under
+// a span of its own. A paused run that is not stored cannot be resumed: it
+// is over, and res.Paused is cleared.
+func (s *Session) savePause(ctx context.Context, res *Result, tc *typecheck.Context) error {
+	s.runs.paused.rec.Trace = telemetry.Traceparent(ctx)
+	ctx, span := telemetry.Start(ctx, telemetry.SpanPause, trace.SpanKindInternal, pauseAttrs(res.Paused)...)
+	err := s.save(ctx, res, tc)
+	if err == nil && !res.Saved {
+		err = fmt.Errorf("session %s: the paused run could not be stored (%s): %w", s.id, res.NotSavedReason, ErrStateTooLarge)
+	}
+	if err != nil {
+		res.Paused = nil
+	}
+	telemetry.End(span, err)
+	return err
+}
+
+// save persists the state after a call, with the type check context tc.
+func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) error {
+	if s.opts.Ephemeral {
+		res.NotSavedReason = NotSavedEphemeral
+		s.state.describe(res)
+		return nil
+	}
+	names, view, omitted, err := s.snapshotUnlessPaused(ctx)
+	if err != nil {
+		return err
+	}
+	res.ViewOmitted = omitted
+	b := &blob{MontyVersion: s.state.montyVersion, ModuleSum: s.state.module, Names: names, JSON: view, JSONOnly: s.opts.JSONOnly, TypeCheck: tc,
+		Run: s.runs.record()}
+	mark := s.state.filesSection(b)
+	if !s.opts.JSONOnly {
+		if b.Dump, err = s.repl.Dump(ctx); err != nil {
+			return err
+		}
+	}
+	_, err = s.state.put(ctx, b, mark)
+	var tooLarge *sizeError
+	switch {
+	case errors.As(err, &tooLarge):
+		res.NotSavedReason = fmt.Sprintf("state is %d bytes, over the %d-byte limit; the previously saved state is kept (the next call continues from it, or starts empty when there is none)", tooLarge.size, tooLarge.limit)
+		s.state.describe(res)
+		return nil
+	case errors.Is(err, store.ErrConflict):
+		s.state.describe(res)
+		// Another writer got there first: ours is not stored, and the
+		// live state no longer matches the store, so reload next time.
+		_ = s.reload(ctx)
+		return fmt.Errorf("session %s: %w: another process updated this session; this call's changes were not saved", s.id, err)
+	case err != nil:
+		s.state.describe(res)
+		return err
+	}
+	s.tc = tc
+	res.Saved = true
+	s.state.describe(res)
+	if s.opts.JSONOnly {
+		// Drop everything the JSON view does not carry.
+		view, err := parseView(b.JSON)
+		if err != nil {
+			return err
+		}
+		return s.injectJSON(ctx, view)
+	}
+	return nil
+}
+
+// Resume continues the paused run runID with results for its calls, and
+// runs until it completes or pauses again (Result.Paused, with a new
+// RunID), storing the state under the same compare-and-set as Exec: when
+// two Resumes of one run race, in this process or others, one stores its
+// outcome and the other fails with store.ErrConflict. For a sync call the
+// run is stopped at, results must answer it; awaited async calls may be
+// answered all at once or some at a time.
+//
+// A resumed run that raises stores the state the exception left (the
+// state before the run is gone once it paused), with its Result.Err set;
+// a resume that fails otherwise (cancelled, a limit of the host, a store
+// failure) leaves the run paused as it was, to be resumed again.
+func (s *Session) Resume(ctx context.Context, runID string, results []ToolResult) (res *Result, err error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.busy.Store(false)
+	defer s.mu.Unlock()
+	ctx, span := s.opts.Telemetry.StartExecution(ctx, s.id, true)
+	defer func() {
+		o := outcomeOf(res, err)
+		if o.RunID == "" {
+			o.RunID = telemetry.Clip(runID) // the caller's words
+		}
+		span.End(o)
+	}()
+	run, host, waiting, resumeErr, err := s.resumeRun(ctx, runID, results)
+	if err != nil {
+		return nil, err
+	}
+	rec := run.rec
+	span.Link(rec.Trace)
+	err = resumeErr
+	e := run.exec
+	var v object.Value
+	if err == nil {
+		if e.Done() {
+			v = e.Value()
+		} else {
+			v, err = host.Continue(ctx, e, waiting)
+		}
+	}
+	var suspended *runtime.Suspended
+	s.runs.resumed(run, results, e, errors.As(err, &suspended))
+	// An exception the code raised ends the run and is stored; a limit
+	// (time, memory, ...) leaves the run paused as it was stored.
+	capture := runtime.LimitOf(err) == runtime.NoLimit
+	return s.finishCall(ctx, rec.Code, v, err, capture)
+}
+
+// resumeRun hands results to the paused run runID, under a span of its
+// own. A non-nil err means nothing was resumed. Otherwise the run goes on
+// from run.exec, driven by host, with waiting still unanswered; resumed is
+// the error of handing the results over, which ends the run as the error
+// of a call does.
+func (s *Session) resumeRun(ctx context.Context, runID string, results []ToolResult) (run *activeRun, host *runtime.Host, waiting []uint32, resumed, err error) {
+	ctx, span := telemetry.Start(ctx, telemetry.SpanResume, trace.SpanKindInternal,
+		telemetry.AttrRunID.String(telemetry.Clip(runID)), telemetry.AttrToolCalls.Int(len(results)))
+	defer func() { telemetry.End(span, errors.Join(err, resumed)) }()
+	if err := s.syncRun(ctx); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if run, err = s.runs.find(s.id, runID); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	answer, waiting, err := run.rec.answer(results)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if s.it.Dead() != nil || s.it.Outdated() {
+		if err := s.rollback(ctx); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if !s.runs.has(runID) {
+			return nil, nil, nil, nil, fmt.Errorf("%w: session %s lost run %q while restoring its state", ErrRunNotPaused, s.id, runID)
+		}
+		run = s.runs.paused
+	}
+	s.it.SetLimits(s.opts.Limits)
+	s.it.SetPrintFunc(s.opts.Print)
+	if host, err = withTools(s.host, run.rec.Tools); err != nil {
+		return nil, nil, nil, nil, corrupt("paused run tools: %v", err)
+	}
+	return run, host, waiting, run.exec.Resume(ctx, answer), nil
+}
+
+// Check type-checks code against the session (its earlier calls, tc's
+// stubs) without running it, under the session's time and memory limits.
+// It also makes the session record its calls for later checks.
+func (s *Session) Check(ctx context.Context, code string, tc TypeCheck) (*typecheck.Result, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.busy.Store(false)
+	defer s.mu.Unlock()
+	return s.check(ctx, code, &tc, nil, nil)
+}
+
+// WriteFile creates or replaces the session's file name ("out.csv" or
+// "/work/out.csv"), with its parent directories, and stores the state at
+// once under the same compare-and-set as a call: it fails with ErrBusy
+// while a call runs, and with an error matching store.ErrConflict when
+// another process changed the session since it was loaded (the session
+// then holds that process's state). Errors match runtime.ErrNoSpace when
+// the files would pass their limits, ErrStateTooLarge when the state would
+// pass Options.MaxStateSize, fs.ErrInvalid for a bad path; the files are
+// then unchanged. It needs Options.Files (ErrNoFiles).
+func (s *Session) WriteFile(ctx context.Context, name string, data []byte) (*FileUpdate, error) {
+	rel, err := filePath(name)
+	if err != nil {
+		return nil, err
+	}
+	return s.changeFiles(ctx, func(mem *runtime.MemFS) (bool, error) { return writeTo(mem, s.id, rel, data) })
+}
+
+// RemoveFile removes the session's file name and stores the state at once,
+// as WriteFile does; an error matching fs.ErrNotExist when there is no such
+// file.
+func (s *Session) RemoveFile(ctx context.Context, name string) (*FileUpdate, error) {
+	rel, err := filePath(name)
+	if err != nil {
+		return nil, err
+	}
+	return s.changeFiles(ctx, func(mem *runtime.MemFS) (bool, error) { return false, removeFrom(mem, s.id, rel) })
+}
+
+// changeFiles applies change to /work between calls and stores the
+// result, or puts /work back as stored.
+func (s *Session) changeFiles(ctx context.Context, change func(mem *runtime.MemFS) (created bool, err error)) (*FileUpdate, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.busy.Store(false)
+	defer s.mu.Unlock()
+	files := s.state.files
+	if files == nil {
+		return nil, fmt.Errorf("session %s: %w", s.id, ErrNoFiles)
+	}
+	created, err := change(files)
+	if err == nil {
+		var info store.Info
+		info, err = s.state.putFiles(ctx)
+		var tooLarge *sizeError
+		switch {
+		case err == nil:
+			return &FileUpdate{Created: created, State: info}, nil
+		case errors.As(err, &tooLarge):
+			err = fmt.Errorf("session %s: %w: with this change the state is %d bytes, over the %d-byte limit (Options.MaxStateSize); nothing was stored", s.id, ErrStateTooLarge, tooLarge.size, tooLarge.limit)
+		case errors.Is(err, store.ErrConflict):
+			_ = s.reload(ctx)
+			err = fmt.Errorf("session %s: %w: another process updated this session; the file change was not saved", s.id, err)
+		}
+	}
+	if files.Generation() != s.state.filesGen {
+		// Put /work back as stored (a conflict has reloaded it already).
+		if rerr := s.state.restoreFiles(s.state.saved); rerr != nil {
+			return nil, errors.Join(err, rerr)
+		}
+	}
+	return nil, err
+}
+
+// Clear deletes the stored state and starts the session empty.
+func (s *Session) Clear(ctx context.Context) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.busy.Store(false)
+	defer s.mu.Unlock()
+	if err := s.opts.Store.Delete(ctx, s.id); err != nil {
+		return err
+	}
+	return s.fresh(ctx)
+}
+
+// Close frees the interpreter. The stored state stays.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.shutdown()
+	return nil
 }
 
 // outcomeOf is how a call that returned res and err ended, for its span.
@@ -654,284 +808,4 @@ func outcomeOf(res *Result, err error) telemetry.Outcome {
 		o.Kind, o.Err = telemetry.OutcomeError, err
 	}
 	return o
-}
-
-// describe fills the state fields from the last stored blob.
-func (s *Session) describe(res *Result) {
-	res.HasState = s.saved != nil
-	if res.HasState {
-		res.StateSize, res.StateHash = s.info.Size, s.info.SHA256
-	}
-}
-
-// rollback puts the interpreter back to the last saved state. It runs to
-// completion even when ctx is cancelled: a cancelled call is exactly when
-// it is needed.
-func (s *Session) rollback(ctx context.Context) error {
-	ctx = context.WithoutCancel(ctx)
-	if s.saved == nil {
-		s.tc = nil
-		return s.freshInterpreter(ctx)
-	}
-	if s.repl != nil {
-		s.repl.Close()
-		s.repl = nil
-	}
-	if s.it == nil || s.it.Dead() != nil || s.it.Outdated() {
-		if err := s.newInterpreter(ctx); err != nil {
-			return err
-		}
-	}
-	s.restore = Restore{Found: true}
-	s.tc = s.saved.TypeCheck
-	return s.restoreBlob(ctx, s.saved)
-}
-
-// viewCode defines a helper and evaluates, at module level, to the public
-// global names and the JSON text of an object holding the public globals
-// that json.dumps accepts (Monty's own json module: no user code runs, NaN
-// and infinities are refused, non-string keys become strings as in
-// CPython). Only strings cross the boundary, so values that cannot cross it
-// faithfully never do. Monty has no del statement, so the helpers stay in
-// the session as the private globals __monty_view and __monty_view_one
-// (redefined before every use, so a user binding of those names cannot
-// change the view).
-const viewCode = `def __monty_view(g):
-    import json
-    names = [k for k in g if not k.startswith('_')]
-    parts = []
-    for k in names:
-        try:
-            parts.append(json.dumps(k) + ': ' + json.dumps(g[k], allow_nan=False))
-        except Exception:
-            pass
-    return names, '{' + ', '.join(parts) + '}'
-def __monty_view_one(g, k):
-    import json
-    try:
-        return json.dumps(k) + ': ' + json.dumps(g[k], allow_nan=False)
-    except Exception:
-        return None
-__monty_view(locals())`
-
-// viewOneCode is the JSON member of the global named by __monty_view_name,
-// or None (run after viewCode has defined the helper).
-const viewOneCode = `__monty_view_one(locals(), __monty_view_name)`
-
-// snapshot computes the names and JSON view of the public globals. It runs
-// to completion even when ctx is cancelled (the call it follows has
-// already succeeded), under the call's time limit and a memory budget of
-// its own: the heap as it is plus a few times the view's size cap, so a
-// view of a huge structure is cut short instead of taking the host's
-// memory. When the whole view does not fit, each global is tried on its
-// own and those that do not fit are left out (omitted).
-func (s *Session) snapshot(ctx context.Context) (names []string, view []byte, omitted []string, err error) {
-	ctx = context.WithoutCancel(ctx)
-	budget := s.opts.maxViewSize()
-	used, err := s.it.MemoryUsage(ctx)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("session: reading globals: %w", err)
-	}
-	lim := s.opts.Limits
-	lim.MaxMemory = used + 4*budget + 8<<20
-	lim.MaxResult = 2*budget + 1<<20
-	s.it.SetLimits(lim)
-	defer s.it.SetLimits(s.opts.Limits)
-	v, err := s.repl.Run(ctx, viewCode)
-	if err != nil && !overBudget(err) {
-		return nil, nil, nil, fmt.Errorf("session: reading globals: %w", err)
-	}
-	pair, _ := v.(object.Tuple)
-	var text object.Str
-	var list object.List
-	if len(pair) == 2 {
-		list, _ = pair[0].(object.List)
-		text, _ = pair[1].(object.Str)
-	}
-	if err == nil && int64(len(text)) > budget {
-		err = runtime.ErrResultLimit
-	}
-	if err != nil {
-		// Too large as a whole: one global at a time.
-		return s.snapshotEach(ctx, budget)
-	}
-	if list == nil || !json.Valid([]byte(text)) {
-		return nil, nil, nil, fmt.Errorf("session: reading globals: unexpected %s", object.Repr(v))
-	}
-	return strs(list), []byte(text), nil, nil
-}
-
-// snapshotEach builds the view one global at a time, leaving out those
-// whose JSON does not fit what is left of the budget.
-func (s *Session) snapshotEach(ctx context.Context, budget int64) (names []string, view []byte, omitted []string, err error) {
-	v, err := s.repl.Run(ctx, "[k for k in locals() if not k.startswith('_')]")
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("session: reading globals: %w", err)
-	}
-	list, _ := v.(object.List)
-	names = strs(list)
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for _, name := range names {
-		m, err := s.repl.Run(ctx, viewOneCode, runtime.Input{Name: "__monty_view_name", Value: object.Str(name)})
-		member, _ := m.(object.Str)
-		switch {
-		case overBudget(err) || (err == nil && int64(b.Len()+len(member)+2) > budget):
-			omitted = append(omitted, name)
-			continue
-		case err != nil:
-			return nil, nil, nil, fmt.Errorf("session: reading global %q: %w", name, err)
-		case member == "":
-			continue // None: not JSON-serialisable
-		}
-		if b.Len() > 1 {
-			b.WriteString(", ")
-		}
-		b.WriteString(string(member))
-	}
-	b.WriteByte('}')
-	if !json.Valid(b.Bytes()) {
-		return nil, nil, nil, errors.New("session: reading globals: the JSON view is not valid JSON")
-	}
-	return names, b.Bytes(), omitted, nil
-}
-
-// overBudget reports an error of the view's own memory or size budget.
-func overBudget(err error) bool {
-	return errors.Is(err, runtime.ErrMemoryLimit) || errors.Is(err, runtime.ErrResultLimit)
-}
-
-// strs keeps the strings of a list.
-func strs(list object.List) []string {
-	out := make([]string, 0, len(list))
-	for _, n := range list {
-		if name, ok := n.(object.Str); ok {
-			out = append(out, string(name))
-		}
-	}
-	return out
-}
-
-// save persists the state after a call, with the type check context tc.
-func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) error {
-	if s.opts.Ephemeral {
-		res.NotSavedReason = NotSavedEphemeral
-		s.describe(res)
-		return nil
-	}
-	names, view, omitted, err := s.snapshotUnlessPaused(ctx)
-	if err != nil {
-		return err
-	}
-	res.ViewOmitted = omitted
-	b := &blob{MontyVersion: s.eng.MontyVersion(), ModuleSum: moduleSum(), Names: names, JSON: view, JSONOnly: s.opts.JSONOnly, TypeCheck: tc}
-	if s.run != nil {
-		b.Run = s.run.rec
-	}
-	filesGen, filesCache := s.filesSection(b)
-	if !s.opts.JSONOnly {
-		if b.Dump, err = s.repl.Dump(ctx); err != nil {
-			return err
-		}
-	}
-	data, err := b.encode(s.opts.SigningKey, !s.opts.NoCompression)
-	if err != nil {
-		return err
-	}
-	if int64(len(data)) > s.opts.maxStateSize() {
-		res.NotSavedReason = fmt.Sprintf("state is %d bytes, over the %d-byte limit; the previously saved state is kept (the next call continues from it, or starts empty when there is none)", len(data), s.opts.maxStateSize())
-		s.describe(res)
-		return nil
-	}
-	cond := store.Cond{IfVersion: s.version, IfAbsent: s.version == ""}
-	info, err := s.opts.Store.Put(ctx, s.id, data, cond)
-	if err != nil {
-		s.describe(res)
-		if errors.Is(err, store.ErrConflict) {
-			// Another writer got there first: ours is not stored, and the
-			// live state no longer matches the store, so reload next time.
-			_ = s.reload(ctx)
-			return fmt.Errorf("session %s: %w: another process updated this session; this call's changes were not saved", s.id, err)
-		}
-		return err
-	}
-	s.version, s.saved, s.info, s.tc = info.Version, b, info, tc
-	if s.files != nil {
-		s.filesOf, s.filesGen, s.filesCache = b, filesGen, filesCache
-	}
-	res.Saved = true
-	s.describe(res)
-	if s.opts.JSONOnly {
-		// Drop everything the JSON view does not carry.
-		view, err := parseView(b.JSON)
-		if err != nil {
-			return err
-		}
-		return s.injectJSON(ctx, view)
-	}
-	return nil
-}
-
-// reload replaces the live state with what the store holds now.
-func (s *Session) reload(ctx context.Context) error {
-	s.restore = Restore{}
-	return s.load(ctx)
-}
-
-// State returns the JSON view of the stored state: the public,
-// JSON-serialisable globals as Go values (map[string]any, []any, string,
-// float64/json.Number, bool, nil).
-func (s *Session) State() map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[string]any{}
-	if s.saved != nil {
-		dec := json.NewDecoder(bytes.NewReader(s.saved.JSON))
-		dec.UseNumber()
-		_ = dec.Decode(&out)
-	}
-	return out
-}
-
-// Globals lists the public global names of the stored state, sorted.
-func (s *Session) Globals() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.saved == nil {
-		return nil
-	}
-	return slices.Sorted(slices.Values(s.saved.Names))
-}
-
-// Clear deletes the stored state and starts the session empty.
-func (s *Session) Clear(ctx context.Context) error {
-	if !s.busy.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: session %s", ErrBusy, s.id)
-	}
-	defer s.busy.Store(false)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if err := s.opts.Store.Delete(ctx, s.id); err != nil {
-		return err
-	}
-	return s.fresh(ctx)
-}
-
-// Close frees the interpreter. The stored state stays.
-func (s *Session) Close(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	s.shutdown()
-	return nil
-}
-
-func (s *Session) shutdown() {
-	if s.it != nil {
-		_ = s.it.Close(context.Background())
-		s.it, s.repl = nil, nil
-	}
 }

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -52,31 +51,10 @@ type ExecOptions struct {
 	RunTTL time.Duration
 }
 
-// Check type-checks code against the session (its earlier calls, tc's
-// stubs) without running it, under the session's time and memory limits.
-// It also makes the session record its calls for later checks.
-func (s *Session) Check(ctx context.Context, code string, tc TypeCheck) (*typecheck.Result, error) {
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.busy.Store(false)
-	defer s.mu.Unlock()
-	return s.check(ctx, code, &tc, nil, nil)
-}
-
-// check runs the checker on code with the session's context; s.mu is held.
-func (s *Session) check(ctx context.Context, code string, tc *TypeCheck, inputs []runtime.Input, tools []ClientTool) (*typecheck.Result, error) {
-	checker := tc.Checker
-	if checker == nil {
-		var err error
-		if checker, err = typecheck.Default(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if s.tc == nil {
-		s.tc = s.seedContext()
-	}
-	req := typecheck.Request{Code: code, Stubs: tc.Stubs, Modules: tc.Modules, Format: tc.Format, Limits: s.opts.Limits}
+// request is the check of code under limits, with inputs declared and
+// tools as functions the checker knows only by name.
+func (tc *TypeCheck) request(code string, inputs []runtime.Input, tools []ClientTool, limits runtime.Limits) typecheck.Request {
+	req := typecheck.Request{Code: code, Stubs: tc.Stubs, Modules: tc.Modules, Format: tc.Format, Limits: limits}
 	if len(inputs) > 0 {
 		values := make(map[string]object.Value, len(inputs))
 		for _, in := range inputs {
@@ -93,41 +71,33 @@ func (s *Session) check(ctx context.Context, code string, tc *TypeCheck, inputs 
 		}
 		req.Stubs += fmt.Sprintf("\nfrom typing import Any\n%s %s(*args: Any, **kwargs: Any) -> Any: ...\n", def, t.Name)
 	}
-	s.tc.Apply(&req)
-	done := s.opts.Telemetry.StartTypeCheck(ctx)
-	res, err := checker.Check(ctx, req)
-	problems := 0
-	if res != nil {
-		problems = len(res.Diagnostics)
-	}
-	done(problems, err)
-	return res, err
+	return req
 }
 
-// seedContext starts recording: the globals the stored state already has,
-// made by calls nobody recorded, are declared Any so that code using them
-// is not reported as using undefined names.
-func (s *Session) seedContext() *typecheck.Context {
+// seedContext starts recording: the globals of saved (nil: none), made by
+// calls nobody recorded, are declared Any so that code using them is not
+// reported as using undefined names.
+func seedContext(saved *blob) *typecheck.Context {
 	c := &typecheck.Context{}
-	if s.saved == nil || len(s.saved.Names) == 0 {
+	if saved == nil || len(saved.Names) == 0 {
 		return c
 	}
 	var b strings.Builder
 	b.WriteString("from typing import Any\n")
-	for _, n := range s.saved.Names {
+	for _, n := range saved.Names {
 		b.WriteString(n + ": Any = ...\n")
 	}
 	c.Code = b.String()
 	return c
 }
 
-// nextContext is the context to store with the state a call saves: the
-// live one with code committed, or nil when the session does not record.
-func (s *Session) nextContext(code string) *typecheck.Context {
-	if s.tc == nil {
+// nextContext is the context to store with the state a call saves: tc
+// with code committed, or nil when the session does not record (tc nil).
+func nextContext(tc *typecheck.Context, code string) *typecheck.Context {
+	if tc == nil {
 		return nil
 	}
-	next := *s.tc
+	next := *tc
 	next.Commit(code)
 	return &next
 }

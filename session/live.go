@@ -1,0 +1,444 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session/store"
+)
+
+// The live state of a session: its interpreter, built from the stored
+// state (load, restore, a fresh start, rollback), and read back for a
+// save (snapshot).
+
+// load fetches and restores the stored state, or starts empty.
+func (s *Session) load(ctx context.Context) error {
+	s.noticed = false
+	if s.opts.Ephemeral {
+		return s.fresh(ctx)
+	}
+	obj, err := s.state.get(ctx)
+	if errors.Is(err, store.ErrNotFound) {
+		return s.fresh(ctx)
+	}
+	if errors.Is(err, store.ErrUnreadable) {
+		// Damage to this entry, not an outage of the store.
+		return s.salvage(ctx, err)
+	}
+	if err != nil {
+		return err
+	}
+	s.restore.Found = true
+	b, err := s.state.decode(obj.Data)
+	if err == nil {
+		err = s.restoreBlob(ctx, b)
+	}
+	if errors.Is(err, runtime.ErrMemoryLimit) {
+		// The state is intact but too large for this session's limit: it
+		// stays stored as it is, for a caller with a larger limit.
+		return fmt.Errorf("session %s: the stored state does not fit the memory limit, and is kept unchanged: %w", s.id, err)
+	}
+	if errors.Is(err, runtime.ErrNoSpace) {
+		// Files written under larger limits: kept for a caller with those.
+		return fmt.Errorf("session %s: %w", s.id, err)
+	}
+	if errors.Is(err, ErrCorrupt) {
+		return s.quarantine(ctx, obj.Data, err, "")
+	}
+	if err != nil {
+		// Cancelled, no interpreter, a dead one: the blob is not to blame.
+		return err
+	}
+	s.state.adopt(obj.Info, b)
+	s.tc = b.TypeCheck
+	return nil
+}
+
+// reload replaces the live state with what the store holds now.
+func (s *Session) reload(ctx context.Context) error {
+	s.restore = Restore{}
+	return s.load(ctx)
+}
+
+// rollback puts the interpreter back to the last saved state. It runs to
+// completion even when ctx is cancelled: a cancelled call is exactly when
+// it is needed.
+func (s *Session) rollback(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
+	saved := s.state.saved
+	if saved == nil {
+		s.tc = nil
+		return s.freshInterpreter(ctx)
+	}
+	if s.repl != nil {
+		s.repl.Close()
+		s.repl = nil
+	}
+	if s.it == nil || s.it.Dead() != nil || s.it.Outdated() {
+		if err := s.newInterpreter(ctx); err != nil {
+			return err
+		}
+	}
+	s.restore = Restore{Found: true}
+	s.tc = saved.TypeCheck
+	return s.restoreBlob(ctx, saved)
+}
+
+// salvage handles an entry the store reports unreadable (unreadErr): its
+// bytes are kept aside through the store's store.Salvager, then the
+// session fails or starts fresh as for a blob that does not load. A store
+// that cannot hand the bytes over leaves the session failing: nothing is
+// replaced that was not kept.
+func (s *Session) salvage(ctx context.Context, unreadErr error) error {
+	s.restore.Found = true
+	cause := fmt.Errorf("%w: the store cannot read it: %w", ErrCorrupt, unreadErr)
+	data, token, err := s.state.salvage(ctx)
+	if errors.Is(err, store.ErrNotFound) {
+		// Removed meanwhile: nothing is stored.
+		s.restore = Restore{}
+		return s.fresh(ctx)
+	}
+	if err != nil {
+		return &CorruptStateError{ID: s.id, Err: cause, KeepErr: err}
+	}
+	return s.quarantine(ctx, data, cause, token)
+}
+
+// quarantine keeps an unloadable blob aside, then fails or starts fresh.
+// replace is the version a fresh start's first save replaces the original
+// under ("": the stored version, as Stat reports it).
+func (s *Session) quarantine(ctx context.Context, data []byte, cause error, replace string) error {
+	qid, err := s.state.keepAside(ctx, data)
+	if err != nil {
+		return &CorruptStateError{ID: s.id, Err: cause, KeepErr: err}
+	}
+	if !s.opts.FreshOnCorrupt {
+		return &CorruptStateError{ID: s.id, QuarantinedAs: qid, Err: cause}
+	}
+	s.restore.QuarantinedAs = qid
+	s.restore.Reason = cause.Error()
+	s.restore.Err = cause
+	// Starting empty: later saves replace the original, whose copy is kept.
+	s.state.startOver(ctx, replace)
+	return s.freshInterpreter(ctx)
+}
+
+// restoreBlob rebuilds the interpreter state and the files from a decoded
+// blob.
+func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
+	s.runs.paused = nil
+	if err := s.state.restoreFiles(b); err != nil {
+		return err
+	}
+	if err := s.newInterpreter(ctx); err != nil {
+		return err
+	}
+	if b.Run != nil && (b.JSONOnly || s.opts.JSONOnly || b.MontyVersion != s.eng.MontyVersion()) {
+		// Rebuilding from the JSON view would drop the run and let the
+		// next call overwrite it: refuse, leaving the state stored.
+		return fmt.Errorf("%w: run %s, paused by Monty %s, cannot be continued here (Monty %s, JSON-only %t); resume it where it was paused",
+			ErrRunUnloadable, b.Run.ID, b.MontyVersion, s.eng.MontyVersion(), s.opts.JSONOnly)
+	}
+	if !b.JSONOnly && !s.opts.JSONOnly {
+		if b.MontyVersion == s.eng.MontyVersion() {
+			repl, paused, err := s.it.LoadREPL(ctx, b.Dump)
+			if err == nil {
+				s.repl = repl
+				return s.runs.adopt(b, paused)
+			}
+			if !errors.Is(err, runtime.ErrInvalidDump) {
+				return blobFault(ctx, err, "the dump does not load")
+			}
+			if b.Run != nil {
+				return fmt.Errorf("%w: run %s: its dump does not load here: %v", ErrRunUnloadable, b.Run.ID, err)
+			}
+			s.restore.Reason = "the dump could not be loaded: " + err.Error()
+		} else {
+			s.restore.Reason = fmt.Sprintf("the dump was written by Monty %s and this is Monty %s", b.MontyVersion, s.eng.MontyVersion())
+		}
+		s.restore.FromJSON = true
+	}
+	view, err := parseView(b.JSON)
+	if err != nil {
+		return err
+	}
+	if s.restore.FromJSON {
+		for _, n := range b.Names {
+			if _, ok := view.Get(object.Str(n)); !ok {
+				s.restore.Lost = append(s.restore.Lost, n)
+			}
+		}
+	}
+	return blobFault(ctx, s.injectJSON(ctx, view), "the JSON view does not load")
+}
+
+// blobFault classifies an error met while restoring a decoded blob: a
+// failure of the blob itself (ErrCorrupt, so the blob is kept aside) unless
+// it is the caller's cancellation, a dead interpreter or the memory limit,
+// which say nothing about the blob.
+func blobFault(ctx context.Context, err error, what string) error {
+	if err == nil || ctx.Err() != nil || errors.Is(err, runtime.ErrCancelled) || errors.Is(err, runtime.ErrDead) ||
+		errors.Is(err, runtime.ErrMemoryLimit) {
+		// Not the blob's fault: a state too large for this caller's
+		// memory limit is kept as it is.
+		return err
+	}
+	return corrupt("%s: %v", what, err)
+}
+
+// fresh starts the session empty, as when nothing is stored.
+func (s *Session) fresh(ctx context.Context) error {
+	s.state.forget()
+	s.tc = nil
+	return s.freshInterpreter(ctx)
+}
+
+// freshInterpreter gives the session a new interpreter with an empty REPL
+// and an empty /work.
+func (s *Session) freshInterpreter(ctx context.Context) error {
+	s.runs.paused = nil
+	if err := s.state.restoreFiles(nil); err != nil {
+		return err
+	}
+	if err := s.newInterpreter(ctx); err != nil {
+		return err
+	}
+	repl, err := s.it.NewREPL(ctx, s.replOptions()...)
+	s.repl = repl
+	return err
+}
+
+// replOptions start a new REPL in /work when the session has files.
+func (s *Session) replOptions() []runtime.CompileOption {
+	if s.state.files == nil {
+		return nil
+	}
+	return []runtime.CompileOption{runtime.WithCwd(FilesMount)}
+}
+
+// newInterpreter replaces the interpreter (from the pool, when there is
+// one), leaving the session without a REPL.
+func (s *Session) newInterpreter(ctx context.Context) error {
+	if s.it != nil {
+		_ = s.it.Close(ctx)
+	}
+	var it *runtime.Interpreter
+	var err error
+	if s.opts.Pool != nil {
+		it, err = s.opts.Pool.Get(ctx)
+	} else {
+		it, err = s.eng.NewInterpreter(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	s.it, s.repl = it, nil
+	return nil
+}
+
+// injectJSON makes a fresh REPL whose globals are the JSON view's values.
+func (s *Session) injectJSON(ctx context.Context, view object.Dict) error {
+	if s.repl != nil {
+		s.repl.Close()
+	}
+	repl, err := s.it.NewREPL(ctx, s.replOptions()...)
+	if err != nil {
+		return err
+	}
+	s.repl = repl
+	if len(view) == 0 {
+		return nil
+	}
+	inputs := make([]runtime.Input, 0, len(view))
+	for _, p := range view {
+		inputs = append(inputs, runtime.Input{Name: string(p.Key.(object.Str)), Value: p.Value})
+	}
+	if _, err = repl.Run(ctx, "None", inputs...); err != nil {
+		return err
+	}
+	// Nothing ran that could reach the memory limit: measure, as loading
+	// a dump does.
+	if limit := s.opts.Limits.MaxMemory; limit > 0 {
+		used, err := s.it.MemoryUsage(ctx)
+		if err != nil {
+			return err
+		}
+		if used > limit {
+			return &runtime.StateLimitError{Need: used, Limit: limit}
+		}
+	}
+	return nil
+}
+
+// parseView reads a stored JSON view: ErrCorrupt unless it is an object
+// with string keys.
+func parseView(raw json.RawMessage) (object.Dict, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	v, err := object.FromJSON(raw)
+	if err != nil {
+		return nil, corrupt("JSON view: %v", err)
+	}
+	d, ok := v.(object.Dict)
+	if !ok {
+		return nil, corrupt("JSON view is not an object")
+	}
+	for _, p := range d {
+		if _, ok := p.Key.(object.Str); !ok {
+			return nil, corrupt("JSON view has a non-string key")
+		}
+	}
+	return d, nil
+}
+
+// shutdown closes the interpreter.
+func (s *Session) shutdown() {
+	if s.it != nil {
+		_ = s.it.Close(context.Background())
+		s.it, s.repl = nil, nil
+	}
+}
+
+// snapshotUnlessPaused is snapshot, except that a paused run cannot run
+// the view's code: the stored view and names stay those of the last
+// completed call.
+func (s *Session) snapshotUnlessPaused(ctx context.Context) (names []string, view []byte, omitted []string, err error) {
+	if s.runs.paused == nil {
+		return s.snapshot(ctx)
+	}
+	if saved := s.state.saved; saved != nil {
+		return saved.Names, saved.JSON, nil, nil
+	}
+	return []string{}, []byte("{}"), nil, nil
+}
+
+// viewCode defines a helper and evaluates, at module level, to the public
+// global names and the JSON text of an object holding the public globals
+// that json.dumps accepts (Monty's own json module: no user code runs, NaN
+// and infinities are refused, non-string keys become strings as in
+// CPython). Only strings cross the boundary, so values that cannot cross it
+// faithfully never do. Monty has no del statement, so the helpers stay in
+// the session as the private globals __monty_view and __monty_view_one
+// (redefined before every use, so a user binding of those names cannot
+// change the view).
+const viewCode = `def __monty_view(g):
+    import json
+    names = [k for k in g if not k.startswith('_')]
+    parts = []
+    for k in names:
+        try:
+            parts.append(json.dumps(k) + ': ' + json.dumps(g[k], allow_nan=False))
+        except Exception:
+            pass
+    return names, '{' + ', '.join(parts) + '}'
+def __monty_view_one(g, k):
+    import json
+    try:
+        return json.dumps(k) + ': ' + json.dumps(g[k], allow_nan=False)
+    except Exception:
+        return None
+__monty_view(locals())`
+
+// viewOneCode is the JSON member of the global named by __monty_view_name,
+// or None (run after viewCode has defined the helper).
+const viewOneCode = `__monty_view_one(locals(), __monty_view_name)`
+
+// snapshot computes the names and JSON view of the public globals. It runs
+// to completion even when ctx is cancelled (the call it follows has
+// already succeeded), under the call's time limit and a memory budget of
+// its own: the heap as it is plus a few times the view's size cap, so a
+// view of a huge structure is cut short instead of taking the host's
+// memory. When the whole view does not fit, each global is tried on its
+// own and those that do not fit are left out (omitted).
+func (s *Session) snapshot(ctx context.Context) (names []string, view []byte, omitted []string, err error) {
+	ctx = context.WithoutCancel(ctx)
+	budget := s.opts.maxViewSize()
+	used, err := s.it.MemoryUsage(ctx)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("session: reading globals: %w", err)
+	}
+	lim := s.opts.Limits
+	lim.MaxMemory = used + 4*budget + 8<<20
+	lim.MaxResult = 2*budget + 1<<20
+	s.it.SetLimits(lim)
+	defer s.it.SetLimits(s.opts.Limits)
+	v, err := s.repl.Run(ctx, viewCode)
+	if err != nil && !overBudget(err) {
+		return nil, nil, nil, fmt.Errorf("session: reading globals: %w", err)
+	}
+	pair, _ := v.(object.Tuple)
+	var text object.Str
+	var list object.List
+	if len(pair) == 2 {
+		list, _ = pair[0].(object.List)
+		text, _ = pair[1].(object.Str)
+	}
+	if err == nil && int64(len(text)) > budget {
+		err = runtime.ErrResultLimit
+	}
+	if err != nil {
+		// Too large as a whole: one global at a time.
+		return s.snapshotEach(ctx, budget)
+	}
+	if list == nil || !json.Valid([]byte(text)) {
+		return nil, nil, nil, fmt.Errorf("session: reading globals: unexpected %s", object.Repr(v))
+	}
+	return strs(list), []byte(text), nil, nil
+}
+
+// snapshotEach builds the view one global at a time, leaving out those
+// whose JSON does not fit what is left of the budget.
+func (s *Session) snapshotEach(ctx context.Context, budget int64) (names []string, view []byte, omitted []string, err error) {
+	v, err := s.repl.Run(ctx, "[k for k in locals() if not k.startswith('_')]")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("session: reading globals: %w", err)
+	}
+	list, _ := v.(object.List)
+	names = strs(list)
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for _, name := range names {
+		m, err := s.repl.Run(ctx, viewOneCode, runtime.Input{Name: "__monty_view_name", Value: object.Str(name)})
+		member, _ := m.(object.Str)
+		switch {
+		case overBudget(err) || (err == nil && int64(b.Len()+len(member)+2) > budget):
+			omitted = append(omitted, name)
+			continue
+		case err != nil:
+			return nil, nil, nil, fmt.Errorf("session: reading global %q: %w", name, err)
+		case member == "":
+			continue // None: not JSON-serialisable
+		}
+		if b.Len() > 1 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(member))
+	}
+	b.WriteByte('}')
+	if !json.Valid(b.Bytes()) {
+		return nil, nil, nil, errors.New("session: reading globals: the JSON view is not valid JSON")
+	}
+	return names, b.Bytes(), omitted, nil
+}
+
+// overBudget reports an error of the view's own memory or size budget.
+func overBudget(err error) bool {
+	return errors.Is(err, runtime.ErrMemoryLimit) || errors.Is(err, runtime.ErrResultLimit)
+}
+
+// strs keeps the strings of a list.
+func strs(list object.List) []string {
+	out := make([]string, 0, len(list))
+	for _, n := range list {
+		if name, ok := n.(object.Str); ok {
+			out = append(out, string(name))
+		}
+	}
+	return out
+}
