@@ -346,23 +346,28 @@ func RequireCause(t testing.TB, ctx context.Context, cause error, call func(cont
 // CallerErrors checks the Go errors of an adapter, the few its caller
 // must handle, through calls: each runs a call of the executor's tools
 // (one that the executor answers, with the tool's output) through the
-// adapter, in conversation with ctx, and returns the adapter's error.
-// That must be none for a valid key; one that matches agent.ErrBadArgs
-// for each of BadConversationKeys; ctx's cause when ctx has ended
-// (context.Canceled, or the cause it was given, wherever the call meets
-// the end; see RequireCause); and, once exec (the adapter's executor) is
-// closed, one that matches session.ErrClosed. CallerErrors closes exec.
-// Each error's text has name, the adapter's package name, then ": "
-// (after words of the SDK's own, if it wraps the adapter's error).
-func CallerErrors(t testing.TB, exec *agent.Executor, name string, calls ...func(ctx context.Context, conversation string) error) {
+// adapter, in conversation with ctx, and returns what the adapter
+// returns, its output and its error. The error must be none for a valid
+// key; one that matches agent.ErrBadArgs for each of
+// BadConversationKeys; ctx's cause when ctx has ended (context.Canceled,
+// or the cause it was given, wherever the call meets the end; see
+// RequireCause); and, once exec (the adapter's executor) is closed, one
+// that matches session.ErrClosed. CallerErrors closes exec. Each error's
+// text has name, the adapter's package name, then ": " (after words of
+// the SDK's own, if it wraps the adapter's error), and no output comes
+// with it (out is nil, empty or a zero value).
+func CallerErrors(t testing.TB, exec *agent.Executor, name string, calls ...func(ctx context.Context, conversation string) (out any, err error)) {
 	t.Helper()
-	want := func(i int, err, target error) {
+	want := func(i int, call func(context.Context, string) (any, error), ctx context.Context, conversation string, target error) {
 		t.Helper()
+		out, err := call(ctx, conversation)
 		switch {
 		case !errors.Is(err, target):
 			t.Errorf("call %d: got %v, want an error that is %v", i, err, target)
 		case !strings.Contains(err.Error(), name+": "):
 			t.Errorf("call %d: error %q does not name %q", i, err, name+": ")
+		case !empty(out):
+			t.Errorf("call %d: output %v with the error %v", i, out, err)
 		}
 	}
 	ctx := context.Background()
@@ -372,19 +377,36 @@ func CallerErrors(t testing.TB, exec *agent.Executor, name string, calls ...func
 	left, leave := context.WithCancelCause(ctx)
 	leave(cause)
 	for i, call := range calls {
-		if err := call(ctx, "ok"); err != nil {
+		if _, err := call(ctx, "ok"); err != nil {
 			t.Errorf("call %d: %v", i, err)
 		}
 		for _, key := range BadConversationKeys() {
-			want(i, call(ctx, key), agent.ErrBadArgs)
+			want(i, call, ctx, key, agent.ErrBadArgs)
 		}
-		want(i, call(canceled, "ok"), context.Canceled)
-		RequireCause(t, left, cause, func(ctx context.Context) error { return call(ctx, "ok") })
+		want(i, call, canceled, "ok", context.Canceled)
+		RequireCause(t, left, cause, func(ctx context.Context) error {
+			_, err := call(ctx, "ok")
+			return err
+		})
 	}
 	exec.Close()
 	for i, call := range calls {
-		want(i, call(ctx, "closed"), session.ErrClosed)
+		want(i, call, ctx, "closed", session.ErrClosed)
 	}
+}
+
+// empty reports whether out is nil, a zero value, or an empty slice, map
+// or string.
+func empty(out any) bool {
+	if out == nil {
+		return true
+	}
+	v := reflect.ValueOf(out)
+	switch v.Kind() {
+	case reflect.Slice, reflect.Map, reflect.String:
+		return v.Len() == 0
+	}
+	return v.IsZero()
 }
 
 // Parallel runs fn for n conversations at once, whose keys are par-0,

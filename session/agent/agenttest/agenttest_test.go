@@ -124,10 +124,10 @@ func TestAssertToolObjects(t *testing.T) {
 }
 
 func TestCallerErrors(t *testing.T) {
-	execute := func(a agent.Adapter) func(context.Context, string) error {
-		return func(ctx context.Context, conversation string) error {
-			_, _, err := a.Answer(ctx, conversation, agent.ToolName, json.RawMessage(agenttest.Args("1 + 1")))
-			return err
+	execute := func(a agent.Adapter) func(context.Context, string) (any, error) {
+		return func(ctx context.Context, conversation string) (any, error) {
+			out, _, err := a.Answer(ctx, conversation, agent.ToolName, json.RawMessage(agenttest.Args("1 + 1")))
+			return out, err
 		}
 	}
 	exec := agenttest.Executor(t)
@@ -143,6 +143,21 @@ func TestCallerErrors(t *testing.T) {
 	require.Len(t, rec.errs, len(agenttest.BadConversationKeys())+2)
 	for _, e := range rec.errs {
 		assert.Contains(t, e, `does not name "montyother: "`)
+	}
+
+	// So is output that comes with an error.
+	exec = agenttest.Executor(t)
+	rec = &recorder{TB: t}
+	agenttest.CallerErrors(rec, exec, "montytest", func(ctx context.Context, conversation string) (any, error) {
+		out, err := execute(agent.Adapter{Exec: exec, Name: "montytest"})(ctx, conversation)
+		if err != nil {
+			return []string{"half an answer"}, err
+		}
+		return out, nil
+	})
+	require.Len(t, rec.errs, len(agenttest.BadConversationKeys())+2)
+	for _, e := range rec.errs {
+		assert.Contains(t, e, "output [half an answer] with the error")
 	}
 }
 

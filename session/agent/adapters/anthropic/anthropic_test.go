@@ -403,15 +403,11 @@ func TestCallerErrors(t *testing.T) {
 
 	// A bad conversation key, a context that ended, a closed executor: no
 	// blocks come with the error.
-	agenttest.CallerErrors(t, exec, "montyanthropic", func(ctx context.Context, conversation string) error {
-		out, err := ad.Handle(ctx, conversation, &msg)
-		if err != nil {
-			assert.Nil(t, out)
-		}
-		return err
-	}, func(ctx context.Context, conversation string) error {
-		_, _, err := ad.Call(ctx, conversation, agent.ToolName, json.RawMessage(agenttest.Args("1")))
-		return err
+	agenttest.CallerErrors(t, exec, "montyanthropic", func(ctx context.Context, conversation string) (any, error) {
+		return ad.Handle(ctx, conversation, &msg)
+	}, func(ctx context.Context, conversation string) (any, error) {
+		text, _, err := ad.Call(ctx, conversation, agent.ToolName, json.RawMessage(agenttest.Args("1")))
+		return text, err
 	})
 }
 

@@ -328,15 +328,10 @@ func TestCallerErrors(t *testing.T) {
 	m = &scriptedModel{}
 	m.Reply(toolCalls(call{"call_1", agent.ToolName, agenttest.Args("1 + 1")}), final("unreachable"))
 	closedAgent := newAgent(t, ad, m, "closed")
-	agenttest.CallerErrors(t, exec, "montyeino", func(ctx context.Context, conversation string) error {
-		out, err := ad.Tools(conversation)[0].(tool.InvokableTool).InvokableRun(ctx, agenttest.Args("1 + 1"))
-		if err != nil {
-			assert.Empty(t, out)
-		}
-		return err
-	}, func(ctx context.Context, conversation string) error {
-		_, err := ad.Call(ctx, conversation, agent.ResumeToolName, agenttest.ResumeNothing)
-		return err
+	agenttest.CallerErrors(t, exec, "montyeino", func(ctx context.Context, conversation string) (any, error) {
+		return ad.Tools(conversation)[0].(tool.InvokableTool).InvokableRun(ctx, agenttest.Args("1 + 1"))
+	}, func(ctx context.Context, conversation string) (any, error) {
+		return ad.Call(ctx, conversation, agent.ResumeToolName, agenttest.ResumeNothing)
 	})
 
 	// The executor is closed: the run ends with the error.

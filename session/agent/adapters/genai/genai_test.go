@@ -445,18 +445,10 @@ func TestCallerErrors(t *testing.T) {
 
 	// A bad conversation key, a context that ended, a closed executor: no
 	// parts or response come with the error.
-	agenttest.CallerErrors(t, exec, "montygenai", func(ctx context.Context, conversation string) error {
-		out, err := ad.Handle(ctx, conversation, &resp)
-		if err != nil {
-			assert.Nil(t, out)
-		}
-		return err
-	}, func(ctx context.Context, conversation string) error {
-		out, err := ad.Call(ctx, conversation, agent.ToolName, agenttest.Input("1"))
-		if err != nil {
-			assert.Nil(t, out)
-		}
-		return err
+	agenttest.CallerErrors(t, exec, "montygenai", func(ctx context.Context, conversation string) (any, error) {
+		return ad.Handle(ctx, conversation, &resp)
+	}, func(ctx context.Context, conversation string) (any, error) {
+		return ad.Call(ctx, conversation, agent.ToolName, agenttest.Input("1"))
 	})
 }
 

@@ -283,18 +283,12 @@ func TestCallerErrors(t *testing.T) {
 	// The tools and Call, on their own: a bad conversation key, a context
 	// that ended, a closed executor (CallerErrors closes it). No output
 	// comes with the error.
-	agenttest.CallerErrors(t, exec, "montylangchaingo", func(ctx context.Context, conversation string) error {
-		out, err := ad.Tool(conversation).Call(ctx, "1 + 1")
-		if err != nil {
-			assert.Empty(t, out)
-		}
-		return err
-	}, func(ctx context.Context, conversation string) error {
-		_, err := ad.ResumeTool(conversation).Call(ctx, agenttest.ResumeNothing)
-		return err
-	}, func(ctx context.Context, conversation string) error {
-		_, err := ad.Call(ctx, conversation, agent.ToolName, "1")
-		return err
+	agenttest.CallerErrors(t, exec, "montylangchaingo", func(ctx context.Context, conversation string) (any, error) {
+		return ad.Tool(conversation).Call(ctx, "1 + 1")
+	}, func(ctx context.Context, conversation string) (any, error) {
+		return ad.ResumeTool(conversation).Call(ctx, agenttest.ResumeNothing)
+	}, func(ctx context.Context, conversation string) (any, error) {
+		return ad.Call(ctx, conversation, agent.ToolName, "1")
 	})
 
 	// The executor is closed: the loop ends with the error.

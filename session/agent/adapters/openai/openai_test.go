@@ -411,18 +411,10 @@ func TestCallerErrors(t *testing.T) {
 
 	// A bad conversation key, a context that ended, a closed executor: no
 	// messages or items come with the error.
-	agenttest.CallerErrors(t, exec, "montyopenai", func(ctx context.Context, conversation string) error {
-		out, err := ad.HandleChat(ctx, conversation, msg)
-		if err != nil {
-			assert.Nil(t, out)
-		}
-		return err
-	}, func(ctx context.Context, conversation string) error {
-		items, err := ad.HandleResponse(ctx, conversation, &resp)
-		if err != nil {
-			assert.Nil(t, items)
-		}
-		return err
+	agenttest.CallerErrors(t, exec, "montyopenai", func(ctx context.Context, conversation string) (any, error) {
+		return ad.HandleChat(ctx, conversation, msg)
+	}, func(ctx context.Context, conversation string) (any, error) {
+		return ad.HandleResponse(ctx, conversation, &resp)
 	})
 }
 
