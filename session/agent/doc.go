@@ -5,7 +5,9 @@
 // runs, approvals included. The functions Python calls come from a
 // registry of package tools (Go functions and classes) and of package
 // mcpclient (MCP servers: code mode); the adapters under agent/adapters
-// give the tools to each agent SDK.
+// give the tools to each agent SDK, each around an Adapter, the part they
+// share: a call answered as text, errors named after the adapter, the
+// conversation key checked, the tool definitions.
 //
 // # Events
 //

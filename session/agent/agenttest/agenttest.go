@@ -2,7 +2,8 @@
 // modules under session/agent/adapters) share: an executor whose registry
 // offers a Go function, the Python that their scenarios have the model
 // run and what its output must say, checks of the tools a model is
-// given, and a local model API over HTTP for an SDK's client to call.
+// given and of the Go errors an adapter returns, and a local model API
+// over HTTP for an SDK's client to call.
 //
 // The scenarios stay in each adapter's tests, written against its SDK: a
 // Go function called from Python, state kept across two turns of a
@@ -146,6 +147,46 @@ func WantV(i int) string { return fmt.Sprint(i * 100) }
 // the adapters refuse with agent.ErrBadArgs.
 func BadConversationKeys() []string { return []string{"", "a/b", "../x"} }
 
+// ToolCall is a call of a tool that a scripted model makes, and what the
+// tool's output must say of it.
+type ToolCall struct {
+	// ID is the call's id; Name the tool called; Args its arguments, a
+	// JSON object.
+	ID, Name, Args string
+	// Want is the output of a call that succeeds; the output of one that
+	// fails has it.
+	Want string
+	// Failed says the output is the tool's error (the call failed).
+	Failed bool
+}
+
+// SeveralCalls are the calls of one message in the scenario of several
+// calls, in order, with what each one's output says: the first sets n
+// (no output), the second reads it, the third has no code, the fourth
+// calls UnknownTool, the fifth resumes no run, and the last calls the Go
+// function with n. Only the third, fourth and fifth fail.
+func SeveralCalls() []ToolCall {
+	return []ToolCall{
+		{ID: "call_1", Name: agent.ToolName, Args: Args("n = 5"), Want: agent.NoOutput},
+		{ID: "call_2", Name: agent.ToolName, Args: Args("n + 1"), Want: "6"},
+		{ID: "call_3", Name: agent.ToolName, Args: BadArgs, Want: WantCodeRequired, Failed: true},
+		{ID: "call_4", Name: UnknownTool, Args: UnknownToolArgs, Want: WantUnknownTool, Failed: true},
+		{ID: "call_5", Name: agent.ResumeToolName, Args: ResumeNothing, Want: WantNotPaused, Failed: true},
+		{ID: "call_6", Name: agent.ToolName, Args: Args("double(n)"), Want: "[double returned 10]\n10"},
+	}
+}
+
+// AssertOutput reports an error unless out, the tool's output for c, is
+// what c wants (see Want).
+func (c ToolCall) AssertOutput(t testing.TB, out string) {
+	t.Helper()
+	if c.Failed {
+		AssertContains(t, out, c.Want)
+	} else if out != c.Want {
+		t.Errorf("%s: output %q, want %q", c.ID, out, c.Want)
+	}
+}
+
 // Args is execute_python's arguments for code, as a model writes them: a
 // JSON object.
 func Args(code string) string { return `{"code": ` + JSONString(code) + `}` }
@@ -273,6 +314,22 @@ func AssertTool(t testing.TB, want tools.Tool, name, description string, schema 
 	}
 }
 
+// AssertToolObjects reports an error unless got, the tools of a request
+// as JSON objects, are want in order, each with its "name",
+// "description" and, under schemaKey, its JSON schema (see AssertTool).
+func AssertToolObjects(t testing.TB, want []tools.Tool, got []map[string]any, schemaKey string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%d tools, want %d: %v", len(got), len(want), got)
+		return
+	}
+	for i, w := range want {
+		name, _ := got[i]["name"].(string)
+		description, _ := got[i]["description"].(string)
+		AssertTool(t, w, name, description, got[i][schemaKey])
+	}
+}
+
 // RequireCause calls call 50 times with ctx, which has ended with cause,
 // and stops t unless each returns an error that is cause: the executor
 // may see the context end at different points of a call (it races with
@@ -284,6 +341,72 @@ func RequireCause(t testing.TB, ctx context.Context, cause error, call func(cont
 			t.Fatalf("got %v, want an error that is %v", err, cause)
 		}
 	}
+}
+
+// CallerErrors checks the Go errors of an adapter, the few its caller
+// must handle, through calls: each runs a call of the executor's tools
+// (one that the executor answers, with the tool's output) through the
+// adapter, in conversation with ctx, and returns what the adapter
+// returns, its output and its error. The error must be none for a valid
+// key; one that matches agent.ErrBadArgs for each of
+// BadConversationKeys; ctx's cause when ctx has ended (context.Canceled,
+// or the cause it was given, wherever the call meets the end; see
+// RequireCause); and, once exec (the adapter's executor) is closed, one
+// that matches session.ErrClosed. CallerErrors closes exec. Each error's
+// text has name, the adapter's package name, then ": " (after words of
+// the SDK's own, if it wraps the adapter's error), and no output comes
+// with it (out is nil, empty or a zero value).
+func CallerErrors(t testing.TB, exec *agent.Executor, name string, calls ...func(ctx context.Context, conversation string) (out any, err error)) {
+	t.Helper()
+	want := func(i int, call func(context.Context, string) (any, error), ctx context.Context, conversation string, target error) {
+		t.Helper()
+		out, err := call(ctx, conversation)
+		switch {
+		case !errors.Is(err, target):
+			t.Errorf("call %d: got %v, want an error that is %v", i, err, target)
+		case !strings.Contains(err.Error(), name+": "):
+			t.Errorf("call %d: error %q does not name %q", i, err, name+": ")
+		case !empty(out):
+			t.Errorf("call %d: output %v with the error %v", i, out, err)
+		}
+	}
+	ctx := context.Background()
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	cause := errors.New("the user left")
+	left, leave := context.WithCancelCause(ctx)
+	leave(cause)
+	for i, call := range calls {
+		if _, err := call(ctx, "ok"); err != nil {
+			t.Errorf("call %d: %v", i, err)
+		}
+		for _, key := range BadConversationKeys() {
+			want(i, call, ctx, key, agent.ErrBadArgs)
+		}
+		want(i, call, canceled, "ok", context.Canceled)
+		RequireCause(t, left, cause, func(ctx context.Context) error {
+			_, err := call(ctx, "ok")
+			return err
+		})
+	}
+	exec.Close()
+	for i, call := range calls {
+		want(i, call, ctx, "closed", session.ErrClosed)
+	}
+}
+
+// empty reports whether out is nil, a zero value, or an empty slice, map
+// or string.
+func empty(out any) bool {
+	if out == nil {
+		return true
+	}
+	v := reflect.ValueOf(out)
+	switch v.Kind() {
+	case reflect.Slice, reflect.Map, reflect.String:
+		return v.Len() == 0
+	}
+	return v.IsZero()
 }
 
 // Parallel runs fn for n conversations at once, whose keys are par-0,

@@ -1,7 +1,9 @@
 package agenttest_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/agent/agenttest"
 )
@@ -85,4 +88,87 @@ func TestParallel(t *testing.T) {
 		return nil
 	})
 	assert.Equal(t, []string{"par-0", "par-1", "par-2"}, seen)
+}
+
+func TestSeveralCalls(t *testing.T) {
+	a := agent.Adapter{Exec: agenttest.Executor(t), Name: "montytest"}
+	calls := agenttest.SeveralCalls()
+	require.Len(t, calls, 6)
+	for _, c := range calls {
+		out, failed, err := a.Answer(context.Background(), "several", c.Name, json.RawMessage(c.Args))
+		require.NoError(t, err, c.ID)
+		c.AssertOutput(t, out)
+		assert.Equal(t, c.Failed, failed, c.ID)
+	}
+	rec := &recorder{TB: t}
+	calls[1].AssertOutput(rec, "16")
+	calls[2].AssertOutput(rec, "something else")
+	calls[2].AssertOutput(rec, "Traceback: "+calls[2].Want)
+	assert.Len(t, rec.errs, 2)
+}
+
+func TestAssertToolObjects(t *testing.T) {
+	exec := agenttest.Executor(t)
+	var got []map[string]any
+	for _, tool := range exec.Tools() {
+		got = append(got, map[string]any{"name": tool.Name, "description": tool.Description, "schema": tool.Parameters})
+	}
+	agenttest.AssertToolObjects(t, exec.Tools(), got, "schema")
+
+	rec := &recorder{TB: t}
+	agenttest.AssertToolObjects(rec, exec.Tools(), got[:1], "schema")
+	agenttest.AssertToolObjects(rec, exec.Tools(), got, "parameters")
+	require.Len(t, rec.errs, 3)
+	assert.Contains(t, rec.errs[0], "1 tools, want 2")
+	assert.Contains(t, rec.errs[1], "tool execute_python: schema")
+}
+
+func TestCallerErrors(t *testing.T) {
+	execute := func(a agent.Adapter) func(context.Context, string) (any, error) {
+		return func(ctx context.Context, conversation string) (any, error) {
+			out, _, err := a.Answer(ctx, conversation, agent.ToolName, json.RawMessage(agenttest.Args("1 + 1")))
+			return out, err
+		}
+	}
+	exec := agenttest.Executor(t)
+	a := agent.Adapter{Exec: exec, Name: "montytest"}
+	agenttest.CallerErrors(t, exec, "montytest", execute(a), execute(a))
+	_, err := exec.Execute(context.Background(), "after", json.RawMessage(agenttest.Args("1")))
+	assert.ErrorIs(t, err, session.ErrClosed, "CallerErrors closes the executor")
+
+	// Errors that do not begin with the adapter's name are reported.
+	exec = agenttest.Executor(t)
+	rec := &recorder{TB: t}
+	agenttest.CallerErrors(rec, exec, "montyother", execute(agent.Adapter{Exec: exec, Name: "montytest"}))
+	require.Len(t, rec.errs, len(agenttest.BadConversationKeys())+2)
+	for _, e := range rec.errs {
+		assert.Contains(t, e, `does not name "montyother: "`)
+	}
+
+	// So is output that comes with an error.
+	exec = agenttest.Executor(t)
+	rec = &recorder{TB: t}
+	agenttest.CallerErrors(rec, exec, "montytest", func(ctx context.Context, conversation string) (any, error) {
+		out, err := execute(agent.Adapter{Exec: exec, Name: "montytest"})(ctx, conversation)
+		if err != nil {
+			return []string{"half an answer"}, err
+		}
+		return out, nil
+	})
+	require.Len(t, rec.errs, len(agenttest.BadConversationKeys())+2)
+	for _, e := range rec.errs {
+		assert.Contains(t, e, "output [half an answer] with the error")
+	}
+}
+
+// recorder is a testing.TB that keeps the errors reported to it.
+type recorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
 }

@@ -19,13 +19,13 @@ const NoOutput = agent.NoOutput
 // Adapter offers an executor's tools to the Anthropic SDK and answers the
 // model's calls of them. Make one with New; it is safe for concurrent use.
 type Adapter struct {
-	exec *agent.Executor
+	base agent.Adapter
 }
 
 // New returns an adapter for exec. The executor stays the caller's to
 // close.
 func New(exec *agent.Executor) *Adapter {
-	return &Adapter{exec: exec}
+	return &Adapter{base: agent.Adapter{Exec: exec, Name: "montyanthropic"}}
 }
 
 // schema turns a tool's JSON schema into the SDK's input schema: its
@@ -62,7 +62,7 @@ func schema(t tools.Tool) anthropic.ToolInputSchemaParam {
 // when the registry changes.
 func (a *Adapter) Tools() []anthropic.ToolUnionParam {
 	var out []anthropic.ToolUnionParam
-	for _, t := range a.exec.Tools() {
+	for _, t := range a.base.Tools() {
 		tool := anthropic.ToolUnionParamOfTool(schema(t), t.Name)
 		tool.OfTool.Description = anthropic.String(t.Description)
 		out = append(out, tool)
@@ -120,9 +120,5 @@ func (a *Adapter) Handle(ctx context.Context, conversation string, msg *anthropi
 // error matches its cause), the executor is closed (it matches
 // session.ErrClosed), or conversation is not a valid thread key.
 func (a *Adapter) Call(ctx context.Context, conversation, name string, input json.RawMessage) (text string, isError bool, err error) {
-	text, isError, err = a.exec.Answer(ctx, conversation, name, input)
-	if err != nil {
-		return "", false, fmt.Errorf("montyanthropic: %w", err)
-	}
-	return text, isError, nil
+	return a.base.Answer(ctx, conversation, name, input)
 }

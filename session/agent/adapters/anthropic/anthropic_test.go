@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	montyanthropic "github.com/monty-go/monty/session/agent/adapters/anthropic"
 	"github.com/monty-go/monty/session/agent/agenttest"
@@ -145,22 +144,42 @@ func run(client anthropic.Client, ad *montyanthropic.Adapter, conversation strin
 // is_error.
 func toolResult(t *testing.T, req map[string]any, toolUseID string) (string, bool) {
 	t.Helper()
-	msgs := agenttest.Objects(t, req, "messages")
-	last := msgs[len(msgs)-1]
-	require.Equal(t, "user", last["role"])
-	for _, b := range agenttest.Objects(t, last, "content") {
-		if b["type"] == "tool_result" && b["tool_use_id"] == toolUseID {
-			content := agenttest.Objects(t, b, "content")
-			require.Len(t, content, 1)
-			require.Equal(t, "text", content[0]["type"])
-			text, ok := content[0]["text"].(string)
-			require.True(t, ok, "tool_result text is a string: %v", b)
-			isError, _ := b["is_error"].(bool)
-			return text, isError
-		}
+	text, isError, err := findToolResult(req, toolUseID)
+	require.NoError(t, err)
+	return text, isError
+}
+
+// findToolResult is toolResult for a reply function, which runs on the
+// server's goroutine and must not stop the test: it says what is wrong
+// as an error.
+func findToolResult(req map[string]any, toolUseID string) (text string, isError bool, err error) {
+	msgs, _ := req["messages"].([]any)
+	if len(msgs) == 0 {
+		return "", false, errors.New("no messages")
 	}
-	t.Fatalf("no tool_result for %s in %v", toolUseID, last)
-	return "", false
+	last, _ := msgs[len(msgs)-1].(map[string]any)
+	if last["role"] != "user" {
+		return "", false, fmt.Errorf("the last message is no user message: %v", last)
+	}
+	content, _ := last["content"].([]any)
+	for _, b := range content {
+		block, _ := b.(map[string]any)
+		if block["type"] != "tool_result" || block["tool_use_id"] != toolUseID {
+			continue
+		}
+		inner, _ := block["content"].([]any)
+		if len(inner) != 1 {
+			return "", false, fmt.Errorf("tool_result content is no single block: %v", block)
+		}
+		part, _ := inner[0].(map[string]any)
+		text, ok := part["text"].(string)
+		if part["type"] != "text" || !ok {
+			return "", false, fmt.Errorf("tool_result content is no text block: %v", block)
+		}
+		isError, _ := block["is_error"].(bool)
+		return text, isError, nil
+	}
+	return "", false, fmt.Errorf("no tool_result for %s in %v", toolUseID, last)
 }
 
 func user(text string) []anthropic.MessageParam {
@@ -174,17 +193,10 @@ func TestToolsReachTheAPI(t *testing.T) {
 	answer, _ := loop(t, client, ad, "c0", user("hi"))
 	assert.Equal(t, "Hello.", answer)
 
-	tools, ok := api.Request(t, 0)["tools"].([]any)
-	require.True(t, ok)
-	require.Len(t, tools, 2)
-	for i, want := range exec.Tools() {
-		tool := tools[i].(map[string]any)
-		name, _ := tool["name"].(string)
-		description, _ := tool["description"].(string)
-		agenttest.AssertTool(t, want, name, description, tool["input_schema"])
-	}
+	tools := agenttest.Objects(t, api.Request(t, 0), "tools")
+	agenttest.AssertToolObjects(t, exec.Tools(), tools, "input_schema")
 	// The description briefs the model on the registered function.
-	assert.Contains(t, tools[0].(map[string]any)["description"], agenttest.FuncName)
+	assert.Contains(t, tools[0]["description"], agenttest.FuncName)
 }
 
 func TestGoFunction(t *testing.T) {
@@ -292,34 +304,19 @@ func TestFailedCallKeepsNoState(t *testing.T) {
 func TestSeveralToolUsesBadInputAndUnknownTool(t *testing.T) {
 	ad, _ := agenttest.Adapter(t, montyanthropic.New)
 	api, client := newFakeAPI(t)
-	api.Reply(
-		withServerTools(toolUse("msg_1",
-			[3]string{"toolu_1", agent.ToolName, agenttest.Args("n = 5")},
-			[3]string{"toolu_2", agent.ToolName, agenttest.Args("n + 1")},
-			[3]string{"toolu_3", agent.ToolName, agenttest.BadArgs},
-			[3]string{"toolu_4", agenttest.UnknownTool, agenttest.UnknownToolArgs},
-			[3]string{"toolu_5", agent.ResumeToolName, agenttest.ResumeNothing},
-			[3]string{"toolu_6", agent.ToolName, agenttest.Args("double(n)")},
-		)),
-		final("msg_2", "Done."),
-	)
+	calls := agenttest.SeveralCalls()
+	var uses [][3]string
+	for _, c := range calls {
+		uses = append(uses, [3]string{c.ID, c.Name, c.Args})
+	}
+	api.Reply(withServerTools(toolUse("msg_1", uses...)), final("msg_2", "Done."))
 	answer, _ := loop(t, client, ad, "conv-many", user("Go."))
 	assert.Equal(t, "Done.", answer)
 	req := api.Request(t, 1)
-	for _, c := range []struct {
-		id, want string
-		isError  bool
-	}{
-		{"toolu_1", montyanthropic.NoOutput, false},
-		{"toolu_2", "6", false},
-		{"toolu_3", agenttest.WantCodeRequired, true},
-		{"toolu_4", agenttest.WantUnknownTool, true},
-		{"toolu_5", agenttest.WantNotPaused, true},
-		{"toolu_6", "10", false},
-	} {
-		out, isError := toolResult(t, req, c.id)
-		assert.Contains(t, out, c.want, c.id)
-		assert.Equal(t, c.isError, isError, c.id)
+	for _, c := range calls {
+		out, isError := toolResult(t, req, c.ID)
+		c.AssertOutput(t, out)
+		assert.Equal(t, c.Failed, isError, c.ID)
 	}
 	// One user message answers them all, in the tool_use blocks' order,
 	// with nothing before the tool results; the server tool's blocks went
@@ -333,10 +330,10 @@ func TestSeveralToolUsesBadInputAndUnknownTool(t *testing.T) {
 	assert.Equal(t, []any{"thinking", "server_tool_use", "web_search_tool_result", "text",
 		"tool_use", "tool_use", "tool_use", "tool_use", "tool_use", "tool_use"}, kinds)
 	results := agenttest.Objects(t, msgs[2], "content")
-	require.Len(t, results, 6)
-	for i, id := range []string{"toolu_1", "toolu_2", "toolu_3", "toolu_4", "toolu_5", "toolu_6"} {
+	require.Len(t, results, len(calls))
+	for i, c := range calls {
 		assert.Equal(t, "tool_result", results[i]["type"])
-		assert.Equal(t, id, results[i]["tool_use_id"])
+		assert.Equal(t, c.ID, results[i]["tool_use_id"])
 	}
 }
 
@@ -352,7 +349,7 @@ func TestPauseAndResume(t *testing.T) {
 	api.ReplyWith(func(req map[string]any) string {
 		// The model asks the user (a tool of its own, answered here) and
 		// resumes the run with the answer.
-		paused, _ = toolResultUnlocked(req, "toolu_run")
+		paused, _, _ = findToolResult(req, "toolu_run")
 		args, ok := agenttest.ResumeArgs(paused)
 		if !ok {
 			return final("msg_2", "The run did not pause.")
@@ -390,32 +387,6 @@ func TestResumeFromAnotherConversation(t *testing.T) {
 	assert.Contains(t, out, "is not paused")
 }
 
-// toolResultUnlocked is toolResult for a reply function, which runs on
-// the server's goroutine and must not stop the test: "" when it is not
-// there.
-func toolResultUnlocked(req map[string]any, toolUseID string) (string, bool) {
-	msgs, _ := req["messages"].([]any)
-	if len(msgs) == 0 {
-		return "", false
-	}
-	last, _ := msgs[len(msgs)-1].(map[string]any)
-	content, _ := last["content"].([]any)
-	for _, b := range content {
-		block, _ := b.(map[string]any)
-		if block["type"] != "tool_result" || block["tool_use_id"] != toolUseID {
-			continue
-		}
-		inner, _ := block["content"].([]any)
-		if len(inner) == 0 {
-			return "", false
-		}
-		text, _ := inner[0].(map[string]any)["text"].(string)
-		isError, _ := block["is_error"].(bool)
-		return text, isError
-	}
-	return "", false
-}
-
 // --- Go errors: only what the caller must handle ---
 
 func TestCallerErrors(t *testing.T) {
@@ -430,32 +401,14 @@ func TestCallerErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, none)
 
-	// A conversation key that is no thread key.
-	for _, key := range agenttest.BadConversationKeys() {
-		out, err = ad.Handle(context.Background(), key, &msg)
-		assert.ErrorIs(t, err, agent.ErrBadArgs, "key %q", key)
-		assert.Nil(t, out)
-	}
-
-	// The caller's context ended.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	out, err = ad.Handle(ctx, "ok", &msg)
-	assert.ErrorIs(t, err, context.Canceled)
-	assert.Nil(t, out)
-	cause := errors.New("the user left")
-	ctx, cancelCause := context.WithCancelCause(context.Background())
-	cancelCause(cause)
-	agenttest.RequireCause(t, ctx, cause, func(ctx context.Context) error {
-		_, _, err := ad.Call(ctx, "ok", agent.ToolName, json.RawMessage(agenttest.Args("1")))
-		return err
+	// A bad conversation key, a context that ended, a closed executor: no
+	// blocks come with the error.
+	agenttest.CallerErrors(t, exec, "montyanthropic", func(ctx context.Context, conversation string) (any, error) {
+		return ad.Handle(ctx, conversation, &msg)
+	}, func(ctx context.Context, conversation string) (any, error) {
+		text, _, err := ad.Call(ctx, conversation, agent.ToolName, json.RawMessage(agenttest.Args("1")))
+		return text, err
 	})
-
-	// The executor is closed.
-	exec.Close()
-	out, err = ad.Handle(context.Background(), "closed", &msg)
-	assert.True(t, errors.Is(err, session.ErrClosed), "%v", err)
-	assert.Nil(t, out)
 }
 
 // Conversations run in parallel, each in its own session, each with its

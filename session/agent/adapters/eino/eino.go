@@ -21,13 +21,13 @@ const NoOutput = agent.NoOutput
 // answers the model's calls of them. Make one with New; it is safe for
 // concurrent use.
 type Adapter struct {
-	exec *agent.Executor
+	base agent.Adapter
 }
 
 // New returns an adapter for exec. The executor stays the caller's to
 // close.
 func New(exec *agent.Executor) *Adapter {
-	return &Adapter{exec: exec}
+	return &Adapter{base: agent.Adapter{Exec: exec, Name: "montyeino"}}
 }
 
 // Tools returns the executor's tools (execute_python, resume_python) as
@@ -78,19 +78,8 @@ func (a *Adapter) Tools(conversation string) []tool.BaseTool {
 // session.ErrClosed), or conversation is not a valid thread key (it
 // matches agent.ErrBadArgs). Eino ends its graph run with it.
 func (a *Adapter) Call(ctx context.Context, conversation, name, arguments string) (string, error) {
-	text, _, err := a.exec.Answer(ctx, conversation, name, json.RawMessage(arguments))
-	if err != nil {
-		return "", fmt.Errorf("montyeino: %w", err)
-	}
-	return text, nil
-}
-
-// checkConversation fails unless conversation is a valid thread key.
-func checkConversation(conversation string) error {
-	if _, err := agent.SessionID(conversation, ""); err != nil {
-		return fmt.Errorf("montyeino: conversation key: %w", err)
-	}
-	return nil
+	text, _, err := a.base.Answer(ctx, conversation, name, json.RawMessage(arguments))
+	return text, err
 }
 
 // pythonTool is one of the executor's tools, bound to a conversation.
@@ -102,20 +91,12 @@ type pythonTool struct {
 
 var _ tool.InvokableTool = (*pythonTool)(nil)
 
-// definition is the executor's definition of the tool, as it is now.
-func (t *pythonTool) definition() tools.Tool {
-	if t.name == agent.ResumeToolName {
-		return t.a.exec.ResumeTool()
-	}
-	return t.a.exec.Tool()
-}
-
 // Info describes the tool: its name, description and JSON schema.
 func (t *pythonTool) Info(context.Context) (*schema.ToolInfo, error) {
-	if err := checkConversation(t.conversation); err != nil {
+	if err := t.a.base.CheckConversation(t.conversation); err != nil {
 		return nil, err
 	}
-	def := t.definition()
+	def := t.a.base.Definition(t.name)
 	return &schema.ToolInfo{
 		Name:        def.Name,
 		Desc:        def.Description,

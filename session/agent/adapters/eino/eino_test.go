@@ -249,27 +249,18 @@ func TestSeveralCallsBadArgumentsAndUnknownTool(t *testing.T) {
 	run, err := chain.Compile(ctx)
 	require.NoError(t, err)
 
-	out, err := run.Invoke(ctx, toolCalls(
-		call{"call_1", agent.ToolName, agenttest.Args("n = 5")},
-		call{"call_2", agent.ToolName, agenttest.Args("n + 1")},
-		call{"call_3", agent.ToolName, agenttest.BadArgs},
-		call{"call_4", agenttest.UnknownTool, agenttest.UnknownToolArgs},
-		call{"call_5", agent.ResumeToolName, agenttest.ResumeNothing},
-		call{"call_6", agent.ToolName, agenttest.Args("double(n)")},
-	))
+	calls := agenttest.SeveralCalls()
+	var tcs []call
+	for _, c := range calls {
+		tcs = append(tcs, call{c.ID, c.Name, c.Args})
+	}
+	out, err := run.Invoke(ctx, toolCalls(tcs...))
 	require.NoError(t, err)
-	require.Len(t, out, 6)
-	for i, c := range []struct{ id, want string }{
-		{"call_1", montyeino.NoOutput},
-		{"call_2", "6"},
-		{"call_3", agenttest.WantCodeRequired},
-		{"call_4", agenttest.WantUnknownTool},
-		{"call_5", agenttest.WantNotPaused},
-		{"call_6", "10"},
-	} {
-		assert.Equal(t, schema.Tool, out[i].Role, c.id)
-		assert.Equal(t, c.id, out[i].ToolCallID)
-		assert.Contains(t, out[i].Content, c.want, c.id)
+	require.Len(t, out, len(calls))
+	for i, c := range calls {
+		assert.Equal(t, schema.Tool, out[i].Role, c.ID)
+		assert.Equal(t, c.ID, out[i].ToolCallID)
+		c.AssertOutput(t, out[i].Content)
 	}
 }
 
@@ -308,18 +299,13 @@ func TestCallerErrors(t *testing.T) {
 	ad, exec := agenttest.Adapter(t, montyeino.New)
 	ctx := context.Background()
 
-	// A conversation key that is no thread key: the agent is not built,
-	// and a call fails.
+	// A conversation key that is no thread key: the agent is not built.
 	for _, key := range agenttest.BadConversationKeys() {
 		_, err := react.NewAgent(ctx, &react.AgentConfig{
 			ToolCallingModel: &scriptedModel{},
 			ToolsConfig:      compose.ToolsNodeConfig{Tools: ad.Tools(key)},
 		})
 		assert.ErrorIs(t, err, agent.ErrBadArgs, "key %q", key)
-		run := ad.Tools(key)[0].(tool.InvokableTool)
-		out, err := run.InvokableRun(ctx, agenttest.Args("1"))
-		assert.ErrorIs(t, err, agent.ErrBadArgs, "key %q", key)
-		assert.Empty(t, out)
 	}
 
 	// The caller's context ends while the model answers: the tool call
@@ -335,21 +321,20 @@ func TestCallerErrors(t *testing.T) {
 	_, err := newAgent(t, ad, m, "ok").Generate(runCtx, []*schema.Message{schema.UserMessage("Go.")})
 	require.Error(t, err)
 	assert.Equal(t, 1, m.Count())
-	run := ad.Tools("ok")[0].(tool.InvokableTool)
-	agenttest.RequireCause(t, runCtx, cause, func(ctx context.Context) error {
-		_, err := run.InvokableRun(ctx, agenttest.Args("1"))
-		return err
-	})
-	canceled, stop := context.WithCancel(ctx)
-	stop()
-	_, err = run.InvokableRun(canceled, agenttest.Args("1"))
-	assert.ErrorIs(t, err, context.Canceled)
 
-	// The executor is closed: the run ends with the error.
+	// The tools and Call, on their own: a bad conversation key, a context
+	// that ended, a closed executor (CallerErrors closes it). No output
+	// comes with the error.
 	m = &scriptedModel{}
 	m.Reply(toolCalls(call{"call_1", agent.ToolName, agenttest.Args("1 + 1")}), final("unreachable"))
 	closedAgent := newAgent(t, ad, m, "closed")
-	exec.Close()
+	agenttest.CallerErrors(t, exec, "montyeino", func(ctx context.Context, conversation string) (any, error) {
+		return ad.Tools(conversation)[0].(tool.InvokableTool).InvokableRun(ctx, agenttest.Args("1 + 1"))
+	}, func(ctx context.Context, conversation string) (any, error) {
+		return ad.Call(ctx, conversation, agent.ResumeToolName, agenttest.ResumeNothing)
+	})
+
+	// The executor is closed: the run ends with the error.
 	_, err = closedAgent.Generate(ctx, []*schema.Message{schema.UserMessage("Go.")})
 	assert.True(t, errors.Is(err, session.ErrClosed), "%v", err)
 	assert.Equal(t, 1, m.Count())

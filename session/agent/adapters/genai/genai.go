@@ -8,7 +8,6 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/monty-go/monty/session/agent"
-	"github.com/monty-go/monty/session/tools"
 )
 
 // NoOutput is the output of a call that printed nothing and whose last
@@ -27,23 +26,13 @@ const (
 // Adapter offers an executor's tools to the Gen AI SDK and answers the
 // model's calls of them. Make one with New; it is safe for concurrent use.
 type Adapter struct {
-	exec *agent.Executor
+	base agent.Adapter
 }
 
 // New returns an adapter for exec. The executor stays the caller's to
 // close.
 func New(exec *agent.Executor) *Adapter {
-	return &Adapter{exec: exec}
-}
-
-// schema decodes a tool's JSON schema for the SDK, anew for each caller.
-func schema(t tools.Tool) map[string]any {
-	var m map[string]any
-	if err := json.Unmarshal(t.Parameters, &m); err != nil || m == nil {
-		// The executor writes these schemas; they are always objects.
-		panic(fmt.Sprintf("montygenai: %s: parameters are not a JSON object: %v", t.Name, err))
-	}
-	return m
+	return &Adapter{base: agent.Adapter{Exec: exec, Name: "montygenai"}}
 }
 
 // Tools returns the executor's tools (execute_python, resume_python) as
@@ -53,11 +42,11 @@ func schema(t tools.Tool) map[string]any {
 // functions registered now, so take them anew when the registry changes.
 func (a *Adapter) Tools() []*genai.Tool {
 	var decls []*genai.FunctionDeclaration
-	for _, t := range a.exec.Tools() {
+	for _, t := range a.base.Tools() {
 		decls = append(decls, &genai.FunctionDeclaration{
 			Name:                 t.Name,
 			Description:          t.Description,
-			ParametersJsonSchema: schema(t),
+			ParametersJsonSchema: a.base.Schema(t),
 		})
 	}
 	return []*genai.Tool{{FunctionDeclarations: decls}}
@@ -119,8 +108,8 @@ func (a *Adapter) Handle(ctx context.Context, conversation string, resp *genai.G
 // error matches its cause), the executor is closed (it matches
 // session.ErrClosed), or conversation is not a valid thread key.
 func (a *Adapter) Call(ctx context.Context, conversation, name string, args map[string]any) (map[string]any, error) {
-	if _, err := agent.SessionID(conversation, ""); err != nil {
-		return nil, fmt.Errorf("montygenai: conversation key: %w", err)
+	if err := a.base.CheckConversation(conversation); err != nil {
+		return nil, err
 	}
 	failed := func(text string) map[string]any { return map[string]any{ErrorKey: text} }
 	if name != agent.ToolName && name != agent.ResumeToolName {
@@ -131,10 +120,10 @@ func (a *Adapter) Call(ctx context.Context, conversation, name string, args map[
 	if err != nil {
 		return failed(fmt.Sprintf("The arguments of %s are not JSON: %v", name, err)), nil
 	}
-	text, isError, err := a.exec.Answer(ctx, conversation, name, input)
+	text, isError, err := a.base.Answer(ctx, conversation, name, input)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("montygenai: %w", err)
+		return nil, err
 	case isError:
 		return failed(text), nil
 	}

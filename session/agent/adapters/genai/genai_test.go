@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genai"
 
-	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	montygenai "github.com/monty-go/monty/session/agent/adapters/genai"
 	"github.com/monty-go/monty/session/agent/agenttest"
@@ -133,26 +132,43 @@ func run(client *genai.Client, ad *montygenai.Adapter, conversation string, cont
 // "error".
 func functionResponse(t *testing.T, req map[string]any, id string) (string, bool) {
 	t.Helper()
-	all := agenttest.Objects(t, req, "contents")
-	last := all[len(all)-1]
-	require.Equal(t, "user", last["role"])
-	for _, p := range agenttest.Objects(t, last, "parts") {
-		fr, _ := p["functionResponse"].(map[string]any)
+	text, isError, err := findFunctionResponse(req, id)
+	require.NoError(t, err)
+	return text, isError
+}
+
+// findFunctionResponse is functionResponse for a reply function, which
+// runs on the server's goroutine and must not stop the test: it says
+// what is wrong as an error.
+func findFunctionResponse(req map[string]any, id string) (text string, isError bool, err error) {
+	all, _ := req["contents"].([]any)
+	if len(all) == 0 {
+		return "", false, errors.New("no contents")
+	}
+	last, _ := all[len(all)-1].(map[string]any)
+	if last["role"] != "user" {
+		return "", false, fmt.Errorf("the last content is no user content: %v", last)
+	}
+	ps, _ := last["parts"].([]any)
+	for _, p := range ps {
+		part, _ := p.(map[string]any)
+		fr, _ := part["functionResponse"].(map[string]any)
 		if fr == nil || fr["id"] != id {
 			continue
 		}
-		resp, ok := fr["response"].(map[string]any)
-		require.True(t, ok, "a response object: %v", fr)
-		require.Len(t, resp, 1, "one key: %v", resp)
-		if text, ok := resp["error"].(string); ok {
-			return text, true
+		resp, _ := fr["response"].(map[string]any)
+		if len(resp) != 1 {
+			return "", false, fmt.Errorf("no response object of one key: %v", fr)
 		}
-		text, ok := resp["output"].(string)
-		require.True(t, ok, "output or error: %v", resp)
-		return text, false
+		if text, ok := resp["error"].(string); ok {
+			return text, true, nil
+		}
+		if text, ok := resp["output"].(string); ok {
+			return text, false, nil
+		}
+		return "", false, fmt.Errorf("no output or error: %v", resp)
 	}
-	t.Fatalf("no function response for %s in %v", id, last)
-	return "", false
+	return "", false, fmt.Errorf("no function response for %s in %v", id, last)
 }
 
 func user(text string) []*genai.Content {
@@ -166,21 +182,15 @@ func TestToolsReachTheAPI(t *testing.T) {
 	answer, _ := loop(t, client, ad, "c0", user("hi"))
 	assert.Equal(t, "Hello.", answer)
 
-	tools, ok := api.Request(t, 0)["tools"].([]any)
-	require.True(t, ok)
+	tools := agenttest.Objects(t, api.Request(t, 0), "tools")
 	require.Len(t, tools, 1)
-	decls, ok := tools[0].(map[string]any)["functionDeclarations"].([]any)
-	require.True(t, ok, "%v", tools[0])
-	require.Len(t, decls, 2)
-	for i, want := range exec.Tools() {
-		decl := decls[i].(map[string]any)
+	decls := agenttest.Objects(t, tools[0], "functionDeclarations")
+	agenttest.AssertToolObjects(t, exec.Tools(), decls, "parametersJsonSchema")
+	for _, decl := range decls {
 		assert.NotContains(t, decl, "parameters", "parameters and parametersJsonSchema exclude each other")
-		name, _ := decl["name"].(string)
-		description, _ := decl["description"].(string)
-		agenttest.AssertTool(t, want, name, description, decl["parametersJsonSchema"])
 	}
 	// The description briefs the model on the registered function.
-	assert.Contains(t, decls[0].(map[string]any)["description"], agenttest.FuncName)
+	assert.Contains(t, decls[0]["description"], agenttest.FuncName)
 }
 
 func TestGoFunction(t *testing.T) {
@@ -318,47 +328,30 @@ func TestFailedCallKeepsNoState(t *testing.T) {
 func TestSeveralCallsBadArgsAndUnknownFunction(t *testing.T) {
 	ad, _ := agenttest.Adapter(t, montygenai.New)
 	api, client := newFakeAPI(t)
-	api.Reply(
-		functionCalls("resp_1",
-			[3]string{"call_1", agent.ToolName, agenttest.Args("n = 5")},
-			[3]string{"call_2", agent.ToolName, agenttest.Args("n + 1")},
-			[3]string{"call_3", agent.ToolName, agenttest.BadArgs},
-			[3]string{"call_4", agenttest.UnknownTool, agenttest.UnknownToolArgs},
-			[3]string{"call_5", agent.ResumeToolName, agenttest.ResumeNothing},
-			[3]string{"call_6", agent.ToolName, agenttest.Args("double(n)")},
-			[3]string{"", agent.ToolName, agenttest.Args("n * 3")},
-		),
-		final("resp_2", "Done."),
-	)
+	calls := agenttest.SeveralCalls()
+	calls[3].Want = `Unknown function "search_web"` // Gemini's word
+	var fcs [][3]string
+	for _, c := range calls {
+		fcs = append(fcs, [3]string{c.ID, c.Name, c.Args})
+	}
+	// A last call without an ID, as the Gemini API often sends them.
+	fcs = append(fcs, [3]string{"", agent.ToolName, agenttest.Args("n * 3")})
+	api.Reply(functionCalls("resp_1", fcs...), final("resp_2", "Done."))
 	answer, _ := loop(t, client, ad, "conv-many", user("Go."))
 	assert.Equal(t, "Done.", answer)
 	req := api.Request(t, 1)
-	for _, c := range []struct {
-		id, want string
-		isError  bool
-	}{
-		{"call_1", montygenai.NoOutput, false},
-		{"call_2", "6", false},
-		{"call_3", agenttest.WantCodeRequired, true},
-		{"call_4", `Unknown function "search_web"`, true},
-		{"call_5", agenttest.WantNotPaused, true},
-		{"call_6", "10", false},
-	} {
-		out, isError := functionResponse(t, req, c.id)
-		assert.Contains(t, out, c.want, c.id)
-		assert.Equal(t, c.isError, isError, c.id)
+	for _, c := range calls {
+		out, isError := functionResponse(t, req, c.ID)
+		c.AssertOutput(t, out)
+		assert.Equal(t, c.Failed, isError, c.ID)
 	}
 	// One user content answers them all, in the calls' order, each with
 	// the call's name and ID (none for the call that had none).
 	all := agenttest.Objects(t, req, "contents")
 	require.Len(t, all, 3)
 	answers := agenttest.Objects(t, all[2], "parts")
-	require.Len(t, answers, 7)
-	for i, want := range [][2]string{
-		{"call_1", agent.ToolName}, {"call_2", agent.ToolName}, {"call_3", agent.ToolName},
-		{"call_4", agenttest.UnknownTool}, {"call_5", agent.ResumeToolName}, {"call_6", agent.ToolName},
-		{"", agent.ToolName},
-	} {
+	require.Len(t, answers, len(fcs))
+	for i, want := range fcs {
 		fr, ok := answers[i]["functionResponse"].(map[string]any)
 		require.True(t, ok, "part %d: %v", i, answers[i])
 		id, _ := fr["id"].(string)
@@ -380,7 +373,7 @@ func TestPauseAndResume(t *testing.T) {
 	api.ReplyWith(func(req map[string]any) string {
 		// The model asks the user (a function of its own, answered here)
 		// and resumes the run with the answer.
-		paused, _ = functionResponseUnlocked(req, "call_run")
+		paused, _, _ = findFunctionResponse(req, "call_run")
 		args, ok := agenttest.ResumeArgs(paused)
 		if !ok {
 			return final("resp_2", "The run did not pause.")
@@ -418,32 +411,6 @@ func TestResumeFromAnotherConversation(t *testing.T) {
 	assert.Contains(t, resp["error"], "is not paused")
 }
 
-// functionResponseUnlocked is functionResponse for a reply function,
-// which runs on the server's goroutine and must not stop the test: ""
-// when it is not there.
-func functionResponseUnlocked(req map[string]any, id string) (string, bool) {
-	all, _ := req["contents"].([]any)
-	if len(all) == 0 {
-		return "", false
-	}
-	last, _ := all[len(all)-1].(map[string]any)
-	ps, _ := last["parts"].([]any)
-	for _, p := range ps {
-		part, _ := p.(map[string]any)
-		fr, _ := part["functionResponse"].(map[string]any)
-		if fr == nil || fr["id"] != id {
-			continue
-		}
-		resp, _ := fr["response"].(map[string]any)
-		if text, ok := resp["error"].(string); ok {
-			return text, true
-		}
-		text, _ := resp["output"].(string)
-		return text, false
-	}
-	return "", false
-}
-
 // Arguments that cannot be JSON, or none, go back to the model too.
 func TestCallArguments(t *testing.T) {
 	ad, _ := agenttest.Adapter(t, montygenai.New)
@@ -476,32 +443,13 @@ func TestCallerErrors(t *testing.T) {
 		assert.Empty(t, none)
 	}
 
-	// A conversation key that is no thread key.
-	for _, key := range agenttest.BadConversationKeys() {
-		out, err = ad.Handle(context.Background(), key, &resp)
-		assert.ErrorIs(t, err, agent.ErrBadArgs, "key %q", key)
-		assert.Nil(t, out)
-	}
-
-	// The caller's context ended.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	out, err = ad.Handle(ctx, "ok", &resp)
-	assert.ErrorIs(t, err, context.Canceled)
-	assert.Nil(t, out)
-	cause := errors.New("the user left")
-	ctx, cancelCause := context.WithCancelCause(context.Background())
-	cancelCause(cause)
-	agenttest.RequireCause(t, ctx, cause, func(ctx context.Context) error {
-		_, err := ad.Call(ctx, "ok", agent.ToolName, agenttest.Input("1"))
-		return err
+	// A bad conversation key, a context that ended, a closed executor: no
+	// parts or response come with the error.
+	agenttest.CallerErrors(t, exec, "montygenai", func(ctx context.Context, conversation string) (any, error) {
+		return ad.Handle(ctx, conversation, &resp)
+	}, func(ctx context.Context, conversation string) (any, error) {
+		return ad.Call(ctx, conversation, agent.ToolName, agenttest.Input("1"))
 	})
-
-	// The executor is closed.
-	exec.Close()
-	out, err = ad.Handle(context.Background(), "closed", &resp)
-	assert.True(t, errors.Is(err, session.ErrClosed), "%v", err)
-	assert.Nil(t, out)
 }
 
 // Conversations run in parallel, each in its own session, each with its

@@ -18,13 +18,13 @@ const NoOutput = agent.NoOutput
 // Adapter offers an executor's tools to Genkit and answers the model's
 // calls of them. Make one with New; it is safe for concurrent use.
 type Adapter struct {
-	exec *agent.Executor
+	base agent.Adapter
 }
 
 // New returns an adapter for exec. The executor stays the caller's to
 // close.
 func New(exec *agent.Executor) *Adapter {
-	return &Adapter{exec: exec}
+	return &Adapter{base: agent.Adapter{Exec: exec, Name: "montygenkit"}}
 }
 
 // Tools returns the executor's tools (execute_python, resume_python) as
@@ -46,10 +46,11 @@ func New(exec *agent.Executor) *Adapter {
 // call fails with a Go error when conversation is not a valid thread
 // key, which ends the generate loop.
 func (a *Adapter) Tools(conversation string) []ai.ToolRef {
-	return []ai.ToolRef{
-		a.tool(conversation, a.exec.Tool()),
-		a.tool(conversation, a.exec.ResumeTool()),
+	var out []ai.ToolRef
+	for _, def := range a.base.Tools() {
+		out = append(out, a.tool(conversation, def))
 	}
+	return out
 }
 
 // tool makes the Genkit tool for def, bound to conversation.
@@ -63,7 +64,7 @@ func (a *Adapter) tool(conversation string, def tools.Tool) ai.Tool {
 			}
 			return a.Call(tc, conversation, name, string(arguments))
 		},
-		ai.WithInputSchema(inputSchema(def)))
+		ai.WithInputSchema(a.base.Schema(def)))
 }
 
 // Call runs one call of the tool named name with JSON arguments in the
@@ -84,19 +85,6 @@ func (a *Adapter) tool(conversation string, def tools.Tool) ai.Tool {
 // session.ErrClosed), or conversation is not a valid thread key (it
 // matches agent.ErrBadArgs). Genkit ends its generate loop with it.
 func (a *Adapter) Call(ctx context.Context, conversation, name, arguments string) (string, error) {
-	text, _, err := a.exec.Answer(ctx, conversation, name, json.RawMessage(arguments))
-	if err != nil {
-		return "", fmt.Errorf("montygenkit: %w", err)
-	}
-	return text, nil
-}
-
-// inputSchema decodes a tool's JSON schema for Genkit.
-func inputSchema(t tools.Tool) map[string]any {
-	var s map[string]any
-	if err := json.Unmarshal(t.Parameters, &s); err != nil || s == nil {
-		// The executor writes these schemas; they are always objects.
-		panic(fmt.Sprintf("montygenkit: %s: parameters are not a JSON schema object: %v", t.Name, err))
-	}
-	return s
+	text, _, err := a.base.Answer(ctx, conversation, name, json.RawMessage(arguments))
+	return text, err
 }

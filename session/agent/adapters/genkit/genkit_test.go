@@ -292,13 +292,6 @@ func TestCallerErrors(t *testing.T) {
 		require.Error(t, err, "key %q", key)
 		assert.Contains(t, err.Error(), "conversation key", "key %q", key)
 		assert.Equal(t, 1, m.Count(), "key %q", key)
-
-		run := ad.Tools(key)[0].(ai.Tool)
-		out, err := run.RunRaw(ctx, agenttest.Input("1"))
-		assert.ErrorIs(t, err, agent.ErrBadArgs, "key %q", key)
-		assert.Nil(t, out)
-		_, err = ad.Call(ctx, key, agent.ToolName, `{"code": "1"}`)
-		assert.ErrorIs(t, err, agent.ErrBadArgs, "key %q", key)
 	}
 
 	// The caller's context ends while the model answers: the tool call
@@ -315,26 +308,23 @@ func TestCallerErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), cause.Error())
 	assert.Equal(t, 1, m.Count())
-	run := ad.Tools("ok")[0].(ai.Tool)
-	agenttest.RequireCause(t, runCtx, cause, func(ctx context.Context) error {
-		_, err := run.RunRaw(ctx, agenttest.Input("1"))
-		return err
+
+	// The tools' functions and Call, on their own: a bad conversation
+	// key, a context that ended, a closed executor (CallerErrors closes
+	// it). No output comes with the error.
+	agenttest.CallerErrors(t, exec, "montygenkit", func(ctx context.Context, conversation string) (any, error) {
+		return ad.Tools(conversation)[0].(ai.Tool).RunRaw(ctx, agenttest.Input("1 + 1"))
+	}, func(ctx context.Context, conversation string) (any, error) {
+		return ad.Call(ctx, conversation, agent.ToolName, agenttest.Args("1 + 1"))
 	})
-	canceled, stop := context.WithCancel(ctx)
-	stop()
-	_, err = ad.Call(canceled, "ok", agent.ToolName, `{"code": "1"}`)
-	assert.ErrorIs(t, err, context.Canceled)
 
 	// The executor is closed: the loop ends with the error.
 	g, m = newModel(t)
 	m.Reply(toolCalls(call{"call_1", agent.ToolName, agenttest.Input("1 + 1")}), final("unreachable"))
-	exec.Close()
 	_, err = generate(ctx, g, m, ad, "closed", ai.NewUserTextMessage("Go."))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), session.ErrClosed.Error())
 	assert.Equal(t, 1, m.Count())
-	_, err = ad.Call(ctx, "closed", agent.ToolName, `{"code": "1"}`)
-	assert.ErrorIs(t, err, session.ErrClosed)
 }
 
 // Conversations run in parallel, each in its own session, through one

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/tmc/langchaingo/tools"
@@ -19,13 +18,13 @@ const NoOutput = agent.NoOutput
 // Adapter offers an executor's tools to LangChainGo agents. Make one with
 // New; it is safe for concurrent use.
 type Adapter struct {
-	exec *agent.Executor
+	base agent.Adapter
 }
 
 // New returns an adapter for exec. The executor stays the caller's to
 // close.
 func New(exec *agent.Executor) *Adapter {
-	return &Adapter{exec: exec}
+	return &Adapter{base: agent.Adapter{Exec: exec, Name: "montylangchaingo"}}
 }
 
 // Tool returns the execute_python tool of the conversation: its input is
@@ -73,11 +72,8 @@ func (a *Adapter) Call(ctx context.Context, conversation, name, input string) (s
 	if name == agent.ToolName {
 		args = executeArgs(input)
 	}
-	text, _, err := a.exec.Answer(ctx, conversation, name, args)
-	if err != nil {
-		return "", fmt.Errorf("montylangchaingo: %w", err)
-	}
-	return text, nil
+	text, _, err := a.base.Answer(ctx, conversation, name, args)
+	return text, err
 }
 
 // executeArgs are execute_python's JSON arguments for an input: the input
@@ -127,11 +123,10 @@ func (t *tool) Name() string { return t.name }
 // Description is the executor's description of the tool, then how to
 // write the input, with the JSON schema of the arguments.
 func (t *tool) Description() string {
+	def := t.a.base.Definition(t.name)
 	if t.name == agent.ResumeToolName {
-		def := t.a.exec.ResumeTool()
 		return def.Description + "\n\nInput: a JSON object with these parameters (JSON schema): " + string(def.Parameters)
 	}
-	def := t.a.exec.Tool()
 	return def.Description + "\n\nInput: the Python code to run, as it is (not quoted); or, to set other " +
 		"parameters, a JSON object with these parameters (JSON schema): " + string(def.Parameters) +
 		". Input that is a JSON object is always read as parameters, so to run code that is itself a JSON object, send it as {\"code\": ...}."

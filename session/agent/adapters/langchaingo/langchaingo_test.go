@@ -279,20 +279,20 @@ func TestCallerErrors(t *testing.T) {
 	m.before = func(string) { cancel(cause) }
 	_, _, err = run(ctx, m, ad.Tools("ok"), "Add.")
 	assert.ErrorIs(t, err, cause)
-	agenttest.RequireCause(t, ctx, cause, func(ctx context.Context) error {
-		_, err := ad.Tool("ok").Call(ctx, "1")
-		return err
-	})
-	ctx, stop := context.WithCancel(context.Background())
-	stop()
-	_, err = ad.Call(ctx, "ok", agent.ToolName, "1")
-	assert.ErrorIs(t, err, context.Canceled)
 
-	// The executor is closed.
-	exec.Close()
+	// The tools and Call, on their own: a bad conversation key, a context
+	// that ended, a closed executor (CallerErrors closes it). No output
+	// comes with the error.
+	agenttest.CallerErrors(t, exec, "montylangchaingo", func(ctx context.Context, conversation string) (any, error) {
+		return ad.Tool(conversation).Call(ctx, "1 + 1")
+	}, func(ctx context.Context, conversation string) (any, error) {
+		return ad.ResumeTool(conversation).Call(ctx, agenttest.ResumeNothing)
+	}, func(ctx context.Context, conversation string) (any, error) {
+		return ad.Call(ctx, conversation, agent.ToolName, "1")
+	})
+
+	// The executor is closed: the loop ends with the error.
 	_, _, err = run(context.Background(), script(), ad.Tools("closed"), "Add.")
-	assert.ErrorIs(t, err, session.ErrClosed)
-	_, err = ad.ResumeTool("closed").Call(context.Background(), `{"run_id": "r", "results": []}`)
 	assert.ErrorIs(t, err, session.ErrClosed)
 }
 

@@ -3,14 +3,12 @@ package montyopenai
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/monty-go/monty/session/agent"
-	"github.com/monty-go/monty/session/tools"
 )
 
 // NoOutput is the tool output of a call that printed nothing and whose
@@ -20,23 +18,13 @@ const NoOutput = agent.NoOutput
 // Adapter offers an executor's tools to the OpenAI SDK and answers the
 // model's calls of them. Make one with New; it is safe for concurrent use.
 type Adapter struct {
-	exec *agent.Executor
+	base agent.Adapter
 }
 
 // New returns an adapter for exec. The executor stays the caller's to
 // close.
 func New(exec *agent.Executor) *Adapter {
-	return &Adapter{exec: exec}
-}
-
-// schema decodes a tool's JSON schema for the SDK.
-func schema(t tools.Tool) map[string]any {
-	var m map[string]any
-	if err := json.Unmarshal(t.Parameters, &m); err != nil {
-		// The executor writes these schemas; they are always objects.
-		panic(fmt.Sprintf("montyopenai: %s: parameters are not a JSON object: %v", t.Name, err))
-	}
-	return m
+	return &Adapter{base: agent.Adapter{Exec: exec, Name: "montyopenai"}}
 }
 
 // ChatTools returns the executor's tools (execute_python, resume_python)
@@ -45,11 +33,11 @@ func schema(t tools.Tool) map[string]any {
 // so take them anew when the registry changes.
 func (a *Adapter) ChatTools() []openai.ChatCompletionToolUnionParam {
 	var out []openai.ChatCompletionToolUnionParam
-	for _, t := range a.exec.Tools() {
+	for _, t := range a.base.Tools() {
 		out = append(out, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name:        t.Name,
 			Description: openai.String(t.Description),
-			Parameters:  schema(t),
+			Parameters:  a.base.Schema(t),
 		}))
 	}
 	return out
@@ -62,8 +50,8 @@ func (a *Adapter) ChatTools() []openai.ChatCompletionToolUnionParam {
 // registry changes.
 func (a *Adapter) ResponseTools() []responses.ToolUnionParam {
 	var out []responses.ToolUnionParam
-	for _, t := range a.exec.Tools() {
-		tool := responses.ToolParamOfFunction(t.Name, schema(t), false)
+	for _, t := range a.base.Tools() {
+		tool := responses.ToolParamOfFunction(t.Name, a.base.Schema(t), false)
 		tool.OfFunction.Description = openai.String(t.Description)
 		out = append(out, tool)
 	}
@@ -138,9 +126,6 @@ func (a *Adapter) HandleResponse(ctx context.Context, conversation string, resp 
 // error matches its cause), the executor is closed (it matches
 // session.ErrClosed), or conversation is not a valid thread key.
 func (a *Adapter) Call(ctx context.Context, conversation, name, arguments string) (string, error) {
-	text, _, err := a.exec.Answer(ctx, conversation, name, json.RawMessage(arguments))
-	if err != nil {
-		return "", fmt.Errorf("montyopenai: %w", err)
-	}
-	return text, nil
+	text, _, err := a.base.Answer(ctx, conversation, name, json.RawMessage(arguments))
+	return text, err
 }

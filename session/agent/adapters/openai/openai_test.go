@@ -3,7 +3,6 @@ package montyopenai_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	montyopenai "github.com/monty-go/monty/session/agent/adapters/openai"
 	"github.com/monty-go/monty/session/agent/agenttest"
@@ -128,19 +126,15 @@ func TestChatToolsReachTheAPI(t *testing.T) {
 	answer, _ := chatLoop(t, client, ad, "c0", user("hi"))
 	assert.Equal(t, "Hello.", answer)
 
-	tools, ok := api.Request(t, 0)["tools"].([]any)
-	require.True(t, ok)
-	require.Len(t, tools, 2)
-	for i, want := range exec.Tools() {
-		tool := tools[i].(map[string]any)
+	var fns []map[string]any
+	for _, tool := range agenttest.Objects(t, api.Request(t, 0), "tools") {
 		assert.Equal(t, "function", tool["type"])
-		fn := tool["function"].(map[string]any)
-		name, _ := fn["name"].(string)
-		description, _ := fn["description"].(string)
-		agenttest.AssertTool(t, want, name, description, fn["parameters"])
+		fn, _ := tool["function"].(map[string]any)
+		fns = append(fns, fn)
 	}
+	agenttest.AssertToolObjects(t, exec.Tools(), fns, "parameters")
 	// The description briefs the model on the registered function.
-	assert.Contains(t, tools[0].(map[string]any)["function"].(map[string]any)["description"], agenttest.FuncName)
+	assert.Contains(t, fns[0]["description"], agenttest.FuncName)
 }
 
 func TestChatGoFunction(t *testing.T) {
@@ -214,29 +208,24 @@ func TestChatExceptionGoesBackToTheModel(t *testing.T) {
 func TestChatSeveralCallsBadArgsAndUnknownTool(t *testing.T) {
 	ad, _ := agenttest.Adapter(t, montyopenai.New)
 	api, client := newFakeAPI(t, "/chat/completions")
-	api.Reply(
-		chatToolCalls("chatcmpl-1",
-			[3]string{"call_1", agent.ToolName, args("n = 5")},
-			[3]string{"call_2", agent.ToolName, args("n + 1")},
-			[3]string{"call_3", agent.ToolName, agenttest.JSONString(agenttest.BadArgs)},
-			[3]string{"call_4", agenttest.UnknownTool, agenttest.JSONString(agenttest.UnknownToolArgs)},
-			[3]string{"call_5", agent.ResumeToolName, agenttest.JSONString(agenttest.ResumeNothing)},
-		),
-		chatFinal("chatcmpl-2", "Done."),
-	)
+	calls := agenttest.SeveralCalls()
+	var tcs [][3]string
+	for _, c := range calls {
+		// The arguments are a JSON string holding the JSON object.
+		tcs = append(tcs, [3]string{c.ID, c.Name, agenttest.JSONString(c.Args)})
+	}
+	api.Reply(chatToolCalls("chatcmpl-1", tcs...), chatFinal("chatcmpl-2", "Done."))
 	answer, _ := chatLoop(t, client, ad, "conv-many", user("Go."))
 	assert.Equal(t, "Done.", answer)
 	req := api.Request(t, 1)
-	assert.Equal(t, montyopenai.NoOutput, toolMessage(t, req, "call_1"))
-	assert.Equal(t, "6", toolMessage(t, req, "call_2"))
-	assert.Contains(t, toolMessage(t, req, "call_3"), agenttest.WantCodeRequired)
-	assert.Contains(t, toolMessage(t, req, "call_4"), agenttest.WantUnknownTool)
-	assert.Contains(t, toolMessage(t, req, "call_5"), agenttest.WantNotPaused)
+	for _, c := range calls {
+		c.AssertOutput(t, toolMessage(t, req, c.ID))
+	}
 	// The answers follow the calls' order.
 	msgs := agenttest.Objects(t, req, "messages")
-	require.Len(t, msgs, 7)
-	for i, id := range []string{"call_1", "call_2", "call_3", "call_4", "call_5"} {
-		assert.Equal(t, id, msgs[2+i]["tool_call_id"])
+	require.Len(t, msgs, 2+len(calls))
+	for i, c := range calls {
+		assert.Equal(t, c.ID, msgs[2+i]["tool_call_id"])
 	}
 }
 
@@ -325,16 +314,11 @@ func TestResponseToolsReachTheAPI(t *testing.T) {
 	answer, _ := responsesLoop(t, client, ad, "r0", "", "hi")
 	assert.Equal(t, "Hello.", answer)
 
-	tools, ok := api.Request(t, 0)["tools"].([]any)
-	require.True(t, ok)
-	require.Len(t, tools, 2)
-	for i, want := range exec.Tools() {
-		tool := tools[i].(map[string]any)
+	tools := agenttest.Objects(t, api.Request(t, 0), "tools")
+	agenttest.AssertToolObjects(t, exec.Tools(), tools, "parameters")
+	for _, tool := range tools {
 		assert.Equal(t, "function", tool["type"])
 		assert.Equal(t, false, tool["strict"])
-		name, _ := tool["name"].(string)
-		description, _ := tool["description"].(string)
-		agenttest.AssertTool(t, want, name, description, tool["parameters"])
 	}
 }
 
@@ -425,28 +409,13 @@ func TestCallerErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, items, 1)
 
-	// A conversation key that is no thread key.
-	for _, key := range agenttest.BadConversationKeys() {
-		_, err = ad.HandleChat(context.Background(), key, msg)
-		assert.ErrorIs(t, err, agent.ErrBadArgs, "key %q", key)
-	}
-
-	// The caller's context ended.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	out, err = ad.HandleChat(ctx, "ok", msg)
-	assert.ErrorIs(t, err, context.Canceled)
-	assert.Nil(t, out)
-	items, err = ad.HandleResponse(ctx, "ok", &resp)
-	assert.ErrorIs(t, err, context.Canceled)
-	assert.Nil(t, items)
-
-	// The executor is closed.
-	exec.Close()
-	_, err = ad.HandleChat(context.Background(), "closed", msg)
-	assert.True(t, errors.Is(err, session.ErrClosed), "%v", err)
-	_, err = ad.HandleResponse(context.Background(), "closed", &resp)
-	assert.True(t, errors.Is(err, session.ErrClosed), "%v", err)
+	// A bad conversation key, a context that ended, a closed executor: no
+	// messages or items come with the error.
+	agenttest.CallerErrors(t, exec, "montyopenai", func(ctx context.Context, conversation string) (any, error) {
+		return ad.HandleChat(ctx, conversation, msg)
+	}, func(ctx context.Context, conversation string) (any, error) {
+		return ad.HandleResponse(ctx, conversation, &resp)
+	})
 }
 
 // Conversations run in parallel, each in its own session.
