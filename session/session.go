@@ -87,7 +87,9 @@ type Options struct {
 	NoCompression bool
 	// Limits apply to every call (zero value: runtime.DefaultLimits()).
 	Limits runtime.Limits
-	// Host provides host functions and OS access to the code; nil offers none.
+	// Host provides host functions and OS access to the code; nil offers
+	// none. Its calls are traced (telemetry.HostCallSpans) unless it has an
+	// Observer of its own.
 	Host *runtime.Host
 	// Files, when set, gives the session a filesystem at /work whose files
 	// are saved with its state (see Files); nil means no /work.
@@ -202,8 +204,9 @@ type Session struct {
 	// tc is the live type check context (the saved one between calls;
 	// nil while the session does not record one).
 	tc *typecheck.Context
-	// host serves the code's pauses: Options.Host, with /work in front
-	// of its OS handler when the session has files.
+	// host serves the code's pauses: a copy of Options.Host, with /work
+	// in front of its OS handler when the session has files, and
+	// telemetry's host call spans as its Observer unless it has one.
 	host *runtime.Host
 	// files is /work (nil without Options.Files). Between calls it holds
 	// the files of saved; it held those of filesOf (nil: none) when its
@@ -237,28 +240,28 @@ func Open(ctx context.Context, id string, opts Options) (*Session, error) {
 			return nil, err
 		}
 	}
-	s := &Session{id: id, opts: opts, eng: eng, host: opts.Host}
+	s := &Session{id: id, opts: opts, eng: eng}
 	s.opts.Store = opts.Telemetry.Or().Store(opts.Store)
 	if opts.Limits == (runtime.Limits{}) {
 		s.opts.Limits = runtime.DefaultLimits()
 	}
+	h := runtime.Host{}
+	if opts.Host != nil {
+		h = *opts.Host
+	}
+	if h.Observer == nil {
+		h.Observer = telemetry.HostCallSpans{}
+	}
 	if opts.Files != nil {
 		s.files = newFilesMem(s.opts.fileLimits())
 		s.filesGen = s.files.Generation()
-		h := runtime.Host{}
-		if opts.Host != nil {
-			h = *opts.Host
-		}
 		if h.OS != nil {
 			h.OS = runtime.Chain{s.files, h.OS}
 		} else {
 			h.OS = s.files
 		}
-		s.host = &h
 	}
-	if s.host == nil {
-		s.host = &runtime.Host{}
-	}
+	s.host = &h
 	if err := s.load(ctx); err != nil {
 		s.shutdown()
 		return nil, err
