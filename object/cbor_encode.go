@@ -7,6 +7,8 @@ import (
 	"math/big"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/monty-go/monty/internal/cbor"
 )
 
 // Encode returns the CBOR encoding of v described in docs/values.md.
@@ -30,21 +32,7 @@ type encoder struct {
 }
 
 // head writes a major type and argument in shortest form.
-func (e *encoder) head(major byte, arg uint64) {
-	m := major << 5
-	switch {
-	case arg < 24:
-		e.buf = append(e.buf, m|byte(arg))
-	case arg <= math.MaxUint8:
-		e.buf = append(e.buf, m|24, byte(arg))
-	case arg <= math.MaxUint16:
-		e.buf = binary.BigEndian.AppendUint16(append(e.buf, m|25), uint16(arg))
-	case arg <= math.MaxUint32:
-		e.buf = binary.BigEndian.AppendUint32(append(e.buf, m|26), uint32(arg))
-	default:
-		e.buf = binary.BigEndian.AppendUint64(append(e.buf, m|27), arg)
-	}
-}
+func (e *encoder) head(major byte, arg uint64) { e.buf = cbor.AppendHead(e.buf, major, arg) }
 
 func (e *encoder) int(v int64) {
 	if v >= 0 {
