@@ -30,21 +30,7 @@ type encoder struct {
 }
 
 // head writes a major type and argument in shortest form.
-func (e *encoder) head(major byte, arg uint64) {
-	m := major << 5
-	switch {
-	case arg < 24:
-		e.buf = append(e.buf, m|byte(arg))
-	case arg <= math.MaxUint8:
-		e.buf = append(e.buf, m|24, byte(arg))
-	case arg <= math.MaxUint16:
-		e.buf = binary.BigEndian.AppendUint16(append(e.buf, m|25), uint16(arg))
-	case arg <= math.MaxUint32:
-		e.buf = binary.BigEndian.AppendUint32(append(e.buf, m|26), uint32(arg))
-	default:
-		e.buf = binary.BigEndian.AppendUint64(append(e.buf, m|27), arg)
-	}
-}
+func (e *encoder) head(major byte, arg uint64) { e.buf = AppendCBORHead(e.buf, major, arg) }
 
 func (e *encoder) int(v int64) {
 	if v >= 0 {
@@ -349,4 +335,23 @@ func (e *encoder) namedTuple(t NamedTuple, depth int) error {
 		}
 	}
 	return nil
+}
+
+// AppendCBORHead appends the head of a CBOR item, its major type (0 to
+// 7) and argument, in the shortest form (RFC 8949, section 3), to dst.
+// The value encoding here and the runtime's wire framing both write
+// heads with it.
+func AppendCBORHead(dst []byte, major byte, arg uint64) []byte {
+	m := major << 5
+	switch {
+	case arg < 24:
+		return append(dst, m|byte(arg))
+	case arg <= math.MaxUint8:
+		return append(dst, m|24, byte(arg))
+	case arg <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(dst, m|25), uint16(arg))
+	case arg <= math.MaxUint32:
+		return binary.BigEndian.AppendUint32(append(dst, m|26), uint32(arg))
+	}
+	return binary.BigEndian.AppendUint64(append(dst, m|27), arg)
 }

@@ -62,11 +62,7 @@ func NewDirFS(hostDir, mountPoint string, readWrite bool) (*DirFS, error) {
 // directory that cannot be opened return errors matching ErrInvalidOption
 // (and the underlying error, such as fs.ErrNotExist).
 func OpenDirFS(hostDir, mountPoint string, opts DirFSOptions) (*DirFS, error) {
-	at, err := mountAt(mountPoint, opts.WriteLimit, opts.MemoryLimit)
-	if err != nil {
-		return nil, err
-	}
-	root, err := openRoot(hostDir)
+	at, root, err := openMount(hostDir, mountPoint, opts.WriteLimit, opts.MemoryLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -75,17 +71,25 @@ func OpenDirFS(hostDir, mountPoint string, opts DirFSOptions) (*DirFS, error) {
 	return d, nil
 }
 
-// mountAt validates a mount point and limits, returning the cleaned mount point.
-func mountAt(mountPoint string, writeLimit, memLimit int64) (string, error) {
+// openMount checks a mount's point and limits and opens its host
+// directory (OpenDirFS and OpenOverlayFS). It returns the cleaned mount
+// point.
+func openMount(hostDir, mountPoint string, writeLimit, memLimit int64) (string, *os.Root, error) {
 	switch {
 	case !strings.HasPrefix(mountPoint, "/"):
-		return "", fmt.Errorf("%w: mount point %q must be an absolute virtual path, such as /data", ErrInvalidOption, mountPoint)
+		return "", nil, fmt.Errorf("%w: mount point %q must be an absolute virtual path, such as /data", ErrInvalidOption, mountPoint)
 	case strings.ContainsRune(mountPoint, 0):
-		return "", fmt.Errorf("%w: mount point %q contains a NUL byte", ErrInvalidOption, mountPoint)
+		return "", nil, fmt.Errorf("%w: mount point %q contains a NUL byte", ErrInvalidOption, mountPoint)
 	case writeLimit < 0 || memLimit < 0:
-		return "", fmt.Errorf("%w: mount limits must not be negative (0 means the default)", ErrInvalidOption)
+		return "", nil, fmt.Errorf("%w: mount limits must not be negative (0 means the default)", ErrInvalidOption)
+	case hostDir == "":
+		return "", nil, fmt.Errorf("%w: the host directory of a mount is empty", ErrInvalidOption)
 	}
-	return path.Clean(mountPoint), nil
+	root, err := os.OpenRoot(hostDir)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: mount host directory: %w", ErrInvalidOption, err)
+	}
+	return path.Clean(mountPoint), root, nil
 }
 
 func memoryLimit(n int64) int64 {
@@ -93,18 +97,6 @@ func memoryLimit(n int64) int64 {
 		return DefaultMountMemoryLimit
 	}
 	return n
-}
-
-// openRoot opens a mount's host directory.
-func openRoot(hostDir string) (*os.Root, error) {
-	if hostDir == "" {
-		return nil, fmt.Errorf("%w: the host directory of a mount is empty", ErrInvalidOption)
-	}
-	root, err := os.OpenRoot(hostDir)
-	if err != nil {
-		return nil, fmt.Errorf("%w: mount host directory: %w", ErrInvalidOption, err)
-	}
-	return root, nil
 }
 
 // HandleOS implements OSHandler.

@@ -4,20 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/monty-go/monty/object"
 )
-
-// tracerScope is the instrumentation scope of the runtime's spans, the one
-// package telemetry uses.
-const tracerScope = "github.com/monty-go/monty"
 
 // DefaultMaxHostCalls bounds the host calls of one run when Host.MaxCalls is 0.
 const DefaultMaxHostCalls = 1000
@@ -72,6 +63,28 @@ type Host struct {
 	// nil raises AttributeError for them. Both count as host calls
 	// (MaxCalls, MaxCallTime).
 	Objects ObjectHandler
+	// Observer, when set, watches every call the Host makes of a host
+	// function or a host object's method (package session/telemetry's
+	// HostCallSpans traces them; a session sets it). Nil watches nothing
+	// and costs nothing.
+	Observer HostCallObserver
+}
+
+// HostCallObserver watches the calls a Host makes of host functions and
+// host object methods, for tracing or metrics: the calls of Functions and
+// of ObjectHandler methods, not External calls (the Host does not make
+// them), OS calls or attribute reads. It must be safe for concurrent use:
+// async calls run in goroutines of their own.
+type HostCallObserver interface {
+	// StartHostCall is called just before a function runs, in the
+	// goroutine that runs it, with the context the call gets; async says
+	// whether it runs as an async task, and call must not be changed. It
+	// returns the context the function runs with (ctx, or one derived from
+	// it, say carrying a span) and end, which the Host calls once the
+	// function is over with its outcome: nil, the error it returned (an
+	// *Exception when it raises one), or an error saying it panicked. A
+	// nil end asks for no outcome.
+	StartHostCall(ctx context.Context, call *FunctionCall, async bool) (context.Context, func(err error))
 }
 
 // Run starts p with inputs and drives it to the end.
@@ -302,18 +315,11 @@ func (d *drive) callSync(fn func(context.Context) (object.Value, error)) (Answer
 // the call at once: Monty takes a plain value as the call's result, which
 // `await` then refuses; the future is resolved at the await that follows.)
 func (d *drive) callFunction(f Function, p *FunctionCall) (Answer, error) {
-	call := func(ctx context.Context) (v object.Value, err error) {
-		ctx, span := startHostCall(ctx, p, f.Async)
-		if span != nil {
-			defer func() {
-				if r := recover(); r != nil {
-					endHostCall(span, fmt.Errorf("host function panicked: %v", r))
-					panic(r) // safeCall turns it into the call's error
-				}
-				endHostCall(span, err)
-			}()
-		}
+	call := func(ctx context.Context) (object.Value, error) {
 		return f.Func(ctx, p.Args, p.Kwargs)
+	}
+	if d.h.Observer != nil {
+		call = observed(d.h.Observer, p, f.Async, call)
 	}
 	if f.Async {
 		d.startAsync(p.CallID, call)
@@ -322,41 +328,23 @@ func (d *drive) callFunction(f Function, p *FunctionCall) (Answer, error) {
 	return d.callSync(call)
 }
 
-// startHostCall starts the span of a host function's call (telemetry's
-// monty.host_call) when the span in ctx, the execution's, is recording.
-func startHostCall(ctx context.Context, p *FunctionCall, async bool) (context.Context, trace.Span) {
-	parent := trace.SpanFromContext(ctx)
-	if !parent.IsRecording() {
-		return ctx, nil
-	}
-	return parent.TracerProvider().Tracer(tracerScope).Start(ctx, "monty.host_call", trace.WithAttributes(
-		attribute.String("monty.function", p.Name), attribute.Bool("monty.async", async), attribute.Bool("monty.method", p.ObjectID != nil)))
-}
-
-// endHostCall ends a span startHostCall started (nil: none), failed with
-// the exception the call raises.
-func endHostCall(span trace.Span, err error) {
-	if span == nil {
-		return
-	}
-	if err != nil {
-		var exc *Exception
-		if errors.As(err, &exc) {
-			span.SetAttributes(attribute.String("monty.exception.type", clipText(exc.Type)))
+// observed wraps the call fn makes for p in obs's StartHostCall and its
+// end.
+func observed(obs HostCallObserver, p *FunctionCall, async bool, fn func(context.Context) (object.Value, error)) func(context.Context) (object.Value, error) {
+	return func(ctx context.Context) (v object.Value, err error) {
+		ctx, end := obs.StartHostCall(ctx, p, async)
+		if end == nil {
+			return fn(ctx)
 		}
-		span.SetStatus(codes.Error, clipText(err.Error()))
+		defer func() {
+			if r := recover(); r != nil {
+				end(panicError(r))
+				panic(r) // safeCall turns it into the call's error
+			}
+			end(err)
+		}()
+		return fn(ctx)
 	}
-	span.End()
-}
-
-// clipText bounds a text a span takes from a host call (telemetry's
-// MaxDescription): an MCP server's error may be megabytes.
-func clipText(s string) string {
-	const limit = 256
-	if len(s) <= limit {
-		return s
-	}
-	return strings.ToValidUTF8(s[:limit], "") + "…"
 }
 
 // invoke runs fn as callSync does and returns its result, or a non-nil
@@ -420,11 +408,14 @@ func (d *drive) startAsync(id uint32, fn func(context.Context) (object.Value, er
 func safeCall(ctx context.Context, fn func(context.Context) (object.Value, error)) (v object.Value, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			v, err = nil, fmt.Errorf("host function panicked: %v", p)
+			v, err = nil, panicError(p)
 		}
 	}()
 	return fn(ctx)
 }
+
+// panicError is the error a host function's panic with p becomes.
+func panicError(p any) error { return fmt.Errorf("host function panicked: %v", p) }
 
 // asyncGrace bounds how long Drive waits, when a run ends, for the async
 // host calls it cancelled (host functions should return when their context

@@ -96,11 +96,7 @@ func (e *ovEntry) cost(name string) int64 {
 // options and a host directory that cannot be opened return errors
 // matching ErrInvalidOption (and the underlying error).
 func OpenOverlayFS(hostDir, mountPoint string, opts OverlayOptions) (*OverlayFS, error) {
-	at, err := mountAt(mountPoint, opts.WriteLimit, opts.MemoryLimit)
-	if err != nil {
-		return nil, err
-	}
-	root, err := openRoot(hostDir)
+	at, root, err := openMount(hostDir, mountPoint, opts.WriteLimit, opts.MemoryLimit)
 	if err != nil {
 		return nil, err
 	}

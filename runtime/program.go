@@ -148,12 +148,13 @@ func WithCwd(dir string) CompileOption {
 	return func(c *compileConfig) { c.cwd = dir }
 }
 
-func compileOptions(opts []CompileOption) compileConfig {
+// compileOptions applies opts to the defaults and checks the outcome.
+func compileOptions(opts []CompileOption) (compileConfig, error) {
 	c := compileConfig{script: DefaultScriptName}
 	for _, o := range opts {
 		o(&c)
 	}
-	return c
+	return c, c.check()
 }
 
 // check refuses options the module would refuse, before any call.
@@ -278,36 +279,44 @@ type Program struct {
 // Compile parses and compiles code. Syntax errors come back as an *Error of
 // type SyntaxError with the line in its traceback.
 func (it *Interpreter) Compile(ctx context.Context, code string, opts ...CompileOption) (*Program, error) {
-	c := compileOptions(opts)
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	w := &it.req
-	w.Reset()
-	if c.sandboxed() {
-		w.Array(5)
-	} else {
-		w.Array(4)
-	}
-	w.Text(code)
-	w.Text(c.script)
-	w.Array(len(c.inputs))
-	for _, n := range c.inputs {
-		w.Text(n)
-	}
-	w.Bool(c.hostClock)
-	if c.sandboxed() {
-		c.writeSandbox(w)
-	}
-	r, err := it.call(ctx, opCompile, 0)
+	c, err := compileOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	h, err := r.Uint32()
+	h, err := it.create(ctx, opCompile, &c, 4, func(w *wire.Writer) {
+		w.Text(code)
+		w.Text(c.script)
+		w.Array(len(c.inputs))
+		for _, n := range c.inputs {
+			w.Text(n)
+		}
+		w.Bool(c.hostClock)
+	})
 	if err != nil {
 		return nil, err
 	}
 	return it.newProgram(h, len(c.inputs)), nil
+}
+
+// create sends op, the request that makes a program or a REPL, and
+// returns the handle the module made: fields writes the request's n
+// leading fields, and the sandbox's element follows them when c sets one.
+func (it *Interpreter) create(ctx context.Context, op uint32, c *compileConfig, n int, fields func(*wire.Writer)) (uint32, error) {
+	w := &it.req
+	w.Reset()
+	if c.sandboxed() {
+		n++
+	}
+	w.Array(n)
+	fields(w)
+	if c.sandboxed() {
+		c.writeSandbox(w)
+	}
+	r, err := it.call(ctx, op, 0)
+	if err != nil {
+		return 0, err
+	}
+	return r.Uint32()
 }
 
 func (it *Interpreter) newProgram(h uint32, inputs int) *Program {

@@ -29,27 +29,14 @@ type Input struct {
 // NewREPL creates an empty REPL (WithScriptName names it in tracebacks;
 // WithHostClock, WithTimezone and WithCwd apply to every snippet).
 func (it *Interpreter) NewREPL(ctx context.Context, opts ...CompileOption) (*REPL, error) {
-	c := compileOptions(opts)
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	w := &it.req
-	w.Reset()
-	if c.sandboxed() {
-		w.Array(3)
-	} else {
-		w.Array(2)
-	}
-	w.Text(c.script)
-	w.Bool(c.hostClock)
-	if c.sandboxed() {
-		c.writeSandbox(w)
-	}
-	r, err := it.call(ctx, opREPLNew, 0)
+	c, err := compileOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	h, err := r.Uint32()
+	h, err := it.create(ctx, opREPLNew, &c, 2, func(w *wire.Writer) {
+		w.Text(c.script)
+		w.Bool(c.hostClock)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -87,7 +87,9 @@ type Options struct {
 	NoCompression bool
 	// Limits apply to every call (zero value: runtime.DefaultLimits()).
 	Limits runtime.Limits
-	// Host provides host functions and OS access to the code; nil offers none.
+	// Host provides host functions and OS access to the code; nil offers
+	// none. Its calls are traced (telemetry.HostCallSpans) unless it has an
+	// Observer of its own.
 	Host *runtime.Host
 	// Files, when set, gives the session a filesystem at /work whose files
 	// are saved with its state (see Files); nil means no /work.
@@ -193,8 +195,9 @@ type Session struct {
 	id   string
 	opts Options
 	eng  *runtime.Engine
-	// host serves the code's pauses: Options.Host, with /work in front
-	// of its OS handler when the session has files.
+	// host serves the code's pauses: a copy of Options.Host, with /work
+	// in front of its OS handler when the session has files, and
+	// telemetry's host call spans as its Observer unless it has one.
 	host *runtime.Host
 
 	busy   atomic.Bool
@@ -228,27 +231,27 @@ func Open(ctx context.Context, id string, opts Options) (*Session, error) {
 			return nil, err
 		}
 	}
-	s := &Session{id: id, opts: opts, eng: eng, host: opts.Host}
+	s := &Session{id: id, opts: opts, eng: eng}
 	s.opts.Store = opts.Telemetry.Or().Store(opts.Store)
 	if opts.Limits == (runtime.Limits{}) {
 		s.opts.Limits = runtime.DefaultLimits()
 	}
 	s.state = newStoredState(id, &s.opts, eng)
+	h := runtime.Host{}
+	if opts.Host != nil {
+		h = *opts.Host
+	}
+	if h.Observer == nil {
+		h.Observer = telemetry.HostCallSpans{}
+	}
 	if files := s.state.files; files != nil {
-		h := runtime.Host{}
-		if opts.Host != nil {
-			h = *opts.Host
-		}
 		if h.OS != nil {
 			h.OS = runtime.Chain{files, h.OS}
 		} else {
 			h.OS = files
 		}
-		s.host = &h
 	}
-	if s.host == nil {
-		s.host = &runtime.Host{}
-	}
+	s.host = &h
 	if err := s.load(ctx); err != nil {
 		s.shutdown()
 		return nil, err

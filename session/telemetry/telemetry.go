@@ -72,6 +72,9 @@ const (
 	AttrFunction = attribute.Key("monty.function")
 	// AttrAsync marks a host call that ran as an async task.
 	AttrAsync = attribute.Key("monty.async")
+	// AttrMethod marks a host call of a host object's method (an MCP
+	// tool's, say) rather than of a host function.
+	AttrMethod = attribute.Key("monty.method")
 	// AttrToolCalls is the number of client-tool calls a pause waits for,
 	// or a resume answers.
 	AttrToolCalls = attribute.Key("monty.tool_calls")

@@ -4,7 +4,6 @@
 package wire
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -34,21 +33,7 @@ type Writer struct {
 // Reset empties the buffer, keeping its capacity.
 func (w *Writer) Reset() { w.Buf = w.Buf[:0] }
 
-func (w *Writer) head(major byte, arg uint64) {
-	m := major << 5
-	switch {
-	case arg < 24:
-		w.Buf = append(w.Buf, m|byte(arg))
-	case arg <= math.MaxUint8:
-		w.Buf = append(w.Buf, m|24, byte(arg))
-	case arg <= math.MaxUint16:
-		w.Buf = binary.BigEndian.AppendUint16(append(w.Buf, m|25), uint16(arg))
-	case arg <= math.MaxUint32:
-		w.Buf = binary.BigEndian.AppendUint32(append(w.Buf, m|26), uint32(arg))
-	default:
-		w.Buf = binary.BigEndian.AppendUint64(append(w.Buf, m|27), arg)
-	}
-}
+func (w *Writer) head(major byte, arg uint64) { w.Buf = object.AppendCBORHead(w.Buf, major, arg) }
 
 // Array writes an array header of n items.
 func (w *Writer) Array(n int) { w.head(majorArray, uint64(n)) }
