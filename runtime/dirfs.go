@@ -48,14 +48,6 @@ type DirFSOptions struct {
 	MemoryLimit int64
 }
 
-// NewDirFS mounts hostDir at mountPoint (an absolute virtual path such as
-// "/data"), read-only unless readWrite is true, with no write limit and the
-// default memory limit. It is OpenDirFS with DirFSOptions{ReadWrite:
-// readWrite}.
-func NewDirFS(hostDir, mountPoint string, readWrite bool) (*DirFS, error) {
-	return OpenDirFS(hostDir, path.Clean("/"+mountPoint), DirFSOptions{ReadWrite: readWrite})
-}
-
 // OpenDirFS mounts hostDir at mountPoint, an absolute virtual path such as
 // "/data". The directory is opened once, here: the mount stays attached to
 // it whatever later happens to its name. Invalid options and a host

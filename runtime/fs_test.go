@@ -34,7 +34,7 @@ func mounts(t *testing.T) map[string]runtime.OSHandler {
 			require.NoError(t, os.WriteFile(filepath.Join(d, name), []byte(data), 0o644))
 		}
 	}
-	d, err := runtime.NewDirFS(dir, "/mnt", true)
+	d, err := runtime.OpenDirFS(dir, "/mnt", runtime.DirFSOptions{ReadWrite: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	o, err := runtime.OpenOverlayFS(lower, "/mnt", runtime.OverlayOptions{})
@@ -222,7 +222,7 @@ func TestMountScanOutsideAndReadOnly(t *testing.T) {
 	it := newInterp(t)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "f.txt"), nil, 0o644))
-	ro, err := runtime.NewDirFS(dir, "/data", false)
+	ro, err := runtime.OpenDirFS(dir, "/data", runtime.DirFSOptions{})
 	require.NoError(t, err)
 	defer ro.Close()
 	h := &runtime.Host{OS: ro}
@@ -249,7 +249,7 @@ func TestDirFSScanSymlinks(t *testing.T) {
 	require.NoError(t, os.Symlink(base, filepath.Join(data, "up")))
 	require.NoError(t, os.Symlink("missing", filepath.Join(data, "dangling")))
 	require.NoError(t, os.Symlink(".", filepath.Join(data, "real", "loop")))
-	d, err := runtime.NewDirFS(data, "/data", false)
+	d, err := runtime.OpenDirFS(data, "/data", runtime.DirFSOptions{})
 	require.NoError(t, err)
 	defer d.Close()
 	h := &runtime.Host{OS: d}

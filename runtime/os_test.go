@@ -123,7 +123,7 @@ func TestDirFSConfinement(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Join(base, "secret.txt"), filepath.Join(data, "link.txt")))
 	require.NoError(t, os.Symlink(base, filepath.Join(data, "up")))
 
-	ro, err := runtime.NewDirFS(data, "/data", false)
+	ro, err := runtime.OpenDirFS(data, "/data", runtime.DirFSOptions{})
 	require.NoError(t, err)
 	defer ro.Close()
 	h := &runtime.Host{OS: ro}
@@ -141,7 +141,7 @@ func TestDirFSConfinement(t *testing.T) {
 	_, err = os.Stat(filepath.Join(data, "new.txt"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 
-	rw, err := runtime.NewDirFS(data, "/data", true)
+	rw, err := runtime.OpenDirFS(data, "/data", runtime.DirFSOptions{ReadWrite: true})
 	require.NoError(t, err)
 	defer rw.Close()
 	_, err = hostRun(t, it, &runtime.Host{OS: rw}, "from pathlib import Path\nPath('/data/new.txt').write_text('written')")

@@ -347,7 +347,7 @@ func BenchmarkExecTelemetry(b *testing.B) {
 				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 				defer tp.Shutdown(ctx)
 				defer mp.Shutdown(ctx)
-				opts.Telemetry = telemetry.New(telemetry.Config{TracerProvider: tp, MeterProvider: mp})
+				opts.Telemetry = telemetry.New(telemetry.Options{TracerProvider: tp, MeterProvider: mp})
 			}
 			s, err := session.Open(ctx, "bench-telemetry", opts)
 			require.NoError(b, err)

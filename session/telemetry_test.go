@@ -44,7 +44,7 @@ func newTraced(t *testing.T) traced {
 		_ = tp.Shutdown(context.Background())
 		_ = mp.Shutdown(context.Background())
 	})
-	return traced{tel: telemetry.New(telemetry.Config{TracerProvider: tp, MeterProvider: mp}), spans: exp, metrics: reader}
+	return traced{tel: telemetry.New(telemetry.Options{TracerProvider: tp, MeterProvider: mp}), spans: exp, metrics: reader}
 }
 
 // named returns the ended spans called name.

@@ -24,7 +24,7 @@ func TestTraceparent(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	s := newServer(t, httpapi.Options{Telemetry: telemetry.New(telemetry.Config{TracerProvider: tp})})
+	s := newServer(t, httpapi.Options{Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp})})
 	c := s.client("")
 
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"

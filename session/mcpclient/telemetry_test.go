@@ -88,7 +88,7 @@ func TestMCPTraceContext(t *testing.T) {
 	rec.add(d)
 	reg, _ := demoNamespace(t, d, mcpclient.Server{})
 	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{
-		Telemetry: telemetry.New(telemetry.Config{TracerProvider: tp})}})
+		Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp})}})
 
 	// ExecuteEvents: a call of a run with events carries a progress token.
 	res, err := e.ExecuteEvents(context.Background(), "t", agenttest.CodeArgs("await demo.whoami()"), func(agent.Event) {})
@@ -152,7 +152,7 @@ func TestMCPTraceContext(t *testing.T) {
 
 	// A run that is not traced sends no trace context.
 	untraced := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{
-		Telemetry: telemetry.New(telemetry.Config{TracerProvider: noop.NewTracerProvider()})}})
+		Telemetry: telemetry.New(telemetry.Options{TracerProvider: noop.NewTracerProvider()})}})
 	assert.Equal(t, "'me'", agenttest.OK(t, untraced, "t", "await demo.whoami()"))
 	metas = rec.take()
 	require.Len(t, metas, 1)
@@ -216,7 +216,7 @@ func TestMCPTraceContextToPythonServer(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ns.Close() })
 	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{
-		Telemetry: telemetry.New(telemetry.Config{TracerProvider: tp})}})
+		Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp})}})
 
 	seen := agenttest.OK(t, e, "t", "print((await py.whereami())['result'])")
 	client := spansNamed(exp, "tools/call whereami")

@@ -27,7 +27,7 @@ func tracedExecutor(t *testing.T) (*agent.Executor, *tracetest.InMemoryExporter)
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	exec, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{
 		Store:     memstore.New(memstore.Options{}),
-		Telemetry: telemetry.New(telemetry.Config{TracerProvider: tp}),
+		Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp}),
 	}})
 	require.NoError(t, err)
 	t.Cleanup(exec.Close)

@@ -31,7 +31,7 @@ func ExampleNew() {
 	s, err := session.Open(ctx, "example", session.Options{
 		Store:     memstore.New(memstore.Options{}),
 		Host:      host,
-		Telemetry: telemetry.New(telemetry.Config{TracerProvider: tp}),
+		Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp}),
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -131,7 +131,7 @@ func TestSessionKeepsHostObserver(t *testing.T) {
 	s, err := session.Open(ctx, "observed", session.Options{
 		Store:     memstore.New(memstore.Options{}),
 		Host:      host,
-		Telemetry: telemetry.New(telemetry.Config{TracerProvider: tp}),
+		Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp}),
 	})
 	require.NoError(t, err)
 	defer s.Close(ctx)

@@ -19,7 +19,7 @@ import (
 func TestInjectMeta(t *testing.T) {
 	tp := sdktrace.NewTracerProvider()
 	defer tp.Shutdown(context.Background())
-	tel := telemetry.New(telemetry.Config{TracerProvider: tp})
+	tel := telemetry.New(telemetry.Options{TracerProvider: tp})
 	member, _ := baggage.NewMember("secret", "abc")
 	bag, _ := baggage.New(member)
 	ctx := baggage.ContextWithBaggage(context.Background(), bag)

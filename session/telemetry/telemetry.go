@@ -103,8 +103,9 @@ const (
 	AttrErrorType = attribute.Key("error.type")
 )
 
-// Config names the providers a Telemetry reports to.
-type Config struct {
+// Options names the providers a Telemetry reports to. Its zero value
+// means the global providers and W3C Trace Context.
+type Options struct {
 	// TracerProvider; nil means the global one (otel.GetTracerProvider).
 	TracerProvider trace.TracerProvider
 	// MeterProvider; nil means the global one (otel.GetMeterProvider).
@@ -117,7 +118,7 @@ type Config struct {
 }
 
 // Telemetry reports monty's spans and metrics to the providers of its
-// Config. It is safe for concurrent use.
+// Options. It is safe for concurrent use.
 type Telemetry struct {
 	tp     trace.TracerProvider
 	mp     metric.MeterProvider
@@ -130,9 +131,9 @@ type Telemetry struct {
 	mcpDuration   metric.Float64Histogram
 }
 
-// New returns a Telemetry for c.
-func New(c Config) *Telemetry {
-	t := &Telemetry{tp: c.TracerProvider, mp: c.MeterProvider, prop: c.Propagator}
+// New returns a Telemetry reporting to the providers opts names.
+func New(opts Options) *Telemetry {
+	t := &Telemetry{tp: opts.TracerProvider, mp: opts.MeterProvider, prop: opts.Propagator}
 	if t.tp == nil {
 		t.tp = otel.GetTracerProvider()
 	}
@@ -162,7 +163,7 @@ func histogram(m metric.Meter, name, desc string) metric.Float64Histogram {
 	return h
 }
 
-var defaultTelemetry = sync.OnceValue(func() *Telemetry { return New(Config{}) })
+var defaultTelemetry = sync.OnceValue(func() *Telemetry { return New(Options{}) })
 
 // Default is the Telemetry of the global providers. It follows them: spans
 // and metrics go wherever otel.SetTracerProvider and otel.SetMeterProvider

@@ -469,7 +469,7 @@ func TestTraceContext(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	tel := telemetry.New(telemetry.Config{TracerProvider: tp})
+	tel := telemetry.New(telemetry.Options{TracerProvider: tp})
 	s := start(t, memstore.New(memstore.Options{}), func(o *server.Options) { o.Telemetry = tel })
 
 	const upgradeTrace = "0af7651916cd43dd8448eb211c80319c"

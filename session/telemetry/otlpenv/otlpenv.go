@@ -174,7 +174,7 @@ func Setup(ctx context.Context, serviceName string) (*Providers, error) {
 		p.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
 	}
 	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
-	cfg := telemetry.Config{Propagator: prop}
+	cfg := telemetry.Options{Propagator: prop}
 	if p.tp != nil {
 		cfg.TracerProvider = p.tp
 		otel.SetTracerProvider(p.tp)
