@@ -50,8 +50,8 @@ const DefaultMaxRecursion = 1000
 // DefaultMaxIntBits is the integer size cap when Limits.MaxIntBits is zero:
 // 2^21 bits (about 630,000 decimal digits). The slowest single operation
 // that reaches it, a power, was measured at 0.4 s in the module (0.06 s for
-// a multiplication); at 2^22 bits it takes 1.3 s. See README "Security and
-// limits".
+// a multiplication); at 2^22 bits it takes 1.3 s. See docs/security.md,
+// "Limits".
 const DefaultMaxIntBits = 1 << 21
 
 // DefaultLimits are the limits of a new Interpreter: no time or memory

@@ -40,7 +40,7 @@
 #     and `monty -c` with a fresh, empty MONTY_CACHE_DIR (median of 3; -c
 #     once).
 # Prints a table (workload, the five columns, the ratios of Go to each,
-# target, met?), then the same table as markdown for the README. Exits
+# target, met?), then the same table as markdown for docs/performance.md. Exits
 # non-zero if a part could not run (the table still shows the rest).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -261,7 +261,7 @@ END {
 wasmtime_version=$(grep -o '^wasmtime==[^ ]*' "$requirements" | cut -d= -f3)
 native_version=$(sed -n 's/^monty = "=\(.*\)"/\1/p' scripts/native/Cargo.toml)
 echo
-echo "Markdown (for the README):"
+echo "Markdown (for docs/performance.md):"
 echo
 cat "$tmp/table.md"
 echo

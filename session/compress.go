@@ -12,7 +12,7 @@ import (
 
 // Dumps are compressed with zstd at its fastest level: on real session
 // dumps it is about as fast as lz4 and shrinks them further (see
-// BenchmarkCompression and the README's table).
+// BenchmarkCompression and docs/performance.md, "Session state").
 var (
 	zstdOnce   sync.Once
 	zstdEnc    *zstd.Encoder
