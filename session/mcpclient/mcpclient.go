@@ -140,6 +140,23 @@ func Add(ctx context.Context, r *tools.Registry, srv Server) (*Namespace, error)
 	if ns.log == nil {
 		ns.log = slog.New(slog.DiscardHandler)
 	}
+	cs, err := ns.offer(ctx)
+	if err != nil {
+		if cs != nil {
+			// Closed without the listing lock: closing waits for the
+			// session's handlers, and a tools/list_changed refresh may be
+			// waiting for that lock.
+			_ = cs.Close()
+		}
+		return nil, err
+	}
+	return ns, nil
+}
+
+// offer connects, lists the tools and offers them to Python, holding the
+// listing lock. On an error it returns the session it opened, if any, for
+// the caller to close once the lock is released.
+func (ns *Namespace) offer(ctx context.Context) (*mcp.ClientSession, error) {
 	ns.listing.Lock()
 	defer ns.listing.Unlock()
 	cs, err := ns.connect(ctx)
@@ -148,17 +165,12 @@ func Add(ctx context.Context, r *tools.Registry, srv Server) (*Namespace, error)
 	}
 	class, offered, err := ns.describe(ctx, cs)
 	if err != nil {
-		_ = cs.Close()
-		return nil, err
+		return cs, err
 	}
 	ns.mu.Lock()
 	ns.session, ns.tools = cs, offered
 	ns.mu.Unlock()
-	if err := r.AddNamespace(srv.Name, class, ns); err != nil {
-		_ = cs.Close()
-		return nil, err
-	}
-	return ns, nil
+	return cs, ns.reg.AddNamespace(ns.srv.Name, class, ns)
 }
 
 // Close ends the session with the server; calls made afterwards raise

@@ -412,3 +412,42 @@ print(r)`
 	_, err = resume(e2, res.RunID, `[{"id": "0", "approve": true}]`)
 	assert.ErrorIs(t, err, agent.ErrBadArgs)
 }
+
+// A tools/list_changed that arrives while Add lists the tools, from a
+// server whose listing Add then refuses: Add fails at once. (It used to
+// close the session while holding the lock the notification's handler
+// waited for, and hung.)
+func TestAddRefusedWhileToolsChange(t *testing.T) {
+	d := newDemoServer(t)
+	var once sync.Once
+	d.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				once.Do(func() {
+					// A tool whose Python name clashes, announced before
+					// the listing answers (the server sends list_changed
+					// 10 ms after a change).
+					d.srv.AddTool(&mcp.Tool{Name: "get_sum", InputSchema: json.RawMessage(`{"type":"object"}`)},
+						func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, nil })
+					time.Sleep(100 * time.Millisecond)
+				})
+			}
+			return next(ctx, method, req)
+		}
+	})
+	reg, err := tools.NewRegistry()
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := mcpclient.Add(context.Background(), reg, mcpclient.Server{Name: "demo", Transport: d.transport(t)})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, mcpclient.ErrServer)
+		assert.Contains(t, err.Error(), "both get_sum in Python")
+	case <-time.After(30 * time.Second):
+		t.Fatal("Add did not return: closing the session waits for a handler that waits for Add")
+	}
+	assert.False(t, reg.Taken("demo"), "a refused server leaves no namespace")
+}
