@@ -48,6 +48,6 @@ fmt:
 lint:
 	go vet ./...
 	scripts/patch-monty.sh
-	cd wasm && PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc cargo clippy -- -D warnings && PATH=/usr/bin:$$PATH cargo fmt --check
+	cd wasm && PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc cargo clippy --workspace -- -D warnings && PATH=/usr/bin:$$PATH cargo fmt --check
 	scripts/patch-crate.sh monty-typeshed 1.4.0 wasm/checker/patches wasm/checker/.patched
 	cd wasm/checker && PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc cargo clippy -- -D warnings && PATH=/usr/bin:$$PATH cargo fmt --check

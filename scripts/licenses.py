@@ -18,7 +18,8 @@ REGISTRY = os.path.join(os.environ.get("CARGO_HOME", os.path.expanduser("~/.carg
 CHECKER = sys.argv[1:] == ["--checker"]
 CRATE_DIR = os.path.join(REPO, "wasm", "checker") if CHECKER else os.path.join(REPO, "wasm")
 MODULE = "wasm/checker/checker.wasm" if CHECKER else "wasm/monty.wasm"
-SHIM = "monty-checker-wasm" if CHECKER else "monty-wasm"
+# Our own crates: the module's shim and the crate both shims share (wasm/abi/).
+OWN = {"monty-checker-wasm" if CHECKER else "monty-wasm", "monty-wasm-abi"}
 
 
 def packages():
@@ -27,8 +28,8 @@ def packages():
         name = re.search(r'^name = "(.+)"', block, re.M).group(1)
         version = re.search(r'^version = "(.+)"', block, re.M).group(1)
         # Registry crates, and crates.io crates we patch (wasm/patches/,
-        # a path dependency in the lock file); not our own shim crate.
-        if "source =" in block or name != SHIM:
+        # a path dependency in the lock file); not our own crates.
+        if "source =" in block or name not in OWN:
             yield name, version
 
 

@@ -2,6 +2,7 @@
 
 use std::{borrow::Cow, cell::RefCell, collections::HashMap, num::NonZeroU32, time::Duration};
 
+use abi::cbor::{DecodeError, Reader, Writer};
 use monty::{
     Dump, MontyRepl, MontyRun, ReplContinuationMode, ReplProgress, ReplStartError, RunProgress, Session, SessionRef,
     detect_repl_continuation_mode, dump,
@@ -14,11 +15,7 @@ use monty_types::{
 };
 use num_bigint::BigInt;
 
-use crate::{
-    cbor::{Reader, Writer},
-    print::HostPrint,
-    value,
-};
+use crate::{print::HostPrint, value};
 
 pub const OP_INFO: u32 = 0;
 pub const OP_COMPILE: u32 = 1;
@@ -101,8 +98,8 @@ enum Failure {
     Api(String),
 }
 
-impl From<crate::cbor::DecodeError> for Failure {
-    fn from(e: crate::cbor::DecodeError) -> Self {
+impl From<DecodeError> for Failure {
+    fn from(e: DecodeError) -> Self {
         Self::Api(format!("bad request: {e}"))
     }
 }

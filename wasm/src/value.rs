@@ -5,14 +5,13 @@
 
 use std::cell::Cell;
 
+use abi::cbor::{ARRAY, BYTES, DecodeError, NINT, Reader, SIMPLE, TAG, TEXT, UINT, Writer};
 use monty_types::{
     BuiltinsFunctions, CallArgs, ExcType, FileMode, MontyDate, MontyDateTime, MontyFileHandle, MontyObject, MontyTime,
     MontyTimeDelta, MontyTimeZone, MontyType, MontyUuid, NamedValues,
     unstable::{self, ClassTypeNode, MontyGraph, MontyNode, NodeId},
 };
 use num_bigint::{BigInt, BigUint, Sign};
-
-use crate::cbor::{ARRAY, BYTES, NINT, Reader, SIMPLE, TAG, TEXT, UINT, Writer};
 
 pub const T_TUPLE: u64 = 40000;
 pub const T_DICT: u64 = 40001;
@@ -437,7 +436,7 @@ fn dec(r: &mut Reader<'_>, g: &mut MontyGraph, depth: usize) -> Result<NodeId, V
     if depth > MAX_DEPTH {
         return Err("value is nested too deeply (more than 1000 levels)".into());
     }
-    let e = |e: crate::cbor::DecodeError| e.to_string();
+    let e = |e: DecodeError| e.to_string();
     let d = depth + 1;
     let node = match r.peek_major().map_err(e)? {
         UINT | NINT => {
@@ -626,7 +625,7 @@ fn dec(r: &mut Reader<'_>, g: &mut MontyGraph, depth: usize) -> Result<NodeId, V
 }
 
 fn dec_class(r: &mut Reader<'_>, g: &mut MontyGraph, depth: usize) -> Result<ClassTypeNode, ValueError> {
-    let e = |e: crate::cbor::DecodeError| e.to_string();
+    let e = |e: DecodeError| e.to_string();
     r.array_of(5).map_err(e)?;
     let name = r.text().map_err(e)?.to_owned();
     let id = uuid(r)?;

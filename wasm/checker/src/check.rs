@@ -9,10 +9,9 @@
 
 use std::{cell::RefCell, sync::atomic::Ordering};
 
+use abi::cbor::{DecodeError, Reader, Writer};
 use monty_type_checking::{SourceFile, TypeCheckContext, TypeChecker};
 use monty_types::{BASELINE_MEMORY, LIVE_MEMORY, ModuleStub, TypeCheckingConfig, TypeCheckingFormat};
-
-use crate::cbor::{DecodeError, Reader, Writer};
 
 pub const OP_INFO: u32 = 0;
 pub const OP_CHECK: u32 = 1;
