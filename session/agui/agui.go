@@ -33,6 +33,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/monty-go/monty/session/tools"
+
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session/agent"
@@ -273,7 +275,7 @@ func (a Adapter) Convert(e agent.Event) Event {
 	case agent.RunFinished:
 		ev := &RunFinishedEvent{Base: b(RunFinishedType), ThreadID: a.ThreadID, RunID: runID}
 		if _, none := e.Value.(object.None); e.Value != nil && !none {
-			ev.Result = resultJSON(e.Value)
+			ev.Result = tools.ValueJSON(e.Value)
 		}
 		return ev
 	case agent.RunError:
@@ -311,14 +313,6 @@ func (a Adapter) Convert(e agent.Event) Event {
 		return &ToolCallResultEvent{Base: b(ToolCallResultType), MessageID: e.ToolCallID + "-result", ToolCallID: e.ToolCallID, Content: e.Result, Role: "tool"}
 	}
 	panic(fmt.Sprintf("agui: unknown agent event type %q", e.Type))
-}
-
-func resultJSON(v object.Value) json.RawMessage {
-	if b, err := object.ToJSON(v); err == nil {
-		return b
-	}
-	b, _ := json.Marshal(object.Repr(v))
-	return b
 }
 
 // Sink returns an agent event sink (for agent.Run or

@@ -150,21 +150,13 @@ func callInfo(c session.ToolCall, reg *tools.Registry) ToolCallInfo {
 	info := ToolCallInfo{ID: c.ID, Blocking: c.Blocking, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
 	info.Name, info.Approval = agent.ApprovalName(reg, c)
 	for j, a := range c.Args {
-		info.Args[j] = jsonOrRepr(a)
+		info.Args[j] = tools.ValueJSON(a)
 	}
 	for _, kw := range c.Kwargs {
 		k, _ := kw.Key.(object.Str)
-		info.Kwargs[string(k)] = jsonOrRepr(kw.Value)
+		info.Kwargs[string(k)] = tools.ValueJSON(kw.Value)
 	}
 	return info
-}
-
-func jsonOrRepr(v object.Value) json.RawMessage {
-	if js, err := object.ToJSON(v); err == nil {
-		return js
-	}
-	js, _ := json.Marshal(object.Repr(v))
-	return js
 }
 
 // toolResults converts a resume request's results.
