@@ -42,16 +42,15 @@ func main() {
 }
 
 type options struct {
-	cases     string
-	native    string
-	known     string
-	goOut     string
-	only      string
-	jobs      int
-	quiet     bool
-	mounts    string
-	repoRoot  string
-	nativeBin string
+	cases    string
+	native   string
+	known    string
+	goOut    string
+	only     string
+	jobs     int
+	quiet    bool
+	mounts   string
+	repoRoot string
 }
 
 func run() error {

@@ -172,15 +172,6 @@ func (n stubNames) param(t ParamType) string {
 	return n.name("Any")
 }
 
-// orNone is the annotation of a parameter of type t that also takes None.
-func (n stubNames) orNone(t ParamType) string {
-	a := n.param(t)
-	if a == n.name("Any") {
-		return a
-	}
-	return a + " | None"
-}
-
 // result is the return annotation for type t. Unlike a parameter, an Array
 // result is a list: what object.FromGo makes of a Go slice, and JSON's
 // arrays. The union a parameter takes would make the checker refuse
