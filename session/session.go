@@ -88,7 +88,8 @@ type Options struct {
 	// Limits apply to every call (zero value: runtime.DefaultLimits()).
 	Limits runtime.Limits
 	// Host provides host functions and OS access to the code; nil offers
-	// none. Its calls are traced (telemetry.HostCallSpans) unless it has an
+	// none. Open copies it: changes made to it afterwards are not seen.
+	// Its calls are traced (telemetry.HostCallSpans) unless it has an
 	// Observer of its own.
 	Host *runtime.Host
 	// Files, when set, gives the session a filesystem at /work whose files

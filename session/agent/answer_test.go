@@ -6,13 +6,12 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/monty-go/monty/session/agent/agenttest"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/agent/agenttest"
 )
 
 // TestAnswer: what a model is told of each kind of call, and the few

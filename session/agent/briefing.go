@@ -9,11 +9,10 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/monty-go/monty/session/tools"
-
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // DefaultBriefingBudget is the size, in estimated tokens, past which the

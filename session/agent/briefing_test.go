@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/monty-go/monty/session/tools"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // briefExecutor is an executor on a memory store with opts.

@@ -9,13 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/monty-go/monty/session/agent/agenttest"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/agent/agenttest"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/dirstore"
 	"github.com/monty-go/monty/session/store/memstore"

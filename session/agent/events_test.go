@@ -10,14 +10,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/monty-go/monty/session/agent/agenttest"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/agent/agenttest"
 	"github.com/monty-go/monty/session/tools"
 )
 

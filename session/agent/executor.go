@@ -12,14 +12,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/monty-go/monty/session/tools"
-
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/telemetry"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // ToolName is the name of the execute_python tool.

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/monty-go/monty/session/agent/agenttest"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/agent/agenttest"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
 	"github.com/monty-go/monty/session/tools"

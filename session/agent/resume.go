@@ -10,11 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/monty-go/monty/session/tools"
-
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // ResumeToolName is the name of the tool that answers a paused run's

@@ -6,13 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/monty-go/monty/session/agent/agenttest"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/agent/agenttest"
 )
 
 // TestExecutorClientTools: execute_python with client_tools pauses at

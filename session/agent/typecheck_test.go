@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/monty-go/monty/session/agent/agenttest"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/agent/agenttest"
 )
 
 // TestExecutorTypeCheck: with TypeCheck on, a call whose code has

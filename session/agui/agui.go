@@ -33,11 +33,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/monty-go/monty/session/tools"
-
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // EventType is the AG-UI "type" discriminator.

@@ -7,12 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/monty-go/monty/session/agent/agenttest"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/agent/agenttest"
 	"github.com/monty-go/monty/session/mcpclient"
 	"github.com/monty-go/monty/session/mcpclient/mcptest"
 	"github.com/monty-go/monty/session/tools"

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,7 +27,7 @@ import (
 // methods of a namespace object: a server added as "github" with a tool
 // search_issues is called as `await github.search_issues(query="…")`,
 // and asyncio.gather runs several calls at once. See
-// Registry.Add.
+// Add.
 type Server struct {
 	// Name is the namespace the code uses: a Python identifier that does
 	// not start with "_" and is not the name of a function, class or
@@ -59,7 +60,7 @@ type Server struct {
 // reached, or its tools cannot be offered to Python.
 var ErrServer = errors.New("mcpclient: MCP server")
 
-// Namespace is an MCP server offered to Python by Registry.Add.
+// Namespace is an MCP server offered to Python by Add.
 // It keeps one client session to the server, opened again when the
 // server went away, and follows the server's tools/list_changed
 // notifications. It is safe for concurrent use.
@@ -78,8 +79,9 @@ type Namespace struct {
 	tools   map[string]mcpTool // by Python name
 	closed  bool
 
-	progress sync.Map // progress token → func(*mcp.ProgressNotificationParams), for the calls under way
-	logs     sync.Map // progress token → func(level, message string), for the calls under way
+	calls    atomic.Uint64 // numbers the progress tokens
+	progress sync.Map      // progress token → func(*mcp.ProgressNotificationParams), for the calls under way
+	logs     sync.Map      // progress token → func(level, message string), for the calls under way
 }
 
 // mcpTool is one tool of a namespace: its MCP definition and how its
@@ -107,9 +109,10 @@ type mcpTool struct {
 //     {"type": "resource", "uri", "mime_type", "text" | "blob" (bytes)};
 //   - None for a result with no content.
 //
-// The server's progress notifications for a call become ToolCallProgress
-// events of the run, and its log messages (LogLevel and above) while
-// calls are under way ToolCallLog events of each such call.
+// The server's progress notifications for a call go to the run's
+// tools.Observer (agent's events make them agent.ToolCallProgress), and
+// its log messages (LogLevel and above) while calls are under way to the
+// Observer of each such call (agent.ToolCallLog).
 //
 // Each call made in a traced run is a client span "tools/call <tool>"
 // under the host call's span (package telemetry), and the request's _meta
@@ -124,7 +127,7 @@ type mcpTool struct {
 //
 // Add fails with an error matching ErrServer when the server
 // cannot be reached or its tools cannot be mapped, and with
-// ErrInvalidFunction when the name is taken. Close the namespace to end
+// tools.ErrInvalidFunction when the name is taken. Close the namespace to end
 // the session.
 func Add(ctx context.Context, r *tools.Registry, srv Server) (*Namespace, error) {
 	if !tools.IsIdentifier(srv.Name) || strings.HasPrefix(srv.Name, "_") {
@@ -361,7 +364,9 @@ func (ns *Namespace) call(ctx context.Context, tool string, a tools.Args) (_ obj
 	if obs, callID := tools.ObserverFrom(ctx), tools.CallID(ctx); obs != nil && callID != "" {
 		// The server's progress notifications for this call become the
 		// run's progress events.
-		token := callID // unique: it names the run
+		// Unique in the namespace, whose maps every run using the
+		// registry shares, whatever ids the run's Observer makes.
+		token := fmt.Sprintf("%s#%d", callID, ns.calls.Add(1))
 		params.Meta["progressToken"] = token
 		ns.progress.Store(token, func(p *mcp.ProgressNotificationParams) { obs.CallProgress(callID, p.Progress, p.Total, p.Message) })
 		ns.logs.Store(token, func(level, message string) { obs.CallLog(callID, level, message) })

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/monty-go/monty/session/agent/agenttest"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,6 +17,7 @@ import (
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/agent/agenttest"
 	"github.com/monty-go/monty/session/mcpclient"
 	"github.com/monty-go/monty/session/store/memstore"
 	"github.com/monty-go/monty/session/tools"

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/monty-go/monty/session/agent/agenttest"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/agent/agenttest"
 	"github.com/monty-go/monty/session/mcpclient"
 	"github.com/monty-go/monty/session/telemetry"
 	"github.com/monty-go/monty/session/tools"

@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/monty-go/monty/session/agent/agenttest"
-	"github.com/monty-go/monty/session/tools"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/agent/agenttest"
+	"github.com/monty-go/monty/session/tools"
 )
 
 func TestHostFunctionCalls(t *testing.T) {

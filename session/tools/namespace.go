@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
@@ -15,7 +16,8 @@ import (
 // again in another.
 
 // Taken reports whether name is already used by a function, class,
-// global or namespace of the registry.
+// global or namespace of the registry, or is one of the built-ins
+// (list_functions, help).
 func (r *Registry) Taken(name string) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -24,9 +26,14 @@ func (r *Registry) Taken(name string) bool {
 
 // AddNamespace offers value to Python as the global name, an object of
 // class c whose methods are the namespace's operations (c.Type is not
-// used: the object is value itself). It fails with an error matching
-// ErrInvalidFunction when a method is malformed or the name is taken.
+// used: the object is value itself). name must be a Python identifier
+// that does not start with "_". It fails with an error matching
+// ErrInvalidFunction when the name is not one, a method is malformed or
+// the name is taken.
 func (r *Registry) AddNamespace(name string, c *Class, value any) error {
+	if !IsIdentifier(name) || strings.HasPrefix(name, "_") {
+		return fmt.Errorf("%w: namespace name %q is not a Python identifier that does not start with _", ErrInvalidFunction, name)
+	}
 	if err := c.validateMethods(); err != nil {
 		return err
 	}

@@ -135,7 +135,7 @@ func (r *Registry) lookupObject(id object.UUID) (hostObject, bool) {
 
 // SetGlobal offers v to the code under name, as if the code had defined
 // it: typically a host object (Object, ObjectKey), so that code run by an
-// Executor, which takes no inputs, can use it. Hosts made before the call
+// agent.Executor, which takes no inputs, can use it. Hosts made before the call
 // do not offer it. It fails with ErrInvalidFunction when name is not an
 // identifier or is a function's or class's name. Code that assigns the
 // name replaces it for itself.

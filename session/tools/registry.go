@@ -25,8 +25,9 @@ const (
 // and help(name=None), which shows a function's signature, description,
 // parameters and return value (or, without a name, an overview by
 // category). Monty has no built-in help, so the name is free; when a run
-// has an event stream (Run, Executor) help prints its text like CPython's
-// help and returns None, otherwise it returns the text.
+// has an Observer (agent.Run and agent.Executor give it one) help prints
+// its text like CPython's help and returns None, otherwise it returns the
+// text.
 //
 // A Registry is safe for concurrent use.
 type Registry struct {
@@ -131,8 +132,7 @@ func (r *Registry) Tools() []Tool {
 // a new Host), and serving the registry's host objects (Object, ObjectKey;
 // objects made later are served too).
 // Set its MaxCalls, MaxCallTime and OS as needed; host calls are
-// reported to the run's event stream when the code runs under Run or an
-// Executor.
+// reported to the run's Observer (WithObserver) when it has one.
 func (r *Registry) Host() *runtime.Host {
 	fns, classes := r.sorted(), r.sortedClasses()
 	byName := make(map[string]runtime.Function, len(fns)+2)

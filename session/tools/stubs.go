@@ -51,7 +51,6 @@ var pythonKeywords = map[string]bool{
 // parameter name.
 func IsIdentifier(name string) bool { return identifier.MatchString(name) && !pythonKeywords[name] }
 
-// typingNames and builtinNames are the names stub annotations use.
 // PythonName is the Python name of an MCP tool or argument name: each
 // character that cannot be part of an identifier becomes "_", leading
 // underscores are dropped (such names never reach the host), "tool_" goes
@@ -77,6 +76,7 @@ func PythonName(name string) string {
 	return s
 }
 
+// typingNames and builtinNames are the names stub annotations use.
 var (
 	typingNames  = []string{"Any", "Literal", "NotRequired", "TypedDict", "overload"}
 	builtinNames = []string{"bool", "dict", "float", "frozenset", "int", "list", "object", "set", "str", "tuple"}

@@ -14,14 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/monty-go/monty/session/agent/agenttest"
-	"github.com/monty-go/monty/session/tools"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session/agent/agenttest"
+	"github.com/monty-go/monty/session/tools"
 )
 
 const arrayAnn = "list[Any] | tuple[Any, ...] | set[Any] | frozenset[Any]"

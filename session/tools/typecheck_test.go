@@ -4,13 +4,12 @@ import (
 	"context"
 	"testing"
 
-	"github.com/monty-go/monty/session/agent/agenttest"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/session/agent/agenttest"
 )
 
 // TestRegistryStubsTypeCheck: the generated stubs, checked by the real

@@ -29,7 +29,7 @@ func Example() {
 		panic(err)
 	}
 	defer exec.Close()
-	tools := montyanthropic.New(exec)
+	adapter := montyanthropic.New(exec)
 
 	ctx := context.Background()
 	client := anthropic.NewClient() // ANTHROPIC_API_KEY from the environment
@@ -37,14 +37,14 @@ func Example() {
 		Model:     anthropic.ModelClaudeSonnet4_5,
 		MaxTokens: 1024,
 		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("What do 12 teas cost?"))},
-		Tools:     tools.Tools(),
+		Tools:     adapter.Tools(),
 	}
 	for {
 		msg, err := client.Messages.New(ctx, params)
 		if err != nil {
 			panic(err)
 		}
-		results, err := tools.Handle(ctx, "conversation-1", msg) // Python errors are results too
+		results, err := adapter.Handle(ctx, "conversation-1", msg) // Python errors are results too
 		if err != nil {
 			panic(err) // ctx ended or the executor is closed
 		}

@@ -30,21 +30,21 @@ func Example() {
 		panic(err)
 	}
 	defer exec.Close()
-	tools := montygenai.New(exec)
+	adapter := montygenai.New(exec)
 
 	ctx := context.Background()
 	client, err := genai.NewClient(ctx, &genai.ClientConfig{Backend: genai.BackendGeminiAPI}) // the key from the environment
 	if err != nil {
 		panic(err)
 	}
-	config := &genai.GenerateContentConfig{Tools: tools.Tools()}
+	config := &genai.GenerateContentConfig{Tools: adapter.Tools()}
 	contents := []*genai.Content{genai.NewContentFromText("What do 12 teas cost?", genai.RoleUser)}
 	for {
 		resp, err := client.Models.GenerateContent(ctx, "gemini-2.5-flash", contents, config)
 		if err != nil {
 			panic(err)
 		}
-		answers, err := tools.Handle(ctx, "conversation-1", resp) // Python errors are answers too
+		answers, err := adapter.Handle(ctx, "conversation-1", resp) // Python errors are answers too
 		if err != nil {
 			panic(err) // ctx ended or the executor is closed
 		}

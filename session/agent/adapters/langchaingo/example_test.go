@@ -37,8 +37,8 @@ func Example() {
 		"Thought: I'll compute it.\nAction: execute_python\nAction Input: 12 * price('tea')",
 		"Thought: I now know the final answer\nFinal Answer: 12 teas cost 42 euros.",
 	})
-	tools := montylangchaingo.New(exec).Tools("conversation-1") // execute_python, resume_python
-	executor := agents.NewExecutor(agents.NewOneShotAgent(llm, tools))
+	pythonTools := montylangchaingo.New(exec).Tools("conversation-1") // execute_python, resume_python
+	executor := agents.NewExecutor(agents.NewOneShotAgent(llm, pythonTools))
 	// Python errors are tool outputs the model reads; err is for a context
 	// that ended or a closed executor.
 	answer, err := chains.Run(context.Background(), executor, "What do 12 teas cost?")

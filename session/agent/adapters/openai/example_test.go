@@ -30,14 +30,14 @@ func Example() {
 		panic(err)
 	}
 	defer exec.Close()
-	tools := montyopenai.New(exec)
+	adapter := montyopenai.New(exec)
 
 	ctx := context.Background()
 	client := openai.NewClient() // OPENAI_API_KEY from the environment
 	params := openai.ChatCompletionNewParams{
 		Model:    openai.ChatModelGPT4_1,
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What do 12 teas cost?")},
-		Tools:    tools.ChatTools(),
+		Tools:    adapter.ChatTools(),
 	}
 	for {
 		comp, err := client.Chat.Completions.New(ctx, params)
@@ -49,7 +49,7 @@ func Example() {
 			fmt.Println(msg.Content)
 			return
 		}
-		answers, err := tools.HandleChat(ctx, "conversation-1", msg) // Python errors are answers too
+		answers, err := adapter.HandleChat(ctx, "conversation-1", msg) // Python errors are answers too
 		if err != nil {
 			panic(err) // ctx ended or the executor is closed
 		}
@@ -68,21 +68,21 @@ func ExampleAdapter_HandleResponse() {
 		panic(err)
 	}
 	defer exec.Close()
-	tools := montyopenai.New(exec)
+	adapter := montyopenai.New(exec)
 
 	ctx := context.Background()
 	client := openai.NewClient()
 	params := responses.ResponseNewParams{
 		Model: openai.ChatModelGPT4_1,
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is 2**100?")},
-		Tools: tools.ResponseTools(),
+		Tools: adapter.ResponseTools(),
 	}
 	for {
 		resp, err := client.Responses.New(ctx, params)
 		if err != nil {
 			panic(err)
 		}
-		outputs, err := tools.HandleResponse(ctx, "conversation-1", resp)
+		outputs, err := adapter.HandleResponse(ctx, "conversation-1", resp)
 		if err != nil {
 			panic(err)
 		}
