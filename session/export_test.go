@@ -2,5 +2,6 @@ package session
 
 import "github.com/monty-go/monty/runtime"
 
-// Interpreter returns the session's live interpreter.
-func (s *Session) Interpreter() *runtime.Interpreter { return s.it }
+// LiveInterpreter returns s's live interpreter, for tests outside the
+// package.
+func LiveInterpreter(s *Session) *runtime.Interpreter { return s.it }

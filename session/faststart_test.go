@@ -25,11 +25,11 @@ func TestSessionMovesToCompiledCode(t *testing.T) {
 	t.Cleanup(func() { _ = e.Close(ctx) })
 	s := open(t, "early", session.Options{Store: memstore.New(memstore.Options{}), Engine: e})
 	exec(t, s, "def f(n):\n    return n * 2\nx = 20")
-	require.False(t, s.Interpreter().Compiled())
+	require.False(t, session.LiveInterpreter(s).Compiled())
 
 	release()
 	require.NoError(t, e.WaitCompiled(ctx))
 	res := exec(t, s, "f(x) + 2")
 	assert.Equal(t, object.Value(object.Int(42)), res.Value)
-	assert.True(t, s.Interpreter().Compiled(), "the session moved to compiled code")
+	assert.True(t, session.LiveInterpreter(s).Compiled(), "the session moved to compiled code")
 }
