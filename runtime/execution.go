@@ -70,6 +70,31 @@ func (c *FunctionCall) Kwarg(name string) (object.Value, bool) { return kwarg(c.
 // Kwarg returns the keyword argument called name.
 func (c *OSCall) Kwarg(name string) (object.Value, bool) { return kwarg(c.Kwargs, name) }
 
+// Arg returns positional argument i, or else the keyword argument called
+// name: how an OS function's parameter arrives either way.
+func (c *OSCall) Arg(i int, name string) (object.Value, bool) {
+	if i < len(c.Args) {
+		return c.Args[i], true
+	}
+	return c.Kwarg(name)
+}
+
+// Str returns argument i (or keyword name, see Arg), a str or Path, as a
+// Go string; the error says which argument is missing or of another type.
+func (c *OSCall) Str(i int, name string) (string, error) {
+	v, ok := c.Arg(i, name)
+	if !ok {
+		return "", fmt.Errorf("%s: missing argument %s", c.Name, name)
+	}
+	switch s := v.(type) {
+	case object.Str:
+		return string(s), nil
+	case object.Path:
+		return string(s), nil
+	}
+	return "", fmt.Errorf("%s: argument %s is %s, not str", c.Name, name, v.Kind())
+}
+
 func kwarg(kw []object.Pair, name string) (object.Value, bool) {
 	for _, p := range kw {
 		if k, ok := p.Key.(object.Str); ok && string(k) == name {

@@ -75,7 +75,7 @@ func (m *mount) HandleOS(_ context.Context, call *OSCall) (object.Value, error) 
 	if !strings.HasPrefix(call.Name, "Path.") && call.Name != "open" {
 		return nil, ErrNotHandled
 	}
-	p, err := argStr(call, 0, "path")
+	p, err := call.Str(0, "path")
 	if err != nil {
 		return nil, ErrNotHandled
 	}
@@ -85,7 +85,7 @@ func (m *mount) HandleOS(_ context.Context, call *OSCall) (object.Value, error) 
 			// One end inside, the other outside: refused here rather than
 			// offered to a later handler, which would not apply this
 			// mount's access mode.
-			if dst, err := argStr(call, 1, "dst"); err == nil {
+			if dst, err := call.Str(1, "dst"); err == nil {
 				if _, in := m.rel(dst); in {
 					return nil, crossDevice(p, dst)
 				}
@@ -103,7 +103,7 @@ func (m *mount) HandleOS(_ context.Context, call *OSCall) (object.Value, error) 
 	if call.Name == "Path.rename" {
 		// The destination gets the same checks, and must lie in this mount,
 		// before anything else (monty-fs routes a rename on both ends).
-		dst, err := argStr(call, 1, "dst")
+		dst, err := call.Str(1, "dst")
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +117,7 @@ func (m *mount) HandleOS(_ context.Context, call *OSCall) (object.Value, error) 
 	write := writeCalls[call.Name]
 	var mode string
 	if call.Name == "open" {
-		mode, _ = argStr(call, 1, "mode")
+		mode, _ = call.Str(1, "mode")
 		write = strings.ContainsAny(mode, "wax+")
 	}
 	if write && m.readOnly {
@@ -241,7 +241,7 @@ func (m *mount) serve(call *OSCall, name, p, mode string) (object.Value, error) 
 		}
 		return object.Str(b), nil
 	case "Path.write_text", "Path.append_text", "Path.write_bytes", "Path.append_bytes":
-		data, ok := argAt(call, 1, "data")
+		data, ok := call.Arg(1, "data")
 		if !ok {
 			return nil, &Exception{Type: "TypeError", Message: "missing data"}
 		}
@@ -304,7 +304,7 @@ func (m *mount) serve(call *OSCall, name, p, mode string) (object.Value, error) 
 		}
 		return object.None{}, m.fs.remove(name, true)
 	case "Path.rename":
-		dst, _ := argStr(call, 1, "dst") // checked by HandleOS
+		dst, _ := call.Str(1, "dst") // checked by HandleOS
 		to, _ := m.rel(dst)
 		for _, end := range [][2]string{{name, p}, {to, dst}} {
 			if end[0] == "." {

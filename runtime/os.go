@@ -60,7 +60,7 @@ func (c Chain) HandleOS(ctx context.Context, call *OSCall) (object.Value, error)
 // (ModuleNotFoundError), which the interpreter raises itself.
 func unserved(call *OSCall) *Exception {
 	if strings.HasPrefix(call.Name, "Path.") || call.Name == "open" {
-		p, _ := argStr(call, 0, "path")
+		p, _ := call.Str(0, "path")
 		return &Exception{Type: "PermissionError", Message: "Permission denied: " + quote(normalizeVirtual(p))}
 	}
 	return &Exception{Type: "RuntimeError", Message: "'" + call.Name + "' is not supported in this environment"}
@@ -181,11 +181,11 @@ type Env map[string]string
 func (e Env) HandleOS(_ context.Context, call *OSCall) (object.Value, error) {
 	switch call.Name {
 	case "os.getenv":
-		key, _ := argStr(call, 0, "key")
+		key, _ := call.Str(0, "key")
 		if v, ok := e[key]; ok {
 			return object.Str(v), nil
 		}
-		if def, ok := argAt(call, 1, "default"); ok {
+		if def, ok := call.Arg(1, "default"); ok {
 			return def, nil
 		}
 		return object.None{}, nil
@@ -222,7 +222,7 @@ func (c Clock) HandleOS(_ context.Context, call *OSCall) (object.Value, error) {
 		t := now.In(loc)
 		return object.Date{Year: t.Year(), Month: int(t.Month()), Day: t.Day()}, nil
 	case "datetime.now":
-		if tz, ok := argAt(call, 0, "tz"); ok {
+		if tz, ok := call.Arg(0, "tz"); ok {
 			if z, ok := tz.(object.TimeZone); ok {
 				t := now.In(time.FixedZone("", z.Offset))
 				dt := object.DateTimeFromTime(t)
@@ -234,7 +234,7 @@ func (c Clock) HandleOS(_ context.Context, call *OSCall) (object.Value, error) {
 		dt.Offset, dt.TZName = nil, nil
 		return dt, nil
 	case "time.time":
-		which, _ := argStr(call, 0, "caller")
+		which, _ := call.Str(0, "caller")
 		switch which {
 		case "time.time_ns":
 			return object.Int(now.UnixNano()), nil
@@ -244,27 +244,4 @@ func (c Clock) HandleOS(_ context.Context, call *OSCall) (object.Value, error) {
 		return object.Float(float64(now.UnixNano()) / 1e9), nil
 	}
 	return nil, ErrNotHandled
-}
-
-// argAt returns positional argument i, or the keyword argument name.
-func argAt(call *OSCall, i int, name string) (object.Value, bool) {
-	if i < len(call.Args) {
-		return call.Args[i], true
-	}
-	return call.Kwarg(name)
-}
-
-// argStr returns a str or Path argument as a Go string.
-func argStr(call *OSCall, i int, name string) (string, error) {
-	v, ok := argAt(call, i, name)
-	if !ok {
-		return "", fmt.Errorf("%s: missing argument %s", call.Name, name)
-	}
-	switch s := v.(type) {
-	case object.Str:
-		return string(s), nil
-	case object.Path:
-		return string(s), nil
-	}
-	return "", fmt.Errorf("%s: argument %s is %s, not str", call.Name, name, v.Kind())
 }

@@ -359,7 +359,7 @@ func (h *host) lookup(l *runtime.NameLookup) runtime.Answer {
 func (h *host) externalOS(c *runtime.OSCall) (runtime.Answer, bool) {
 	switch c.Name {
 	case "os.getenv":
-		key, _ := argAt(c, 0, "key")
+		key, _ := c.Arg(0, "key")
 		if k, ok := key.(object.Str); ok {
 			for _, p := range env {
 				if p.Key == k {
@@ -367,7 +367,7 @@ func (h *host) externalOS(c *runtime.OSCall) (runtime.Answer, bool) {
 				}
 			}
 		}
-		def, ok := argAt(c, 1, "default")
+		def, ok := c.Arg(1, "default")
 		if !ok {
 			def = object.None{}
 		}
@@ -375,7 +375,7 @@ func (h *host) externalOS(c *runtime.OSCall) (runtime.Answer, bool) {
 	case "os.environ":
 		return runtime.Return(object.Dict(slices.Clone(env))), true
 	case "os.urandom":
-		size, _ := argAt(c, 0, "size")
+		size, _ := c.Arg(0, "size")
 		n, ok := size.(object.Int)
 		if !ok || n < 0 || n > 1<<20 {
 			return runtime.Raise("ValueError", "os.urandom: size too large"), true
@@ -384,7 +384,7 @@ func (h *host) externalOS(c *runtime.OSCall) (runtime.Answer, bool) {
 		_, _ = rand.Read(b)
 		return runtime.Return(object.Bytes(b)), true
 	case "import":
-		name, _ := argAt(c, 0, "name")
+		name, _ := c.Arg(0, "name")
 		if name == object.Str("tools") {
 			return runtime.Return(toolsModule()), true
 		}
@@ -454,13 +454,6 @@ func pathString(v object.Value) string {
 		return string(p)
 	}
 	return ""
-}
-
-func argAt(c *runtime.OSCall, i int, name string) (object.Value, bool) {
-	if i < len(c.Args) {
-		return c.Args[i], true
-	}
-	return c.Kwarg(name)
 }
 
 func list123() object.List { return object.List{object.Int(1), object.Int(2), object.Int(3)} }

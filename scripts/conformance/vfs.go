@@ -174,13 +174,13 @@ func (v *virtualFS) handle(c *runtime.OSCall) (runtime.Answer, bool) {
 	case "Path.resolve", "Path.absolute":
 		out = object.Path(p)
 	case "Path.write_text", "Path.append_text":
-		data, _ := argAt(c, 1, "data")
+		data, _ := c.Arg(1, "data")
 		s, _ := data.(object.Str)
 		if err = v.write(p, []byte(s), c.Name == "Path.append_text"); err == nil {
 			out = object.Int(utf8.RuneCountInString(string(s)))
 		}
 	case "Path.write_bytes", "Path.append_bytes":
-		data, _ := argAt(c, 1, "data")
+		data, _ := c.Arg(1, "data")
 		b, _ := data.(object.Bytes)
 		if err = v.write(p, b, c.Name == "Path.append_bytes"); err == nil {
 			out = object.Int(len(b))
@@ -211,7 +211,7 @@ func (v *virtualFS) handle(c *runtime.OSCall) (runtime.Answer, bool) {
 			err = notFound(p)
 		}
 	case "Path.rename":
-		dstV, _ := argAt(c, 1, "dst")
+		dstV, _ := c.Arg(1, "dst")
 		dst := normalizePath(pathString(dstV))
 		// None, as monty-fs answers: Path.rename/replace build their own
 		// result, os.rename/replace return the answer as is.

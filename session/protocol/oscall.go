@@ -8,33 +8,21 @@ import (
 	pb "github.com/monty-go/monty/session/protocol/montypb"
 )
 
-// osArg returns positional argument i of call, or its keyword name.
-func osArg(call *runtime.OSCall, i int, name string) (object.Value, bool) {
-	if i < len(call.Args) {
-		return call.Args[i], true
-	}
-	return call.Kwarg(name)
-}
-
+// osStr is a str or Path argument as a string, "" when it is missing or
+// of another type (the parent answers such a call as it sees fit).
 func osStr(call *runtime.OSCall, i int, name string) string {
-	v, _ := osArg(call, i, name)
-	switch s := v.(type) {
-	case object.Str:
-		return string(s)
-	case object.Path:
-		return string(s)
-	}
-	return ""
+	s, _ := call.Str(i, name)
+	return s
 }
 
 func osBool(call *runtime.OSCall, i int, name string) bool {
-	v, _ := osArg(call, i, name)
+	v, _ := call.Arg(i, name)
 	b, _ := v.(object.Bool)
 	return bool(b)
 }
 
 func osFloat(call *runtime.OSCall, i int, name string) float64 {
-	v, _ := osArg(call, i, name)
+	v, _ := call.Arg(i, name)
 	switch f := v.(type) {
 	case object.Float:
 		return float64(f)
@@ -80,7 +68,7 @@ func osCallEvent(call *runtime.OSCall, hostSleep bool) (*pb.OsCall, error) {
 			ev.Call = &pb.OsCall_AppendText{AppendText: tw}
 		}
 	case "Path.write_bytes", "Path.append_bytes":
-		v, _ := osArg(call, 1, "data")
+		v, _ := call.Arg(1, "data")
 		data, _ := v.(object.Bytes)
 		bw := &pb.OsCall_BytesWrite{Path: path, Data: data}
 		if call.Name == "Path.write_bytes" {
@@ -96,13 +84,13 @@ func osCallEvent(call *runtime.OSCall, hostSleep bool) (*pb.OsCall, error) {
 		ev.Call = &pb.OsCall_Rename_{Rename: &pb.OsCall_Rename{Src: path, Dst: osStr(call, 1, "dst")}}
 	case "Path.scan":
 		s := &pb.OsCall_Scan{Path: path, FollowSymlinks: osBool(call, 2, "follow_symlinks"), RecurseSymlinks: osBool(call, 5, "recurse_symlinks")}
-		if v, ok := osArg(call, 1, "max_depth"); ok {
+		if v, ok := call.Arg(1, "max_depth"); ok {
 			if n, ok := v.(object.Int); ok && n >= 0 {
 				d := uint32(min(int64(n), 1<<31))
 				s.MaxDepth = &d
 			}
 		}
-		if v, ok := osArg(call, 3, "pattern"); ok {
+		if v, ok := call.Arg(3, "pattern"); ok {
 			if l, ok := v.(object.List); ok {
 				for _, p := range l {
 					if ps, ok := p.(object.Str); ok {
@@ -111,7 +99,7 @@ func osCallEvent(call *runtime.OSCall, hostSleep bool) (*pb.OsCall, error) {
 				}
 			}
 		}
-		if v, ok := osArg(call, 4, "case_sensitive"); ok {
+		if v, ok := call.Arg(4, "case_sensitive"); ok {
 			if b, ok := v.(object.Bool); ok {
 				cs := bool(b)
 				s.CaseSensitive = &cs
@@ -119,7 +107,7 @@ func osCallEvent(call *runtime.OSCall, hostSleep bool) (*pb.OsCall, error) {
 		}
 		ev.Call = &pb.OsCall_Scan_{Scan: s}
 	case "os.getenv":
-		def, ok := osArg(call, 1, "default")
+		def, ok := call.Arg(1, "default")
 		if !ok {
 			def = object.None{}
 		}
@@ -135,14 +123,14 @@ func osCallEvent(call *runtime.OSCall, hostSleep bool) (*pb.OsCall, error) {
 		ev.Call = &pb.OsCall_DateToday{DateToday: &pb.Unit{}}
 	case "datetime.now":
 		now := &pb.OsCall_DateTimeNow{}
-		if v, ok := osArg(call, 0, "tz"); ok {
+		if v, ok := call.Arg(0, "tz"); ok {
 			if tz, ok := v.(object.TimeZone); ok {
 				now.Tz = &pb.TimeZone{OffsetSeconds: int32(tz.Offset), Name: tz.Name}
 			}
 		}
 		ev.Call = &pb.OsCall_DateTimeNow_{DateTimeNow: now}
 	case "os.urandom":
-		v, _ := osArg(call, 0, "size")
+		v, _ := call.Arg(0, "size")
 		n, _ := v.(object.Int)
 		ev.Call = &pb.OsCall_Urandom_{Urandom: &pb.OsCall_Urandom{Size: uint64(max(n, 0))}}
 	case "time.time":
@@ -164,7 +152,7 @@ func osCallEvent(call *runtime.OSCall, hostSleep bool) (*pb.OsCall, error) {
 	case "import":
 		ev.Call = &pb.OsCall_Import_{Import: &pb.OsCall_Import{Module: osStr(call, 0, "module")}}
 	case "import_stubs":
-		v, _ := osArg(call, 0, "modules")
+		v, _ := call.Arg(0, "modules")
 		l, _ := v.(object.List)
 		st := &pb.OsCall_ImportStubs{}
 		for _, m := range l {
