@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
@@ -449,4 +451,71 @@ func TestAddRefusedWhileToolsChange(t *testing.T) {
 		t.Fatal("Add did not return: closing the session waits for a handler that waits for Add")
 	}
 	assert.False(t, reg.Taken("demo"), "a refused server leaves no namespace")
+}
+
+// fixedIDs is an Observer that gives every call the same id, as an
+// Observer of another's making may, and keeps the progress messages.
+type fixedIDs struct {
+	mu       sync.Mutex
+	messages []string
+}
+
+func (o *fixedIDs) CallStarted(string, string) string { return "call-1" }
+func (o *fixedIDs) CallProgress(_ string, _, _ float64, message string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.messages = append(o.messages, message)
+}
+func (o *fixedIDs) CallLog(string, string, string)           {}
+func (o *fixedIDs) CallFinished(string, object.Value, error) {}
+func (o *fixedIDs) Print(runtime.Stream, string)             {}
+
+// Two runs whose Observers give their calls the same id, under way at
+// once on one namespace: each run gets its own call's progress.
+func TestProgressOfConcurrentRuns(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "gate", Version: "1"}, nil)
+	arrived := make(chan struct{}, 2)
+	release := make(chan struct{})
+	type tagIn struct {
+		Tag string `json:"tag"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "gate", Description: "Wait for the other call, then report progress."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in tagIn) (*mcp.CallToolResult, any, error) {
+			arrived <- struct{}{}
+			<-release // both calls are under way
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 1, Message: in.Tag})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Tag}}}, nil, err
+		})
+	reg, err := tools.NewRegistry()
+	require.NoError(t, err)
+	ns, err := mcpclient.Add(context.Background(), reg, mcpclient.Server{Name: "g", Transport: func() (mcp.Transport, error) {
+		serverSide, clientSide := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(context.Background(), serverSide, nil); err != nil {
+			return nil, err
+		}
+		return clientSide, nil
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ns.Close() })
+
+	observers := map[string]*fixedIDs{"a": {}, "b": {}}
+	errs := make(chan error, 2)
+	for tag, obs := range observers {
+		s := agenttest.OpenSession(t, reg)
+		go func() {
+			res, err := s.Exec(tools.WithObserver(context.Background(), obs), fmt.Sprintf("await g.gate(tag=%q)", tag))
+			if err == nil && res.Err != nil {
+				err = res.Err
+			}
+			errs <- err
+		}()
+	}
+	<-arrived
+	<-arrived
+	close(release)
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+	for tag, obs := range observers {
+		assert.Equal(t, []string{tag}, obs.messages, "run %s", tag)
+	}
 }
