@@ -57,14 +57,19 @@ func (it *Interpreter) dump(ctx context.Context, handle uint32, kind byte) ([]by
 	if err != nil {
 		return nil, err
 	}
-	v := it.engine.version
+	return it.engine.envelope(kind, payload), nil
+}
+
+// envelope wraps a payload of the module's in this package's dump envelope.
+func (e *Engine) envelope(kind byte, payload []byte) []byte {
+	v := e.version
 	out := make([]byte, 0, 4+1+1+1+len(v)+4+4+len(payload))
 	out = append(out, dumpMagic...)
 	out = append(out, dumpVersion, kind, byte(len(v)))
 	out = append(out, v...)
 	out = binary.BigEndian.AppendUint32(out, crc32.Checksum(payload, castagnoli))
 	out = binary.BigEndian.AppendUint32(out, uint32(len(payload)))
-	return append(out, payload...), nil
+	return append(out, payload...)
 }
 
 // checkDump validates the envelope and returns the payload.

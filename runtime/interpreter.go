@@ -33,6 +33,8 @@ const (
 	opContinuation = 10
 	opMemory       = 11
 	opSetCwd       = 12
+	opDumpDelta    = 13
+	opGlobalMarks  = 14
 )
 
 // Response status codes.

@@ -22,18 +22,22 @@ import (
 //	[version 2: | type check context (u32 len + JSON object)]
 //	[version 3: | type check context (u32 len, 0 when none) | files (u32 len + files section)]
 //	[version 4: as 3 (files may be empty) | paused run (u32 len + JSON object)]
+//	[version 5: as 4 (no paused run), the dump in parts (parts.go)]
 //	| sha256 of everything before (32) | hmac-sha256 of everything before (32, if signed)
 //
 // Version 2 is written only for sessions that record a type check context,
 // version 3 only for sessions with files and version 4 only while a run is
 // paused at client tool calls, so state without them stays readable by
-// builds that read the earlier versions only.
+// builds that read the earlier versions only. Version 5 is written for an
+// idle session with a dump: the dump in parts, so that a save stores what
+// the call added.
 const (
 	blobMagic        = "MGOS"
 	blobVersion      = 1
 	blobVersionTC    = 2
 	blobVersionFiles = 3
 	blobVersionRun   = 4
+	blobVersionParts = 5
 
 	flagSigned     = 1 << 0
 	flagCompressed = 1 << 1
@@ -55,8 +59,11 @@ type blob struct {
 	ModuleSum    [32]byte
 	Names        []string        // public global names when saved
 	JSON         json.RawMessage // JSON view: {"name": value, ...}
-	Dump         []byte          // runtime REPL dump
-	JSONOnly     bool
+	Dump         []byte          // runtime REPL dump; nil when in Parts
+	// Parts is the dump in parts (format version 5); nil when the dump is
+	// whole (Dump) or there is none.
+	Parts    *dumpParts
+	JSONOnly bool
 	// TypeCheck is what the session's earlier calls defined, for type
 	// checking the next one (nil: the session does not record it).
 	TypeCheck *typecheck.Context
@@ -104,6 +111,12 @@ func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
 		}
 	}
 	switch {
+	case b.Parts != nil:
+		if b.Run != nil {
+			return nil, errors.New("session: a paused run is stored with its whole dump")
+		}
+		parts, version = [][]byte{names, b.JSON, b.Parts.encode(), tc, b.Files, nil}, blobVersionParts
+		flags &^= flagCompressed // each part says how it is stored
 	case b.Run != nil:
 		run, err := json.Marshal(b.Run)
 		if err != nil {
@@ -200,13 +213,13 @@ func parseBlob(data, key []byte) (*blob, error) {
 	if len(data) < 7 || string(data[:4]) != blobMagic {
 		return nil, corrupt("not a monty-go session blob")
 	}
-	if data[4] > blobVersionRun && data[4] < blobVersionRun+16 && intactEnvelope(data) {
+	if data[4] > blobVersionParts && data[4] < 20 && intactEnvelope(data) {
 		// Written by a newer build (a rolling upgrade): not damaged, so
 		// not to be kept aside and replaced by an empty session.
-		return nil, fmt.Errorf("%w: blob format version %d, this build reads %d to %d", ErrNewerFormat, data[4], blobVersion, blobVersionRun)
+		return nil, fmt.Errorf("%w: blob format version %d, this build reads %d to %d", ErrNewerFormat, data[4], blobVersion, blobVersionParts)
 	}
-	if data[4] < blobVersion || data[4] > blobVersionRun {
-		return nil, corrupt("blob format version %d, this build reads %d to %d", data[4], blobVersion, blobVersionRun)
+	if data[4] < blobVersion || data[4] > blobVersionParts {
+		return nil, corrupt("blob format version %d, this build reads %d to %d", data[4], blobVersion, blobVersionParts)
 	}
 	flags := data[5]
 	body := data
@@ -256,7 +269,7 @@ func parseBlob(data, key []byte) (*blob, error) {
 		parts = parts[:4]
 	case blobVersionFiles:
 		parts = parts[:5]
-	case blobVersionRun:
+	case blobVersionRun, blobVersionParts:
 		parts = parts[:6]
 	}
 	for i := range parts {
@@ -281,6 +294,16 @@ func parseBlob(data, key []byte) (*blob, error) {
 	}
 	b.Dump = parts[2]
 	b.compressed = flags&flagCompressed != 0
+	if data[4] == blobVersionParts {
+		if b.JSONOnly || len(parts[5]) != 0 {
+			return nil, corrupt("a dump in parts with no dump, or with a paused run")
+		}
+		p, err := decodeParts(b.Dump)
+		if err != nil {
+			return nil, err
+		}
+		b.Dump, b.Parts, b.compressed = nil, p, false
+	}
 	if len(parts) >= 4 && (data[4] == blobVersionTC || len(parts[3]) > 0) {
 		b.TypeCheck = &typecheck.Context{}
 		if err := json.Unmarshal(parts[3], b.TypeCheck); err != nil {
@@ -290,7 +313,7 @@ func parseBlob(data, key []byte) (*blob, error) {
 	if len(parts) >= 5 && len(parts[4]) > 0 {
 		b.Files = parts[4]
 	}
-	if len(parts) == 6 {
+	if len(parts) == 6 && data[4] == blobVersionRun {
 		b.Run = &pausedRun{}
 		if err := json.Unmarshal(parts[5], b.Run); err != nil {
 			return nil, corrupt("paused run: %v", err)
@@ -332,6 +355,9 @@ func Inspect(data, key []byte) (*Inspection, error) {
 		return nil, err
 	}
 	size := int64(len(b.Dump))
+	if b.Parts != nil {
+		size = b.Parts.rawSize()
+	}
 	if b.compressed {
 		n, ok := declaredSize(b.Dump)
 		if !ok || n > 1<<62 {

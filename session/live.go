@@ -132,6 +132,7 @@ func (s *Session) quarantine(ctx context.Context, data []byte, cause error, repl
 // blob.
 func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
 	s.runs.paused = nil
+	s.state.lineage = nil
 	if err := s.state.restoreFiles(b); err != nil {
 		return err
 	}
@@ -146,9 +147,17 @@ func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
 	}
 	if !b.JSONOnly && !s.opts.JSONOnly {
 		if b.MontyVersion == s.eng.MontyVersion() {
-			repl, paused, err := s.it.LoadREPL(ctx, b.Dump)
+			dump := b.Dump
+			if b.Parts != nil {
+				var err error
+				if dump, err = b.Parts.join(s.eng, s.opts.Limits.MaxMemory); err != nil {
+					return err
+				}
+			}
+			repl, paused, err := s.it.LoadREPL(ctx, dump)
 			if err == nil {
 				s.repl = repl
+				s.state.lineage = b.Parts
 				return s.runs.adopt(b, paused)
 			}
 			if !errors.Is(err, runtime.ErrInvalidDump) {
@@ -202,6 +211,7 @@ func (s *Session) fresh(ctx context.Context) error {
 // and an empty /work.
 func (s *Session) freshInterpreter(ctx context.Context) error {
 	s.runs.paused = nil
+	s.state.lineage = nil
 	if err := s.state.restoreFiles(nil); err != nil {
 		return err
 	}
@@ -237,7 +247,7 @@ func (s *Session) newInterpreter(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.it, s.repl = it, nil
+	s.it, s.repl, s.view = it, nil, nil
 	return nil
 }
 
@@ -250,7 +260,7 @@ func (s *Session) injectJSON(ctx context.Context, view object.Dict) error {
 	if err != nil {
 		return err
 	}
-	s.repl = repl
+	s.repl, s.view = repl, nil
 	if len(view) == 0 {
 		return nil
 	}
@@ -318,113 +328,174 @@ func (s *Session) snapshotUnlessPaused(ctx context.Context) (names []string, vie
 	return []string{}, []byte("{}"), nil, nil
 }
 
-// viewCode defines a helper and evaluates, at module level, to the public
-// global names and the JSON text of an object holding the public globals
-// that json.dumps accepts (Monty's own json module: no user code runs, NaN
-// and infinities are refused, non-string keys become strings as in
-// CPython). Only strings cross the boundary, so values that cannot cross it
-// faithfully never do. Monty has no del statement, so the helpers stay in
-// the session as the private globals __monty_view and __monty_view_one
-// (redefined before every use, so a user binding of those names cannot
+// viewCode defines a helper and evaluates, at module level, to the JSON
+// members ('"name": value') of the globals named by __monty_view_names,
+// None for each that json.dumps refuses (Monty's own json module: no user
+// code runs, NaN and infinities are refused, non-string keys become
+// strings as in CPython). Only strings cross the boundary, so values that
+// cannot cross it faithfully never do. Monty has no del statement, so the
+// helper stays in the session as the private global __monty_view_some
+// (redefined before every use, so a user binding of that name cannot
 // change the view).
-const viewCode = `def __monty_view(g):
+const viewCode = `def __monty_view_some(g, names):
     import json
-    names = [k for k in g if not k.startswith('_')]
-    parts = []
+    out = []
     for k in names:
         try:
-            parts.append(json.dumps(k) + ': ' + json.dumps(g[k], allow_nan=False))
+            out.append(json.dumps(k) + ': ' + json.dumps(g[k], allow_nan=False))
         except Exception:
-            pass
-    return names, '{' + ', '.join(parts) + '}'
-def __monty_view_one(g, k):
-    import json
-    try:
-        return json.dumps(k) + ': ' + json.dumps(g[k], allow_nan=False)
-    except Exception:
-        return None
-__monty_view(locals())`
+            out.append(None)
+    return out
+__monty_view_some(locals(), __monty_view_names)`
 
-// viewOneCode is the JSON member of the global named by __monty_view_name,
-// or None (run after viewCode has defined the helper).
-const viewOneCode = `__monty_view_one(locals(), __monty_view_name)`
+// viewEntry is what the last view of the live REPL held of one global: its
+// mark and its JSON member (nil: not in the view).
+type viewEntry struct {
+	mark   runtime.GlobalMark
+	member []byte
+}
 
-// snapshot computes the names and JSON view of the public globals. It runs
-// to completion even when ctx is cancelled (the call it follows has
-// already succeeded), under the call's time limit and a memory budget of
-// its own: the heap as it is plus a few times the view's size cap, so a
-// view of a huge structure is cut short instead of taking the host's
-// memory. When the whole view does not fit, each global is tried on its
-// own and those that do not fit are left out (omitted).
+// snapshot computes the names and JSON view of the public globals. Only the
+// globals that may have changed since the last view of this REPL (s.view)
+// are computed again: those rebound to another value, and those on the
+// heap, whose contents can change without a rebinding; functions, classes
+// and modules are never JSON. Globals whose JSON does not fit what is left
+// of the view's size cap are left out (omitted), and tried again next time.
 func (s *Session) snapshot(ctx context.Context) (names []string, view []byte, omitted []string, err error) {
 	ctx = context.WithoutCancel(ctx)
-	budget := s.opts.maxViewSize()
-	used, err := s.it.MemoryUsage(ctx)
+	marks, err := s.repl.GlobalMarks(ctx)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("session: reading globals: %w", err)
+	}
+	entries := make([]viewEntry, len(marks))
+	names = make([]string, len(marks))
+	var todo []string
+	var todoAt []int
+	for i, m := range marks {
+		names[i] = m.Name
+		entries[i].mark = m
+		if m.Tag == runtime.GlobalCode {
+			continue // never JSON
+		}
+		if e, ok := s.view[m.Name]; ok && m.Tag != runtime.GlobalHeap && e.mark == m {
+			entries[i].member = e.member
+			continue
+		}
+		todo, todoAt = append(todo, m.Name), append(todoAt, i)
+	}
+	budget := s.opts.maxViewSize()
+	computed, err := s.viewMembers(ctx, todo, budget)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	skip := make(map[int]bool) // omitted: not kept for the next view
+	for j, i := range todoAt {
+		entries[i].member = computed[j].text
+		if computed[j].omitted {
+			skip[i] = true
+		}
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, e := range entries {
+		if !skip[i] && e.member != nil && int64(b.Len()+len(e.member)+2) > budget {
+			skip[i] = true
+		}
+		if skip[i] {
+			omitted = append(omitted, names[i])
+			continue
+		}
+		if e.member == nil {
+			continue // not JSON-serialisable
+		}
+		if b.Len() > 1 {
+			b.WriteString(", ")
+		}
+		b.Write(e.member)
+	}
+	b.WriteByte('}')
+	if !json.Valid(b.Bytes()) {
+		return nil, nil, nil, errors.New("session: reading globals: the JSON view is not valid JSON")
+	}
+	s.view = make(map[string]viewEntry, len(entries))
+	for i, e := range entries {
+		if !skip[i] {
+			s.view[names[i]] = e
+		}
+	}
+	return names, b.Bytes(), omitted, nil
+}
+
+// viewMember is one global's JSON member ("name": value), nil when
+// json.dumps refuses the value, or omitted when computing it went over the
+// view's budget.
+type viewMember struct {
+	text    []byte
+	omitted bool
+}
+
+// viewMembers computes the JSON members of the globals names, under the
+// call's time limit and a memory budget of its own: the heap as it is plus
+// a few times the view's size cap, so a view of a huge structure is cut
+// short instead of taking the host's memory. When they do not fit as a
+// whole, each is tried on its own, and those that do not fit are omitted.
+// It runs to completion even when ctx is cancelled (the call it follows
+// has already succeeded).
+func (s *Session) viewMembers(ctx context.Context, names []string, budget int64) ([]viewMember, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	used, err := s.it.MemoryUsage(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("session: reading globals: %w", err)
 	}
 	lim := s.opts.Limits
 	lim.MaxMemory = used + 4*budget + 8<<20
 	lim.MaxResult = 2*budget + 1<<20
 	s.it.SetLimits(lim)
 	defer s.it.SetLimits(s.opts.Limits)
-	v, err := s.repl.Run(ctx, viewCode)
-	if err != nil && !overBudget(err) {
-		return nil, nil, nil, fmt.Errorf("session: reading globals: %w", err)
+	run := func(names []string) ([]viewMember, error) {
+		list := make(object.List, len(names))
+		for i, n := range names {
+			list[i] = object.Str(n)
+		}
+		v, err := s.repl.Run(ctx, viewCode, runtime.Input{Name: "__monty_view_names", Value: list})
+		if err != nil {
+			return nil, err
+		}
+		got, ok := v.(object.List)
+		if !ok || len(got) != len(names) {
+			return nil, fmt.Errorf("session: reading globals: unexpected %s", object.Repr(v))
+		}
+		out := make([]viewMember, len(names))
+		for i, m := range got {
+			if text, ok := m.(object.Str); ok {
+				out[i].text = []byte(text)
+			}
+		}
+		return out, nil
 	}
-	pair, _ := v.(object.Tuple)
-	var text object.Str
-	var list object.List
-	if len(pair) == 2 {
-		list, _ = pair[0].(object.List)
-		text, _ = pair[1].(object.Str)
+	out, err := run(names)
+	if err == nil || !overBudget(err) {
+		if err != nil {
+			err = fmt.Errorf("session: reading globals: %w", err)
+		}
+		return out, err
 	}
-	if err == nil && int64(len(text)) > budget {
-		err = runtime.ErrResultLimit
-	}
-	if err != nil {
-		// Too large as a whole: one global at a time.
-		return s.snapshotEach(ctx, budget)
-	}
-	if list == nil || !json.Valid([]byte(text)) {
-		return nil, nil, nil, fmt.Errorf("session: reading globals: unexpected %s", object.Repr(v))
-	}
-	return strs(list), []byte(text), nil, nil
-}
-
-// snapshotEach builds the view one global at a time, leaving out those
-// whose JSON does not fit what is left of the budget.
-func (s *Session) snapshotEach(ctx context.Context, budget int64) (names []string, view []byte, omitted []string, err error) {
-	v, err := s.repl.Run(ctx, "[k for k in locals() if not k.startswith('_')]")
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("session: reading globals: %w", err)
-	}
-	list, _ := v.(object.List)
-	names = strs(list)
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for _, name := range names {
-		m, err := s.repl.Run(ctx, viewOneCode, runtime.Input{Name: "__monty_view_name", Value: object.Str(name)})
-		member, _ := m.(object.Str)
+	// Too large as a whole: one global at a time.
+	out = make([]viewMember, len(names))
+	for i, name := range names {
+		one, err := run([]string{name})
 		switch {
-		case overBudget(err) || (err == nil && int64(b.Len()+len(member)+2) > budget):
-			omitted = append(omitted, name)
-			continue
+		case overBudget(err):
+			out[i].omitted = true
 		case err != nil:
-			return nil, nil, nil, fmt.Errorf("session: reading global %q: %w", name, err)
-		case member == "":
-			continue // None: not JSON-serialisable
+			return nil, fmt.Errorf("session: reading global %q: %w", name, err)
+		default:
+			out[i] = one[0]
 		}
-		if b.Len() > 1 {
-			b.WriteString(", ")
-		}
-		b.WriteString(string(member))
 	}
-	b.WriteByte('}')
-	if !json.Valid(b.Bytes()) {
-		return nil, nil, nil, errors.New("session: reading globals: the JSON view is not valid JSON")
-	}
-	return names, b.Bytes(), omitted, nil
+	return out, nil
 }
 
 // overBudget reports an error of the view's own memory or size budget.

@@ -206,8 +206,11 @@ type Session struct {
 	closed bool
 	it     *runtime.Interpreter
 	repl   *runtime.REPL
-	state  *storedState
-	runs   runs
+	// view is what the last JSON view of repl held, global by global
+	// (snapshot); nil for a new REPL.
+	view  map[string]viewEntry
+	state *storedState
+	runs  runs
 	// restore says how the state was last loaded; noticed is set once
 	// RestoreNotice has reported it.
 	restore Restore
@@ -558,10 +561,8 @@ func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) 
 	b := &blob{MontyVersion: s.state.montyVersion, ModuleSum: s.state.module, Names: names, JSON: view, JSONOnly: s.opts.JSONOnly, TypeCheck: tc,
 		Run: s.runs.record()}
 	mark := s.state.filesSection(b)
-	if !s.opts.JSONOnly {
-		if b.Dump, err = s.repl.Dump(ctx); err != nil {
-			return err
-		}
+	if err := s.dumpInto(ctx, b); err != nil {
+		return err
 	}
 	_, err = s.state.put(ctx, b, mark)
 	var tooLarge *sizeError
@@ -592,6 +593,29 @@ func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) 
 		return s.injectJSON(ctx, view)
 	}
 	return nil
+}
+
+// dumpInto puts the live REPL's dump in b: whole while a run is paused,
+// otherwise in parts, continuing those the REPL was loaded from or last
+// saved as (none for a JSON-only session).
+func (s *Session) dumpInto(ctx context.Context, b *blob) error {
+	var err error
+	switch {
+	case s.opts.JSONOnly:
+	case b.Run != nil:
+		b.Dump, err = s.repl.Dump(ctx)
+	default:
+		from := s.state.lineage
+		var since runtime.DumpMarks
+		if from != nil {
+			since = from.marks
+		}
+		var d *runtime.Delta
+		if d, err = s.repl.DumpDelta(ctx, since); err == nil {
+			b.Parts, err = from.next(d, !s.opts.NoCompression)
+		}
+	}
+	return err
 }
 
 // Resume continues the paused run runID with results for its calls, and

@@ -28,6 +28,10 @@ type storedState struct {
 	version string // store version of the blob this state matches; "" if none
 	saved   *blob  // last stored state; nil when none
 	info    store.Info
+	// lineage is the dump in parts that the live REPL continues (the one
+	// it was loaded from or last saved as), so a save stores only what
+	// was added since; nil when the next save must store everything.
+	lineage *dumpParts
 
 	// files is /work (nil without Options.Files). Between calls it holds
 	// the files of saved; it held those of filesOf (nil: none) when its
@@ -119,6 +123,7 @@ func (st *storedState) put(ctx context.Context, b *blob, mark filesMark) (store.
 		return store.Info{}, err
 	}
 	st.adopt(info, b)
+	st.lineage = b.Parts
 	if st.files != nil {
 		st.filesOf, st.filesGen, st.filesCache = b, mark.gen, mark.cache
 	}

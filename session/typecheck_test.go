@@ -114,29 +114,31 @@ func TestCheckerCrashLeavesTheSessionWorking(t *testing.T) {
 	assert.True(t, res.Clean(), res.Text)
 }
 
-// TestBlobVersion: state without a type check context is written as
-// format version 1 (readable by builds that know only it); with one, as
-// version 2, whose context section is verified like the rest.
-func TestBlobVersion(t *testing.T) {
+// TestBlobTypeCheckSection: the type check context a session records is
+// stored in its section (format version 5, the dump in parts), which is
+// verified like the rest.
+func TestBlobTypeCheckSection(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(memstore.Options{})
 	s := open(t, "versions", session.Options{Store: st})
 	exec(t, s, "a = 1")
 	obj, err := st.Get(ctx, "versions")
 	require.NoError(t, err)
-	assert.Equal(t, byte(1), obj.Data[4])
+	assert.Equal(t, byte(5), obj.Data[4])
+	assert.NotContains(t, string(obj.Data), `{"code":`)
 
 	_, err = s.ExecOptions(ctx, "b = a + 1", session.ExecOptions{TypeCheck: &session.TypeCheck{}})
 	require.NoError(t, err)
 	obj, err = st.Get(ctx, "versions")
 	require.NoError(t, err)
-	assert.Equal(t, byte(2), obj.Data[4])
+	assert.Equal(t, byte(5), obj.Data[4])
+	assert.Contains(t, string(obj.Data), `{"code":`)
 	info, err := session.Inspect(obj.Data, nil)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"a", "b"}, info.Globals)
 
-	// Forged blobs with valid checksums: a version 2 blob claiming
-	// version 1 (a section too many), a context that is not the object.
+	// Forged blobs with valid checksums: a version 5 blob claiming
+	// version 1 (sections too many), a context that is not the object.
 	reseal := func(content []byte) []byte {
 		sum := sha256.Sum256(content)
 		return append(content, sum[:]...)

@@ -4,8 +4,8 @@ use std::{borrow::Cow, cell::RefCell, collections::HashMap, num::NonZeroU32, tim
 
 use abi::cbor::{DecodeError, Reader, Writer};
 use monty::{
-    Dump, MontyRepl, MontyRun, ReplContinuationMode, ReplProgress, ReplStartError, RunProgress, Session, SessionRef,
-    detect_repl_continuation_mode, dump,
+    Dump, GlobalMark, MontyRepl, MontyRun, ReplContinuationMode, ReplMarks, ReplProgress, ReplStartError, RunProgress,
+    Session, SessionRef, detect_repl_continuation_mode, dump, dump_repl_delta,
 };
 use monty_types::{
     AssertMessageAnnotations, CallArgs, CompileOptions, DateTimeSource, ExcType, ExtFunctionResult,
@@ -30,6 +30,8 @@ pub const OP_FREE: u32 = 9;
 pub const OP_CONTINUATION: u32 = 10;
 pub const OP_MEMORY: u32 = 11;
 pub const OP_SET_CWD: u32 = 12;
+pub const OP_DUMP_DELTA: u32 = 13;
+pub const OP_GLOBAL_MARKS: u32 = 14;
 
 const STATUS_OK: u64 = 0;
 const STATUS_EXCEPTION: u64 = 1;
@@ -253,6 +255,8 @@ fn run_op(op: u32, handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Tabl
             Ok(())
         }
         OP_SET_CWD => set_cwd(handle, r, w, t),
+        OP_DUMP_DELTA => dump_delta(handle, r, w, t),
+        OP_GLOBAL_MARKS => global_marks(handle, w, t),
         _ => Err(Failure::Api(format!("unknown operation {op}"))),
     }
 }
@@ -274,6 +278,77 @@ fn set_cwd(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> Op
         None => return Err(no_handle(handle)),
     }
     w.null();
+    Ok(())
+}
+
+/// The idle REPL behind a handle.
+fn idle_repl(handle: u32, t: &Table) -> Result<(&MontyRepl, &str), Failure> {
+    match t.slots.get(&handle) {
+        Some(Slot::Repl {
+            repl: Repl::Idle(repl),
+            script,
+        }) => Ok((repl.as_ref(), script.as_str())),
+        Some(_) => Err(wrong_kind(handle, "an idle REPL")),
+        None => Err(no_handle(handle)),
+    }
+}
+
+/// `[memory?, [strings, bytes, long_ints, functions, eval_sources, inputs]]`
+/// → `[bytes, marks]`: an idle REPL's dump without the append-only parts
+/// the marks say an earlier dump carried, and the marks for the next one
+/// (docs/abi.md, "Dump deltas").
+fn dump_delta(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &Table) -> OpResult {
+    r.array_of(2)?;
+    let memory = r.opt_uint()?.map(|v| usize::try_from(v).unwrap_or(usize::MAX));
+    let _ = monty_alloc::set_hard_limit(memory.map(|m| m.saturating_mul(4).saturating_add(HARD_LIMIT_HEADROOM)));
+    r.array_of(6)?;
+    let from = ReplMarks {
+        strings: r.uint()?,
+        bytes: r.uint()?,
+        long_ints: r.uint()?,
+        functions: r.uint()?,
+        eval_sources: r.uint()?,
+        inputs: r.uint()?,
+    };
+    let (repl, script) = idle_repl(handle, t)?;
+    let (bytes, marks) =
+        dump_repl_delta(script, repl, &from).map_err(|e| Failure::Api(format!("dump failed: {e:?}")))?;
+    w.buf.reserve_exact(bytes.len() + 64);
+    w.array(2);
+    w.bytes(&bytes);
+    w.array(6);
+    for v in [
+        marks.strings,
+        marks.bytes,
+        marks.long_ints,
+        marks.functions,
+        marks.eval_sources,
+        marks.inputs,
+    ] {
+        w.uint(v);
+    }
+    Ok(())
+}
+
+/// → `[[name, tag, value], ...]`: each bound public global of an idle REPL,
+/// in slot order, with tag 0 for a function, class or module, 255 for a
+/// value on the heap, and otherwise the kind of an inline value (the same
+/// tag and value mean the same value).
+fn global_marks(handle: u32, w: &mut Writer, t: &Table) -> OpResult {
+    let (repl, _) = idle_repl(handle, t)?;
+    let marks = repl.global_marks();
+    w.array(marks.len());
+    for (name, mark) in marks {
+        w.array(3);
+        w.text(name);
+        let (tag, value) = match mark {
+            GlobalMark::Code => (0, 0),
+            GlobalMark::Fixed(tag, value) => (u64::from(tag), value),
+            GlobalMark::Heap => (255, 0),
+        };
+        w.uint(tag);
+        w.uint(value);
+    }
     Ok(())
 }
 
