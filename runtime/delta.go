@@ -20,7 +20,7 @@ import (
 // DumpMarks say how far a dump reached into a REPL's append-only parts. The
 // zero value is "nothing stored yet".
 type DumpMarks struct {
-	Strings, Bytes, LongInts, Functions, EvalSources, Inputs uint64
+	Strings, Bytes, LongInts, Functions, EvalSources, Inputs, Names uint64
 }
 
 // Delta is one DumpDelta: what was added since the marks, the rest of the
@@ -51,7 +51,7 @@ func (r *REPL) DumpDelta(ctx context.Context, since DumpMarks) (*Delta, error) {
 	w.Reset()
 	w.Array(2)
 	w.OptUint(uint64(max(it.limits.MaxMemory, 0)))
-	w.Array(6)
+	w.Array(len(tables))
 	for _, v := range since.list() {
 		w.Uint(v)
 	}
@@ -66,10 +66,10 @@ func (r *REPL) DumpDelta(ctx context.Context, since DumpMarks) (*Delta, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := rd.ArrayOf(6); err != nil {
+	if err := rd.ArrayOf(len(tables)); err != nil {
 		return nil, err
 	}
-	var m [6]uint64
+	var m [len(tables)]uint64
 	for i := range m {
 		if m[i], err = rd.Uint(); err != nil {
 			return nil, err
@@ -82,12 +82,13 @@ func (r *REPL) DumpDelta(ctx context.Context, since DumpMarks) (*Delta, error) {
 	return &Delta{Added: added, State: state, Marks: marksOf(m)}, nil
 }
 
-func (m DumpMarks) list() [6]uint64 {
-	return [6]uint64{m.Strings, m.Bytes, m.LongInts, m.Functions, m.EvalSources, m.Inputs}
+// list gives the marks in the order of tables.
+func (m DumpMarks) list() [len(tables)]uint64 {
+	return [len(tables)]uint64{m.Strings, m.Bytes, m.LongInts, m.Functions, m.EvalSources, m.Inputs, m.Names}
 }
 
-func marksOf(v [6]uint64) DumpMarks {
-	return DumpMarks{Strings: v[0], Bytes: v[1], LongInts: v[2], Functions: v[3], EvalSources: v[4], Inputs: v[5]}
+func marksOf(v [len(tables)]uint64) DumpMarks {
+	return DumpMarks{Strings: v[0], Bytes: v[1], LongInts: v[2], Functions: v[3], EvalSources: v[4], Inputs: v[5], Names: v[6]}
 }
 
 // JoinDump rebuilds a whole REPL dump, which LoadREPL loads, from the Added
@@ -116,15 +117,19 @@ func MergeAdded(added ...[]byte) ([]byte, error) {
 	return parts.encode(), nil
 }
 
-// GlobalMark tells a host that keeps a view of a REPL's public globals
-// between snippets whether one may have changed.
+// GlobalMark is what a public global of a REPL holds, for a host that keeps
+// a view of the globals between snippets (GlobalMarks).
 type GlobalMark struct {
+	// Slot is the global's place in the REPL's namespace: slots are only
+	// ever added, in the order locals() lists the globals.
+	Slot int
 	// Name is the global's name (public: not starting with "_").
 	Name string
 	// Tag is GlobalCode for a function, class or module (never JSON
 	// data), GlobalHeap for a value on the heap (which can change without
-	// being rebound), and otherwise the kind of a value held inline: the
-	// same Tag and Value mean the same value.
+	// being rebound), GlobalGone for a slot no longer bound, and otherwise
+	// the kind of a value held inline: the same Tag and Value mean the same
+	// value.
 	Tag uint8
 	// Value identifies an inline value of its kind.
 	Value uint64
@@ -133,16 +138,21 @@ type GlobalMark struct {
 // The GlobalMark tags that are not inline values.
 const (
 	GlobalCode = 0
+	GlobalGone = 254
 	GlobalHeap = 255
 )
 
-// GlobalMarks lists the bound public globals of an idle REPL, in the order
-// locals() has them, with what each holds.
-func (r *REPL) GlobalMarks(ctx context.Context) ([]GlobalMark, error) {
+// GlobalMarks lists, in slot order, the public globals of an idle REPL
+// whose marks differ from what the previous call reported for this REPL,
+// and every one on the heap. With reset (and on a REPL's first call) it
+// lists every bound public global. A host that stops trusting what it kept
+// passes reset.
+func (r *REPL) GlobalMarks(ctx context.Context, reset bool) ([]GlobalMark, error) {
 	if r.exec != nil {
 		return nil, fmt.Errorf("%w: REPL is paused in a feed", ErrBadState)
 	}
 	r.it.req.Reset()
+	r.it.req.Bool(reset)
 	rd, err := r.it.call(ctx, opGlobalMarks, r.handle)
 	if err != nil {
 		return nil, err
@@ -153,10 +163,18 @@ func (r *REPL) GlobalMarks(ctx context.Context) ([]GlobalMark, error) {
 	}
 	marks := make([]GlobalMark, n)
 	for i := range marks {
-		if err := rd.ArrayOf(3); err != nil {
+		if err := rd.ArrayOf(4); err != nil {
 			return nil, err
 		}
 		m := &marks[i]
+		slot, err := rd.Uint()
+		if err != nil {
+			return nil, err
+		}
+		if slot > 1<<16 {
+			return nil, fmt.Errorf("monty: global slot %d out of range", slot)
+		}
+		m.Slot = int(slot)
 		if m.Name, err = rd.Text(); err != nil {
 			return nil, err
 		}
@@ -178,21 +196,34 @@ func (r *REPL) GlobalMarks(ctx context.Context) ([]GlobalMark, error) {
 // --- the CBOR surgery ----------------------------------------------------------
 
 // A Monty dump is "MONTY\0", a u16 version, then one CBOR map. The
-// append-only parts sit at fixed paths in it: five arrays in
-// state.Idle.interns and the map state.Idle.sources.
+// append-only parts sit at fixed paths in it, under state.Idle: five arrays
+// in interns, the map sources and the array global_names.slots.
 const montyHeaderLen = 8
 
-// tableKeys name the append-only parts, in the order of the Added framing:
-// the five intern tables (arrays), then the snippet sources (a map).
-var tableKeys = [...]string{"strings", "bytes", "long_ints", "functions", "eval_sources", "sources"}
+// table is an append-only part: where it is under state.Idle, and whether
+// it is a map (its entries are key and value).
+type table struct {
+	in, key string
+	isMap   bool
+}
 
-const sourcesTable = 5
+// tables are the append-only parts, in the order of the Added framing and
+// of DumpMarks.
+var tables = [...]table{
+	{"interns", "strings", false},
+	{"interns", "bytes", false},
+	{"interns", "long_ints", false},
+	{"interns", "functions", false},
+	{"interns", "eval_sources", false},
+	{"", "sources", true},
+	{"global_names", "slots", false},
+}
 
-// addedVersion starts the Added framing: then, per table in tableKeys
+// addedVersion starts the Added framing: then, per table in tables
 // order, uvarint entry count, uvarint byte length, the entries' CBOR.
 const addedVersion = 1
 
-type addedParts [len(tableKeys)]struct {
+type addedParts [len(tables)]struct {
 	count   uint64
 	entries []byte
 }
@@ -260,16 +291,19 @@ type span struct {
 	count                 uint64
 }
 
-// tableSpans finds the append-only tables in a Monty dump, in tableKeys
-// order.
-func tableSpans(dump []byte) ([len(tableKeys)]span, error) {
-	var spans [len(tableKeys)]span
+// tableSpans finds the append-only tables in a Monty dump, in tables
+// order. With whole, it first checks that the dump is one well-formed CBOR
+// item (for bytes from storage; the module's own output is trusted).
+func tableSpans(dump []byte, whole bool) ([len(tables)]span, error) {
+	var spans [len(tables)]span
 	if len(dump) < montyHeaderLen || string(dump[:6]) != "MONTY\x00" {
 		return spans, errors.New("not a Monty dump")
 	}
 	c := cborScan{b: dump}
-	if end, err := c.skip(montyHeaderLen, 0); err != nil || end != len(dump) {
-		return spans, errors.New("not one whole CBOR item after the header")
+	if whole {
+		if end, err := c.skip(montyHeaderLen, 0); err != nil || end != len(dump) {
+			return spans, errors.New("not one whole CBOR item after the header")
+		}
 	}
 	state, err := c.mapValue(montyHeaderLen, "state")
 	if err != nil {
@@ -279,21 +313,21 @@ func tableSpans(dump []byte) ([len(tableKeys)]span, error) {
 	if err != nil {
 		return spans, err
 	}
-	interns, err := c.mapValue(idle, "interns")
-	if err != nil {
-		return spans, err
-	}
-	for i, key := range tableKeys {
-		in, major := interns, byte(majorArray)
-		if i == sourcesTable {
-			in, major = idle, majorMap
+	parents := map[string]int{"": idle}
+	for i, tb := range tables {
+		in, ok := parents[tb.in]
+		if !ok {
+			if in, err = c.mapValue(idle, tb.in); err != nil {
+				return spans, err
+			}
+			parents[tb.in] = in
 		}
-		at, err := c.mapValue(in, key)
+		at, err := c.mapValue(in, tb.key)
 		if err != nil {
 			return spans, err
 		}
-		if spans[i], err = c.container(at, major); err != nil {
-			return spans, fmt.Errorf("%s: %w", key, err)
+		if spans[i], err = c.container(at, tb.major()); err != nil {
+			return spans, fmt.Errorf("%s: %w", tb.key, err)
 		}
 	}
 	return spans, nil
@@ -302,7 +336,7 @@ func tableSpans(dump []byte) ([len(tableKeys)]span, error) {
 // splitDump takes the append-only tables out of a Monty dump: their
 // entries become the Added framing, and the state keeps them empty.
 func splitDump(dump []byte) (added, state []byte, err error) {
-	spans, err := tableSpans(dump)
+	spans, err := tableSpans(dump, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -313,7 +347,7 @@ func splitDump(dump []byte) (added, state []byte, err error) {
 		s := spans[i]
 		p[i].count, p[i].entries = s.count, dump[s.entriesAt:s.entriesEnd]
 		state = append(state, dump[at:s.start]...)
-		state = object.AppendCBORHead(state, majorOf(i), 0)
+		state = object.AppendCBORHead(state, tables[i].major(), 0)
 		at = s.end
 	}
 	state = append(state, dump[at:]...)
@@ -322,7 +356,7 @@ func splitDump(dump []byte) (added, state []byte, err error) {
 
 // joinDump puts the added entries in front of the state's own.
 func joinDump(p *addedParts, state []byte) ([]byte, error) {
-	spans, err := tableSpans(state)
+	spans, err := tableSpans(state, true)
 	if err != nil {
 		return nil, err
 	}
@@ -336,13 +370,13 @@ func joinDump(p *addedParts, state []byte) ([]byte, error) {
 		s := spans[i]
 		count := p[i].count + s.count
 		entries := append(p[i].entries[:len(p[i].entries):len(p[i].entries)], state[s.entriesAt:s.entriesEnd]...)
-		if i == sourcesTable {
+		if tables[i].isMap {
 			if count, entries, err = uniqueSources(count, entries); err != nil {
 				return nil, err
 			}
 		}
 		out = append(out, state[at:s.start]...)
-		out = object.AppendCBORHead(out, majorOf(i), count)
+		out = object.AppendCBORHead(out, tables[i].major(), count)
 		out = append(out, entries...)
 		at = s.end
 	}
@@ -389,15 +423,15 @@ func uniqueSources(count uint64, entries []byte) (uint64, []byte, error) {
 	return uint64(len(last)), out, nil
 }
 
-func majorOf(table int) byte {
-	if table == sourcesTable {
+func (t table) major() byte {
+	if t.isMap {
 		return majorMap
 	}
 	return majorArray
 }
 
 // byOffset orders the tables by where they are in the dump.
-func byOffset(spans [len(tableKeys)]span) []int {
+func byOffset(spans [len(tables)]span) []int {
 	order := make([]int, len(spans))
 	for i := range order {
 		order[i] = i

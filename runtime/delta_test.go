@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -211,7 +212,7 @@ func TestDumpDeltaOfAPausedREPL(t *testing.T) {
 	defer exec.Close(ctx)
 	_, err = repl.DumpDelta(ctx, runtime.DumpMarks{})
 	assert.ErrorIs(t, err, runtime.ErrBadState)
-	_, err = repl.GlobalMarks(ctx)
+	_, err = repl.GlobalMarks(ctx, false)
 	assert.ErrorIs(t, err, runtime.ErrBadState)
 }
 
@@ -220,9 +221,9 @@ func TestGlobalMarks(t *testing.T) {
 	it := newInterp(t)
 	repl, err := it.NewREPL(ctx)
 	require.NoError(t, err)
-	marks := func() map[string]runtime.GlobalMark {
+	marks := func(reset bool) map[string]runtime.GlobalMark {
 		t.Helper()
-		list, err := repl.GlobalMarks(ctx)
+		list, err := repl.GlobalMarks(ctx, reset)
 		require.NoError(t, err)
 		out := map[string]runtime.GlobalMark{}
 		for _, m := range list {
@@ -244,33 +245,48 @@ flag = True
 l = [1]
 _private = 1`)
 	require.NoError(t, err)
-	before := marks()
-	assert.NotContains(t, before, "_private")
-	for _, name := range []string{"json", "C", "f"} {
-		assert.Equal(t, uint8(runtime.GlobalCode), before[name].Tag, name)
+	first := marks(false) // a REPL's first call lists everything
+	assert.Len(t, first, 12)
+	assert.NotContains(t, first, "_private")
+	for _, name := range []string{"json", "C", "f", "g"} {
+		assert.Equal(t, uint8(runtime.GlobalCode), first[name].Tag, name)
 	}
-	for _, name := range []string{"l", "t"} {
-		assert.Equal(t, uint8(runtime.GlobalHeap), before[name].Tag, name)
+	for _, name := range []string{"big", "l", "t"} {
+		assert.Equal(t, uint8(runtime.GlobalHeap), first[name].Tag, name)
 	}
 	for _, name := range []string{"i", "fl", "s", "none", "flag"} {
-		assert.NotContains(t, []uint8{runtime.GlobalCode, runtime.GlobalHeap}, before[name].Tag, name)
+		assert.NotContains(t, []uint8{runtime.GlobalCode, runtime.GlobalHeap, runtime.GlobalGone}, first[name].Tag, name)
 	}
-	// Unchanged values keep their marks; rebound ones change them.
-	_, err = repl.Run(ctx, "i = 8\nfl = 1.5\nl.append(2)")
+	// Then only what changed, and what is on the heap.
+	assert.Equal(t, []string{"big", "l", "t"}, keys(marks(false)))
+	_, err = repl.Run(ctx, "i = 8\nfl = 1.5\nl.append(2)\nf = 3\nnew = 1")
 	require.NoError(t, err)
-	after := marks()
-	assert.NotEqual(t, before["i"], after["i"])
-	for _, name := range []string{"fl", "s", "none", "flag", "big", "f"} {
-		assert.Equal(t, before[name], after[name], name)
-	}
-	// The order is the order locals() has.
-	list, err := repl.GlobalMarks(ctx)
+	changed := marks(false)
+	assert.Equal(t, []string{"big", "f", "i", "l", "new", "t"}, keys(changed))
+	assert.NotEqual(t, first["i"], changed["i"])
+	assert.Equal(t, first["i"].Slot, changed["i"].Slot)
+	assert.Equal(t, first["f"].Slot, changed["f"].Slot)
+	// A reset lists everything again, in the order locals() has.
+	list, err := repl.GlobalMarks(ctx, true)
 	require.NoError(t, err)
+	assert.Len(t, list, 13)
 	v, err := repl.Run(ctx, "[k for k in locals() if not k.startswith('_')]")
 	require.NoError(t, err)
 	var names object.List
-	for _, m := range list {
+	for i, m := range list {
 		names = append(names, object.Str(m.Name))
+		if i > 0 {
+			assert.Greater(t, m.Slot, list[i-1].Slot)
+		}
 	}
 	assert.Equal(t, v, names)
+}
+
+func keys(m map[string]runtime.GlobalMark) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

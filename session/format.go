@@ -58,6 +58,7 @@ type blob struct {
 	MontyVersion string
 	ModuleSum    [32]byte
 	Names        []string        // public global names when saved
+	namesJSON    []byte          // Names as JSON, when the view has it already
 	JSON         json.RawMessage // JSON view: {"name": value, ...}
 	Dump         []byte          // runtime REPL dump; nil when in Parts
 	// Parts is the dump in parts (format version 5); nil when the dump is
@@ -83,9 +84,12 @@ func corrupt(format string, args ...any) error {
 // encode writes the blob, compressing the dump (unless it is compressed
 // already) and signing when key is set.
 func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
-	names, err := json.Marshal(b.Names)
-	if err != nil {
-		return nil, err
+	var err error
+	names := b.namesJSON
+	if names == nil {
+		if names, err = json.Marshal(b.Names); err != nil {
+			return nil, err
+		}
 	}
 	dump := b.Dump
 	flags := byte(0)

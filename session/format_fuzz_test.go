@@ -19,6 +19,13 @@ func FuzzDecodeBlob(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	inParts := &dumpParts{segments: []segment{newSegment([]byte("added"), true)}, state: newSegment([]byte("state"), false)}
+	parts, err := (&blob{MontyVersion: "1.4.0", Names: []string{}, JSON: []byte(`{}`), Parts: inParts}).encode(nil, true)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(parts, false)
+	f.Add(parts[:len(parts)-32], true)
 	f.Add(valid, false)
 	f.Add(signed, false)
 	f.Add(valid[:len(valid)-32], true)

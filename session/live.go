@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -318,184 +317,14 @@ func (s *Session) shutdown() {
 // snapshotUnlessPaused is snapshot, except that a paused run cannot run
 // the view's code: the stored view and names stay those of the last
 // completed call.
-func (s *Session) snapshotUnlessPaused(ctx context.Context) (names []string, view []byte, omitted []string, err error) {
+func (s *Session) snapshotUnlessPaused(ctx context.Context) (*globalsView, error) {
 	if s.runs.paused == nil {
 		return s.snapshot(ctx)
 	}
 	if saved := s.state.saved; saved != nil {
-		return saved.Names, saved.JSON, nil, nil
+		return &globalsView{names: saved.Names, json: saved.JSON}, nil
 	}
-	return []string{}, []byte("{}"), nil, nil
-}
-
-// viewCode defines a helper and evaluates, at module level, to the JSON
-// members ('"name": value') of the globals named by __monty_view_names,
-// None for each that json.dumps refuses (Monty's own json module: no user
-// code runs, NaN and infinities are refused, non-string keys become
-// strings as in CPython). Only strings cross the boundary, so values that
-// cannot cross it faithfully never do. Monty has no del statement, so the
-// helper stays in the session as the private global __monty_view_some
-// (redefined before every use, so a user binding of that name cannot
-// change the view).
-const viewCode = `def __monty_view_some(g, names):
-    import json
-    out = []
-    for k in names:
-        try:
-            out.append(json.dumps(k) + ': ' + json.dumps(g[k], allow_nan=False))
-        except Exception:
-            out.append(None)
-    return out
-__monty_view_some(locals(), __monty_view_names)`
-
-// viewEntry is what the last view of the live REPL held of one global: its
-// mark and its JSON member (nil: not in the view).
-type viewEntry struct {
-	mark   runtime.GlobalMark
-	member []byte
-}
-
-// snapshot computes the names and JSON view of the public globals. Only the
-// globals that may have changed since the last view of this REPL (s.view)
-// are computed again: those rebound to another value, and those on the
-// heap, whose contents can change without a rebinding; functions, classes
-// and modules are never JSON. Globals whose JSON does not fit what is left
-// of the view's size cap are left out (omitted), and tried again next time.
-func (s *Session) snapshot(ctx context.Context) (names []string, view []byte, omitted []string, err error) {
-	ctx = context.WithoutCancel(ctx)
-	marks, err := s.repl.GlobalMarks(ctx)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("session: reading globals: %w", err)
-	}
-	entries := make([]viewEntry, len(marks))
-	names = make([]string, len(marks))
-	var todo []string
-	var todoAt []int
-	for i, m := range marks {
-		names[i] = m.Name
-		entries[i].mark = m
-		if m.Tag == runtime.GlobalCode {
-			continue // never JSON
-		}
-		if e, ok := s.view[m.Name]; ok && m.Tag != runtime.GlobalHeap && e.mark == m {
-			entries[i].member = e.member
-			continue
-		}
-		todo, todoAt = append(todo, m.Name), append(todoAt, i)
-	}
-	budget := s.opts.maxViewSize()
-	computed, err := s.viewMembers(ctx, todo, budget)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	skip := make(map[int]bool) // omitted: not kept for the next view
-	for j, i := range todoAt {
-		entries[i].member = computed[j].text
-		if computed[j].omitted {
-			skip[i] = true
-		}
-	}
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, e := range entries {
-		if !skip[i] && e.member != nil && int64(b.Len()+len(e.member)+2) > budget {
-			skip[i] = true
-		}
-		if skip[i] {
-			omitted = append(omitted, names[i])
-			continue
-		}
-		if e.member == nil {
-			continue // not JSON-serialisable
-		}
-		if b.Len() > 1 {
-			b.WriteString(", ")
-		}
-		b.Write(e.member)
-	}
-	b.WriteByte('}')
-	if !json.Valid(b.Bytes()) {
-		return nil, nil, nil, errors.New("session: reading globals: the JSON view is not valid JSON")
-	}
-	s.view = make(map[string]viewEntry, len(entries))
-	for i, e := range entries {
-		if !skip[i] {
-			s.view[names[i]] = e
-		}
-	}
-	return names, b.Bytes(), omitted, nil
-}
-
-// viewMember is one global's JSON member ("name": value), nil when
-// json.dumps refuses the value, or omitted when computing it went over the
-// view's budget.
-type viewMember struct {
-	text    []byte
-	omitted bool
-}
-
-// viewMembers computes the JSON members of the globals names, under the
-// call's time limit and a memory budget of its own: the heap as it is plus
-// a few times the view's size cap, so a view of a huge structure is cut
-// short instead of taking the host's memory. When they do not fit as a
-// whole, each is tried on its own, and those that do not fit are omitted.
-// It runs to completion even when ctx is cancelled (the call it follows
-// has already succeeded).
-func (s *Session) viewMembers(ctx context.Context, names []string, budget int64) ([]viewMember, error) {
-	if len(names) == 0 {
-		return nil, nil
-	}
-	used, err := s.it.MemoryUsage(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("session: reading globals: %w", err)
-	}
-	lim := s.opts.Limits
-	lim.MaxMemory = used + 4*budget + 8<<20
-	lim.MaxResult = 2*budget + 1<<20
-	s.it.SetLimits(lim)
-	defer s.it.SetLimits(s.opts.Limits)
-	run := func(names []string) ([]viewMember, error) {
-		list := make(object.List, len(names))
-		for i, n := range names {
-			list[i] = object.Str(n)
-		}
-		v, err := s.repl.Run(ctx, viewCode, runtime.Input{Name: "__monty_view_names", Value: list})
-		if err != nil {
-			return nil, err
-		}
-		got, ok := v.(object.List)
-		if !ok || len(got) != len(names) {
-			return nil, fmt.Errorf("session: reading globals: unexpected %s", object.Repr(v))
-		}
-		out := make([]viewMember, len(names))
-		for i, m := range got {
-			if text, ok := m.(object.Str); ok {
-				out[i].text = []byte(text)
-			}
-		}
-		return out, nil
-	}
-	out, err := run(names)
-	if err == nil || !overBudget(err) {
-		if err != nil {
-			err = fmt.Errorf("session: reading globals: %w", err)
-		}
-		return out, err
-	}
-	// Too large as a whole: one global at a time.
-	out = make([]viewMember, len(names))
-	for i, name := range names {
-		one, err := run([]string{name})
-		switch {
-		case overBudget(err):
-			out[i].omitted = true
-		case err != nil:
-			return nil, fmt.Errorf("session: reading global %q: %w", name, err)
-		default:
-			out[i] = one[0]
-		}
-	}
-	return out, nil
+	return &globalsView{names: []string{}, json: []byte("{}")}, nil
 }
 
 // overBudget reports an error of the view's own memory or size budget.

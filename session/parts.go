@@ -33,6 +33,9 @@ type segment struct {
 
 const partsFormat = 1
 
+// marksLen is the size of the marks in a parts section: seven u64.
+const marksLen = 7 * 8
+
 func newSegment(raw []byte, compress bool) segment {
 	if !compress {
 		return segment{raw: len(raw), stored: raw}
@@ -119,13 +122,14 @@ func (p *dumpParts) join(eng *runtime.Engine, max int64) ([]byte, error) {
 // state (each as encoding: 0 raw, 1 zstd; raw size; stored size; stored
 // bytes).
 func (p *dumpParts) encode() []byte {
-	n := 1 + 6*8 + 4 + 9
+	n := 1 + marksLen + 4 + 9
 	for _, s := range p.segments {
 		n += 9 + len(s.stored)
 	}
 	out := make([]byte, 0, n+len(p.state.stored))
 	out = append(out, partsFormat)
-	for _, v := range []uint64{p.marks.Strings, p.marks.Bytes, p.marks.LongInts, p.marks.Functions, p.marks.EvalSources, p.marks.Inputs} {
+	m := p.marks
+	for _, v := range []uint64{m.Strings, m.Bytes, m.LongInts, m.Functions, m.EvalSources, m.Inputs, m.Names} {
 		out = binary.BigEndian.AppendUint64(out, v)
 	}
 	out = binary.BigEndian.AppendUint32(out, uint32(len(p.segments)))
@@ -144,16 +148,16 @@ func (p *dumpParts) encode() []byte {
 
 // decodeParts parses a parts section (ErrCorrupt when it does not parse).
 func decodeParts(b []byte) (*dumpParts, error) {
-	if len(b) < 1+6*8+4 || b[0] != partsFormat {
+	if len(b) < 1+marksLen+4 || b[0] != partsFormat {
 		return nil, corrupt("dump parts: unknown format")
 	}
-	var m [6]uint64
+	var m [marksLen / 8]uint64
 	for i := range m {
 		m[i] = binary.BigEndian.Uint64(b[1+8*i:])
 	}
-	p := &dumpParts{marks: runtime.DumpMarks{Strings: m[0], Bytes: m[1], LongInts: m[2], Functions: m[3], EvalSources: m[4], Inputs: m[5]}}
-	n := binary.BigEndian.Uint32(b[1+6*8:])
-	b = b[1+6*8+4:]
+	p := &dumpParts{marks: runtime.DumpMarks{Strings: m[0], Bytes: m[1], LongInts: m[2], Functions: m[3], EvalSources: m[4], Inputs: m[5], Names: m[6]}}
+	n := binary.BigEndian.Uint32(b[1+marksLen:])
+	b = b[1+marksLen+4:]
 	if uint64(n) >= uint64(len(b))/9 {
 		return nil, corrupt("dump parts: %d segments in %d bytes", n, len(b))
 	}

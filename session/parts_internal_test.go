@@ -164,9 +164,9 @@ func TestDamagedPartsAreCorrupt(t *testing.T) {
 		"unknown format":   append([]byte{9}, enc[1:]...),
 		"truncated":        enc[:len(enc)-1],
 		"trailing":         append(append([]byte{}, enc...), 0),
-		"too many":         append(append(append([]byte{}, enc[:49]...), 0xff, 0xff, 0xff, 0xff), enc[53:]...),
-		"raw size wrong":   append(append(append([]byte{}, enc[:54]...), 0, 0, 0, 9), enc[58:]...),
-		"unknown encoding": append(append(append([]byte{}, enc[:53]...), 7), enc[54:]...),
+		"too many":         append(append(append([]byte{}, enc[:57]...), 0xff, 0xff, 0xff, 0xff), enc[61:]...),
+		"raw size wrong":   append(append(append([]byte{}, enc[:62]...), 0, 0, 0, 9), enc[66:]...),
+		"unknown encoding": append(append(append([]byte{}, enc[:61]...), 7), enc[62:]...),
 	} {
 		_, err := decodeParts(data)
 		assert.ErrorIs(t, err, ErrCorrupt, name)
@@ -180,4 +180,14 @@ func TestDamagedPartsAreCorrupt(t *testing.T) {
 	// Segments that are not a delta's added parts.
 	_, err = good.join(eng, 0)
 	assert.ErrorIs(t, err, ErrCorrupt)
+}
+
+// Only identifiers are written into the view's code.
+func TestViewNamesAreIdentifiers(t *testing.T) {
+	for _, ok := range []string{"x", "_x", "x1", "données", "Ω"} {
+		assert.True(t, isIdentifier(ok), ok)
+	}
+	for _, bad := range []string{"", "1x", "a b", "x)", "x\n", "a.b", "x#"} {
+		assert.False(t, isIdentifier(bad), bad)
+	}
 }

@@ -206,9 +206,11 @@ type Session struct {
 	closed bool
 	it     *runtime.Interpreter
 	repl   *runtime.REPL
-	// view is what the last JSON view of repl held, global by global
-	// (snapshot); nil for a new REPL.
-	view  map[string]viewEntry
+	// view is what the last JSON view of repl held, slot by slot
+	// (snapshot); nil for a new REPL, or when it is not to be trusted.
+	view  []viewSlot
+	// viewNames is the JSON array of the names in view, as last saved.
+	viewNames []byte
 	state *storedState
 	runs  runs
 	// restore says how the state was last loaded; noticed is set once
@@ -553,13 +555,13 @@ func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) 
 		s.state.describe(res)
 		return nil
 	}
-	names, view, omitted, err := s.snapshotUnlessPaused(ctx)
+	g, err := s.snapshotUnlessPaused(ctx)
 	if err != nil {
 		return err
 	}
-	res.ViewOmitted = omitted
-	b := &blob{MontyVersion: s.state.montyVersion, ModuleSum: s.state.module, Names: names, JSON: view, JSONOnly: s.opts.JSONOnly, TypeCheck: tc,
-		Run: s.runs.record()}
+	res.ViewOmitted = g.omitted
+	b := &blob{MontyVersion: s.state.montyVersion, ModuleSum: s.state.module, Names: g.names, namesJSON: g.namesJSON, JSON: g.json,
+		JSONOnly: s.opts.JSONOnly, TypeCheck: tc, Run: s.runs.record()}
 	mark := s.state.filesSection(b)
 	if err := s.dumpInto(ctx, b); err != nil {
 		return err

@@ -75,6 +75,8 @@ enum Slot {
 struct Table {
     slots: HashMap<u32, Slot>,
     next: u32,
+    /// What `global_marks` last reported of each REPL's global slots.
+    marks: HashMap<u32, Vec<(u8, u64)>>,
 }
 
 impl Table {
@@ -86,6 +88,7 @@ impl Table {
             }
         }
         self.slots.insert(self.next, slot);
+        self.marks.remove(&self.next);
         self.next
     }
 }
@@ -234,6 +237,7 @@ fn run_op(op: u32, handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Tabl
         OP_LOAD => load(r, w, t),
         OP_FREE => {
             t.slots.remove(&handle);
+            t.marks.remove(&handle);
             w.null();
             Ok(())
         }
@@ -256,7 +260,7 @@ fn run_op(op: u32, handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Tabl
         }
         OP_SET_CWD => set_cwd(handle, r, w, t),
         OP_DUMP_DELTA => dump_delta(handle, r, w, t),
-        OP_GLOBAL_MARKS => global_marks(handle, w, t),
+        OP_GLOBAL_MARKS => global_marks(handle, r, w, t),
         _ => Err(Failure::Api(format!("unknown operation {op}"))),
     }
 }
@@ -293,7 +297,7 @@ fn idle_repl(handle: u32, t: &Table) -> Result<(&MontyRepl, &str), Failure> {
     }
 }
 
-/// `[memory?, [strings, bytes, long_ints, functions, eval_sources, inputs]]`
+/// `[memory?, [strings, bytes, long_ints, functions, eval_sources, inputs, names]]`
 /// → `[bytes, marks]`: an idle REPL's dump without the append-only parts
 /// the marks say an earlier dump carried, and the marks for the next one
 /// (docs/abi.md, "Dump deltas").
@@ -301,7 +305,7 @@ fn dump_delta(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &Table) -> OpR
     r.array_of(2)?;
     let memory = r.opt_uint()?.map(|v| usize::try_from(v).unwrap_or(usize::MAX));
     let _ = monty_alloc::set_hard_limit(memory.map(|m| m.saturating_mul(4).saturating_add(HARD_LIMIT_HEADROOM)));
-    r.array_of(6)?;
+    r.array_of(7)?;
     let from = ReplMarks {
         strings: r.uint()?,
         bytes: r.uint()?,
@@ -309,6 +313,7 @@ fn dump_delta(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &Table) -> OpR
         functions: r.uint()?,
         eval_sources: r.uint()?,
         inputs: r.uint()?,
+        names: r.uint()?,
     };
     let (repl, script) = idle_repl(handle, t)?;
     let (bytes, marks) =
@@ -316,7 +321,7 @@ fn dump_delta(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &Table) -> OpR
     w.buf.reserve_exact(bytes.len() + 64);
     w.array(2);
     w.bytes(&bytes);
-    w.array(6);
+    w.array(7);
     for v in [
         marks.strings,
         marks.bytes,
@@ -324,29 +329,67 @@ fn dump_delta(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &Table) -> OpR
         marks.functions,
         marks.eval_sources,
         marks.inputs,
+        marks.names,
     ] {
         w.uint(v);
     }
     Ok(())
 }
 
-/// → `[[name, tag, value], ...]`: each bound public global of an idle REPL,
-/// in slot order, with tag 0 for a function, class or module, 255 for a
-/// value on the heap, and otherwise the kind of an inline value (the same
-/// tag and value mean the same value).
-fn global_marks(handle: u32, w: &mut Writer, t: &Table) -> OpResult {
-    let (repl, _) = idle_repl(handle, t)?;
-    let marks = repl.global_marks();
-    w.array(marks.len());
-    for (name, mark) in marks {
-        w.array(3);
-        w.text(name);
-        let (tag, value) = match mark {
-            GlobalMark::Code => (0, 0),
-            GlobalMark::Fixed(tag, value) => (u64::from(tag), value),
-            GlobalMark::Heap => (255, 0),
+/// Tags of `global_marks` beyond the inline values' kinds (1 to 9), and
+/// what the module keeps for a private slot (never reported).
+const MARK_CODE: u8 = 0;
+const MARK_PRIVATE: u8 = 253;
+const MARK_GONE: u8 = 254;
+const MARK_HEAP: u8 = 255;
+
+/// `reset` → `[[slot, name, tag, value], ...]`: the public globals of an
+/// idle REPL whose marks differ from what the last call reported (all of
+/// them after a reset), and every one on the heap, in slot order. Tag 0 is
+/// a function, class or module, 255 a value on the heap, 254 a slot no
+/// longer bound; otherwise the kind of an inline value (the same tag and
+/// value mean the same value). A slot's name is read once, when the slot is
+/// new (to tell a private one), and again only for what is reported.
+fn global_marks(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
+    let reset = r.bool()?;
+    let Table { slots, marks, .. } = t;
+    let repl = match slots.get(&handle) {
+        Some(Slot::Repl {
+            repl: Repl::Idle(repl), ..
+        }) => repl,
+        Some(_) => return Err(wrong_kind(handle, "an idle REPL")),
+        None => return Err(no_handle(handle)),
+    };
+    let seen = marks.entry(handle).or_default();
+    if reset {
+        seen.clear();
+    }
+    for slot in seen.len()..repl.global_slots() {
+        let private = repl.global_slot_name(slot).starts_with('_');
+        seen.push((if private { MARK_PRIVATE } else { MARK_GONE }, 0));
+    }
+    let mut changed = Vec::new();
+    for (slot, last) in seen.iter_mut().enumerate() {
+        if last.0 == MARK_PRIVATE {
+            continue;
+        }
+        let now = match repl.global_slot_mark(slot) {
+            None => (MARK_GONE, 0),
+            Some(GlobalMark::Code) => (MARK_CODE, 0),
+            Some(GlobalMark::Fixed(tag, value)) => (tag, value),
+            Some(GlobalMark::Heap) => (MARK_HEAP, 0),
         };
-        w.uint(tag);
+        if now.0 == MARK_HEAP || *last != now {
+            *last = now;
+            changed.push((slot, now));
+        }
+    }
+    w.array(changed.len());
+    for (slot, (tag, value)) in changed {
+        w.array(4);
+        w.uint(slot as u64);
+        w.text(repl.global_slot_name(slot));
+        w.uint(u64::from(tag));
         w.uint(value);
     }
     Ok(())
