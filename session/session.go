@@ -208,11 +208,11 @@ type Session struct {
 	repl   *runtime.REPL
 	// view is what the last JSON view of repl held, slot by slot
 	// (snapshot); nil for a new REPL, or when it is not to be trusted.
-	view  []viewSlot
+	view []viewSlot
 	// viewNames is the JSON array of the names in view, as last saved.
 	viewNames []byte
-	state *storedState
-	runs  runs
+	state     *storedState
+	runs      runs
 	// restore says how the state was last loaded; noticed is set once
 	// RestoreNotice has reported it.
 	restore Restore
