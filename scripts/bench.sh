@@ -39,6 +39,15 @@
 #     15, interleaved), then the first result of `monty serve`, `monty mcp`
 #     and `monty -c` with a fresh, empty MONTY_CACHE_DIR (median of 3; -c
 #     once).
+#   * a session continued snippet after snippet, at its 10th, 300th and
+#     1,000th snippet, through the Go API, POST /exec and MCP (the Go
+#     benchmarks BenchmarkContinueSession), with the dump, load and opening
+#     of a session of each size, against upstream's worker fed the same
+#     snippets (scripts/bench_session.py), in rounds (SESSION_ROUNDS, 5;
+#     SESSION_BENCHTIME, 20x: the snippets a benchmark times per round);
+#     then the memory of `monty serve` holding 1,000 live sessions of 100
+#     snippets against upstream's worker (scripts/bench_memory.py). Both
+#     need scripts/pyclients.sh's venv (pydantic-monty, from PyPI).
 # Prints a table (workload, the five columns, the ratios of Go to each,
 # target, met?), then the same table as markdown for docs/performance.md. Exits
 # non-zero if a part could not run (the table still shows the rest).
@@ -158,14 +167,103 @@ if [ -x "$tmp/monty" ] && [ -n "$python" ]; then
   fi
 fi
 
+# --- continuing sessions and their memory --------------------------------------
+# One session continued snippet after snippet (session/internal/sessionbench:
+# each snippet defines a small function and computes a value): the Go
+# benchmarks BenchmarkContinueSession of ./session (the Go API, a Manager
+# over a directory store), ./session/httpapi (POST /exec) and
+# ./session/mcpserver (execute_python), each timing the snippets after the
+# 10th, 300th and 1,000th; ./session's BenchmarkREPLDump, BenchmarkREPLLoad
+# and BenchmarkSessionOpen at the same sizes; and upstream's worker fed the
+# same snippets through pydantic-monty (scripts/bench_session.py, from
+# scripts/pyclients.sh's venv). In rounds: every test binary once (its
+# sizes one after another), then upstream's; a figure is the median of its
+# rounds. The sessions are built in the first round and kept in
+# $tmp/sessions for the others. Then scripts/bench_memory.py: `monty serve`
+# holding 1,000 live sessions of 100 snippets against upstream's worker.
+session_rounds=${SESSION_ROUNDS:-5}
+: >"$tmp/session_rounds" # lines: "<source> <key> <ns>", one per round
+
+# gobench PACKAGE KEYS REGEXP: runs the benchmarks matching REGEXP of the
+# test binary of PACKAGE (its directory, built below as
+# $tmp/DIR.test with "/" as "+"), in that directory, and writes "session
+# KEY_N NS" for each sub-benchmark NAME/snippet=N, where KEYS maps NAME to
+# KEY ("ContinueSession=api SessionOpen=open").
+gobench() {
+  local pkg=$1 keys=$2 regexp=$3
+  (cd "$pkg" && MONTY_BENCH_CACHE=$tmp/sessions "$tmp/${pkg//\//+}.test" -test.run '^$' -test.bench "$regexp" \
+    -test.benchtime "${SESSION_BENCHTIME:-20x}") >"$tmp/gobench.out" || {
+    cat "$tmp/gobench.out" >&2
+    return 1
+  }
+  awk -v keys="$keys" '
+    BEGIN { n = split(keys, kv, " "); for (i = 1; i <= n; i++) { split(kv[i], p, "="); key[p[1]] = p[2] } }
+    $1 ~ /^Benchmark.*\/snippet=[0-9]+-[0-9]+$/ && $4 == "ns/op" {
+      name = $1; sub(/^Benchmark/, "", name); sub(/-[0-9]+$/, "", name)
+      split(name, part, "/snippet=")
+      if (part[1] in key) print "session", key[part[1]] "_" part[2], $3
+    }' "$tmp/gobench.out"
+}
+
+if command -v go >/dev/null && [ -x "$tmp/monty" ]; then
+  say "go test -c ./session ./session/httpapi ./session/mcpserver"
+  if go test -c -o "$tmp/session.test" ./session &&
+    go test -c -o "$tmp/session+httpapi.test" ./session/httpapi &&
+    go test -c -o "$tmp/session+mcpserver.test" ./session/mcpserver; then
+    pyclients=""
+    if pyclients_env=$(scripts/pyclients.sh env) && eval "$pyclients_env"; then
+      pyclients=$MONTY_TEST_PYTHON
+    else
+      say "no pydantic-monty (scripts/pyclients.sh); the continuing sessions' upstream column and the memory rows are missing"
+      failed=1
+    fi
+    for round in $(seq "$session_rounds"); do
+      say "continuing sessions, round $round of $session_rounds: Go API, POST /exec, MCP, upstream's worker$([ "$round" = 1 ] && echo ' (building the sessions first: a few seconds, or minutes while a call costs more with every snippet)')"
+      gobench session "ContinueSession=api REPLDump=dump REPLLoad=load SessionOpen=open" \
+        '^Benchmark(ContinueSession|REPLDump|REPLLoad|SessionOpen)$' >>"$tmp/session_rounds" &&
+        gobench session/httpapi "ContinueSession=http" '^BenchmarkContinueSession$' >>"$tmp/session_rounds" &&
+        gobench session/mcpserver "ContinueSession=mcp" '^BenchmarkContinueSession$' >>"$tmp/session_rounds" || {
+        say "a continuing-session benchmark failed (above)"
+        failed=1
+        break
+      }
+      if [ -n "$pyclients" ] && ! "$pyclients" scripts/bench_session.py "$(dirname "$pyclients")/monty" >>"$tmp/session_rounds"; then
+        say "scripts/bench_session.py failed; the continuing sessions' upstream column is missing"
+        pyclients=""
+        failed=1
+      fi
+    done
+    # The median of each figure's rounds.
+    sort -k1,1 -k2,2 -k3,3g "$tmp/session_rounds" | awk '
+      function flush() { if (n) printf "%s %s\n", k, (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2; n = 0 }
+      { if ($1 " " $2 != k) { flush(); k = $1 " " $2 } v[++n] = $3 }
+      END { flush() }' >>"$tmp/results"
+    if [ -n "$pyclients" ]; then
+      say "scripts/bench_memory.py: monty serve holding 1,000 live sessions of 100 snippets, against upstream's worker (a few minutes)"
+      if ! "$pyclients" scripts/bench_memory.py "$tmp/monty" "$(dirname "$pyclients")/monty" >>"$tmp/results"; then
+        say "scripts/bench_memory.py failed (above)"
+        failed=1
+      fi
+    fi
+  else
+    say "could not build the session benchmarks"
+    failed=1
+  fi
+fi
+
 # --- table ------------------------------------------------------------------
 # Rows: label | unit | Go | wasmtime | native | upstream | CPython | target
 # The unit is ns or B (bytes). Each column is a "source/key" of the results
 # ("-": none). The target is
 #   COLUMN X  -> Go/COLUMN <= X (COLUMN: native, upstream or cpython);
-#   abs N     -> Go <= N (in the unit);   -  -> none (a reference row).
-# "Go" is this runtime: scripts/benchcmp's Go column, or the monty command
-# built from ./cmd/monty for the start-time rows.
+#   abs N     -> Go <= N (in the unit);   -  -> none (a reference row);
+#   of KEY X NAME -> Go <= X × the results' KEY ("source/key"), which the
+#                target calls NAME (one word).
+# "Go" is this runtime: scripts/benchcmp's Go column, the monty command
+# built from ./cmd/monty for the start-time and memory rows, the session
+# benchmarks for the continuing-session rows (upstream: its worker through
+# pydantic-monty, the round trip included: scripts/bench_session.py and
+# scripts/bench_memory.py say what each figure is).
 cat >"$tmp/rows" <<'EOF'
 tiny call (1 + 1, warm interpreter)|ns|go/tiny|wasmtime/tiny|native/tiny|-|cpython/tiny|native 1.5
 fib(25)|ns|go/fib25|wasmtime/fib25|native/fib25|upstream/fib25|cpython/fib25|upstream 1.5
@@ -184,12 +282,33 @@ monty check -c 'print(1)', warm cache|ns|start/check_c|-|-|-|-|-
 first result, no cache: monty serve|ns|start/serve_cold|-|-|-|-|abs 2000000000
 first result, no cache: monty mcp|ns|start/mcp_cold|-|-|-|-|abs 2000000000
 monty -c 'print(1)', no cache (compiles)|ns|start/cli_cold|-|-|-|-|-
+Go API: snippet 10 of a session|ns|session/api_10|-|-|upstream/feed_10|-|-
+Go API: snippet 300 of a session|ns|session/api_300|-|-|upstream/feed_300|-|of session/api_10 1.5 10th
+Go API: snippet 1,000 of a session|ns|session/api_1000|-|-|upstream/feed_1000|-|of session/api_10 1.5 10th
+POST /exec: snippet 10 of a session|ns|session/http_10|-|-|upstream/feed_10|-|-
+POST /exec: snippet 300 of a session|ns|session/http_300|-|-|upstream/feed_300|-|of session/http_10 1.5 10th
+POST /exec: snippet 1,000 of a session|ns|session/http_1000|-|-|upstream/feed_1000|-|of session/http_10 1.5 10th
+MCP: snippet 10 of a session|ns|session/mcp_10|-|-|upstream/feed_10|-|-
+MCP: snippet 300 of a session|ns|session/mcp_300|-|-|upstream/feed_300|-|of session/mcp_10 1.5 10th
+MCP: snippet 1,000 of a session|ns|session/mcp_1000|-|-|upstream/feed_1000|-|of session/mcp_10 1.5 10th
+dump of a session of 10 snippets|ns|session/dump_10|-|-|upstream/dump_10|-|-
+dump of a session of 300 snippets|ns|session/dump_300|-|-|upstream/dump_300|-|-
+dump of a session of 1,000 snippets|ns|session/dump_1000|-|-|upstream/dump_1000|-|-
+load of a session of 10 snippets|ns|session/load_10|-|-|upstream/load_10|-|-
+load of a session of 300 snippets|ns|session/load_300|-|-|upstream/load_300|-|-
+load of a session of 1,000 snippets|ns|session/load_1000|-|-|upstream/load_1000|-|-
+open a stored session of 10 snippets|ns|session/open_10|-|-|-|-|-
+open a stored session of 300 snippets|ns|session/open_300|-|-|-|-|-
+open a stored session of 1,000 snippets|ns|session/open_1000|-|-|-|-|-
+RSS, 1,000 live sessions of 100 snippets|B|memory/serve_rss|-|-|-|-|-
+RSS per live session of 100 snippets|B|memory/serve_session|-|-|memory/upstream_session|-|-
+bytes stored per session of 100 snippets|B|memory/serve_stored|-|-|memory/upstream_stored|-|-
 EOF
 
 awk -F'|' -v results="$tmp/results" -v md="$tmp/table.md" '
 function fmt(v, unit) {
   if (v == "") return "n/a"
-  if (unit == "B") return sprintf("%.1f MiB", v / 1048576)
+  if (unit == "B") return (v < 1048576) ? sprintf("%.1f KiB", v / 1024) : sprintf("%.1f MiB", v / 1048576)
   if (v >= 1e9) return sprintf("%.2f s", v / 1e9)
   if (v >= 1e6) return sprintf("%.2f ms", v / 1e6)
   if (v >= 1e3) return sprintf("%.2f µs", v / 1e3)
@@ -235,6 +354,10 @@ BEGIN {
     other = v[column[t[1]]]
     target = sprintf("≤ %s× %s", t[2], label[t[1]])
     status = (g == "" || other == "") ? "unknown" : ((g / other <= t[2] + 0) ? "met" : "MISSED")
+  } else if (t[1] == "of") {
+    other = val[t[2]]
+    target = sprintf("≤ %s× %s", t[3], t[4])
+    status = (g == "" || other == "") ? "unknown" : ((g / other <= t[3] + 0) ? "met" : "MISSED")
   } else if (t[1] == "abs") {
     target = "≤ " fmt(t[2], unit)
     status = (g == "") ? "unknown" : ((g + 0 <= t[2] + 0) ? "met" : "MISSED")
@@ -265,6 +388,6 @@ echo "Markdown (for docs/performance.md):"
 echo
 cat "$tmp/table.md"
 echo
-echo "Interleaved (scripts/benchcmp: each workload for >= $benchtime, medians) on $(go env GOOS 2>/dev/null)/$(go env GOARCH 2>/dev/null), $(nproc 2>/dev/null || echo '?') CPUs. Go: this runtime in-process; wasmtime: $wasmtime_version (Cranelift) through its Python wheel, the tiny call less the Python host's per-call cost; native: monty $native_version built for the host; upstream: ${upstream_version:-missing}, a process per run less an empty file's; CPython: $([ -n "$python" ] && "$python" --version 2>&1); start times and memory: medians of fresh processes."
+echo "Interleaved (scripts/benchcmp: each workload for >= $benchtime, medians) on $(go env GOOS 2>/dev/null)/$(go env GOARCH 2>/dev/null), $(nproc 2>/dev/null || echo '?') CPUs. Go: this runtime in-process; wasmtime: $wasmtime_version (Cranelift) through its Python wheel, the tiny call less the Python host's per-call cost; native: monty $native_version built for the host; upstream: ${upstream_version:-missing}, a process per run less an empty file's; CPython: $([ -n "$python" ] && "$python" --version 2>&1); start times and memory: medians of fresh processes; continuing sessions: medians of $session_rounds rounds (Go: the mean of ${SESSION_BENCHTIME:-20x} snippets a round; upstream: pydantic-monty's client and worker, the round trip included); memory: scripts/bench_memory.py."
 say "done in ${SECONDS} s"
 exit "$failed"

@@ -17,7 +17,9 @@ import (
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/internal/sessionbench"
 	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/store/dirstore"
 	"github.com/monty-go/monty/session/store/memstore"
 	"github.com/monty-go/monty/session/store/storeurl"
 	"github.com/monty-go/monty/session/telemetry"
@@ -374,3 +376,140 @@ type discardSpans struct{}
 
 func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (discardSpans) Shutdown(context.Context) error                             { return nil }
+
+// managerSurface is a session continued through a Manager over a
+// directory store (sessionbench.Surface).
+type managerSurface struct {
+	ctx context.Context
+	st  store.Store
+	m   *session.Manager
+	id  string
+}
+
+func (s *managerSurface) Exec(code string) (string, error) {
+	res, err := s.m.Exec(s.ctx, s.id, code)
+	if err != nil {
+		return "", err
+	}
+	if res.Err != nil {
+		return "", res.Err
+	}
+	return object.Repr(res.Value), nil
+}
+
+func (s *managerSurface) Save() (sessionbench.Entries, error) {
+	return sessionbench.StoreEntries(s.ctx, s.st)
+}
+
+// Restore closes the live session, so that the next call opens it from
+// the restored entries.
+func (s *managerSurface) Restore(entries sessionbench.Entries) error {
+	if err := s.m.Forget(s.id); err != nil {
+		return err
+	}
+	return sessionbench.ReplaceEntries(s.ctx, s.st, entries)
+}
+
+// BenchmarkContinueSession measures one more snippet of a session that
+// already ran 10, 300 or 1,000 (package sessionbench), through a Manager
+// over a directory store, as an agent's conversation continues its
+// session: the cost of a call at the 1,000th snippet against the 10th.
+//
+//	go test -run '^$' -bench 'ContinueSession' -benchtime 40x ./session/
+func BenchmarkContinueSession(b *testing.B) {
+	ctx := context.Background()
+	st, err := dirstore.Open(b.TempDir(), dirstore.Options{})
+	require.NoError(b, err)
+	defer st.Close()
+	m := session.NewManager(session.Options{Store: st, SigningKey: []byte("bench")}, session.ManagerOptions{IdleTimeout: -1})
+	defer m.Close()
+	sessionbench.Run(b, "api", &managerSurface{ctx: ctx, st: st, m: m, id: "bench-continue"})
+}
+
+// BenchmarkSessionOpen measures opening a stored session of 10, 300 or
+// 1,000 snippets (the states of BenchmarkContinueSession) from a
+// directory store: fetch, verify, decompress and restore, what an instance
+// does to continue a session it does not hold.
+func BenchmarkSessionOpen(b *testing.B) {
+	ctx := context.Background()
+	st, err := dirstore.Open(b.TempDir(), dirstore.Options{})
+	require.NoError(b, err)
+	defer st.Close()
+	opts := session.Options{Store: st, SigningKey: []byte("bench")}
+	m := session.NewManager(opts, session.ManagerOptions{IdleTimeout: -1})
+	defer m.Close()
+	states, err := sessionbench.Build("api", &managerSurface{ctx: ctx, st: st, m: m, id: "bench-continue"})
+	require.NoError(b, err)
+	for _, n := range sessionbench.Sizes {
+		b.Run(fmt.Sprintf("snippet=%d", n), func(b *testing.B) {
+			require.NoError(b, m.Forget("bench-continue"))
+			require.NoError(b, sessionbench.ReplaceEntries(ctx, st, states[n]))
+			for b.Loop() {
+				s, err := session.Open(ctx, "bench-continue", opts)
+				if err != nil || !s.Restored().Found || s.Restored().FromJSON {
+					b.Fatalf("open: %v %+v", err, s.Restored())
+				}
+				_ = s.Close(ctx)
+			}
+		})
+	}
+}
+
+// BenchmarkREPLDump and BenchmarkREPLLoad measure the interpreter's part
+// of saving and loading a session of 10, 300 or 1,000 snippets (package
+// sessionbench): runtime.REPL.Dump of a REPL fed them, and
+// Interpreter.LoadREPL of that dump into another interpreter, the
+// counterparts of upstream's session dump and load.
+func BenchmarkREPLDump(b *testing.B) {
+	benchREPL(b, func(b *testing.B, r *runtime.REPL, _ *runtime.Interpreter) {
+		ctx := context.Background()
+		for b.Loop() {
+			if _, err := r.Dump(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkREPLLoad: see BenchmarkREPLDump.
+func BenchmarkREPLLoad(b *testing.B) {
+	benchREPL(b, func(b *testing.B, r *runtime.REPL, dst *runtime.Interpreter) {
+		ctx := context.Background()
+		dump, err := r.Dump(ctx)
+		require.NoError(b, err)
+		for b.Loop() {
+			loaded, _, err := dst.LoadREPL(ctx, dump)
+			if err != nil {
+				b.Fatal(err)
+			}
+			loaded.Close()
+		}
+	})
+}
+
+// benchREPL runs bench as sub-benchmarks snippet=N, each with a REPL fed
+// the first N snippets and a second interpreter.
+func benchREPL(b *testing.B, bench func(b *testing.B, r *runtime.REPL, dst *runtime.Interpreter)) {
+	ctx := context.Background()
+	eng, err := runtime.Default(ctx)
+	require.NoError(b, err)
+	for _, n := range sessionbench.Sizes {
+		b.Run(fmt.Sprintf("snippet=%d", n), func(b *testing.B) {
+			src, err := eng.NewInterpreter(ctx)
+			require.NoError(b, err)
+			defer src.Close(ctx)
+			dst, err := eng.NewInterpreter(ctx)
+			require.NoError(b, err)
+			defer dst.Close(ctx)
+			r, err := src.NewREPL(ctx)
+			require.NoError(b, err)
+			defer r.Close()
+			for i := 1; i <= n; i++ {
+				v, err := r.Run(ctx, sessionbench.Snippet(i))
+				require.NoError(b, err)
+				require.Equal(b, sessionbench.Value(i), object.Repr(v))
+			}
+			bench(b, r, dst)
+		})
+	}
+}

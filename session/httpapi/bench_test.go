@@ -3,9 +3,12 @@ package httpapi_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/monty-go/monty/session/httpapi"
+	"github.com/monty-go/monty/session/internal/sessionbench"
+	"github.com/monty-go/monty/session/store/dirstore"
 )
 
 // BenchmarkExec measures POST /exec of a tiny program over loopback HTTP
@@ -62,4 +65,58 @@ func BenchmarkPauseResume(b *testing.B) {
 			}
 		}
 	})
+}
+
+// httpSurface is a session continued by POST /exec on a server over a
+// directory store (sessionbench.Surface); its state is saved and restored
+// by GET and POST /state/{id}.
+type httpSurface struct {
+	c  *client
+	id string
+}
+
+func (s *httpSurface) Exec(code string) (string, error) {
+	status, resp, e := s.c.exec(map[string]any{"code": code, "session_id": s.id})
+	switch {
+	case status != http.StatusOK:
+		return "", fmt.Errorf("status %d: %s", status, e.Message)
+	case resp.Error != nil:
+		return "", fmt.Errorf("%s: %s", resp.Error.Type, resp.Error.Message)
+	case resp.StateWarning != nil:
+		return "", fmt.Errorf("state warning: %+v", *resp.StateWarning)
+	}
+	return resp.ResultRepr, nil
+}
+
+func (s *httpSurface) Save() (sessionbench.Entries, error) {
+	status, _, data := s.c.do("GET", "/state/"+s.id, nil)
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("GET /state: status %d: %s", status, data)
+	}
+	return sessionbench.Entries{s.id: data}, nil
+}
+
+func (s *httpSurface) Restore(entries sessionbench.Entries) error {
+	status, _, data := s.c.do("POST", "/state/"+s.id, entries[s.id])
+	if status != http.StatusCreated {
+		return fmt.Errorf("POST /state: status %d: %s", status, data)
+	}
+	return nil
+}
+
+// BenchmarkContinueSession measures POST /exec of one more snippet in a
+// session that already ran 10, 300 or 1,000 (package sessionbench), on a
+// server over a directory store, as `monty serve --store DIR` continues an
+// agent's session: the cost of a call at the 1,000th snippet against the
+// 10th.
+//
+//	go test -run '^$' -bench 'ContinueSession' -benchtime 40x ./session/httpapi/
+func BenchmarkContinueSession(b *testing.B) {
+	st, err := dirstore.Open(b.TempDir(), dirstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	srv := newServer(b, httpapi.Options{Store: st})
+	sessionbench.Run(b, "http", &httpSurface{c: srv.client(""), id: "bench-continue"})
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // connect serves exec over MCP in memory and returns a client session.
-func connect(t *testing.T, exec *agent.Executor) *mcp.ClientSession {
+func connect(t testing.TB, exec *agent.Executor) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	srv, err := mcpserver.New(mcpserver.Options{Executor: exec})
