@@ -211,8 +211,11 @@ type Session struct {
 	view []viewSlot
 	// viewNames is the JSON array of the names in view, as last saved.
 	viewNames []byte
-	state     *storedState
-	runs      runs
+	// synced is set when Sync checked the state against the store since
+	// the last call, which then need not check again.
+	synced bool
+	state  *storedState
+	runs   runs
 	// restore says how the state was last loaded; noticed is set once
 	// RestoreNotice has reported it.
 	restore Restore
@@ -243,9 +246,21 @@ func Open(ctx context.Context, id string, opts Options) (*Session, error) {
 		s.opts.Limits = runtime.DefaultLimits()
 	}
 	s.state = newStoredState(id, &s.opts, eng)
+	s.host = s.hostFor(opts.Host)
+	if err := s.load(ctx); err != nil {
+		s.shutdown()
+		return nil, err
+	}
+	return s, nil
+}
+
+// hostFor is the Host the session's code runs with, given Options.Host:
+// a copy, with host call spans unless it has an Observer, and /work's
+// files in front of its OS.
+func (s *Session) hostFor(given *runtime.Host) *runtime.Host {
 	h := runtime.Host{}
-	if opts.Host != nil {
-		h = *opts.Host
+	if given != nil {
+		h = *given
 	}
 	if h.Observer == nil {
 		h.Observer = telemetry.HostCallSpans{}
@@ -257,12 +272,27 @@ func Open(ctx context.Context, id string, opts Options) (*Session, error) {
 			h.OS = files
 		}
 	}
-	s.host = &h
-	if err := s.load(ctx); err != nil {
-		s.shutdown()
-		return nil, err
+	return &h
+}
+
+// SetHost changes the Host of the calls from the next one on, as
+// Options.Host does at Open (nil: none). A server that keeps a session
+// open between requests gives each request its own Host this way.
+func (s *Session) SetHost(h *runtime.Host) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.host = s.hostFor(h)
+}
+
+// SetLimits changes the limits of the calls from the next one on, as
+// Options.Limits does at Open (the zero value: runtime.DefaultLimits).
+func (s *Session) SetLimits(l runtime.Limits) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l == (runtime.Limits{}) {
+		l = runtime.DefaultLimits()
 	}
-	return s, nil
+	s.opts.Limits = l
 }
 
 // ID is the session id.
@@ -381,6 +411,9 @@ func (s *Session) ExecOptions(ctx context.Context, code string, o ExecOptions) (
 	defer s.mu.Unlock()
 	ctx, span := s.opts.Telemetry.StartExecution(ctx, s.id, false)
 	defer func() { span.End(outcomeOf(res, err)) }()
+	if err := s.catchUp(ctx); err != nil {
+		return nil, err
+	}
 	if o.TypeCheck != nil {
 		checked, err := s.check(ctx, code, o.TypeCheck, o.Inputs, o.Tools)
 		if err != nil {
@@ -460,10 +493,42 @@ func (s *Session) settleRun(ctx context.Context) error {
 	return s.runs.settle(ctx, s.id)
 }
 
-// syncRun reloads the state when the store holds a newer one: a run paused
-// or resumed by another session of the same id changes what this one may
-// do.
+// Sync makes the session hold what the store holds now: another instance
+// (or another Session of the same id) may have continued it since this one
+// last loaded or saved. It checks the stored version and loads only when
+// it moved. Every call does this by itself; a caller that inspects the
+// session before a call (Paused, State) calls Sync first, and the call
+// right after it does not check again.
+func (s *Session) Sync(ctx context.Context) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.busy.Store(false)
+	defer s.mu.Unlock()
+	if err := s.syncRun(ctx); err != nil {
+		return err
+	}
+	s.synced = true
+	return nil
+}
+
+// catchUp is Sync at the start of a call, unless Sync did it since the
+// last call.
+func (s *Session) catchUp(ctx context.Context) error {
+	if s.synced {
+		s.synced = false
+		return nil
+	}
+	return s.syncRun(ctx)
+}
+
+// syncRun reloads the state when the store holds a newer one: another
+// session of the same id (in this process or another) saved since, so
+// what this one holds is not the session any more.
 func (s *Session) syncRun(ctx context.Context) error {
+	if s.opts.Ephemeral {
+		return nil // nothing is stored for it
+	}
 	changed, err := s.state.changed(ctx)
 	if err != nil || !changed {
 		return err
@@ -679,7 +744,7 @@ func (s *Session) resumeRun(ctx context.Context, runID string, results []ToolRes
 	ctx, span := telemetry.Start(ctx, telemetry.SpanResume, trace.SpanKindInternal,
 		telemetry.AttrRunID.String(telemetry.Clip(runID)), telemetry.AttrToolCalls.Int(len(results)))
 	defer func() { telemetry.End(span, errors.Join(err, resumed)) }()
-	if err := s.syncRun(ctx); err != nil {
+	if err := s.catchUp(ctx); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	if run, err = s.runs.find(s.id, runID); err != nil {

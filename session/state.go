@@ -159,6 +159,11 @@ func (st *storedState) changed(ctx context.Context) (bool, error) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return st.version != "", nil
+	case errors.Is(err, store.ErrUnreadable):
+		// The damaged entry this state started over from (the save's
+		// compare-and-set decides), or one damaged since it was loaded
+		// (loading it again keeps it aside).
+		return st.saved != nil, nil
 	case err != nil:
 		return false, err
 	}

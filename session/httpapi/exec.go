@@ -398,27 +398,42 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 		return outcome{}, err
 	}
 	defer closeHost()
-	s, err := session.Open(ctx, storeID(ns, id), session.Options{
-		Store:        h.opts.Store,
-		Engine:       h.opts.Engine,
-		Pool:         h.warmPool(ctx),
-		SigningKey:   h.stateKey(ns, id),
-		VerifyKeys:   h.legacyKeys(),
-		MaxStateSize: h.opts.MaxStateSize,
-		Limits:       limits,
-		Host:         host,
-		Files:        h.files(),
-		// Stored state that does not load is kept aside either way.
-		FreshOnCorrupt: !h.opts.FailOnCorruptState,
-		CaptureOnError: h.opts.CaptureOnError,
-		Ephemeral:      h.opts.DisablePersistence,
-		Telemetry:      h.opts.Telemetry,
-	})
-	if err != nil {
-		return outcome{}, err
+	sid := storeID(ns, id)
+	s := h.hot.take(sid)
+	if s != nil {
+		s.SetLimits(limits)
+		s.SetHost(host)
+		if err := s.Sync(ctx); err != nil {
+			// Not usable as kept: open it afresh, as with none kept.
+			_ = s.Close(context.WithoutCancel(ctx))
+			s = nil
+		}
 	}
-	defer s.Close(context.WithoutCancel(ctx))
-	warning := h.restoreWarning(ctx, ns, id, s.Restored())
+	if s == nil {
+		s, err = session.Open(ctx, sid, session.Options{
+			Store:        h.opts.Store,
+			Engine:       h.opts.Engine,
+			Pool:         h.warmPool(ctx),
+			SigningKey:   h.stateKey(ns, id),
+			VerifyKeys:   h.legacyKeys(),
+			MaxStateSize: h.opts.MaxStateSize,
+			Limits:       limits,
+			Host:         host,
+			Files:        h.files(),
+			// Stored state that does not load is kept aside either way.
+			FreshOnCorrupt: !h.opts.FailOnCorruptState,
+			CaptureOnError: h.opts.CaptureOnError,
+			Ephemeral:      h.opts.DisablePersistence,
+			Telemetry:      h.opts.Telemetry,
+		})
+		if err != nil {
+			return outcome{}, err
+		}
+	}
+	defer func() {
+		s.SetHost(nil) // the request's Host (its mounts) is closed
+		h.hot.put(sid, s)
+	}()
 	if op.refuse != nil {
 		if aerr := op.refuse(s); aerr != nil {
 			return outcome{}, aerr
@@ -444,6 +459,12 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 		}
 	})
 	res, err := op.do(rctx, s)
+	// How the state was loaded: at Open, or by the call when another
+	// instance had continued the session (told once per load).
+	var warning *StateWarning
+	if r, ok := s.RestoreNotice(); ok {
+		warning = h.restoreWarning(ctx, ns, id, r)
+	}
 	switch {
 	case err != nil:
 		rec.Finish(nil, err)

@@ -120,6 +120,14 @@ type Options struct {
 	// Warm is how many interpreters are kept instantiated in the background,
 	// so a request does not wait for one: 0 means 2, negative none.
 	Warm int
+	// HotSessions is how many sessions stay open between requests, so
+	// that a session continued request after request keeps its
+	// interpreter live instead of loading its state each time (each
+	// request still checks the store's version, and loads only when
+	// another instance moved it): 0 means 64, negative none. Sessions
+	// unused for 5 minutes are closed. None are kept with
+	// DisablePersistence.
+	HotSessions int
 	// APIKeys, when not empty, are the accepted x-api-key values; each key
 	// sees only the sessions created with it. Empty means no authentication
 	// (every client shares one namespace).
@@ -229,6 +237,7 @@ type Handler struct {
 
 	poolOnce sync.Once
 	pool     *runtime.Pool // warm interpreters, started on first use
+	hot      *hotSessions  // sessions open between requests; nil: none
 
 	probe probe // GET /health/store
 }
@@ -287,6 +296,9 @@ func New(opts Options) (*Handler, error) {
 	opts.Telemetry = opts.Telemetry.Or()
 	opts.Store = opts.Telemetry.Store(opts.Store)
 	h := &Handler{opts: opts, log: opts.Logger, slots: make(chan struct{}, opts.MaxConcurrent), metrics: newMetrics()}
+	if opts.HotSessions >= 0 && !opts.DisablePersistence {
+		h.hot = newHotSessions(cmp.Or(opts.HotSessions, defaultHotSessions))
+	}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -455,6 +467,7 @@ func (h *Handler) warmPool(ctx context.Context) *runtime.Pool {
 
 // closePool stops the warm pool; none starts afterwards.
 func (h *Handler) closePool() {
+	h.hot.close() // their interpreters came from the pool
 	h.poolOnce.Do(func() {})
 	if h.pool != nil {
 		h.pool.Close(context.Background())

@@ -175,6 +175,7 @@ func (h *Handler) deleteState(w http.ResponseWriter, r *http.Request, ns string)
 	if err := h.opts.Store.Delete(r.Context(), sid); err != nil {
 		return storeError(err)
 	}
+	h.hot.drop(sid) // its interpreter is of no more use
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
