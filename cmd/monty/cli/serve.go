@@ -66,6 +66,7 @@ var serveEnv = map[string]string{
 	"max-files-size":   "MONTY_MAX_FILES_SIZE",
 	"max-body":         "MONTY_MAX_BODY",
 	"concurrency":      "MONTY_CONCURRENCY",
+	"hot-sessions":     "MONTY_HOT_SESSIONS",
 	"shutdown-timeout": "MONTY_SHUTDOWN_TIMEOUT",
 	"tls-cert":         "MONTY_TLS_CERT",
 	"tls-key":          "MONTY_TLS_KEY",
@@ -92,6 +93,7 @@ type serveConfig struct {
 	limits                                  *limitFlags
 	maxState, maxBody, maxFiles             string
 	concurrency                             int
+	hotSessions                             int
 	tlsCert, tlsKey                         string
 	logFormat, logLevel, cacheDir           string
 	stubsFile                               string
@@ -134,6 +136,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&c.maxFiles, "max-files-size", "16MiB", "most bytes of files each session keeps at /work, saved with its state (0: no /work)")
 	fs.StringVar(&c.maxBody, "max-body", "1MiB", "largest POST /exec body")
 	fs.IntVar(&c.concurrency, "concurrency", 0, "executions, state uploads and downloads in progress at once; more get 429 (0: 2 per CPU)")
+	fs.IntVar(&c.hotSessions, "hot-sessions", 0, "sessions kept open between requests, so a continued session does not load its state again (0: 64, -1: none; each holds an interpreter)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long running executions may take before they are cancelled")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (with --tls-key)")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "the TLS private key `FILE`")
@@ -228,6 +231,10 @@ func (c serveConfig) options() (httpapi.Options, error) {
 		o.MaxFileBytes = -1 // no /work
 	}
 	o.MaxConcurrent = c.concurrency
+	if c.hotSessions < -1 {
+		return o, usageError{errors.New("--hot-sessions must be -1 (none), 0 (the default) or more")}
+	}
+	o.HotSessions = c.hotSessions
 	if c.onCorrupt != nil {
 		if o.FailOnCorruptState, err = c.onCorrupt(); err != nil {
 			return o, usageError{err}
