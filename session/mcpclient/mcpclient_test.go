@@ -458,6 +458,7 @@ func TestAddRefusedWhileToolsChange(t *testing.T) {
 type fixedIDs struct {
 	mu       sync.Mutex
 	messages []string
+	got      chan<- struct{} // told of each message, when set
 }
 
 func (o *fixedIDs) CallStarted(string, string) string { return "call-1" }
@@ -465,6 +466,9 @@ func (o *fixedIDs) CallProgress(_ string, _, _ float64, message string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.messages = append(o.messages, message)
+	if o.got != nil {
+		o.got <- struct{}{}
+	}
 }
 func (o *fixedIDs) CallLog(string, string, string)           {}
 func (o *fixedIDs) CallFinished(string, object.Value, error) {}
@@ -476,6 +480,10 @@ func TestProgressOfConcurrentRuns(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "gate", Version: "1"}, nil)
 	arrived := make(chan struct{}, 2)
 	release := make(chan struct{})
+	// A notification may be handled after the result it preceded: the
+	// tool answers once its progress reached an observer (or after a
+	// while, when it never does, which the assertions below catch).
+	delivered := make(chan struct{}, 2)
 	type tagIn struct {
 		Tag string `json:"tag"`
 	}
@@ -484,6 +492,10 @@ func TestProgressOfConcurrentRuns(t *testing.T) {
 			arrived <- struct{}{}
 			<-release // both calls are under way
 			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 1, Message: in.Tag})
+			select {
+			case <-delivered:
+			case <-time.After(5 * time.Second):
+			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Tag}}}, nil, err
 		})
 	reg, err := tools.NewRegistry()
@@ -498,7 +510,7 @@ func TestProgressOfConcurrentRuns(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ns.Close() })
 
-	observers := map[string]*fixedIDs{"a": {}, "b": {}}
+	observers := map[string]*fixedIDs{"a": {got: delivered}, "b": {got: delivered}}
 	errs := make(chan error, 2)
 	for tag, obs := range observers {
 		s := agenttest.OpenSession(t, reg)

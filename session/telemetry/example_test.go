@@ -16,7 +16,8 @@ import (
 )
 
 // A session reporting to a tracer provider of its own: the execution's
-// span, its host call's and its store write's, in the order they end.
+// span, its check of the stored version's, its host call's and its store
+// write's, in the order they end.
 func ExampleNew() {
 	ctx := context.Background()
 	spans := tracetest.NewInMemoryExporter()
@@ -44,6 +45,7 @@ func ExampleNew() {
 		fmt.Println(span.Name)
 	}
 	// Output:
+	// monty.store.stat
 	// monty.host_call
 	// monty.store.put
 	// monty.execute
