@@ -194,7 +194,7 @@ func (e *Execution) Resume(ctx context.Context, a Answer) error {
 	w := &e.it.req
 	w.Reset()
 	w.Array(2)
-	e.it.writeLimits(ctx) // the caps on values and integers hold on every resume
+	e.it.writeLimits(ctx, true) // the caps on values and integers hold on every resume
 	if err := writeAnswer(w, a); err != nil {
 		return err
 	}

@@ -76,6 +76,7 @@ type Interpreter struct {
 	reqPtr, reqCap uint32
 	req            wire.Writer
 	resp           []byte
+	reader         wire.Reader // over resp, returned by call
 
 	limits Limits
 	output output
@@ -234,16 +235,22 @@ func (it *Interpreter) interrupt() {
 
 // writeLimits appends the limits array of a request; output is line
 // buffered when it streams somewhere, including a WithPrintFunc of ctx.
-func (it *Interpreter) writeLimits(ctx context.Context) {
+// cancellable tells the module whether this call can be stopped by moving
+// its clock (docs/abi.md): when it cannot, and no time limit is set, the
+// module arms no time budget and reads no clock. Only a call that runs to
+// its end within this request may say false: a run that pauses keeps the
+// budget it started with through resumes whose contexts may be cancellable.
+func (it *Interpreter) writeLimits(ctx context.Context, cancellable bool) {
 	w := &it.req
 	l := &it.limits
-	w.Array(6)
+	w.Array(7)
 	w.OptUint(uint64(max(l.MaxDuration, 0)))
 	w.OptUint(uint64(max(l.MaxMemory, 0)))
 	w.OptUint(uint64(max(l.MaxRecursion, 0)))
 	w.Bool(it.output.streaming() || printFuncFrom(ctx) != nil)
 	w.OptUint(uint64(l.valueCap()))
 	w.OptUint(uint64(l.intBits()))
+	w.Bool(cancellable)
 }
 
 // releaseAbove is the request or response size past which the module's
@@ -273,7 +280,8 @@ func (it *Interpreter) withDeadline(ctx context.Context, start time.Time) (conte
 }
 
 // call sends it.req.Buf as operation op on handle and returns a reader
-// positioned at the payload of a successful response.
+// positioned at the payload of a successful response, valid until the next
+// call.
 func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wire.Reader, error) {
 	if it.dead != nil {
 		return nil, it.dead
@@ -325,7 +333,10 @@ func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wir
 	if len(req) > releaseAbove || len(b) > releaseAbove {
 		it.releaseBuffers(context.WithoutCancel(ctx))
 	}
-	r := wire.NewReader(resp)
+	// The reader, like resp, is the interpreter's own and valid until the
+	// next call.
+	r := &it.reader
+	r.Reset(resp)
 	if err := r.ArrayOf(2); err != nil {
 		return nil, err
 	}

@@ -384,3 +384,63 @@ func TestHostFunctionPanic(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(v.(object.Str)), "inline: host function panicked")
 }
+
+// A run that nothing can stop (no time limit, a context that is never done)
+// reads no clock; one that can be stopped arms the budget and is stopped,
+// by its time limit or by its context.
+func TestClockOnlyWhenStoppable(t *testing.T) {
+	it := newInterp(t)
+	bg := context.Background()
+	tiny, err := it.Compile(bg, "1 + 1")
+	require.NoError(t, err)
+	reads := func(ctx context.Context) int64 {
+		t.Helper()
+		before := it.ClockReads()
+		v, err := tiny.Run(ctx)
+		require.NoError(t, err)
+		require.Equal(t, object.Int(2), v)
+		return it.ClockReads() - before
+	}
+	assert.Zero(t, reads(bg), "a run nothing can stop reads no clock")
+
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	assert.Positive(t, reads(ctx), "a cancellable context arms the budget")
+	it.SetLimits(runtime.Limits{MaxDuration: time.Minute})
+	assert.Positive(t, reads(bg), "a time limit arms the budget")
+
+	spin, err := it.Compile(bg, "while True:\n    pass")
+	require.NoError(t, err)
+	it.SetLimits(runtime.Limits{MaxDuration: 50 * time.Millisecond})
+	start := time.Now()
+	_, err = spin.Run(bg)
+	require.ErrorIs(t, err, runtime.ErrTimeLimit)
+	assert.Less(t, time.Since(start), 2*time.Second)
+
+	it.SetLimits(runtime.DefaultLimits())
+	ctx, cancel = context.WithCancel(bg)
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start = time.Now()
+	_, err = spin.Run(ctx)
+	require.ErrorIs(t, err, runtime.ErrCancelled)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Less(t, time.Since(start), 2*time.Second)
+
+	// A run started where nothing could stop it keeps a budget: a later
+	// Resume's context can still cancel what follows the pause.
+	p, err := it.Compile(bg, "ask()\nwhile True:\n    pass")
+	require.NoError(t, err)
+	e, err := p.Start(bg)
+	require.NoError(t, err)
+	_, ok := e.Pause().(*runtime.FunctionCall)
+	require.True(t, ok)
+	ctx, cancel = context.WithCancel(bg)
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start = time.Now()
+	err = e.Resume(ctx, runtime.Return(object.None{}))
+	require.ErrorIs(t, err, runtime.ErrCancelled)
+	assert.Less(t, time.Since(start), 2*time.Second)
+
+	// And the interpreter is fine afterwards.
+	assert.Zero(t, reads(bg))
+}

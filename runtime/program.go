@@ -327,7 +327,7 @@ func (it *Interpreter) newProgram(h uint32, inputs int) *Program {
 // Interpreter returns the interpreter holding the program.
 func (p *Program) Interpreter() *Interpreter { return p.it }
 
-func (p *Program) writeInputs(ctx context.Context, inputs []object.Value) error {
+func (p *Program) writeInputs(ctx context.Context, inputs []object.Value, cancellable bool) error {
 	if p.inputs >= 0 && len(inputs) != p.inputs {
 		return fmt.Errorf("%w: program declares %d inputs, got %d values", ErrBadState, p.inputs, len(inputs))
 	}
@@ -340,7 +340,7 @@ func (p *Program) writeInputs(ctx context.Context, inputs []object.Value) error 
 			return fmt.Errorf("monty: input %d: %w", i, err)
 		}
 	}
-	p.it.writeLimits(ctx)
+	p.it.writeLimits(ctx, cancellable)
 	return nil
 }
 
@@ -349,9 +349,14 @@ func (p *Program) writeInputs(ctx context.Context, inputs []object.Value) error 
 // the interpreter does not know raises NameError; use Start or a Host to
 // provide functions.
 func (p *Program) Run(ctx context.Context, inputs ...object.Value) (object.Value, error) {
-	ctx, cancel := p.it.withDeadline(ctx, time.Now())
-	defer cancel()
-	if err := p.writeInputs(ctx, inputs); err != nil {
+	if p.it.limits.MaxDuration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = p.it.withDeadline(ctx, time.Now())
+		defer cancel()
+	}
+	// A run cannot pause, so nothing but ctx (bounded by MaxDuration above)
+	// can stop it: with neither, the module need not watch its clock.
+	if err := p.writeInputs(ctx, inputs, ctx.Done() != nil); err != nil {
 		return nil, err
 	}
 	p.it.output.begin()
@@ -365,7 +370,7 @@ func (p *Program) Run(ctx context.Context, inputs ...object.Value) (object.Value
 // Start begins executing the program and returns at its first pause, or
 // finished.
 func (p *Program) Start(ctx context.Context, inputs ...object.Value) (*Execution, error) {
-	if err := p.writeInputs(ctx, inputs); err != nil {
+	if err := p.writeInputs(ctx, inputs, true); err != nil {
 		return nil, err
 	}
 	p.it.output.begin()

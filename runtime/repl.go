@@ -69,7 +69,7 @@ func (r *REPL) Feed(ctx context.Context, code string, inputs ...Input) (*Executi
 			return nil, fmt.Errorf("monty: input %q: %w", in.Name, err)
 		}
 	}
-	r.it.writeLimits(ctx)
+	r.it.writeLimits(ctx, true)
 	r.it.output.begin()
 	started := time.Now()
 	resp, err := r.it.call(ctx, opFeed, r.handle)

@@ -68,6 +68,54 @@ func TestInputs(t *testing.T) {
 	require.ErrorIs(t, err, runtime.ErrBadState, "wrong number of inputs")
 }
 
+// Runs reuse what earlier runs in the instance left (their heap page and
+// their stack's and globals' storage) without seeing any of it: every run
+// starts from fresh globals, whatever ran before and however it ended, and
+// repeating runs does not grow the interpreter's memory.
+func TestRunsStartFresh(t *testing.T) {
+	it := newInterp(t)
+	ctx := context.Background()
+	compile := func(code string, opts ...runtime.CompileOption) *runtime.Program {
+		t.Helper()
+		p, err := it.Compile(ctx, code, opts...)
+		require.NoError(t, err)
+		return p
+	}
+	define := compile("z = [1, 2, 3]\nw = 'w'\nz")
+	read := compile("z")
+	double := compile("n * 2", runtime.WithInputs("n"))
+	deep := compile("def f(n):\n    return n if n == 300 else f(n + 1)\n[f(0)] * 3")
+	fail := compile("v = [1]\n1 / 0")
+	round := func() {
+		t.Helper()
+		v, err := define.Run(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, object.List{object.Int(1), object.Int(2), object.Int(3)}, v)
+		_, err = read.Run(ctx)
+		var pyErr *runtime.Error
+		require.ErrorAs(t, err, &pyErr)
+		assert.Equal(t, "NameError", pyErr.Type, "a global of another program's run is gone")
+		v, err = double.Run(ctx, object.Str("ab"))
+		require.NoError(t, err)
+		assert.Equal(t, object.Str("abab"), v)
+		v, err = deep.Run(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, object.List{object.Int(300), object.Int(300), object.Int(300)}, v)
+		_, err = fail.Run(ctx)
+		require.ErrorAs(t, err, &pyErr)
+		assert.Equal(t, "ZeroDivisionError", pyErr.Type)
+	}
+	round()
+	before, err := it.MemoryUsage(ctx)
+	require.NoError(t, err)
+	for range 50 {
+		round()
+	}
+	after, err := it.MemoryUsage(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "runs leave nothing behind")
+}
+
 func TestSyntaxError(t *testing.T) {
 	it := newInterp(t)
 	_, err := it.Compile(context.Background(), "x = 1\ndef f(:\n  pass\n", runtime.WithScriptName("bad.py"))

@@ -5,7 +5,7 @@
 
 The same committed module that the Go runtime runs under wazero is run here
 under wasmtime's Python bindings, speaking the module's ABI (docs/abi.md)
-the way runtime/ does: the same requests (compile, run with the six-item
+the way runtime/ does: the same requests (compile, run with the seven-item
 limits array of runtime.DefaultLimits, REPL feed, dump, load, free), the
 same WASI setup (no arguments, environment, files or stdout; real clocks
 and random) and the same `monty.print` import. The difference between the
@@ -78,10 +78,11 @@ WASMTIME_VERSION = importlib.metadata.version("wasmtime")
 # the call (runtime/interpreter.go, releaseAbove); so does this host.
 RELEASE_ABOVE = 1 << 20
 
-# runtime.DefaultLimits() as runtime/ sends it: no time, memory or
-# recursion limit, not line buffered (output collected), a 64 MiB value
-# cap and the default integer cap of 2**21 bits.
-DEFAULT_LIMITS = [None, None, None, False, 64 << 20, 1 << 21]
+# runtime.DefaultLimits() as runtime/ sends it for a run under a context
+# that is never done: no time, memory or recursion limit, not line buffered
+# (output collected), a 64 MiB value cap, the default integer cap of 2**21
+# bits, and not cancellable (no budget armed, no clock read).
+DEFAULT_LIMITS = [None, None, None, False, 64 << 20, 1 << 21, False]
 
 
 # --- CBOR ---------------------------------------------------------------------

@@ -1,6 +1,6 @@
 //! The operations behind `monty_call`, and the handle table they act on.
 
-use std::{borrow::Cow, cell::RefCell, collections::HashMap, num::NonZeroU32, time::Duration};
+use std::{borrow::Cow, cell::RefCell, collections::BTreeMap, num::NonZeroU32, time::Duration};
 
 use abi::cbor::{DecodeError, Reader, Writer};
 use monty::{
@@ -49,8 +49,8 @@ const LIMIT_OUTPUT: u64 = 4;
 const LIMIT_INT_SIZE: u64 = 5;
 const LIMIT_RESULT: u64 = 6;
 
-/// The duration armed when the host sets none: the time check must always
-/// run, because the host cancels a run by advancing this instance's
+/// The duration armed when the host sets none: the time check must run
+/// whenever the host may cancel, which it does by advancing this instance's
 /// monotonic clock past the armed budget.
 const UNLIMITED: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
@@ -71,9 +71,12 @@ enum Slot {
     Repl { repl: Repl, script: String },
 }
 
+/// The handles of this instance. Ordered rather than hashed: a lookup among
+/// the few handles an instance holds costs less than hashing the key with
+/// std's SipHash, which every call paid.
 #[derive(Default)]
 struct Table {
-    slots: HashMap<u32, Slot>,
+    slots: BTreeMap<u32, Slot>,
     next: u32,
     /// What `global_marks` last reported of each REPL's global slots.
     marks: HashMap<u32, Vec<(u8, u64)>>,
@@ -95,6 +98,9 @@ impl Table {
 
 thread_local! {
     static TABLE: RefCell<Table> = RefCell::new(Table::default());
+    /// The encoding of the limits the last `run` request ended with, and
+    /// what it says.
+    static LAST_LIMITS: RefCell<(Vec<u8>, Option<Limits>)> = const { RefCell::new((Vec::new(), None)) };
 }
 
 /// A failed operation: either a Python exception or a misuse of the API.
@@ -118,8 +124,9 @@ impl From<value::ValueError> for Failure {
 type OpResult = Result<(), Failure>;
 
 /// Per-call limits sent by the host:
-/// `[duration, memory, recursion, line_buffered, value_cap?, int_bits?]`
-/// (the last two, added later, are optional).
+/// `[duration, memory, recursion, line_buffered, value_cap?, int_bits?,
+/// cancellable?]` (the last three, added later, are optional).
+#[derive(Clone, Copy)]
 struct Limits {
     duration: Option<Duration>,
     memory: Option<usize>,
@@ -129,13 +136,16 @@ struct Limits {
     value_cap: Option<usize>,
     /// Largest integer one operation may produce, in bits.
     int_bits: Option<u64>,
+    /// Whether the host may cancel the call (by advancing this instance's
+    /// clock), so that a budget must be armed even without `duration`.
+    cancellable: bool,
 }
 
 impl Limits {
     fn read(r: &mut Reader<'_>) -> Result<Self, Failure> {
         let n = r.array()?;
-        if n != 4 && n != 6 {
-            return Err(Failure::Api("bad request: limits need 4 or 6 items".to_owned()));
+        if n != 4 && n != 6 && n != 7 {
+            return Err(Failure::Api("bad request: limits need 4, 6 or 7 items".to_owned()));
         }
         let usize_of = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
         let mut limits = Self {
@@ -145,12 +155,34 @@ impl Limits {
             line_buffered: r.bool()?,
             value_cap: None,
             int_bits: None,
+            cancellable: true,
         };
-        if n == 6 {
+        if n >= 6 {
             limits.value_cap = r.opt_uint()?.map(usize_of);
             limits.int_bits = r.opt_uint()?;
         }
+        if n == 7 {
+            limits.cancellable = r.bool()?;
+        }
         Ok(limits)
+    }
+
+    /// [`read`](Self::read)s the limits that end a request, `bytes` being the
+    /// rest of the request: a host that runs a program over and over sends
+    /// the same bytes every time, and they are parsed once.
+    fn read_last(r: &mut Reader<'_>, bytes: &[u8]) -> Result<Self, Failure> {
+        LAST_LIMITS.with_borrow_mut(|(last, limits)| {
+            if let Some(limits) = limits
+                && last.as_slice() == bytes
+            {
+                return Ok(*limits);
+            }
+            let read = Self::read(r)?;
+            last.clear();
+            last.extend_from_slice(bytes);
+            *limits = Some(read);
+            Ok(read)
+        })
     }
 
     /// Applies the caps that hold for every step of a run, resumes included.
@@ -161,8 +193,15 @@ impl Limits {
 
     fn tracker(&self) -> ResourceTracker {
         self.apply_caps();
+        // Without a duration the budget is armed all the same, unless the host
+        // says that it cannot cancel this call: then no clock needs watching.
+        let budget = match self.duration {
+            Some(duration) => Some(duration),
+            None if self.cancellable => Some(UNLIMITED),
+            None => None,
+        };
         let mut limits = ResourceLimits {
-            max_feed_duration: Some(self.duration.unwrap_or(UNLIMITED)),
+            max_feed_duration: budget,
             max_memory: self.memory,
             // Suspensions are counted and bounded by the host.
             max_suspensions: usize::MAX,
@@ -193,7 +232,7 @@ pub fn dispatch(op: u32, handle: u32, body: &[u8]) -> Vec<u8> {
     w.uint(STATUS_OK);
     let mut r = Reader::new(body);
     let mut print = HostPrint::new(false);
-    let result = TABLE.with_borrow_mut(|table| run_op(op, handle, &mut r, &mut w, table, &mut print));
+    let result = TABLE.with_borrow_mut(|table| run_op(op, handle, body, &mut r, &mut w, table, &mut print));
     // Output still buffered belongs to this call, whatever its outcome.
     let flushed = print.flush();
     let result = match (result, flushed) {
@@ -219,7 +258,15 @@ pub fn dispatch(op: u32, handle: u32, body: &[u8]) -> Vec<u8> {
     }
 }
 
-fn run_op(op: u32, handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print: &mut HostPrint) -> OpResult {
+fn run_op(
+    op: u32,
+    handle: u32,
+    body: &[u8],
+    r: &mut Reader<'_>,
+    w: &mut Writer,
+    t: &mut Table,
+    print: &mut HostPrint,
+) -> OpResult {
     match op {
         OP_INFO => {
             w.array(2);
@@ -228,7 +275,7 @@ fn run_op(op: u32, handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Tabl
             Ok(())
         }
         OP_COMPILE => compile(r, w, t),
-        OP_RUN => run(handle, r, w, t, print),
+        OP_RUN => run(handle, body, r, w, t, print),
         OP_START => start(handle, r, w, t, print),
         OP_RESUME => resume(handle, r, w, t, print),
         OP_REPL_NEW => repl_new(r, w, t),
@@ -585,10 +632,10 @@ fn compile(r: &mut Reader<'_>, w: &mut Writer, t: &mut Table) -> OpResult {
 }
 
 /// `[[inputs], limits]` → value. Runs to completion; host calls are not possible.
-fn run(handle: u32, r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print: &mut HostPrint) -> OpResult {
+fn run(handle: u32, body: &[u8], r: &mut Reader<'_>, w: &mut Writer, t: &mut Table, print: &mut HostPrint) -> OpResult {
     r.array_of(2)?;
     let inputs = value::decode_list(r)?;
-    let limits = Limits::read(r)?;
+    let limits = Limits::read_last(r, &body[body.len() - r.remaining()..])?;
     *print = HostPrint::new(limits.line_buffered);
     let Some(Slot::Program { run, .. }) = t.slots.get_mut(&handle) else {
         return Err(t

@@ -102,6 +102,9 @@ type Reader struct {
 // NewReader returns a reader over b.
 func NewReader(b []byte) *Reader { return &Reader{data: b} }
 
+// Reset makes r read b from its start.
+func (r *Reader) Reset(b []byte) { *r = Reader{data: b} }
+
 // Done reports whether all input was consumed.
 func (r *Reader) Done() bool { return r.pos == len(r.data) }
 
