@@ -101,6 +101,23 @@ var workloads = []workload{
 	{"sort", programColumns},
 	{"join", programColumns},
 	{"words", programColumns},
+	// Workloads adapted from pyperformance, as upstream's monty-bench has
+	// them, written for this table.
+	{"fannkuch", programColumns},
+	{"spectral_norm", programColumns},
+	{"nbody", programColumns},
+	{"barnes_hut", programColumns},
+	{"float", programColumns},
+	{"unpack_sequence", programColumns},
+	{"json_dumps", programColumns},
+	{"json_loads", programColumns},
+	{"gc_traversal", programColumns},
+	// Agent-shaped workloads (upstream's too).
+	{"aggregate", programColumns},
+	{"fstring_report", programColumns},
+	{"parse_strings", programColumns},
+	{"datetime_math", programColumns},
+	{"regex_extract", programColumns},
 	// A REPL holding data_1mb.py dumped and loaded into another
 	// interpreter (CPython: pickle.dumps and loads of the data).
 	{"dump_load_1mb", callColumns},
