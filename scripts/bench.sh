@@ -173,6 +173,20 @@ loop of 1M iterations|ns|go/loop|wasmtime/loop|native/loop|upstream/loop|cpython
 sort 100k tuples|ns|go/sort|wasmtime/sort|native/sort|upstream/sort|cpython/sort|upstream 1.5
 join 100k pieces|ns|go/join|wasmtime/join|native/join|upstream/join|cpython/join|upstream 1.5
 count 200k words in a dict|ns|go/words|wasmtime/words|native/words|upstream/words|cpython/words|upstream 1.5
+fannkuch, permutations of 6|ns|go/fannkuch|wasmtime/fannkuch|native/fannkuch|upstream/fannkuch|cpython/fannkuch|upstream 1.5
+spectral norm, 20×20, 10 steps|ns|go/spectral_norm|wasmtime/spectral_norm|native/spectral_norm|upstream/spectral_norm|cpython/spectral_norm|upstream 1.5
+n-body, 5 bodies, 300 steps|ns|go/nbody|wasmtime/nbody|native/nbody|upstream/nbody|cpython/nbody|upstream 1.5
+Barnes-Hut quadtree, 60 bodies|ns|go/barnes_hut|wasmtime/barnes_hut|native/barnes_hut|upstream/barnes_hut|cpython/barnes_hut|upstream 1.5
+float: 1,500 points normalized|ns|go/float|wasmtime/float|native/float|upstream/float|cpython/float|upstream 1.5
+unpack sequences, 5k rounds|ns|go/unpack_sequence|wasmtime/unpack_sequence|native/unpack_sequence|upstream/unpack_sequence|cpython/unpack_sequence|upstream 1.5
+json.dumps, 300 records ×10|ns|go/json_dumps|wasmtime/json_dumps|native/json_dumps|upstream/json_dumps|cpython/json_dumps|upstream 1.5
+json.loads, 47 KB ×5|ns|go/json_loads|wasmtime/json_loads|native/json_loads|upstream/json_loads|cpython/json_loads|upstream 1.5
+gc traversal, 2k live, 100k dropped|ns|go/gc_traversal|wasmtime/gc_traversal|native/gc_traversal|upstream/gc_traversal|cpython/gc_traversal|upstream 1.5
+aggregate 2,000 rows by key|ns|go/aggregate|wasmtime/aggregate|native/aggregate|upstream/aggregate|cpython/aggregate|upstream 1.5
+f-string report, 1,500 lines|ns|go/fstring_report|wasmtime/fstring_report|native/fstring_report|upstream/fstring_report|cpython/fstring_report|upstream 1.5
+parse 600 log lines|ns|go/parse_strings|wasmtime/parse_strings|native/parse_strings|upstream/parse_strings|cpython/parse_strings|upstream 1.5
+datetime arithmetic, 2,000 dates|ns|go/datetime_math|wasmtime/datetime_math|native/datetime_math|upstream/datetime_math|cpython/datetime_math|upstream 1.5
+regex extraction, 1,000 lines|ns|go/regex_extract|wasmtime/regex_extract|native/regex_extract|upstream/regex_extract|cpython/regex_extract|upstream 1.5
 pool get|ns|go/pool_get|-|-|-|-|abs 100000
 fresh instantiate|ns|go/new_interpreter|wasmtime/new_interpreter|native/new_interpreter|-|-|abs 1000000
 REPL dump+load, 1 MB|ns|go/dump_load_1mb|wasmtime/dump_load_1mb|native/dump_load_1mb|-|cpython/dump_load_1mb|abs 5000000
