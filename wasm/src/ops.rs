@@ -79,7 +79,7 @@ struct Table {
     slots: BTreeMap<u32, Slot>,
     next: u32,
     /// What `global_marks` last reported of each REPL's global slots.
-    marks: HashMap<u32, Vec<(u8, u64)>>,
+    marks: BTreeMap<u32, Vec<(u8, u64)>>,
 }
 
 impl Table {
