@@ -23,6 +23,7 @@ import (
 //	[version 3: | type check context (u32 len, 0 when none) | files (u32 len + files section)]
 //	[version 4: as 3 (files may be empty) | paused run (u32 len + JSON object)]
 //	[version 5: as 4 (no paused run), the dump in parts (parts.go)]
+//	[version 6: as 4 or 5 (flag bit 3: the dump in parts) | decisions (u32 len + JSON array)]
 //	| sha256 of everything before (32) | hmac-sha256 of everything before (32, if signed)
 //
 // Version 2 is written only for sessions that record a type check context,
@@ -30,7 +31,8 @@ import (
 // paused at client tool calls, so state without them stays readable by
 // builds that read the earlier versions only. Version 5 is written for an
 // idle session with a dump: the dump in parts, so that a save stores what
-// the call added.
+// the call added. Version 6 is written only for a session that keeps
+// decisions on approval calls (Session.Decisions).
 const (
 	blobMagic        = "MGOS"
 	blobVersion      = 1
@@ -38,10 +40,14 @@ const (
 	blobVersionFiles = 3
 	blobVersionRun   = 4
 	blobVersionParts = 5
+	blobVersionAudit = 6
+	blobVersionMax   = blobVersionAudit
 
 	flagSigned     = 1 << 0
 	flagCompressed = 1 << 1
 	flagJSONOnly   = 1 << 2
+	// flagParts (version 6): the dump section holds the dump in parts.
+	flagParts = 1 << 3
 )
 
 // ErrCorrupt matches errors from blobs that are damaged, truncated, of a
@@ -73,7 +79,10 @@ type blob struct {
 	Files []byte
 	// Run is the run paused at client tool calls; its execution is in
 	// Dump. Nil when no run is paused.
-	Run        *pausedRun
+	Run *pausedRun
+	// Decisions are the last MaxDecisions decisions on approval calls
+	// (format version 6); nil when none.
+	Decisions  []Decision
 	compressed bool // Dump is zstd-compressed (parseBlob, or a copy of its blob)
 }
 
@@ -132,6 +141,12 @@ func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
 	case tc != nil:
 		parts, version = append(parts, tc), blobVersionTC
 	}
+	if len(b.Decisions) > 0 {
+		if parts, flags, err = b.withDecisions(parts, tc, flags); err != nil {
+			return nil, err
+		}
+		version = blobVersionAudit
+	}
 	var out bytes.Buffer
 	out.Grow(64 + len(names) + len(b.JSON) + len(dump) + len(tc) + len(b.Files) + 64)
 	out.WriteString(blobMagic)
@@ -152,6 +167,25 @@ func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
 		out.Write(mac.Sum(nil))
 	}
 	return out.Bytes(), nil
+}
+
+// withDecisions are the sections of version 6: those of version 4 or 5
+// (the dump as parts already holds it), then the decisions.
+func (b *blob) withDecisions(parts [][]byte, tc []byte, flags byte) ([][]byte, byte, error) {
+	decisions, err := json.Marshal(b.Decisions)
+	if err != nil {
+		return nil, 0, err
+	}
+	var run []byte
+	if b.Run != nil {
+		if run, err = json.Marshal(b.Run); err != nil {
+			return nil, 0, err
+		}
+	}
+	if b.Parts != nil {
+		flags |= flagParts
+	}
+	return [][]byte{parts[0], parts[1], parts[2], tc, b.Files, run, decisions}, flags, nil
 }
 
 // decodeBlob checks and parses a stored blob. With keys, unsigned blobs and
@@ -217,13 +251,13 @@ func parseBlob(data, key []byte) (*blob, error) {
 	if len(data) < 7 || string(data[:4]) != blobMagic {
 		return nil, corrupt("not a monty-go session blob")
 	}
-	if data[4] > blobVersionParts && data[4] < 20 && intactEnvelope(data) {
+	if data[4] > blobVersionMax && data[4] < 20 && intactEnvelope(data) {
 		// Written by a newer build (a rolling upgrade): not damaged, so
 		// not to be kept aside and replaced by an empty session.
-		return nil, fmt.Errorf("%w: blob format version %d, this build reads %d to %d", ErrNewerFormat, data[4], blobVersion, blobVersionParts)
+		return nil, fmt.Errorf("%w: blob format version %d, this build reads %d to %d", ErrNewerFormat, data[4], blobVersion, blobVersionMax)
 	}
-	if data[4] < blobVersion || data[4] > blobVersionParts {
-		return nil, corrupt("blob format version %d, this build reads %d to %d", data[4], blobVersion, blobVersionParts)
+	if data[4] < blobVersion || data[4] > blobVersionMax {
+		return nil, corrupt("blob format version %d, this build reads %d to %d", data[4], blobVersion, blobVersionMax)
 	}
 	flags := data[5]
 	body := data
@@ -267,8 +301,10 @@ func parseBlob(data, key []byte) (*blob, error) {
 	if _, err := io.ReadFull(r, b.ModuleSum[:]); err != nil {
 		return nil, corrupt("truncated header")
 	}
-	parts := make([][]byte, 3, 6)
+	parts := make([][]byte, 3, 7)
 	switch data[4] {
+	case blobVersionAudit:
+		parts = parts[:7]
 	case blobVersionTC:
 		parts = parts[:4]
 	case blobVersionFiles:
@@ -298,7 +334,8 @@ func parseBlob(data, key []byte) (*blob, error) {
 	}
 	b.Dump = parts[2]
 	b.compressed = flags&flagCompressed != 0
-	if data[4] == blobVersionParts {
+	inParts := data[4] == blobVersionParts || data[4] == blobVersionAudit && flags&flagParts != 0
+	if inParts {
 		if b.JSONOnly || len(parts[5]) != 0 {
 			return nil, corrupt("a dump in parts with no dump, or with a paused run")
 		}
@@ -317,7 +354,12 @@ func parseBlob(data, key []byte) (*blob, error) {
 	if len(parts) >= 5 && len(parts[4]) > 0 {
 		b.Files = parts[4]
 	}
-	if len(parts) == 6 && data[4] == blobVersionRun {
+	if data[4] == blobVersionAudit {
+		if err := json.Unmarshal(parts[6], &b.Decisions); err != nil || len(b.Decisions) == 0 {
+			return nil, corrupt("decisions: not a non-empty JSON array (%v)", err)
+		}
+	}
+	if data[4] == blobVersionRun || data[4] == blobVersionAudit && !inParts && len(parts[5]) > 0 {
 		b.Run = &pausedRun{}
 		if err := json.Unmarshal(parts[5], b.Run); err != nil {
 			return nil, corrupt("paused run: %v", err)
@@ -346,6 +388,9 @@ type Inspection struct {
 	// files under /work with their paths, each file compressed on its own,
 	// see docs/state-format.md); 0 without files.
 	FilesSize int64
+	// Decisions are the decisions on the session's approval calls it
+	// keeps (Session.Decisions), oldest first.
+	Decisions []Decision
 }
 
 // Inspect checks a stored blob (its checksum, and its signature when key is
@@ -369,5 +414,5 @@ func Inspect(data, key []byte) (*Inspection, error) {
 		}
 		size = int64(n)
 	}
-	return &Inspection{MontyVersion: b.MontyVersion, Globals: b.Names, JSON: b.JSON, JSONOnly: b.JSONOnly, DumpSize: size, FilesSize: int64(len(b.Files))}, nil
+	return &Inspection{MontyVersion: b.MontyVersion, Globals: b.Names, JSON: b.JSON, JSONOnly: b.JSONOnly, DumpSize: size, FilesSize: int64(len(b.Files)), Decisions: b.Decisions}, nil
 }

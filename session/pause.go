@@ -50,6 +50,15 @@ type ToolCall struct {
 	// waits for a person's approval); nil for a client tool's call. Name
 	// is then the method's name.
 	Object *object.UUID
+	// MayHaveRun marks an approved call whose resume claimed the run and
+	// then died or failed before its outcome was stored: the call may
+	// have run. The run was listed again (Paused.Previous) so that a
+	// person decides anew; approving it makes the call again.
+	MayHaveRun bool
+	// IdempotencyKey is the same for every attempt at this call, across
+	// resumes and processes (IdempotencyKey): an approved MCP call sends
+	// it in its request's _meta, so that a server can deduplicate.
+	IdempotencyKey string
 }
 
 // Paused describes a run stopped at client tool calls.
@@ -63,6 +72,14 @@ type Paused struct {
 	// Expires is when the run stops waiting: afterwards Resume fails with
 	// ErrRunExpired and the next call of the session abandons the run.
 	Expires time.Time
+	// Previous is the run id this pause replaces when the run was listed
+	// again because its approved calls may have run (ToolCall.MayHaveRun):
+	// a Resume of Previous is answered with this pause, nothing made.
+	Previous string
+	// Claim is set while a resume claims the run to make its approved
+	// calls (ResumeOptions.Claim): other resumes fail with ErrRunClaimed
+	// until it is done or its lease lapses.
+	Claim *Claim
 }
 
 // ToolResult answers one ToolCall: its value, or the exception the call
@@ -71,6 +88,10 @@ type ToolResult struct {
 	ID    string
 	Value object.Value
 	Error *runtime.Exception
+	// Decision, for the answer to a call that waited for a person's
+	// approval, is what was decided and what came of it: Resume stores
+	// it with the session (Session.Decisions) with the run's outcome.
+	Decision *Decision
 }
 
 // Errors of paused runs.
@@ -105,6 +126,17 @@ type pausedRun struct {
 	// Trace is the W3C traceparent of the execution that paused the run,
 	// which the resume's span links to; empty when it was not traced.
 	Trace string `json:"trace,omitempty"`
+	// Origin names the execution across its pauses (the id of its first
+	// pause): with the session and a call id, it makes the call's
+	// idempotency key. Absent in records of older builds (origin()).
+	Origin string `json:"origin,omitempty"`
+	// Previous is the run id this record replaces when it was listed
+	// again after a lost claim.
+	Previous string `json:"previous,omitempty"`
+	// Claim is set while a resume makes the run's approved calls.
+	Claim *runClaim `json:"claim,omitempty"`
+	// Uncertain are the ids of calls that may have run (a claim lost).
+	Uncertain []uint32 `json:"may_have_run,omitempty"`
 }
 
 // storedCall is a ToolCall as stored: its arguments CBOR-encoded.
@@ -172,14 +204,17 @@ func (c storedCall) decode() ([]object.Value, []object.Pair, error) {
 	return args, kwargs, nil
 }
 
-// public describes the run for the caller who answers it.
-func (r *pausedRun) public() *Paused {
-	p := &Paused{RunID: r.ID, Expires: r.Expires}
+// public describes the run of the session stored under sid for the
+// caller who answers it.
+func (r *pausedRun) public(sid string) *Paused {
+	p := &Paused{RunID: r.ID, Expires: r.Expires, Previous: r.Previous, Claim: r.Claim.public()}
 	for _, c := range r.Calls {
 		args, kwargs, _ := c.decode() // checked when stored or loaded
 		obj, _ := c.object()
-		p.Calls = append(p.Calls, ToolCall{ID: strconv.FormatUint(uint64(c.ID), 10), Name: c.Name, Args: args, Kwargs: kwargs,
-			Blocking: r.Blocking != nil && *r.Blocking == c.ID, Object: obj})
+		id := strconv.FormatUint(uint64(c.ID), 10)
+		p.Calls = append(p.Calls, ToolCall{ID: id, Name: c.Name, Args: args, Kwargs: kwargs,
+			Blocking: r.Blocking != nil && *r.Blocking == c.ID, Object: obj,
+			MayHaveRun: slices.Contains(r.Uncertain, c.ID), IdempotencyKey: IdempotencyKey(sid, r.origin(), id)})
 	}
 	return p
 }

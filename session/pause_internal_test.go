@@ -54,7 +54,7 @@ func TestPausedRunSection(t *testing.T) {
 func TestNewerFormatIsNotCorrupt(t *testing.T) {
 	data, err := (&blob{MontyVersion: "1.4.0", Names: []string{}, JSON: []byte(`{}`)}).encode(nil, false)
 	require.NoError(t, err)
-	data[4] = blobVersionParts + 1
+	data[4] = blobVersionMax + 1
 	sum := sha256.Sum256(data[:len(data)-32])
 	copy(data[len(data)-32:], sum[:]) // a newer build's intact envelope
 	_, err = decodeBlob(data, nil, 0)

@@ -24,12 +24,13 @@ type activeRun struct {
 	rec  *pausedRun
 }
 
-// public describes the paused run; nil when none.
-func (r *runs) public() *Paused {
+// public describes the paused run of the session stored under sid; nil
+// when none.
+func (r *runs) public(sid string) *Paused {
 	if r.paused == nil {
 		return nil
 	}
-	return r.paused.rec.public()
+	return r.paused.rec.public(sid)
 }
 
 // record is the paused run's record, as a save stores it; nil when none.
@@ -77,8 +78,9 @@ func (r *runs) begin(code string, tools []ClientTool, ttl time.Duration) {
 }
 
 // pause records the run a Drive suspended, stopped in e: its calls,
-// merged with the ones still outstanding from before.
-func (r *runs) pause(sp *runtime.Suspended, e *runtime.Execution) *Paused {
+// merged with the ones still outstanding from before. sid is the
+// session's store id.
+func (r *runs) pause(sp *runtime.Suspended, e *runtime.Execution, sid string) *Paused {
 	rec := r.pending
 	if r.paused != nil {
 		rec = r.paused.rec // a resumed run paused again
@@ -90,8 +92,11 @@ func (r *runs) pause(sp *runtime.Suspended, e *runtime.Execution) *Paused {
 	for _, c := range sp.Calls {
 		known[c.CallID] = storeCall(c)
 	}
-	next := &pausedRun{Code: rec.Code, Tools: rec.Tools, TTL: rec.TTL, ID: newRunID(),
+	next := &pausedRun{Code: rec.Code, Tools: rec.Tools, TTL: rec.TTL, ID: newRunID(), Origin: rec.Origin,
 		Expires: time.Now().Add(time.Duration(rec.TTL)).UTC().Truncate(time.Millisecond)}
+	if next.Origin == "" {
+		next.Origin = next.ID // the execution's first pause
+	}
 	// The run waits on these: the outstanding futures and the new calls;
 	// for a sync call, that call last.
 	outstanding := r.outstanding()
@@ -113,9 +118,14 @@ func (r *runs) pause(sp *runtime.Suspended, e *runtime.Execution) *Paused {
 	if next.Blocking != nil {
 		next.Calls = append(next.Calls, known[*next.Blocking])
 	}
+	for _, id := range rec.Uncertain {
+		if slices.ContainsFunc(next.Calls, func(c storedCall) bool { return c.ID == id }) {
+			next.Uncertain = append(next.Uncertain, id)
+		}
+	}
 	r.paused = &activeRun{exec: e, rec: next}
 	r.pending = nil
-	return next.public()
+	return next.public(sid)
 }
 
 // outstanding are the async calls of the paused run still unanswered.
@@ -143,15 +153,19 @@ func blockingCall(e *runtime.Execution) (uint32, bool) {
 }
 
 // find is the paused run runID of session id, unless it is gone or
-// expired.
-func (r *runs) find(id, runID string) (*activeRun, error) {
+// expired. relisted is set instead when runID was listed again as another
+// run (pausedRun.relisted): the resume is answered with that run.
+func (r *runs) find(id, runID string) (run *activeRun, relisted bool, err error) {
+	if r.paused != nil && r.paused.rec.Previous == runID && runID != "" {
+		return r.paused, true, nil
+	}
 	if !r.has(runID) {
-		return nil, fmt.Errorf("%w: session %s has no paused run %q (resumed already, abandoned after expiring, or never made)", ErrRunNotPaused, id, runID)
+		return nil, false, fmt.Errorf("%w: session %s has no paused run %q (resumed already, abandoned after expiring, or never made)", ErrRunNotPaused, id, runID)
 	}
 	if rec := r.paused.rec; !time.Now().Before(rec.Expires) {
-		return nil, fmt.Errorf("%w: run %s expired at %s", ErrRunExpired, runID, rec.Expires.Format(time.RFC3339))
+		return nil, false, fmt.Errorf("%w: run %s expired at %s", ErrRunExpired, runID, rec.Expires.Format(time.RFC3339))
 	}
-	return r.paused, nil
+	return r.paused, false, nil
 }
 
 // has reports whether runID is the paused run.
@@ -168,5 +182,6 @@ func (r *runs) resumed(run *activeRun, results []ToolResult, e *runtime.Executio
 		return
 	}
 	rec := run.rec
-	r.paused = &activeRun{exec: e, rec: &pausedRun{Code: rec.Code, Tools: rec.Tools, TTL: rec.TTL, Calls: rec.remaining(results)}}
+	r.paused = &activeRun{exec: e, rec: &pausedRun{Code: rec.Code, Tools: rec.Tools, TTL: rec.TTL, Calls: rec.remaining(results),
+		Origin: rec.origin(), Uncertain: rec.Uncertain}}
 }

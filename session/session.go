@@ -223,6 +223,9 @@ type Session struct {
 	// tc is the live type check context (the saved one between calls;
 	// nil while the session does not record one).
 	tc *typecheck.Context
+	// decided are the decisions the resume in progress stores with its
+	// outcome.
+	decided []Decision
 }
 
 // Open returns the session stored under id, or a new empty one.
@@ -346,7 +349,7 @@ func (s *Session) Globals() []string {
 func (s *Session) Paused() *Paused {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.runs.public()
+	return s.runs.public(s.id)
 }
 
 // Files lists the session's files (not its directories) as stored, sorted
@@ -564,7 +567,7 @@ func (s *Session) finishCall(ctx context.Context, code string, v object.Value, e
 	switch {
 	case errors.As(err, &suspended):
 		res.Value = nil
-		res.Paused = s.runs.pause(suspended, s.repl.Execution())
+		res.Paused = s.runs.pause(suspended, s.repl.Execution(), s.id)
 	case err == nil:
 	case errors.As(err, &pyErr) && !errors.Is(err, runtime.ErrCancelled):
 		res.Err = pyErr
@@ -627,6 +630,13 @@ func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) 
 	res.ViewOmitted = g.omitted
 	b := &blob{MontyVersion: s.state.montyVersion, ModuleSum: s.state.module, Names: g.names, namesJSON: g.namesJSON, JSON: g.json,
 		JSONOnly: s.opts.JSONOnly, TypeCheck: tc, Run: s.runs.record()}
+	if s.state.saved != nil || len(s.decided) > 0 {
+		var older []Decision
+		if s.state.saved != nil {
+			older = s.state.saved.Decisions
+		}
+		b.Decisions = withDecisions(older, s.decided)
+	}
 	mark := s.state.filesSection(b)
 	if err := s.dumpInto(ctx, b); err != nil {
 		return err
@@ -697,7 +707,29 @@ func (s *Session) dumpInto(ctx context.Context, b *blob) error {
 // state before the run is gone once it paused), with its Result.Err set;
 // a resume that fails otherwise (cancelled, a limit of the host, a store
 // failure) leaves the run paused as it was, to be resumed again.
-func (s *Session) Resume(ctx context.Context, runID string, results []ToolResult) (res *Result, err error) {
+//
+// A run that another resume claimed (ResumeOptions.Claim) fails with
+// ErrRunClaimed while the claim holds; once it lapsed, the run is listed
+// again and that pause is the Result (see ResumeOptions).
+func (s *Session) Resume(ctx context.Context, runID string, results []ToolResult) (*Result, error) {
+	return s.ResumeOptions(ctx, runID, results, ResumeOptions{})
+}
+
+// ResumeOptions is Resume for a resume that makes calls itself before the
+// run goes on: the approved calls of tools that wait for a person's
+// approval (o.Make). With o.Claim, the run is claimed in the store before
+// they are made, so that of racing resumes, here or in other processes,
+// exactly one makes them: the others fail with ErrRunClaimed (which
+// matches ErrRunNotPaused). A claiming resume that fails after its claim
+// (a limit, a store failure, Make's error) lists the run again at once,
+// the claimed calls marked ToolCall.MayHaveRun; one that dies leaves the
+// claim, and the first resume after its lease lapsed lists the run again
+// the same way. Such a run has a new RunID, Paused.Previous naming the
+// old one: a resume of the old id (or the one finding the lapsed claim)
+// gets that pause as its Result, nothing made or run, and only a resume
+// of the new id decides the calls anew. The results' Decisions are
+// stored with the session's state (Decisions) when the outcome is.
+func (s *Session) ResumeOptions(ctx context.Context, runID string, results []ToolResult, o ResumeOptions) (res *Result, err error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
@@ -711,64 +743,148 @@ func (s *Session) Resume(ctx context.Context, runID string, results []ToolResult
 		}
 		span.End(o)
 	}()
-	run, host, waiting, resumeErr, err := s.resumeRun(ctx, runID, results)
+	r, err := s.resumeRun(ctx, runID, results, o)
 	if err != nil {
 		return nil, err
 	}
-	rec := run.rec
-	span.Link(rec.Trace)
-	err = resumeErr
+	if r.relisted != nil {
+		res = &Result{Paused: r.relisted}
+		s.state.describe(res)
+		return res, nil
+	}
+	run := r.run
+	span.Link(run.rec.Trace)
+	err = r.resumed
 	e := run.exec
 	var v object.Value
 	if err == nil {
 		if e.Done() {
 			v = e.Value()
 		} else {
-			v, err = host.Continue(ctx, e, waiting)
+			v, err = r.host.Continue(ctx, e, r.waiting)
 		}
 	}
 	var suspended *runtime.Suspended
-	s.runs.resumed(run, results, e, errors.As(err, &suspended))
+	s.runs.resumed(run, r.results, e, errors.As(err, &suspended))
+	for _, res := range r.results {
+		if res.Decision != nil {
+			s.decided = append(s.decided, *res.Decision)
+		}
+	}
+	defer func() { s.decided = nil }()
 	// An exception the code raised ends the run and is stored; a limit
 	// (time, memory, ...) leaves the run paused as it was stored.
 	capture := runtime.LimitOf(err) == runtime.NoLimit
-	return s.finishCall(ctx, rec.Code, v, err, capture)
+	res, err = s.finishCall(ctx, run.rec.Code, v, err, capture)
+	if r.token != "" && (err != nil || !res.Saved) {
+		s.giveUp(ctx, r.token)
+	}
+	return res, err
+}
+
+// resumed is what resumeRun hands over: the run to go on with, or the
+// pause that answers the resume.
+type resumed struct {
+	// relisted, when set, answers the resume: the run listed again.
+	relisted *Paused
+	run      *activeRun
+	host     *runtime.Host
+	// results are those the run goes on with (Make's); waiting the calls
+	// still unanswered.
+	results []ToolResult
+	waiting []uint32
+	// resumed is the error of handing the results over, which ends the
+	// run as the error of a call does.
+	resumed error
+	// token is the claim this resume holds; "" when none.
+	token string
 }
 
 // resumeRun hands results to the paused run runID, under a span of its
-// own. A non-nil err means nothing was resumed. Otherwise the run goes on
-// from run.exec, driven by host, with waiting still unanswered; resumed is
-// the error of handing the results over, which ends the run as the error
-// of a call does.
-func (s *Session) resumeRun(ctx context.Context, runID string, results []ToolResult) (run *activeRun, host *runtime.Host, waiting []uint32, resumed, err error) {
+// own, after the calls o makes (claimed first). A non-nil err means
+// nothing was resumed.
+func (s *Session) resumeRun(ctx context.Context, runID string, results []ToolResult, o ResumeOptions) (r resumed, err error) {
 	ctx, span := telemetry.Start(ctx, telemetry.SpanResume, trace.SpanKindInternal,
 		telemetry.AttrRunID.String(telemetry.Clip(runID)), telemetry.AttrToolCalls.Int(len(results)))
-	defer func() { telemetry.End(span, errors.Join(err, resumed)) }()
+	defer func() { telemetry.End(span, errors.Join(err, r.resumed)) }()
 	if err := s.catchUp(ctx); err != nil {
-		return nil, nil, nil, nil, err
+		return r, err
 	}
-	if run, err = s.runs.find(s.id, runID); err != nil {
-		return nil, nil, nil, nil, err
-	}
-	answer, waiting, err := run.rec.answer(results)
+	run, relisted, err := s.runs.find(s.id, runID)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return r, err
+	}
+	if relisted {
+		r.relisted = run.rec.public(s.id)
+		return r, nil
+	}
+	if r.relisted, err = s.checkClaim(ctx, run); err != nil || r.relisted != nil {
+		return r, err
+	}
+	if _, _, err := run.rec.answer(results); err != nil {
+		return r, err
+	}
+	if o.Check != nil {
+		if err := o.Check(run.rec.public(s.id)); err != nil {
+			return r, err
+		}
 	}
 	if s.it.Dead() != nil || s.it.Outdated() {
 		if err := s.rollback(ctx); err != nil {
-			return nil, nil, nil, nil, err
+			return r, err
 		}
 		if !s.runs.has(runID) {
-			return nil, nil, nil, nil, fmt.Errorf("%w: session %s lost run %q while restoring its state", ErrRunNotPaused, s.id, runID)
+			return r, fmt.Errorf("%w: session %s lost run %q while restoring its state", ErrRunNotPaused, s.id, runID)
 		}
 		run = s.runs.paused
 	}
+	if len(o.Claim) > 0 {
+		ids, err := run.rec.claimIDs(o.Claim)
+		if err != nil {
+			return r, err
+		}
+		if r.token, err = s.claim(ctx, run, ids, o.Who, o.Lease); err != nil {
+			return r, err
+		}
+		run = s.runs.paused
+		span.SetAttributes(telemetry.AttrClaimed.Bool(true))
+	}
+	if o.Make != nil {
+		if results, err = o.Make(ctx, run.rec.public(s.id), results); err != nil {
+			if r.token != "" {
+				s.giveUp(ctx, r.token)
+			}
+			return r, err
+		}
+	}
+	answer, waiting, err := run.rec.answer(results)
+	if err != nil {
+		if r.token != "" {
+			s.giveUp(ctx, r.token)
+		}
+		return r, err
+	}
 	s.it.SetLimits(s.opts.Limits)
 	s.it.SetPrintFunc(s.opts.Print)
-	if host, err = withTools(s.host, run.rec.Tools); err != nil {
-		return nil, nil, nil, nil, corrupt("paused run tools: %v", err)
+	if r.host, err = withTools(s.host, run.rec.Tools); err != nil {
+		return r, corrupt("paused run tools: %v", err)
 	}
-	return run, host, waiting, run.exec.Resume(ctx, answer), nil
+	r.run, r.results, r.waiting = run, results, waiting
+	r.resumed = run.exec.Resume(ctx, answer)
+	return r, nil
+}
+
+// giveUp lists the run claimed with token again, its claimed calls marked
+// as may have run, after the claiming resume failed: the live state is
+// the stored one again (a failed call rolls back), which still holds the
+// claim unless another resume took it over. It is best effort: when it
+// cannot store the run, the claim's lease lapsing does the same.
+func (s *Session) giveUp(ctx context.Context, token string) {
+	ctx = context.WithoutCancel(ctx)
+	if s.runs.paused == nil || s.runs.paused.rec.Claim == nil || s.runs.paused.rec.Claim.Token != token {
+		return
+	}
+	_, _ = s.relist(ctx)
 }
 
 // Check type-checks code against the session (its earlier calls, tc's

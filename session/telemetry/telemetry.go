@@ -38,6 +38,10 @@ const (
 	SpanTypeCheck = "monty.typecheck"
 	SpanPause     = "monty.pause"
 	SpanResume    = "monty.resume"
+	// SpanApproval is a decision on a call that waited for a person's
+	// approval, carried out: the approved call (its host call span is a
+	// child), or the refusal. Its attributes are the AttrApproval* keys.
+	SpanApproval = "monty.approval"
 	// SpanSessionPrefix is followed by what a monty.v1 server does with a
 	// stored session outside an execution: monty.session.load, .dump (a
 	// record) and .park.
@@ -99,6 +103,23 @@ const (
 	// AttrLinkKind says what a link of an execution's span points to:
 	// "paused_run", the execution that paused the run it resumes.
 	AttrLinkKind = attribute.Key("monty.link")
+	// AttrClaimed marks a resume that claimed its paused run in the store
+	// before making the run's approved calls.
+	AttrClaimed = attribute.Key("monty.run.claimed")
+	// AttrApprovalWho is who decided an approval call: an API key's name
+	// (or its namespace, never the key), an MCP client's name.
+	AttrApprovalWho = attribute.Key("monty.approval.who")
+	// AttrApprovalTool is the tool as the code calls it.
+	AttrApprovalTool = attribute.Key("monty.approval.tool")
+	// AttrApprovalCallID is the call's id in its paused run.
+	AttrApprovalCallID = attribute.Key("monty.approval.call_id")
+	// AttrApprovalApproved is the decision.
+	AttrApprovalApproved = attribute.Key("monty.approval.approved")
+	// AttrApprovalOutcome is what came of it: "ok", "raised", "denied"
+	// or "may_have_run" (session.Decision.Outcome).
+	AttrApprovalOutcome = attribute.Key("monty.approval.outcome")
+	// AttrApprovalKey is the call's idempotency key.
+	AttrApprovalKey = attribute.Key("monty.approval.idempotency_key")
 	// AttrErrorType classifies a failure (OpenTelemetry's error.type).
 	AttrErrorType = attribute.Key("error.type")
 )

@@ -1,0 +1,321 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/monty-go/monty/session/store"
+)
+
+// DefaultClaimLease is how long a claim holds when ResumeOptions.Lease is
+// 0: a resume that claimed a run and has neither finished nor given up by
+// then is taken to have died.
+const DefaultClaimLease = 5 * time.Minute
+
+// ClaimMargin is added to the lease a caller computes from its own time
+// limits (agent and httpapi: the resume's time limit for each approved
+// call and for the run, plus this), for the store's round trips and a
+// slow process.
+const ClaimMargin = 30 * time.Second
+
+// ErrRunClaimed: another resume (in this process or another) claimed the
+// paused run to make its approved calls, and its claim still holds. It
+// matches ErrRunNotPaused too: the run is not paused for this resume.
+var ErrRunClaimed error = claimedError{}
+
+type claimedError struct{}
+
+func (claimedError) Error() string {
+	return "session: the paused run is being resumed elsewhere"
+}
+
+func (claimedError) Is(target error) bool { return target == ErrRunNotPaused }
+
+// ResumeOptions configure ResumeOptions: who decides the calls a resume
+// makes itself (the approved calls of tools that wait for a person's
+// approval), and how they are made. The zero value is Resume.
+type ResumeOptions struct {
+	// Who decided the calls (a person, or the API key or client they
+	// acted through), for the claim and the decisions. Never a secret.
+	Who string
+	// Claim lists the ids of the calls Make makes (the approved ones):
+	// when it is not empty, the run is claimed in the store (a
+	// compare-and-set save of its record with the claim) before Make is
+	// called, so that of racing resumes, in this process or others,
+	// exactly one makes them; the others fail with ErrRunClaimed.
+	Claim []string
+	// Lease bounds the claim: a resume that finds a claim past its lease,
+	// the run still paused, takes its holder to have died while the calls
+	// may have run, and lists the run again (Paused.Previous,
+	// ToolCall.MayHaveRun) instead of going on. 0 means
+	// DefaultClaimLease. Set it to what the resume may take at most.
+	Lease time.Duration
+	// Check, when set, is called with the run once it is found and
+	// before it is claimed: its error refuses the resume, nothing done.
+	Check func(p *Paused) error
+	// Make, when set, is called with the run (claimed when Claim is set)
+	// and the results; it returns the results the run continues with
+	// (the approved calls' outcomes in place, each with its Decision).
+	// Its error ends the resume: a claimed run is then listed again with
+	// the claimed calls marked as may have run.
+	Make func(ctx context.Context, p *Paused, results []ToolResult) ([]ToolResult, error)
+}
+
+// Claim is the claim of a paused run by a resume that makes its approved
+// calls (Paused.Claim).
+type Claim struct {
+	// Who made the decisions the claiming resume carries out.
+	Who string
+	// At is when the run was claimed; Until when the claim lapses.
+	At, Until time.Time
+	// Calls are the ids of the calls the claiming resume makes.
+	Calls []string
+}
+
+// runClaim is a Claim as stored in the paused-run record.
+type runClaim struct {
+	// Token tells the claiming resume's claim from another's.
+	Token string    `json:"token"`
+	Who   string    `json:"who"`
+	At    time.Time `json:"at"`
+	Until time.Time `json:"until"`
+	Calls []uint32  `json:"calls"`
+}
+
+func (c *runClaim) public() *Claim {
+	if c == nil {
+		return nil
+	}
+	out := &Claim{Who: c.Who, At: c.At, Until: c.Until}
+	for _, id := range c.Calls {
+		out.Calls = append(out.Calls, strconv.FormatUint(uint64(id), 10))
+	}
+	return out
+}
+
+// Decision outcomes (Decision.Outcome).
+const (
+	// DecisionOK: approved, the call was made and returned.
+	DecisionOK = "ok"
+	// DecisionRaised: approved, the call was made and raised
+	// Decision.Exception.
+	DecisionRaised = "raised"
+	// DecisionDenied: refused; the call raised PermissionError in the
+	// code, nothing was made.
+	DecisionDenied = "denied"
+	// DecisionMayHaveRun: approved, but the resume that made the call
+	// died or failed before its outcome was stored: the call may have
+	// run. The run was listed again for a new decision.
+	DecisionMayHaveRun = "may_have_run"
+)
+
+// MaxDecisions is how many decisions a session keeps (Session.Decisions):
+// the newest.
+const MaxDecisions = 100
+
+// Decision is one decision on a call that waited for a person's approval,
+// as the session keeps it (Session.Decisions) and the run's events, log
+// and spans report it.
+type Decision struct {
+	// Time is when the decision was carried out (or found uncertain).
+	Time time.Time `json:"time"`
+	// Who decided: an API key's name or fingerprint, an MCP client's
+	// name; never a secret.
+	Who string `json:"who"`
+	// RunID is the paused run the call belonged to; CallID the call.
+	RunID  string `json:"run_id"`
+	CallID string `json:"call_id"`
+	// Tool is the tool as the code calls it ("github.delete_repo").
+	Tool string `json:"tool"`
+	// Args are the call's arguments, as Python spells them, clipped.
+	Args string `json:"args,omitempty"`
+	// IdempotencyKey is the call's key (ToolCall.IdempotencyKey).
+	IdempotencyKey string `json:"idempotency_key"`
+	// Approved is the decision; Outcome what came of it (DecisionOK,
+	// DecisionRaised, DecisionDenied, DecisionMayHaveRun).
+	Approved bool   `json:"approved"`
+	Outcome  string `json:"outcome"`
+	// Exception is the type of the exception the call raised
+	// (DecisionRaised).
+	Exception string `json:"exception,omitempty"`
+}
+
+// Decisions returns the decisions on the session's approval calls, oldest
+// first: the last MaxDecisions stored with its state.
+func (s *Session) Decisions() []Decision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state.saved == nil {
+		return nil
+	}
+	return slices.Clone(s.state.saved.Decisions)
+}
+
+// IdempotencyKey is the key of call callID of the execution origin of
+// session sid (ToolCall.IdempotencyKey): the same for every resume of the
+// call, in every process.
+func IdempotencyKey(sid, origin, callID string) string {
+	h := sha256.New()
+	for _, part := range []string{"monty-go/idempotency/v1", sid, origin, callID} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return "mgik-" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// origin names the execution the run record belongs to, the same across
+// its pauses: the id of its first pause (records stored before origins
+// were recorded: the id of the pause at hand).
+func (r *pausedRun) origin() string {
+	if r.Origin != "" {
+		return r.Origin
+	}
+	return r.ID
+}
+
+// withDecisions is the list of decisions kept, older ones then added, the
+// newest MaxDecisions.
+func withDecisions(older, added []Decision) []Decision {
+	all := append(slices.Clone(older), added...)
+	if len(all) > MaxDecisions {
+		all = all[len(all)-MaxDecisions:]
+	}
+	return all
+}
+
+// claimIDs parses the ids of the calls to claim, which must be calls of
+// rec.
+func (r *pausedRun) claimIDs(ids []string) ([]uint32, error) {
+	out := make([]uint32, 0, len(ids))
+	for _, id := range ids {
+		n, err := strconv.ParseUint(id, 10, 32)
+		if err != nil || !slices.ContainsFunc(r.Calls, func(c storedCall) bool { return c.ID == uint32(n) }) {
+			return nil, fmt.Errorf("%w: %q is not a call of this run", ErrBadResults, id)
+		}
+		out = append(out, uint32(n))
+	}
+	return out, nil
+}
+
+// relisted is the record of rec listed again after its claim was lost
+// (the holder died, or failed after making the calls): the same calls
+// under a new run id, those of the claim marked as may have run, and
+// Previous naming rec, so that a resume of rec's id is answered with it.
+func (r *pausedRun) relisted() *pausedRun {
+	next := *r
+	next.ID, next.Previous, next.Claim, next.Origin = newRunID(), r.ID, nil, r.origin()
+	next.Uncertain = slices.Clone(r.Uncertain)
+	if r.Claim != nil {
+		for _, id := range r.Claim.Calls {
+			if !slices.Contains(next.Uncertain, id) {
+				next.Uncertain = append(next.Uncertain, id)
+			}
+		}
+	}
+	slices.Sort(next.Uncertain)
+	return &next
+}
+
+// uncertainDecisions are the decisions that rec's claim leaves uncertain,
+// at now, for the session stored under sid.
+func (r *pausedRun) uncertainDecisions(sid string, now time.Time) []Decision {
+	if r.Claim == nil {
+		return nil
+	}
+	var out []Decision
+	for _, c := range r.Calls {
+		if !slices.Contains(r.Claim.Calls, c.ID) {
+			continue
+		}
+		id := strconv.FormatUint(uint64(c.ID), 10)
+		out = append(out, Decision{Time: now, Who: r.Claim.Who, RunID: r.ID, CallID: id, Tool: c.Name,
+			IdempotencyKey: IdempotencyKey(sid, r.origin(), id), Approved: true, Outcome: DecisionMayHaveRun})
+	}
+	return out
+}
+
+func newClaimToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// putRun stores the saved state with rec as its paused run (a claim, or
+// the run listed again), under the same compare-and-set as every save,
+// with decisions added; the live run becomes rec.
+func (s *Session) putRun(ctx context.Context, rec *pausedRun, decisions []Decision) error {
+	saved := s.state.saved
+	if saved == nil || saved.Run == nil {
+		return fmt.Errorf("%w: session %s: the paused run is not stored", ErrRunNotPaused, s.id)
+	}
+	b := *saved
+	b.Run, b.Decisions = rec, withDecisions(saved.Decisions, decisions)
+	if _, err := s.state.put(ctx, &b, filesMark{gen: s.state.filesGen, cache: s.state.filesCache}); err != nil {
+		return err
+	}
+	s.runs.paused.rec = rec
+	return nil
+}
+
+// claim stores run claimed by this resume for the calls ids, by who,
+// until lease from now, and returns the claim's token. A resume that got
+// there first (the store moved) refuses it with ErrRunClaimed.
+func (s *Session) claim(ctx context.Context, run *activeRun, ids []uint32, who string, lease time.Duration) (string, error) {
+	if lease <= 0 {
+		lease = DefaultClaimLease
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	rec := *run.rec
+	rec.Claim = &runClaim{Token: newClaimToken(), Who: who, At: now, Until: now.Add(lease), Calls: ids}
+	err := s.putRun(ctx, &rec, nil)
+	if isConflict(err) {
+		_ = s.reload(ctx)
+		return "", fmt.Errorf("%w: session %s, run %s: another resume claimed or resumed it at the same moment, and makes its calls", ErrRunClaimed, s.id, run.rec.ID)
+	}
+	if err != nil {
+		return "", err
+	}
+	return rec.Claim.Token, nil
+}
+
+// relist lists the claimed paused run again (relisted), recording its
+// claimed calls as may have run, and returns the new pause. It is what a
+// resume does on finding a claim whose holder died, and what a claiming
+// resume does when it fails after its claim.
+func (s *Session) relist(ctx context.Context) (*Paused, error) {
+	rec := s.runs.paused.rec
+	next := rec.relisted()
+	if err := s.putRun(ctx, next, rec.uncertainDecisions(s.id, time.Now().UTC())); err != nil {
+		if isConflict(err) {
+			_ = s.reload(ctx)
+			return nil, fmt.Errorf("%w: session %s, run %s: another resume got there first", ErrRunClaimed, s.id, rec.ID)
+		}
+		return nil, err
+	}
+	return next.public(s.id), nil
+}
+
+// checkClaim lets this resume go on with run, unless another resume's
+// claim holds (ErrRunClaimed) or lapsed (the run is listed again: the
+// new pause is returned).
+func (s *Session) checkClaim(ctx context.Context, run *activeRun) (*Paused, error) {
+	c := run.rec.Claim
+	switch {
+	case c == nil:
+		return nil, nil
+	case time.Now().Before(c.Until):
+		return nil, fmt.Errorf("%w: session %s, run %s: claimed by %s at %s to make its approved calls, until %s; its outcome is stored when it is done",
+			ErrRunClaimed, s.id, run.rec.ID, c.Who, c.At.Format(time.RFC3339), c.Until.Format(time.RFC3339))
+	}
+	return s.relist(ctx)
+}
+
+// isConflict reports a lost compare-and-set.
+func isConflict(err error) bool { return errors.Is(err, store.ErrConflict) }
