@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -768,7 +769,9 @@ func (s *Session) ResumeOptions(ctx context.Context, runID string, results []Too
 	s.runs.resumed(run, r.results, e, errors.As(err, &suspended))
 	for _, res := range r.results {
 		if res.Decision != nil {
-			s.decided = append(s.decided, *res.Decision)
+			d := *res.Decision
+			d.RunID, d.CallID = cmp.Or(d.RunID, runID), cmp.Or(d.CallID, res.ID)
+			s.decided = append(s.decided, d)
 		}
 	}
 	defer func() { s.decided = nil }()

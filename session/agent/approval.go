@@ -70,34 +70,56 @@ func CheckAnswer(reg *tools.Registry, c session.ToolCall, byApprove bool) error 
 
 // Approve answers a call that waits for a person's approval: approved,
 // the call is made now, in this process (its MCP server must be connected
-// to reg under the same name), and its outcome is the result (an
-// exception the tool raised as the result's Error); refused, the call
-// raises PermissionError in the code. Give the result to Session.Resume
-// with the other results. Errors: CheckAnswer's, and the caller's context
-// ending.
+// to reg under the same name), with the call's idempotency key
+// (tools.WithIdempotencyKey: an MCP server gets it in the request's
+// _meta), and its outcome is the result (an exception the tool raised as
+// the result's Error); refused, the call raises PermissionError in the
+// code. Give the result to Session.Resume with the other results: its
+// Decision records who decided (DeciderFrom(ctx)), what, and what came of
+// it, which the session stores with its state. The decision is also
+// reported: as a span (telemetry.SpanApproval), as an ApprovalDecision
+// event of the run ctx reports to, and as a log record (WithLogger).
+// A resume that makes approved calls claims the run first
+// (session.ResumeOptions.Claim); Executor.Resume and the HTTP API do.
+// Errors: CheckAnswer's, and the caller's context ending (the call may
+// then have run).
 func Approve(ctx context.Context, reg *tools.Registry, c session.ToolCall, approve bool) (session.ToolResult, error) {
 	if err := CheckAnswer(reg, c, true); err != nil {
 		return session.ToolResult{}, err
 	}
 	name, call, _ := reg.Approval(*c.Object, c.Name)
+	d := newDecision(ctx, name, c, approve)
+	ctx, span := startDecision(ctx, d)
 	if !approve {
-		return session.ToolResult{ID: c.ID, Error: &runtime.Exception{Type: "PermissionError",
+		d.Outcome = session.DecisionDenied
+		report(ctx, span, &d, nil)
+		return session.ToolResult{ID: c.ID, Decision: &d, Error: &runtime.Exception{Type: "PermissionError",
 			Message: fmt.Sprintf("%s was not approved: a person refused the call", name)}}, nil
 	}
 	// The method's host function binds the arguments and reports the call
 	// to the run's events, as a call the code made itself.
-	v, err := call(ctx, c.Args, c.Kwargs)
+	v, err := call(tools.WithIdempotencyKey(ctx, c.IdempotencyKey), c.Args, c.Kwargs)
+	res := session.ToolResult{ID: c.ID, Decision: &d}
 	var exc *runtime.Exception
 	switch {
 	case err == nil:
 		if v == nil {
 			v = object.None{}
 		}
-		return session.ToolResult{ID: c.ID, Value: v}, nil
+		res.Value = v
 	case errors.As(err, &exc):
-		return session.ToolResult{ID: c.ID, Error: exc}, nil
+		res.Error = exc
 	case ctx.Err() != nil:
+		d.Outcome = session.DecisionMayHaveRun
+		report(ctx, span, &d, err)
 		return session.ToolResult{}, err
+	default:
+		res.Error = &runtime.Exception{Type: "RuntimeError", Message: fmt.Sprintf("%s: %v", name, err)}
 	}
-	return session.ToolResult{ID: c.ID, Error: &runtime.Exception{Type: "RuntimeError", Message: fmt.Sprintf("%s: %v", name, err)}}, nil
+	d.Outcome = session.DecisionOK
+	if res.Error != nil {
+		d.Outcome, d.Exception = session.DecisionRaised, res.Error.Type
+	}
+	report(ctx, span, &d, nil)
+	return res, nil
 }

@@ -35,7 +35,10 @@ type EventType string
 // event, so every step that starts also finishes. A call that reports how
 // far it got (an MCP tool's progress notifications) adds ToolCallProgress
 // events between its ToolCallEnd and its ToolCallResult, and one whose
-// server logs a message meanwhile ToolCallLog events.
+// server logs a message meanwhile ToolCallLog events. A resume that
+// answers calls waiting for a person's approval reports each decision as
+// an ApprovalDecision event, once its outcome is known (after the
+// approved call's own step).
 const (
 	RunStarted     EventType = "run_started"
 	RunFinished    EventType = "run_finished"
@@ -55,6 +58,9 @@ const (
 	// ToolCallLog: the server of a call under way (an MCP server) logged
 	// a message (Level, Delta: the message as text).
 	ToolCallLog EventType = "tool_call_log"
+	// ApprovalDecision: a decision on a call that waited for a person's
+	// approval was carried out (Decision: who, what, the outcome).
+	ApprovalDecision EventType = "approval_decision"
 )
 
 // Event is one step of a run, in a protocol-neutral form (package agui
@@ -96,6 +102,9 @@ type Event struct {
 	// Value is the value of the code's final expression (RunFinished) or
 	// the value a host call returned (ToolCallResult).
 	Value object.Value
+	// Decision is the decision an ApprovalDecision reports (ToolName is
+	// then its tool).
+	Decision *session.Decision
 	// Err is why the run failed (RunError): a *runtime.Error for a Python
 	// exception (including limits), or an error matching ErrTimeout,
 	// runtime.ErrHostCallLimit, runtime.ErrCancelled, ...
@@ -195,6 +204,19 @@ func (r *recorder) CallProgress(id string, progress, total float64, message stri
 		return // the call returned, or the run ended
 	}
 	r.emit(Event{Type: ToolCallProgress, ToolCallID: id, Progress: progress, Total: total, Delta: message})
+}
+
+// recorderKey carries a run's recorder, for the decisions on approval
+// calls made under it (report).
+type recorderKey struct{}
+
+// decision reports decision d.
+func (r *recorder) decision(d *session.Decision) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.endText()
+	dc := *d
+	r.emit(Event{Type: ApprovalDecision, ToolName: d.Tool, Decision: &dc})
 }
 
 // CallLog reports a message the server of host call id logged while the
@@ -333,7 +355,7 @@ func start(ctx context.Context, runID string, sink func(Event)) (*recorder, cont
 	rec.mu.Lock()
 	rec.emit(Event{Type: RunStarted})
 	rec.mu.Unlock()
-	ctx = tools.WithObserver(ctx, rec)
+	ctx = context.WithValue(tools.WithObserver(ctx, rec), recorderKey{}, rec)
 	return rec, runtime.WithPrintFunc(ctx, rec.Print)
 }
 

@@ -28,6 +28,11 @@ type PausedRun struct {
 	SessionID string       `json:"session_id,omitempty"`
 	Calls     []PausedCall `json:"calls"`
 	Expires   time.Time    `json:"expires"`
+	// PreviousRunID is the run id this pause replaces when the run was
+	// listed again because approved calls of it may have run
+	// (PausedCall.MayHaveRun); a resume of it got this pause, nothing
+	// made.
+	PreviousRunID string `json:"previous_run_id,omitempty"`
 }
 
 // PausedCall is one call the run waits on, its arguments as JSON (a value
@@ -45,14 +50,21 @@ type PausedCall struct {
 	// Approval marks a call of an MCP tool that waits for a person's
 	// approval (mcpclient.Server.Approve): answer it with "approve", not a value.
 	Approval bool `json:"approval,omitempty"`
+	// MayHaveRun marks an approved call whose resume stopped (its process
+	// died, or it failed) after it claimed the run and before the outcome
+	// was stored: the call may have run. Approving it again makes it
+	// again (with the same idempotency key); refusing it raises
+	// PermissionError in the code.
+	MayHaveRun bool `json:"may_have_run,omitempty"`
 }
 
 // pausedOf describes a paused run for the model; reg names the calls
 // that wait for approval.
 func pausedOf(p *session.Paused, sessionID string, reg *tools.Registry) *PausedRun {
-	out := &PausedRun{RunID: p.RunID, SessionID: sessionID, Expires: p.Expires}
+	out := &PausedRun{RunID: p.RunID, SessionID: sessionID, Expires: p.Expires, PreviousRunID: p.Previous}
 	for _, c := range p.Calls {
-		pc := PausedCall{ID: c.ID, Name: c.Name, Blocking: c.Blocking, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
+		pc := PausedCall{ID: c.ID, Name: c.Name, Blocking: c.Blocking, MayHaveRun: c.MayHaveRun,
+			Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
 		pc.Name, pc.Approval = ApprovalName(reg, c)
 		parts := make([]string, 0, len(c.Args)+len(c.Kwargs))
 		for i, a := range c.Args {
@@ -73,6 +85,10 @@ func pausedOf(p *session.Paused, sessionID string, reg *tools.Registry) *PausedR
 // pausedText tells the model how to answer a paused run.
 func pausedText(p *PausedRun) string {
 	var b strings.Builder
+	if p.PreviousRunID != "" {
+		fmt.Fprintf(&b, "Run %q was not resumed: the resume that claimed it to make its approved calls stopped before their outcome was stored, "+
+			"so the calls marked below may have run already. Nothing was done now: ask the person again, telling them so. ", p.PreviousRunID)
+	}
 	fmt.Fprintf(&b, "The code is paused at calls you answer yourself. Call %s with run_id %q", ResumeToolName, p.RunID)
 	if p.SessionID != "" {
 		fmt.Fprintf(&b, " and session_id %q", p.SessionID)
@@ -88,6 +104,9 @@ func pausedText(p *PausedRun) string {
 		mark := ""
 		if c.Approval {
 			mark, approvals = " (needs a person's approval: ask them)", true
+		}
+		if c.MayHaveRun {
+			mark += " (may have run already: approving it makes it again)"
 		}
 		if c.Blocking {
 			mark += " (answer this one now)"
@@ -180,11 +199,7 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 	}
 	defer release()
 	res, err := e.execute(ctx, id, a.SessionID, nil, func(ctx context.Context, s *session.Session) (*session.Result, error) {
-		results, err := e.approvals(ctx, s, a, results)
-		if err != nil {
-			return nil, err
-		}
-		return s.Resume(ctx, a.RunID, results)
+		return s.ResumeOptions(ctx, a.RunID, results, e.approvals(ctx, a))
 	}, nil)
 	if err != nil {
 		_ = e.mgr.Forget(id)
@@ -199,38 +214,65 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 	return res, err
 }
 
-// approvals completes results with the answers to the calls that wait
-// for approval: every answer is checked (Session.Resume's check, then
-// CheckAnswer) before the approved calls are made, so that no
-// call is made for a resume that is refused.
-func (e *Executor) approvals(ctx context.Context, s *session.Session, a ResumeArgs, results []session.ToolResult) ([]session.ToolResult, error) {
-	p := s.Paused()
-	if p == nil || p.RunID != a.RunID {
-		return results, nil // Resume says why
+// approvals is how a resume answers the calls that wait for approval:
+// every answer is checked (CheckAnswer) before anything is done, the run
+// is claimed when a call is approved, then the calls are made (Approve),
+// so that no call is made for a resume that is refused, and of racing
+// resumes only one makes them. The decider is the one ctx names
+// (WithDecider). The claim's lease is the run's timeout (which bounds the
+// approved calls and the run together) and session.ClaimMargin; without a
+// timeout, session.DefaultClaimLease.
+func (e *Executor) approvals(ctx context.Context, a ResumeArgs) session.ResumeOptions {
+	o := session.ResumeOptions{Who: DeciderFrom(ctx), Lease: session.DefaultClaimLease}
+	if e.timeout > 0 {
+		o.Lease = e.timeout + session.ClaimMargin
 	}
-	if err := p.CheckResults(results); err != nil {
-		return nil, err
+	o.Check = func(p *session.Paused) error {
+		calls := callsByID(p)
+		for _, r := range a.Results {
+			if err := CheckAnswer(e.fns, calls[r.ID], r.Approve != nil); err != nil {
+				return &ArgsError{Tool: ResumeToolName, Err: err}
+			}
+		}
+		return nil
 	}
-	calls := map[string]session.ToolCall{}
+	decided := false
+	for _, r := range a.Results {
+		if r.Approve != nil {
+			decided = true
+			if *r.Approve {
+				o.Claim = append(o.Claim, r.ID)
+			}
+		}
+	}
+	if !decided {
+		return o
+	}
+	o.Make = func(ctx context.Context, p *session.Paused, results []session.ToolResult) ([]session.ToolResult, error) {
+		calls := callsByID(p)
+		results = slices.Clone(results)
+		for i, r := range a.Results {
+			if r.Approve == nil {
+				continue
+			}
+			res, err := Approve(ctx, e.fns, calls[r.ID], *r.Approve)
+			if err != nil {
+				return nil, err
+			}
+			results[i] = res
+		}
+		return results, nil
+	}
+	return o
+}
+
+// callsByID are the calls of p by id.
+func callsByID(p *session.Paused) map[string]session.ToolCall {
+	calls := make(map[string]session.ToolCall, len(p.Calls))
 	for _, c := range p.Calls {
 		calls[c.ID] = c
 	}
-	for _, r := range a.Results {
-		if err := CheckAnswer(e.fns, calls[r.ID], r.Approve != nil); err != nil {
-			return nil, &ArgsError{Tool: ResumeToolName, Err: err}
-		}
-	}
-	for i, r := range a.Results {
-		if r.Approve == nil {
-			continue
-		}
-		res, err := Approve(ctx, e.fns, calls[r.ID], *r.Approve)
-		if err != nil {
-			return nil, err
-		}
-		results[i] = res
-	}
-	return results, nil
+	return calls
 }
 
 // runRefusal is the error of a resume the model can correct, told in the
@@ -242,6 +284,9 @@ func runRefusal(err error, a ResumeArgs) error {
 		where = fmt.Sprintf("session_id %q", a.SessionID)
 	}
 	switch {
+	case errors.Is(err, session.ErrRunClaimed):
+		return &callerError{err: err, msg: fmt.Sprintf("run_id %q of %s is being resumed elsewhere: another resume claimed it to make its approved calls, "+
+			"and its outcome is stored when it is done; nothing was done for this one (do not resume it again: run the session's code again later to see where it got)", a.RunID, where)}
 	case errors.Is(err, session.ErrRunNotPaused):
 		return &callerError{err: err, msg: fmt.Sprintf("run_id %q is not paused in %s: it was resumed already, "+
 			"abandoned after expiring, or never made there (a named session's run needs the same session_id as the call that paused)", a.RunID, where)}

@@ -361,6 +361,10 @@ func (ns *Namespace) call(ctx context.Context, tool string, a tools.Args) (_ obj
 		arguments[t.args[name]] = js
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: arguments, Meta: mcp.Meta{mcp.MetaKeyLogLevel: LogLevel}}
+	if key := tools.IdempotencyKey(ctx); key != "" {
+		// An approved call: the same key on every attempt at it.
+		params.Meta[MetaIdempotencyKey] = key
+	}
 	if obs, callID := tools.ObserverFrom(ctx), tools.CallID(ctx); obs != nil && callID != "" {
 		// The server's progress notifications for this call become the
 		// run's progress events.

@@ -1,0 +1,94 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/telemetry"
+)
+
+type deciderKey struct{}
+
+// WithDecider returns ctx carrying who decides the approval calls a resume
+// under it answers (Approve, Executor.Resume): a name for the audit of
+// decisions (session.Decision.Who), such as an API key's name or "mcp
+// client <name>". Never pass a secret: it is stored, logged and traced.
+func WithDecider(ctx context.Context, who string) context.Context {
+	return context.WithValue(ctx, deciderKey{}, who)
+}
+
+// DeciderFrom returns who ctx says decides (WithDecider), or "unknown".
+func DeciderFrom(ctx context.Context) string {
+	if who, _ := ctx.Value(deciderKey{}).(string); who != "" {
+		return who
+	}
+	return "unknown"
+}
+
+type loggerKey struct{}
+
+// WithLogger returns ctx carrying the logger that decisions on approval
+// calls made under it are logged to (one record each, "approval
+// decision"); without one they go to slog.Default.
+func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
+	return context.WithValue(ctx, loggerKey{}, l)
+}
+
+func loggerFrom(ctx context.Context) *slog.Logger {
+	if l, _ := ctx.Value(loggerKey{}).(*slog.Logger); l != nil {
+		return l
+	}
+	return slog.Default()
+}
+
+// callText is call c as Python spells it, named name.
+func callText(name string, c session.ToolCall) string {
+	parts := make([]string, 0, len(c.Args)+len(c.Kwargs))
+	for _, a := range c.Args {
+		parts = append(parts, object.Repr(a))
+	}
+	for _, kw := range c.Kwargs {
+		k, _ := kw.Key.(object.Str)
+		parts = append(parts, string(k)+"="+object.Repr(kw.Value))
+	}
+	return name + "(" + strings.Join(parts, ", ") + ")"
+}
+
+// newDecision starts the record of a decision on call c (tool name) by
+// the decider ctx names.
+func newDecision(ctx context.Context, name string, c session.ToolCall, approve bool) session.Decision {
+	return session.Decision{Who: DeciderFrom(ctx), CallID: c.ID, Tool: name, Args: telemetry.Clip(callText(name, c)),
+		IdempotencyKey: c.IdempotencyKey, Approved: approve}
+}
+
+// startDecision starts the span of decision d.
+func startDecision(ctx context.Context, d session.Decision) (context.Context, trace.Span) {
+	return telemetry.Start(ctx, telemetry.SpanApproval, trace.SpanKindInternal,
+		telemetry.AttrApprovalWho.String(telemetry.Clip(d.Who)), telemetry.AttrApprovalTool.String(telemetry.Clip(d.Tool)),
+		telemetry.AttrApprovalCallID.String(d.CallID), telemetry.AttrApprovalApproved.Bool(d.Approved),
+		telemetry.AttrApprovalKey.String(d.IdempotencyKey))
+}
+
+// report records decision d, carried out: its outcome on span, an
+// ApprovalDecision event of the run ctx reports to, and a log record.
+func report(ctx context.Context, span trace.Span, d *session.Decision, err error) {
+	d.Time = time.Now().UTC()
+	span.SetAttributes(telemetry.AttrApprovalOutcome.String(d.Outcome))
+	telemetry.End(span, err)
+	if rec, _ := ctx.Value(recorderKey{}).(*recorder); rec != nil {
+		rec.decision(d)
+	}
+	attrs := []slog.Attr{slog.String("who", d.Who), slog.String("tool", d.Tool), slog.String("call_id", d.CallID),
+		slog.String("args", d.Args), slog.String("idempotency_key", d.IdempotencyKey), slog.Bool("approved", d.Approved),
+		slog.String("outcome", d.Outcome)}
+	if d.Exception != "" {
+		attrs = append(attrs, slog.String("exception", d.Exception))
+	}
+	loggerFrom(ctx).LogAttrs(ctx, slog.LevelInfo, "approval decision", attrs...)
+}
