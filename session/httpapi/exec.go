@@ -75,9 +75,14 @@ type ExecResponse struct {
 	RunID      string         `json:"run_id,omitempty"`
 	Calls      []ToolCallInfo `json:"calls,omitempty"`
 	RunExpires string         `json:"run_expires,omitempty"`
-	SessionID  string         `json:"session_id"`
-	Stdout     string         `json:"stdout"`
-	Stderr     string         `json:"stderr"`
+	// PreviousRunID, in a paused answer, is the run_id this run replaces:
+	// the run was listed again because approved calls of it may have run
+	// (ToolCallInfo.MayHaveRun), and the resume that got this answer made
+	// nothing.
+	PreviousRunID string `json:"previous_run_id,omitempty"`
+	SessionID     string `json:"session_id"`
+	Stdout        string `json:"stdout"`
+	Stderr        string `json:"stderr"`
 	// Result is the value of the final expression as JSON (null after a
 	// statement, or when the value has no JSON form, or when its JSON text
 	// is longer than the result limit; see ResultRepr).

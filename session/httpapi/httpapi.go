@@ -132,6 +132,13 @@ type Options struct {
 	// sees only the sessions created with it. Empty means no authentication
 	// (every client shares one namespace).
 	APIKeys []string
+	// KeyNames names API keys (the key, as in APIKeys, to its name) for
+	// the audit of approvals: a decision on an approval call made with a
+	// key records its name (docs/http.md, "Approvals"); a key without a
+	// name is recorded by its namespace ("key k…", derived from the key,
+	// never the key itself). Names are not secret: they are stored,
+	// logged and traced.
+	KeyNames map[string]string
 	// Limits are the server's maxima for one execution, and the limits of a
 	// request that asks for none. A request's own limits are clamped to
 	// them; a zero MaxDuration or MaxMemory puts no maximum on that
@@ -225,6 +232,8 @@ type Handler struct {
 	badPath http.HandlerFunc // answers a path with dot segments
 	log     *slog.Logger
 	keys    apikey.Set
+	// names are the KeyNames by namespace.
+	names   map[string]string
 	slots   chan struct{}
 	metrics *metrics
 
@@ -308,6 +317,14 @@ func New(opts Options) (*Handler, error) {
 		}
 	}
 	h.keys = apikey.New(opts.APIKeys)
+	h.names = map[string]string{}
+	for key, name := range opts.KeyNames {
+		ns, ok := h.keys.Namespace(key)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%w: KeyNames names a key that is not one of APIKeys, or gives it an empty name", ErrConfig)
+		}
+		h.names[ns] = name
+	}
 	h.base, h.stop = context.WithCancel(context.Background())
 	h.mux = http.NewServeMux()
 	h.route("POST /exec", "exec", h.exec)

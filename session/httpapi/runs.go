@@ -16,6 +16,7 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/agui"
+	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/tools"
 )
@@ -51,6 +52,13 @@ type ToolCallInfo struct {
 	// destructiveHint): the server makes the call itself once the resume
 	// approves it ({"id": ..., "approve": true}); a value cannot answer it.
 	Approval bool `json:"approval,omitempty"`
+	// MayHaveRun marks an approved call whose resume claimed the run and
+	// then stopped (its process died, the call hit the time limit, the
+	// state could not be stored) before the outcome was stored: the call
+	// may have run. The run was listed again under a new run_id for a new
+	// decision: approving it makes the call again, with the same
+	// idempotency key.
+	MayHaveRun bool `json:"may_have_run,omitempty"`
 	// Args and Kwargs are the arguments as JSON (a value without a JSON
 	// form appears as its repr, a string).
 	Args   []json.RawMessage          `json:"args"`
@@ -137,6 +145,9 @@ func parseRunID(id string) (sessionID, run string, ok bool) {
 // wait for approval.
 func setPaused(resp *ExecResponse, sessionID string, p *session.Paused, reg *tools.Registry) {
 	resp.Status, resp.RunID = StatusPaused, runID(sessionID, p.RunID)
+	if p.Previous != "" {
+		resp.PreviousRunID = runID(sessionID, p.Previous)
+	}
 	resp.Result, resp.ResultRepr = json.RawMessage("null"), ""
 	resp.Calls = make([]ToolCallInfo, len(p.Calls))
 	resp.RunExpires = p.Expires.UTC().Format("2006-01-02T15:04:05.000Z07:00")
@@ -147,7 +158,7 @@ func setPaused(resp *ExecResponse, sessionID string, p *session.Paused, reg *too
 
 // callInfo describes a call of a paused run.
 func callInfo(c session.ToolCall, reg *tools.Registry) ToolCallInfo {
-	info := ToolCallInfo{ID: c.ID, Blocking: c.Blocking, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
+	info := ToolCallInfo{ID: c.ID, Blocking: c.Blocking, MayHaveRun: c.MayHaveRun, Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
 	info.Name, info.Approval = agent.ApprovalName(reg, c)
 	for j, a := range c.Args {
 		info.Args[j] = tools.ValueJSON(a)
@@ -203,6 +214,8 @@ func toolResults(specs []ToolResultSpec) ([]session.ToolResult, *apiError) {
 // store id, with the namespace derived from the API key.
 func runError(err error, sessionID, runID string) *apiError {
 	switch {
+	case errors.Is(err, session.ErrRunClaimed):
+		return runClaimed(sessionID, runID)
 	case errors.Is(err, session.ErrRunNotPaused):
 		return runNotPaused(sessionID, runID)
 	case errors.Is(err, session.ErrRunExpired):
@@ -304,6 +317,10 @@ func (resp *ExecResponse) outcome() *agui.Outcome {
 			in.Message = fmt.Sprintf("the code waits for a person's approval of %s (call %q): ask them, then POST /runs/%s/resume with {\"id\": %q, \"approve\": true} to make the call, or false to refuse it (it raises PermissionError in the code)",
 				c.Name, c.ID, resp.RunID, c.ID)
 		}
+		if c.MayHaveRun {
+			in.Metadata["may_have_run"] = true
+			in.Message += "; the call may have run already (the resume that made it stopped before its outcome was stored): approving it makes it again"
+		}
 		out.Interrupts = append(out.Interrupts, in)
 	}
 	return out
@@ -342,10 +359,16 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ns string) *api
 			refuse: func(s *session.Session) *apiError {
 				p := s.Paused()
 				switch {
+				case p != nil && p.Previous == run:
+					return nil // listed again: the resume is answered with it
 				case p == nil || p.RunID != run:
 					return runNotPaused(sessionID, apiRun)
 				case !time.Now().Before(p.Expires):
 					return runExpired(sessionID, apiRun)
+				case p.Claim != nil && time.Now().Before(p.Claim.Until):
+					return runClaimed(sessionID, apiRun)
+				case p.Claim != nil:
+					return nil // the claim lapsed: the resume lists the run again
 				}
 				if err := p.CheckResults(results); err != nil {
 					return invalidResults(apiRun, strings.TrimPrefix(err.Error(), session.ErrBadResults.Error()+": "))
@@ -353,11 +376,9 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ns string) *api
 				return h.checkApprovals(p, req.Results, apiRun)
 			},
 			do: func(ctx context.Context, s *session.Session) (*session.Result, error) {
-				results, err := h.approvals(ctx, s, sessionID, run, req.Results, results, limits)
-				if err != nil {
-					return nil, err
-				}
-				res, err := s.Resume(ctx, run, results)
+				who := h.decider(ns)
+				ctx = agent.WithLogger(agent.WithDecider(ctx, who), h.log)
+				res, err := s.ResumeOptions(ctx, run, results, h.approvals(who, sessionID, run, req.Results, limits))
 				if errors.Is(err, store.ErrConflict) {
 					err = fmt.Errorf("%w: %w", errResumeRaced, err)
 				}
@@ -366,6 +387,27 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ns string) *api
 		}
 		return h.answer(ctx, w, r, ns, sessionID, op, limits, time.Now())
 	})
+}
+
+// decider is who decides the approval calls a request of namespace ns
+// answers: its API key's name (Options.KeyNames), else the key's
+// namespace, never the key.
+func (h *Handler) decider(ns string) string {
+	switch {
+	case h.names[ns] != "":
+		return h.names[ns]
+	case ns == apikey.Public:
+		return "anonymous (no API keys configured)"
+	}
+	return "key " + ns
+}
+
+// runClaimed is the answer to a resume of run runID of session sessionID
+// while another resume, here or on another instance, makes its approved
+// calls.
+func runClaimed(sessionID, runID string) *apiError {
+	return &apiError{status: http.StatusConflict, code: "run_not_paused", msg: fmt.Sprintf(
+		"run %q of session %q is being resumed elsewhere: another resume claimed it to make its approved calls, and its outcome is stored when it is done; nothing was done for this request", runID, sessionID)}
 }
 
 // checkApprovals checks that the results answer the calls of paused run p
@@ -402,52 +444,69 @@ func approvalUnavailable(runID, id, name string) *apiError {
 		"call %q of run %q (%s) waits for a person's approval, but this server does not connect the MCP server that makes it; nothing was done: resume the run on a server that connects it under the same name", id, runID, name)}
 }
 
-// approvals completes the results of a resume of run of session s
-// (sessionID, as the client names it) with the answers to the calls that wait
-// for a person's approval: the approved calls are made now, by this
-// server, with ctx (the run's events report them as host calls) and
-// within the request's time limit; a refused call raises PermissionError
-// in the code. The results are checked first, so that nothing is called
-// for a resume the session refuses.
-func (h *Handler) approvals(ctx context.Context, s *session.Session, sessionID, run string, specs []ToolResultSpec, results []session.ToolResult, limits runtime.Limits) ([]session.ToolResult, error) {
+// approvals is how a resume of run of session sessionID (as the client
+// names it), decided by who, answers the calls that wait for a person's approval: the
+// answers are checked (checkApprovals) before anything is done; when a
+// call is approved the run is claimed in the store, then the approved
+// calls are made, by this server, each within the request's time limit
+// (the run's events report them as host calls); a refused call raises
+// PermissionError in the code. The claim's lease covers what the resume
+// may take: the time limit for each approved call and for the run, and
+// session.ClaimMargin (session.DefaultClaimLease without a time limit).
+func (h *Handler) approvals(who, sessionID, run string, specs []ToolResultSpec, limits runtime.Limits) session.ResumeOptions {
 	apiRun := runID(sessionID, run)
-	p := s.Paused()
-	if p == nil || p.RunID != run {
-		return results, nil // Resume says why
-	}
-	if err := p.CheckResults(results); err != nil {
-		return nil, err
-	}
-	if aerr := h.checkApprovals(p, specs, apiRun); aerr != nil {
-		return nil, aerr
-	}
-	calls := make(map[string]session.ToolCall, len(p.Calls))
-	for _, c := range p.Calls {
-		calls[c.ID] = c
-	}
-	results = slices.Clone(results)
-	for i, r := range specs {
-		if r.Approve == nil {
-			continue
+	o := session.ResumeOptions{Who: who, Lease: session.DefaultClaimLease}
+	o.Check = func(p *session.Paused) error {
+		if aerr := h.checkApprovals(p, specs, apiRun); aerr != nil {
+			return aerr
 		}
-		c := calls[r.ID]
-		callCtx, cancel := ctx, context.CancelFunc(func() {})
-		if limits.MaxDuration > 0 {
-			callCtx, cancel = context.WithTimeout(ctx, limits.MaxDuration)
-		}
-		res, err := agent.Approve(callCtx, h.opts.Functions, c, *r.Approve)
-		timedOut := callCtx.Err() != nil && ctx.Err() == nil
-		cancel()
-		switch {
-		case err != nil && timedOut:
-			name, _ := agent.ApprovalName(h.opts.Functions, c)
-			return nil, &apiError{status: statusLimit, code: runtime.TimeLimit.String(), body: &ErrorResponse{SessionID: sessionID}, msg: fmt.Sprintf(
-				"the approved call %s (call %q) took longer than the time limit of %s and was stopped; the run stays paused (the call may have had its effect before it was stopped)",
-				name, r.ID, limits.MaxDuration)}
-		case err != nil:
-			return nil, err
-		}
-		results[i] = res
+		return nil
 	}
-	return results, nil
+	decided := false
+	for _, r := range specs {
+		if r.Approve != nil {
+			decided = true
+			if *r.Approve {
+				o.Claim = append(o.Claim, r.ID)
+			}
+		}
+	}
+	if limits.MaxDuration > 0 {
+		o.Lease = time.Duration(len(o.Claim)+1)*limits.MaxDuration + session.ClaimMargin
+	}
+	if !decided {
+		return o
+	}
+	o.Make = func(ctx context.Context, p *session.Paused, results []session.ToolResult) ([]session.ToolResult, error) {
+		calls := make(map[string]session.ToolCall, len(p.Calls))
+		for _, c := range p.Calls {
+			calls[c.ID] = c
+		}
+		results = slices.Clone(results)
+		for i, r := range specs {
+			if r.Approve == nil {
+				continue
+			}
+			c := calls[r.ID]
+			callCtx, cancel := ctx, context.CancelFunc(func() {})
+			if limits.MaxDuration > 0 {
+				callCtx, cancel = context.WithTimeout(ctx, limits.MaxDuration)
+			}
+			res, err := agent.Approve(callCtx, h.opts.Functions, c, *r.Approve)
+			timedOut := callCtx.Err() != nil && ctx.Err() == nil
+			cancel()
+			switch {
+			case err != nil && timedOut:
+				name, _ := agent.ApprovalName(h.opts.Functions, c)
+				return nil, &apiError{status: statusLimit, code: runtime.TimeLimit.String(), body: &ErrorResponse{SessionID: sessionID}, msg: fmt.Sprintf(
+					"the approved call %s (call %q) took longer than the time limit of %s and was stopped, and may have had its effect before it was stopped; the run is paused again under a new run_id, the call marked may_have_run: resume run %q to get it and decide again",
+					name, r.ID, limits.MaxDuration, apiRun)}
+			case err != nil:
+				return nil, err
+			}
+			results[i] = res
+		}
+		return results, nil
+	}
+	return o
 }

@@ -28,6 +28,12 @@ type StateInfo struct {
 	// Source is the backend holding it: "hot" or "archive" for a tiered
 	// store, else "redis", "s3", "dir" or "memory".
 	Source string `json:"source,omitempty"`
+	// Decisions are the last decisions on the session's calls that
+	// waited for a person's approval, oldest first (session.MaxDecisions
+	// at most): who decided (an API key's name, never the key), when,
+	// what, and the outcome. Absent when none, or when the stored state
+	// cannot be read.
+	Decisions []session.Decision `json:"decisions,omitempty"`
 }
 
 // UploadResponse is the body of a 201 answer to POST /state/{id}.
@@ -197,7 +203,24 @@ func (h *Handler) stateInfo(w http.ResponseWriter, r *http.Request, ns string) *
 	out.CreatedAt = timePtr(info.Created)
 	out.ModifiedAt = timePtr(info.Modified)
 	out.ExpiresAt = timePtr(info.Expires)
+	out.Decisions = h.decisions(r.Context(), ns, id, sid)
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// decisions are the decisions stored with session id (store id sid) of
+// namespace ns, read from its blob once its signature verifies; nil when
+// none or when the blob cannot be read.
+func (h *Handler) decisions(ctx context.Context, ns, id, sid string) []session.Decision {
+	obj, err := h.opts.Store.Get(ctx, sid)
+	if err != nil {
+		return nil
+	}
+	for _, key := range append([][]byte{h.stateKey(ns, id)}, h.legacyKeys()...) {
+		if in, err := session.Inspect(obj.Data, key); err == nil {
+			return in.Decisions
+		}
+	}
 	return nil
 }
 

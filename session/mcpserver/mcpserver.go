@@ -249,6 +249,13 @@ func (h *handlers) answer(tool string, res *agent.Result, err error) *mcp.CallTo
 // resume runs one resume_python call: the model's answers to the client
 // tool calls a run is paused at. Answered like execute_python.
 func (h *handlers) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	// Decisions on approval calls are the client's, by the name it gave
+	// at initialize (docs/agent.md, "Approvals").
+	client := "unnamed"
+	if ip := req.Session.InitializeParams(); ip != nil && ip.ClientInfo != nil && ip.ClientInfo.Name != "" {
+		client = ip.ClientInfo.Name
+	}
+	ctx = agent.WithLogger(agent.WithDecider(ctx, "mcp client "+client), h.log)
 	res, err := h.exec.Resume(ctx, h.thread, req.Params.Arguments)
 	return h.answer(agent.ResumeToolName, res, err), nil
 }

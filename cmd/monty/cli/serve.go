@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -124,11 +125,11 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0 picks a free one)")
 	fs.StringVar(&c.store, "store", "", "the session store `SPEC`: "+storeFlagHelp)
-	fs.Func("api-key", "accept this API `KEY` in x-api-key (repeatable; each key has its own sessions) [MONTY_API_KEYS, comma-separated]", func(s string) error {
+	fs.Func("api-key", "accept this API `KEY` in x-api-key, or NAME=KEY to name it in the audit of approvals (repeatable; each key has its own sessions) [MONTY_API_KEYS, comma-separated]", func(s string) error {
 		c.apiKeys = append(c.apiKeys, s)
 		return nil
 	})
-	fs.StringVar(&c.apiKeyFile, "api-key-file", "", "read API keys from `FILE`, one per line (# comments)")
+	fs.StringVar(&c.apiKeyFile, "api-key-file", "", "read API keys from `FILE`, one per line, KEY or NAME=KEY (# comments)")
 	fs.StringVar(&c.signingKeyFile, "signing-key-file", "", "read the state signing key from `FILE` (at least 16 bytes; or set MONTY_SIGNING_KEY)")
 	// Requests may ask for less than these limits, never for more.
 	c.limits = addLimitFlags(fs, serveLimits)
@@ -204,9 +205,11 @@ func (c serveConfig) options() (httpapi.Options, error) {
 	if o.SigningKey, err = signingKey(c.signingKeyFile); err != nil {
 		return o, usageError{err}
 	}
-	if o.APIKeys, err = apiKeys(c.apiKeys, c.apiKeyFile); err != nil {
+	entries, err := apiKeys(c.apiKeys, c.apiKeyFile)
+	if err != nil {
 		return o, usageError{err}
 	}
+	o.APIKeys, o.KeyNames = namedKeys(entries)
 	if c.concurrency < 0 {
 		return o, usageError{errors.New("--concurrency must not be negative")}
 	}
@@ -420,6 +423,31 @@ func apiKeys(flags []string, file string) ([]string, error) {
 		}
 	}
 	return keys, nil
+}
+
+// keyName is a name an API key entry may start with ("NAME=KEY").
+var keyName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.@-]{0,63}$`)
+
+// namedKeys splits API key entries into the keys and their names: an
+// entry "NAME=KEY" names KEY when NAME is a name (a letter, then up to 63
+// letters, digits and "_.@-") and KEY has at least 8 characters; any
+// other entry is a key as it is (so a base64 key ending in "=" stays
+// whole).
+func namedKeys(entries []string) ([]string, map[string]string) {
+	keys := make([]string, 0, len(entries))
+	var names map[string]string
+	for _, e := range entries {
+		name, key, ok := strings.Cut(e, "=")
+		if !ok || !keyName.MatchString(name) || len(key) < 8 {
+			keys = append(keys, e)
+			continue
+		}
+		if names == nil {
+			names = map[string]string{}
+		}
+		keys, names[key] = append(keys, key), name
+	}
+	return keys, names
 }
 
 func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
