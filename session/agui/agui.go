@@ -77,6 +77,13 @@ type CustomEvent struct {
 // {"toolCallId", "level", "message"}.
 const ToolCallLogName = "tool_call_log"
 
+// ApprovalDecisionName is the name of the CUSTOM events that report a
+// decision on a call that waited for a person's approval
+// (agent.ApprovalDecision): their value is the session.Decision, as JSON
+// ({"time", "who", "run_id", "call_id", "tool", "args",
+// "idempotency_key", "approved", "outcome", "exception"?}).
+const ApprovalDecisionName = "approval_decision"
+
 // logValue is the value of a ToolCallLogName event.
 type logValue struct {
 	ToolCallID string `json:"toolCallId"`
@@ -308,6 +315,8 @@ func (a Adapter) Convert(e agent.Event) Event {
 			Value: progressValue{ToolCallID: e.ToolCallID, Progress: e.Progress, Total: e.Total, Message: e.Delta}}
 	case agent.ToolCallLog:
 		return &CustomEvent{Base: b(CustomType), Name: ToolCallLogName, Value: logValue{ToolCallID: e.ToolCallID, Level: e.Level, Message: e.Delta}}
+	case agent.ApprovalDecision:
+		return &CustomEvent{Base: b(CustomType), Name: ApprovalDecisionName, Value: e.Decision}
 	case agent.ToolCallResult:
 		return &ToolCallResultEvent{Base: b(ToolCallResultType), MessageID: e.ToolCallID + "-result", ToolCallID: e.ToolCallID, Content: e.Result, Role: "tool"}
 	}
