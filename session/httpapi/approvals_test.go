@@ -234,8 +234,18 @@ except PermissionError:
 	require.NoError(t, json.Unmarshal(data, &limited))
 	assert.Equal(t, p.SessionID, limited.SessionID)
 	assert.Contains(t, limited.Message, "the approved call everything.stall")
+	assert.Contains(t, limited.Message, "may have had its effect")
 	assert.Equal(t, int32(1), m.stallCalls.Load())
-	status, data = resume(p.RunID, map[string]any{"id": p.Calls[0].ID, "approve": false})
+	// The call may have run: the run is listed again under a new run_id,
+	// and a resume of the old one gets that listing, nothing made.
+	status, data = resume(p.RunID, map[string]any{"id": p.Calls[0].ID, "approve": true})
+	relisted := pausedAnswer(t, status, data)
+	assert.Equal(t, p.RunID, relisted.PreviousRunID)
+	assert.NotEqual(t, p.RunID, relisted.RunID)
+	require.Len(t, relisted.Calls, 1, string(data))
+	assert.True(t, relisted.Calls[0].MayHaveRun)
+	assert.Equal(t, int32(1), m.stallCalls.Load(), "an old decision does not make the call again")
+	status, data = resume(relisted.RunID, map[string]any{"id": p.Calls[0].ID, "approve": false})
 	done := completedAnswer(t, status, data)
 	assert.JSONEq(t, `["Oslo", "echo: x", "PermissionError", "not approved"]`, string(done.Result))
 }
@@ -276,8 +286,16 @@ func TestStreamApprovals(t *testing.T) {
 	evs = c.streamPost(t, "/runs/"+p.RunID+"/resume", resumeBody(map[string]any{"id": id, "approve": true})).rest()
 	assert.Equal(t, int32(1), m.echoes.Load())
 	assert.Equal(t, []string{"RUN_STARTED", "STEP_STARTED", `TOOL_CALL_START "everything.echo"`, `TOOL_CALL_ARGS "{\"message\":\"hi\"}"`,
-		"TOOL_CALL_END", `TOOL_CALL_RESULT "\"echo: hi\""`, "STEP_FINISHED", "RUN_FINISHED"}, briefEvents(evs),
-		"the approved call is the resumed run's host call")
+		"TOOL_CALL_END", `TOOL_CALL_RESULT "\"echo: hi\""`, "STEP_FINISHED", "CUSTOM", "RUN_FINISHED"}, briefEvents(evs),
+		"the approved call is the resumed run's host call, then the decision")
+	decision := evs[len(evs)-2]
+	assert.Equal(t, "approval_decision", decision["name"])
+	value, _ := decision["value"].(map[string]any)
+	assert.Equal(t, "anonymous (no API keys configured)", value["who"])
+	assert.Equal(t, "everything.echo", value["tool"])
+	assert.Equal(t, "ok", value["outcome"])
+	assert.Equal(t, true, value["approved"])
+	assert.Regexp(t, `^mgik-[0-9a-f]{32}$`, value["idempotency_key"])
 	done := finished(t, evs[len(evs)-1])
 	assert.Equal(t, httpapi.StatusCompleted, done.Status)
 	assert.JSONEq(t, `[3, "echo: hi"]`, string(done.Result))
