@@ -139,6 +139,15 @@ type Options struct {
 	// never the key itself). Names are not secret: they are stored,
 	// logged and traced.
 	KeyNames map[string]string
+	// ClaimLease is how long the claim of a paused run holds while a
+	// resume makes its approved calls (session.ResumeOptions.Lease): a
+	// resume not done by then is taken to have died, and the next one
+	// lists the run again, the calls marked may_have_run. 0 means the
+	// request's time limit for each approved call and for the run, plus
+	// session.ClaimMargin (session.DefaultClaimLease without a time
+	// limit). Too short a lease never makes a call twice: it reports a
+	// call that is still running as may have run.
+	ClaimLease time.Duration
 	// Limits are the server's maxima for one execution, and the limits of a
 	// request that asks for none. A request's own limits are clamped to
 	// them; a zero MaxDuration or MaxMemory puts no maximum on that
@@ -315,6 +324,9 @@ func New(opts Options) (*Handler, error) {
 		if k == "" {
 			return nil, fmt.Errorf("%w: an API key is empty", ErrConfig)
 		}
+	}
+	if opts.ClaimLease < 0 {
+		return nil, fmt.Errorf("%w: ClaimLease is negative", ErrConfig)
 	}
 	h.keys = apikey.New(opts.APIKeys)
 	h.names = map[string]string{}

@@ -471,7 +471,10 @@ func (h *Handler) approvals(who, sessionID, run string, specs []ToolResultSpec, 
 			}
 		}
 	}
-	if limits.MaxDuration > 0 {
+	switch {
+	case h.opts.ClaimLease > 0:
+		o.Lease = h.opts.ClaimLease
+	case limits.MaxDuration > 0:
 		o.Lease = time.Duration(len(o.Claim)+1)*limits.MaxDuration + session.ClaimMargin
 	}
 	if !decided {

@@ -84,6 +84,7 @@ var serveEnv = map[string]string{
 	"on-corrupt-state":       "MONTY_ON_CORRUPT_STATE",
 	"health-timeout":         "MONTY_HEALTH_TIMEOUT",
 	"run-ttl":                "MONTY_RUN_TTL",
+	"claim-lease":            "MONTY_CLAIM_LEASE",
 }
 
 // serveConfig is what the flags say.
@@ -106,6 +107,7 @@ type serveConfig struct {
 	archiveTTL, archiveInterval   string
 	onCorrupt                     func() (bool, error)
 	healthTimeout                 time.Duration
+	claimLease                    time.Duration
 	runTTL                        time.Duration
 	ws                            *wsFlags
 }
@@ -155,6 +157,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&c.archiveInterval, "state-archive-interval", "", "with --store HOT,COLD: time between archiver passes, a `DURATION` (default 1m)")
 	c.onCorrupt = corruptFlag(fs, "a session", "in the answer's state_warning and the log")
 	fs.DurationVar(&c.healthTimeout, "health-timeout", httpapi.DefaultHealthTimeout, "longest store round trip of GET /health/store")
+	fs.DurationVar(&c.claimLease, "claim-lease", 0, "how long a resume's claim of a paused run holds while it makes the approved calls; one not done by then is taken to have died, and its calls are listed again as may have run (default: the request's time limit for each approved call and for the run, plus 30s)")
 	fs.DurationVar(&c.runTTL, "run-ttl", session.DefaultRunTTL, "how long a run paused at client tool calls waits for POST /runs/{run_id}/resume")
 	c.ws = addWSFlags(fs)
 	if exit, ok := parseFlags(fs, args); !ok {
@@ -248,6 +251,10 @@ func (c serveConfig) options() (httpapi.Options, error) {
 		return o, usageError{errors.New("--health-timeout must not be negative")}
 	}
 	o.HealthTimeout = c.healthTimeout
+	if c.claimLease < 0 {
+		return o, usageError{errors.New("--claim-lease must not be negative (0: the default)")}
+	}
+	o.ClaimLease = c.claimLease
 	if c.runTTL < 0 {
 		return o, usageError{errors.New("--run-ttl must not be negative (0: the default, 1h)")}
 	}
