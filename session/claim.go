@@ -9,9 +9,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/telemetry"
 )
 
 // DefaultClaimLease is how long a claim holds when ResumeOptions.Lease is
@@ -51,6 +54,10 @@ type ResumeOptions struct {
 	// called, so that of racing resumes, in this process or others,
 	// exactly one makes them; the others fail with ErrRunClaimed.
 	Claim []string
+	// Name, when set, names a claimed call as the code calls it
+	// ("github.delete_repo"), for the decision a lost claim records
+	// (DecisionMayHaveRun); without it, the call's method name is.
+	Name func(c ToolCall) string
 	// Lease bounds the claim: a resume that finds a claim past its lease,
 	// the run still paused, takes its holder to have died while the calls
 	// may have run, and lists the run again (Paused.Previous,
@@ -87,6 +94,9 @@ type runClaim struct {
 	At    time.Time `json:"at"`
 	Until time.Time `json:"until"`
 	Calls []uint32  `json:"calls"`
+	// Names are the tools of Calls as the code calls them, in order
+	// (ResumeOptions.Name; "" when not named).
+	Names []string `json:"names,omitempty"`
 }
 
 func (c *runClaim) public() *Claim {
@@ -231,14 +241,33 @@ func (r *pausedRun) uncertainDecisions(sid string, now time.Time) []Decision {
 	}
 	var out []Decision
 	for _, c := range r.Calls {
-		if !slices.Contains(r.Claim.Calls, c.ID) {
+		i := slices.Index(r.Claim.Calls, c.ID)
+		if i < 0 {
 			continue
 		}
+		name := c.Name
+		if i < len(r.Claim.Names) && r.Claim.Names[i] != "" {
+			name = r.Claim.Names[i]
+		}
 		id := strconv.FormatUint(uint64(c.ID), 10)
-		out = append(out, Decision{Time: now, Who: r.Claim.Who, RunID: r.ID, CallID: id, Tool: c.Name,
+		out = append(out, Decision{Time: now, Who: r.Claim.Who, RunID: r.ID, CallID: id, Tool: name, Args: telemetry.Clip(c.text(name)),
 			IdempotencyKey: IdempotencyKey(sid, r.origin(), id), Approved: true, Outcome: DecisionMayHaveRun})
 	}
 	return out
+}
+
+// text is the call as Python spells it, named name.
+func (c storedCall) text(name string) string {
+	args, kwargs, _ := c.decode() // checked when stored or loaded
+	parts := make([]string, 0, len(args)+len(kwargs))
+	for _, a := range args {
+		parts = append(parts, object.Repr(a))
+	}
+	for _, kw := range kwargs {
+		k, _ := kw.Key.(object.Str)
+		parts = append(parts, string(k)+"="+object.Repr(kw.Value))
+	}
+	return name + "(" + strings.Join(parts, ", ") + ")"
 }
 
 func newClaimToken() string {
@@ -264,16 +293,29 @@ func (s *Session) putRun(ctx context.Context, rec *pausedRun, decisions []Decisi
 	return nil
 }
 
-// claim stores run claimed by this resume for the calls ids, by who,
-// until lease from now, and returns the claim's token. A resume that got
-// there first (the store moved) refuses it with ErrRunClaimed.
-func (s *Session) claim(ctx context.Context, run *activeRun, ids []uint32, who string, lease time.Duration) (string, error) {
+// claim stores run claimed by this resume for the calls o.Claim (ids),
+// and returns the claim's token. A resume that got there first (the store
+// moved) refuses it with ErrRunClaimed.
+func (s *Session) claim(ctx context.Context, run *activeRun, ids []uint32, o ResumeOptions) (string, error) {
+	lease := o.Lease
 	if lease <= 0 {
 		lease = DefaultClaimLease
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	rec := *run.rec
-	rec.Claim = &runClaim{Token: newClaimToken(), Who: who, At: now, Until: now.Add(lease), Calls: ids}
+	rec.Claim = &runClaim{Token: newClaimToken(), Who: o.Who, At: now, Until: now.Add(lease), Calls: ids}
+	if o.Name != nil {
+		p := run.rec.public(s.id)
+		for _, id := range ids {
+			name := ""
+			for _, c := range p.Calls {
+				if c.ID == strconv.FormatUint(uint64(id), 10) {
+					name = o.Name(c)
+				}
+			}
+			rec.Claim.Names = append(rec.Claim.Names, name)
+		}
+	}
 	err := s.putRun(ctx, &rec, nil)
 	if isConflict(err) {
 		_ = s.reload(ctx)

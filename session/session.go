@@ -846,7 +846,7 @@ func (s *Session) resumeRun(ctx context.Context, runID string, results []ToolRes
 		if err != nil {
 			return r, err
 		}
-		if r.token, err = s.claim(ctx, run, ids, o.Who, o.Lease); err != nil {
+		if r.token, err = s.claim(ctx, run, ids, o); err != nil {
 			return r, err
 		}
 		run = s.runs.paused

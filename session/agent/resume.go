@@ -223,7 +223,7 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 // approved calls and the run together) and session.ClaimMargin; without a
 // timeout, session.DefaultClaimLease.
 func (e *Executor) approvals(ctx context.Context, a ResumeArgs) session.ResumeOptions {
-	o := session.ResumeOptions{Who: DeciderFrom(ctx), Lease: session.DefaultClaimLease}
+	o := session.ResumeOptions{Who: DeciderFrom(ctx), Lease: session.DefaultClaimLease, Name: e.approvalName}
 	if e.timeout > 0 {
 		o.Lease = e.timeout + session.ClaimMargin
 	}
@@ -264,6 +264,12 @@ func (e *Executor) approvals(ctx context.Context, a ResumeArgs) session.ResumeOp
 		return results, nil
 	}
 	return o
+}
+
+// approvalName names a call as the code calls it.
+func (e *Executor) approvalName(c session.ToolCall) string {
+	name, _ := ApprovalName(e.fns, c)
+	return name
 }
 
 // callsByID are the calls of p by id.

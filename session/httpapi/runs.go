@@ -455,7 +455,10 @@ func approvalUnavailable(runID, id, name string) *apiError {
 // session.ClaimMargin (session.DefaultClaimLease without a time limit).
 func (h *Handler) approvals(who, sessionID, run string, specs []ToolResultSpec, limits runtime.Limits) session.ResumeOptions {
 	apiRun := runID(sessionID, run)
-	o := session.ResumeOptions{Who: who, Lease: session.DefaultClaimLease}
+	o := session.ResumeOptions{Who: who, Lease: session.DefaultClaimLease, Name: func(c session.ToolCall) string {
+		name, _ := agent.ApprovalName(h.opts.Functions, c)
+		return name
+	}}
 	o.Check = func(p *session.Paused) error {
 		if aerr := h.checkApprovals(p, specs, apiRun); aerr != nil {
 			return aerr
