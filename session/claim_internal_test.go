@@ -1,0 +1,60 @@
+package session
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDecisionsBounded: a session keeps the newest MaxDecisions.
+func TestDecisionsBounded(t *testing.T) {
+	var older []Decision
+	for i := range MaxDecisions {
+		older = append(older, Decision{CallID: strconv.Itoa(i)})
+	}
+	got := withDecisions(older, []Decision{{CallID: "new"}})
+	require.Len(t, got, MaxDecisions)
+	assert.Equal(t, "1", got[0].CallID)
+	assert.Equal(t, "new", got[MaxDecisions-1].CallID)
+	assert.Equal(t, "0", older[0].CallID, "the older list is not changed")
+}
+
+// TestDecisionsFormat: decisions make format version 6, with the dump in
+// parts or whole (a paused run); they survive a round trip, and a
+// decisions section that is not a non-empty JSON array is corrupt.
+func TestDecisionsFormat(t *testing.T) {
+	d := []Decision{{Who: "ops", Tool: "ops.wipe", CallID: "3", Approved: true, Outcome: DecisionOK}}
+	b := &blob{MontyVersion: "v", JSON: []byte("{}"), Names: []string{}, Dump: []byte("dump"), Decisions: d}
+	data, err := b.encode(nil, false)
+	require.NoError(t, err)
+	assert.Equal(t, byte(blobVersionAudit), data[4])
+	got, err := parseBlob(data, nil)
+	require.NoError(t, err)
+	assert.Equal(t, d, got.Decisions)
+	assert.Equal(t, []byte("dump"), got.Dump)
+	assert.Nil(t, got.Run)
+
+	b.Decisions = nil
+	data, err = b.encode(nil, false)
+	require.NoError(t, err)
+	assert.Equal(t, byte(blobVersion), data[4], "no decisions: the older versions, for older builds")
+
+	bad := &blob{MontyVersion: "v", JSON: []byte("{}"), Names: []string{}, Decisions: []Decision{{}}}
+	data, err = bad.encode(nil, false)
+	require.NoError(t, err)
+	js, _ := json.Marshal(bad.Decisions)
+	body := data[:len(data)-32]
+	i := bytes.Index(body, js)
+	require.GreaterOrEqual(t, i, 0)
+	notArray := append([]byte("{"), bytes.Repeat([]byte(" "), len(js)-2)...)
+	copy(body[i:], append(notArray, '}'))
+	sum := sha256.Sum256(body)
+	_, err = parseBlob(append(body, sum[:]...), nil)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), "decisions")
+}
