@@ -187,7 +187,9 @@ func TestClaimGivenUp(t *testing.T) {
 	s := openIn(t, st, "fail")
 	boom := errors.New("the call's connection broke")
 	o := session.ResumeOptions{Who: "alice", Claim: []string{p.Calls[0].ID},
-		Make: func(context.Context, *session.Paused, []session.ToolResult) ([]session.ToolResult, error) { return nil, boom }}
+		Make: func(context.Context, *session.Paused, []session.ToolResult) ([]session.ToolResult, error) {
+			return nil, boom
+		}}
 	_, err := s.ResumeOptions(ctx, p.RunID, []session.ToolResult{{ID: p.Calls[0].ID}}, o)
 	require.ErrorIs(t, err, boom)
 	again := openIn(t, st, "fail").Paused()
