@@ -204,7 +204,7 @@ func approvalServers(t *testing.T, lease time.Duration) (*wipeServer, [2]*served
 	const key = "race-secret-key-0123456789"
 	env := []string{"MONTY_SIGNING_KEY=race-signing-key-0123456789abcdef"}
 	args := []string{"--store", redisURL, "--api-key", "ops-team=" + key, "--connect", "ops=" + wipes.url,
-		"--claim-lease", lease.String(), "--hot-sessions", "-1"}
+		"--claim-lease", lease.String()}
 	var servers [2]*servedProcess
 	for i := range servers {
 		servers[i] = startServeProcess(t, bin, env, args...)
