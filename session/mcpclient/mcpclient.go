@@ -467,10 +467,19 @@ func (ns *Namespace) drop(cs *mcp.ClientSession) {
 	}
 }
 
-// refresh lists the tools again after a tools/list_changed notification.
+// refresh lists the tools again after a tools/list_changed notification
+// on cs, the namespace's session.
 func (ns *Namespace) refresh(ctx context.Context, cs *mcp.ClientSession) {
 	ns.listing.Lock()
 	defer ns.listing.Unlock()
+	ns.mu.Lock()
+	current := ns.session == cs
+	ns.mu.Unlock()
+	if !current {
+		// A session Add refused, or one closed or gone since: its
+		// tools are offered by no namespace.
+		return
+	}
 	defs, err := ns.list(ctx, cs)
 	if err != nil {
 		ns.log.Warn("mcp server: tools/list_changed, but the tools cannot be listed", "server", ns.srv.Name, "error", err)

@@ -108,7 +108,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	servers, err := flags.connect.connect(ctx, sb.conns, logger)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)
-		return ExitException
+		return connectExit(err)
 	}
 	defer servers.Close()
 	engine, err := serviceEngine(ctx, "", logger)
