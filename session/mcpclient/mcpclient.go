@@ -148,6 +148,9 @@ func Add(ctx context.Context, r *tools.Registry, srv Server) (*Namespace, error)
 	if r.Taken(srv.Name) { // checked again when the namespace is added
 		return nil, fmt.Errorf("%w: the name %s is already taken", tools.ErrInvalidFunction, srv.Name)
 	}
+	// The lists are the namespace's own: a caller changing its slices
+	// afterwards changes no gate.
+	srv.Allow, srv.Deny, srv.Approve = slices.Clone(srv.Allow), slices.Clone(srv.Deny), slices.Clone(srv.Approve)
 	ns := &Namespace{srv: srv, reg: r, log: srv.Logger}
 	if ns.log == nil {
 		ns.log = slog.New(slog.DiscardHandler)

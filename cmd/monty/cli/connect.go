@@ -11,9 +11,11 @@ import (
 	"net/url"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -318,9 +320,24 @@ func unknownTools(server string, err error) error {
 			lines = append(lines, e.Error())
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("%s %s=%s: %s", listFlags[u.List], server, u.Name, u.Reason()))
+		lines = append(lines, fmt.Sprintf("%s %s=%s: %s", listFlags[u.List], server, shownName(u.Name), u.Reason()))
 	}
 	return errors.New(strings.Join(lines, "\n"))
+}
+
+// shownName is a tool name of a flag as an error message shows it: as it
+// is when it is short and plain, else quoted and clipped, so that it stays
+// on one line.
+func shownName(name string) string {
+	const most = 80
+	plain := len(name) <= most && !strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) || r == '"' })
+	if plain {
+		return name
+	}
+	if r := []rune(name); len(r) > most {
+		return strconv.Quote(string(r[:most])) + "…"
+	}
+	return strconv.Quote(name)
 }
 
 // connectExit is the exit status of a command whose servers could not be

@@ -76,3 +76,19 @@ func TestServeApproveToolNames(t *testing.T) {
 		assert.Equal(t, "The sum of 1 and 2 is 3.", out["result"], "%v", out)
 	}
 }
+
+// TestShownName: a flag's tool name in an error stays on one line and
+// short, whatever it holds.
+func TestShownName(t *testing.T) {
+	for name, want := range map[string]string{
+		"get_sum":               "get_sum",
+		"get-sum":               "get-sum",
+		"a b":                   `"a b"`,
+		"line\nbreak":           `"line\nbreak"`,
+		`say "hi"`:              `"say \"hi\""`,
+		"\x1b[31mred":           `"\x1b[31mred"`,
+		strings.Repeat("é", 81): `"` + strings.Repeat("é", 80) + `"…`,
+	} {
+		assert.Equal(t, want, shownName(name), "%q", name)
+	}
+}

@@ -117,13 +117,14 @@ func TestConnectToolNames(t *testing.T) {
 func TestConnectUnknownToolNames(t *testing.T) {
 	t.Setenv("MONTY_SIGNING_KEY", "connect-names-signing-key-0123456789")
 	connect := "ev=" + strings.Join(mcptest.Everything(t), " ")
-	flags := []string{"--connect", connect, "--approve", "ev=echo,no_such_tool", "--approve", "ev=get_summ",
+	flags := []string{"--connect", connect, "--approve", "ev=echo,no_such_tool", "--approve", "ev=get_summ,<b>\nbold",
 		"--connect-allow", "ev=echo,get-sum,Get_Env", "--connect-deny", "ev=get-tiny-imag"}
 	want := []string{
 		`--connect-allow ev=Get_Env: the MCP server ev has no tool "Get_Env"; did you mean get_env (MCP name get-env)? (name a tool by its MCP name or its Python name)`,
 		`--connect-deny ev=get-tiny-imag: the MCP server ev has no tool "get-tiny-imag"; did you mean get_tiny_image (MCP name get-tiny-image)?`,
 		`--approve ev=no_such_tool: the MCP server ev has no tool "no_such_tool"; its tools are echo, get_annotated_message (MCP name get-annotated-message), get_env (MCP name get-env), `,
 		`--approve ev=get_summ: the MCP server ev has no tool "get_summ"; did you mean get_sum (MCP name get-sum)?`,
+		`--approve ev="<b>\nbold": the MCP server ev has no tool "<b>\nbold"; its tools are echo, `,
 	}
 	for _, command := range []struct {
 		name  string
