@@ -60,6 +60,10 @@ const approvalField = "approve"
 // question shows; the rest is elided (the client's user sees the start).
 const maxCallText = 2000
 
+// maxMetaArgs is the largest arguments an approval's _meta carries as
+// JSON, in bytes; larger ones are replaced by the clipped call.
+const maxMetaArgs = 16 << 10
+
 // maxDecisions bounds the approvals one tool call asks about (code that
 // calls an approved tool in a loop pauses again after that many).
 const maxDecisions = 100
@@ -244,7 +248,10 @@ func (a *approver) question(p *agent.PausedRun, c agent.PausedCall) *mcp.ElicitP
 	if len(call) > maxCallText {
 		call = strings.ToValidUTF8(call[:maxCallText], "") + " … (clipped)"
 	}
-	args := map[string]any{"args": c.Args, "kwargs": c.Kwargs}
+	var args any = map[string]any{"args": c.Args, "kwargs": c.Kwargs}
+	if raw, _ := json.Marshal(args); len(raw) > maxMetaArgs {
+		args = map[string]any{"clipped": call} // the code's arguments can be any size
+	}
 	return &mcp.ElicitParams{
 		Mode: "form",
 		Message: fmt.Sprintf("The Python code asks to call %s on the MCP server %q, which needs your approval:\n\n%s\n\nApprove this call?",

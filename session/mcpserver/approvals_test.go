@@ -333,6 +333,37 @@ func TestForgedRequestState(t *testing.T) {
 	assert.Equal(t, deletedText, res.Content[0].(*mcp.TextContent).Text)
 	assert.EqualValues(t, 1, m.deletes.Load())
 	assert.Empty(t, u.asked(), "the server sent no elicitation/create of its own on the newest protocol")
+
+	// The same answers again approve nothing more: the run is over.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_python", Arguments: map[string]any{"code": deleteCode},
+		InputResponses: yes, RequestState: first.RequestState})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, "is not paused")
+	assert.EqualValues(t, 1, m.deletes.Load())
+}
+
+// TestApprovalOfHugeArguments: code that calls an approval tool with an
+// argument of megabytes asks a question of bounded size: the message and
+// the _meta carry the call clipped.
+func TestApprovalOfHugeArguments(t *testing.T) {
+	m := newRepoTools()
+	u := &user{answers: []*mcp.ElicitResult{{Action: "decline"}}}
+	cs := approvalClient(t, approvalExecutor(t, m, 0), mcpserver.Options{}, "2025-11-25", u)
+	res, text := callTool(t, cs, "execute_python", map[string]any{"code": `try:
+    await github.delete_repo(name="x" * 3_000_000)
+except PermissionError:
+    r = "refused"
+r`})
+	assert.False(t, res.IsError, text)
+	assert.Equal(t, "'refused'", text)
+	q := u.asked()
+	require.Len(t, q, 1)
+	raw, err := json.Marshal(q[0])
+	require.NoError(t, err)
+	assert.Less(t, len(raw), 8<<10, "the question is clipped")
+	assert.Contains(t, q[0].Message, "(clipped)")
+	assert.EqualValues(t, 0, m.deletes.Load())
 }
 
 // pyElicitClient is a client of the official MCP Python SDK over
