@@ -9,6 +9,9 @@
 // A tool whose calls need a person's approval (Server.Approve, or a
 // destructiveHint) is offered as a method that pauses the run; package
 // agent answers such pauses (agent.Approve).
+// Server.Allow, Deny and Approve name tools by their MCP names or their
+// Python names alike, and a name that is no tool of the server fails Add
+// (ErrUnknownTool), so that a mistyped gate cannot silently gate nothing.
 //
 // Calls report progress and log messages to the run's tools.Observer and,
 // in a traced run, are client spans whose trace context travels in the
@@ -16,5 +19,6 @@
 //
 // # Concurrency
 //
-// Namespace is safe for concurrent use; Server is a plain value.
+// Namespace is safe for concurrent use; Server is a plain value, and an
+// UnknownToolError is not modified once returned.
 package mcpclient

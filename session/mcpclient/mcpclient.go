@@ -39,11 +39,16 @@ type Server struct {
 	// connect, and again to reconnect after the server went away: a
 	// transport is used once.
 	Transport func() (mcp.Transport, error)
-	// Allow, when not empty, lists the tools offered (by their MCP names);
-	// Deny lists tools not offered. A tool in both is not offered.
+	// Allow, when not empty, lists the tools offered; Deny lists tools
+	// not offered. A tool in both is not offered. In Allow, Deny and
+	// Approve a tool is named by its MCP name (get-sum) or its Python
+	// name (get_sum, as the code calls it): a name means every tool it is
+	// either name of. A name that is no tool of the server fails Add
+	// (ErrUnknownTool).
 	Allow, Deny []string
-	// Approve lists tools (by their MCP names) whose calls wait for a
-	// person's approval, as do the tools whose annotations say
+	// Approve lists tools whose calls wait for a person's approval (and
+	// gates them whenever tools/list_changed lists them again, under
+	// either name), as do the tools whose annotations say
 	// destructiveHint (and not readOnlyHint): the code's call does not
 	// run; the run pauses, is stored like a run paused at client tools
 	// (resumable in any process, until its TTL), and the pause lists the
@@ -126,9 +131,13 @@ type mcpTool struct {
 // again.
 //
 // Add fails with an error matching ErrServer when the server
-// cannot be reached or its tools cannot be mapped, and with
-// tools.ErrInvalidFunction when the name is taken. Close the namespace to end
-// the session.
+// cannot be reached or its tools cannot be mapped, with
+// *UnknownToolError (matching ErrUnknownTool and ErrServer) for each name
+// of Allow, Deny and Approve that is no tool of the server, and with
+// tools.ErrInvalidFunction when the name is taken. After a
+// tools/list_changed, a name that no longer names a tool is logged as a
+// warning, and the namespace goes on. Close the namespace to end the
+// session.
 func Add(ctx context.Context, r *tools.Registry, srv Server) (*Namespace, error) {
 	if !tools.IsIdentifier(srv.Name) || strings.HasPrefix(srv.Name, "_") {
 		return nil, fmt.Errorf("%w: MCP server name %q is not a Python identifier that does not start with _", tools.ErrInvalidFunction, srv.Name)
@@ -139,6 +148,9 @@ func Add(ctx context.Context, r *tools.Registry, srv Server) (*Namespace, error)
 	if r.Taken(srv.Name) { // checked again when the namespace is added
 		return nil, fmt.Errorf("%w: the name %s is already taken", tools.ErrInvalidFunction, srv.Name)
 	}
+	// The lists are the namespace's own: a caller changing its slices
+	// afterwards changes no gate.
+	srv.Allow, srv.Deny, srv.Approve = slices.Clone(srv.Allow), slices.Clone(srv.Deny), slices.Clone(srv.Approve)
 	ns := &Namespace{srv: srv, reg: r, log: srv.Logger}
 	if ns.log == nil {
 		ns.log = slog.New(slog.DiscardHandler)
@@ -166,7 +178,18 @@ func (ns *Namespace) offer(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	class, offered, err := ns.describe(ctx, cs)
+	defs, err := ns.list(ctx, cs)
+	if err != nil {
+		return cs, err
+	}
+	if unknown := ns.unknownNames(defs); len(unknown) > 0 {
+		errs := make([]error, len(unknown))
+		for i, u := range unknown {
+			errs[i] = u
+		}
+		return cs, errors.Join(errs...)
+	}
+	class, offered, err := ns.describe(cs, defs)
 	if err != nil {
 		return cs, err
 	}
@@ -261,22 +284,28 @@ func logText(p *mcp.LoggingMessageParams) string {
 	return text
 }
 
-// describe lists the server's tools as the methods of the namespace's
-// class.
-func (ns *Namespace) describe(ctx context.Context, cs *mcp.ClientSession) (*tools.Class, map[string]mcpTool, error) {
+// list lists the server's tools, all of them.
+func (ns *Namespace) list(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
 	var defs []*mcp.Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w %s: listing tools: %w", ErrServer, ns.srv.Name, err)
+			return nil, fmt.Errorf("%w %s: listing tools: %w", ErrServer, ns.srv.Name, err)
 		}
-		if ns.offered(t.Name) {
-			defs = append(defs, t)
-		}
+		defs = append(defs, t)
 	}
+	return defs, nil
+}
+
+// describe makes the tools of defs that the filters offer the methods of
+// the namespace's class.
+func (ns *Namespace) describe(cs *mcp.ClientSession, defs []*mcp.Tool) (*tools.Class, map[string]mcpTool, error) {
 	class := &tools.Class{Name: ns.srv.Name, Description: ns.description(cs)}
 	byName := map[string]mcpTool{}
 	origin := map[string]string{}
 	for _, def := range defs {
+		if !ns.offered(def.Name) {
+			continue
+		}
 		name := tools.PythonName(def.Name)
 		if other, taken := origin[name]; taken {
 			return nil, nil, fmt.Errorf("%w %s: tools %q and %q are both %s in Python; leave one out with a filter", ErrServer, ns.srv.Name, other, def.Name, name)
@@ -306,12 +335,13 @@ func (ns *Namespace) description(cs *mcp.ClientSession) string {
 	return d
 }
 
-// offered reports whether the filters offer the tool named name.
-func (ns *Namespace) offered(name string) bool {
-	if len(ns.srv.Allow) > 0 && !slices.Contains(ns.srv.Allow, name) {
+// offered reports whether the filters offer the tool called tool (its
+// MCP name).
+func (ns *Namespace) offered(tool string) bool {
+	if len(ns.srv.Allow) > 0 && !namesAny(ns.srv.Allow, tool) {
 		return false
 	}
-	return !slices.Contains(ns.srv.Deny, name)
+	return !namesAny(ns.srv.Deny, tool)
 }
 
 // method is the Python method of tool def, named name.
@@ -339,7 +369,7 @@ func (ns *Namespace) method(name string, def *mcp.Tool) (tools.Function, map[str
 
 // needsApproval reports whether calls of def wait for a person's approval.
 func (ns *Namespace) needsApproval(def *mcp.Tool) bool {
-	if slices.Contains(ns.srv.Approve, def.Name) {
+	if namesAny(ns.srv.Approve, def.Name) {
 		return true
 	}
 	a := def.Annotations
@@ -444,13 +474,34 @@ func (ns *Namespace) drop(cs *mcp.ClientSession) {
 	}
 }
 
-// refresh lists the tools again after a tools/list_changed notification.
+// refresh lists the tools again after a tools/list_changed notification
+// on cs, the namespace's session.
 func (ns *Namespace) refresh(ctx context.Context, cs *mcp.ClientSession) {
 	ns.listing.Lock()
 	defer ns.listing.Unlock()
-	class, offered, err := ns.describe(ctx, cs)
+	ns.mu.Lock()
+	current := ns.session == cs
+	ns.mu.Unlock()
+	if !current {
+		// A session Add refused, or one closed or gone since: its
+		// tools are offered by no namespace.
+		return
+	}
+	defs, err := ns.list(ctx, cs)
 	if err != nil {
 		ns.log.Warn("mcp server: tools/list_changed, but the tools cannot be listed", "server", ns.srv.Name, "error", err)
+		return
+	}
+	// A name that no longer names a tool stays listed (the tool may come
+	// back, and is then gated or filtered again), but the operator is
+	// told.
+	for _, u := range ns.unknownNames(defs) {
+		ns.log.Warn("mcp server: tools/list_changed, and a name of "+u.List+" is no longer a tool of the server",
+			"server", ns.srv.Name, "list", u.List, "tool", clip(u.Name, maxShownName), "suggestions", u.Suggestions)
+	}
+	class, offered, err := ns.describe(cs, defs)
+	if err != nil {
+		ns.log.Warn("mcp server: tools/list_changed, but the tools cannot be offered", "server", ns.srv.Name, "error", err)
 		return
 	}
 	ns.mu.Lock()

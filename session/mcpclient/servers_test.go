@@ -86,3 +86,51 @@ func TestMCPReferenceServerHTTP(t *testing.T) {
 	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg})
 	assert.Equal(t, "'Echo: over http'", agenttest.OK(t, e, "t", `await everything.echo(message="over http")`))
 }
+
+// TestReferenceServerToolNames: with the reference "everything" server,
+// Approve takes get-sum (its MCP name) or get_sum (the name the code
+// calls), gating the same tool either way; a name of no tool refuses the
+// server, saying what it could have meant; Allow and Deny take either
+// name too.
+func TestReferenceServerToolNames(t *testing.T) {
+	argv := mcptest.Everything(t)
+	add := func(srv mcpclient.Server) (*tools.Registry, *mcpclient.Namespace, error) {
+		reg, err := tools.NewRegistry()
+		require.NoError(t, err)
+		srv.Name, srv.Transport = "ev", command(argv)
+		ns, err := mcpclient.Add(context.Background(), reg, srv)
+		if err == nil {
+			t.Cleanup(func() { _ = ns.Close() })
+		}
+		return reg, ns, err
+	}
+	for _, name := range []string{"get-sum", "get_sum"} {
+		reg, _, err := add(mcpclient.Server{Approve: []string{name}})
+		require.NoError(t, err, name)
+		e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg})
+		res := agenttest.Execute(t, e, "paused", "await ev.get_sum(a=1, b=2)")
+		require.NotNil(t, res.Paused, "--approve %s: %s", name, res.Text)
+		assert.True(t, res.Paused.Calls[0].Approval)
+		assert.Equal(t, "ev.get_sum", res.Paused.Calls[0].Name)
+		assert.Equal(t, "'Echo: not gated'", agenttest.OK(t, e, "t", "await ev.echo(message='not gated')"))
+
+		_, ns, err := add(mcpclient.Server{Allow: []string{name, "echo"}})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"echo", "get_sum"}, ns.Tools())
+		_, ns, err = add(mcpclient.Server{Deny: []string{name}})
+		require.NoError(t, err)
+		assert.NotContains(t, ns.Tools(), "get_sum")
+		assert.Contains(t, ns.Tools(), "echo")
+	}
+
+	_, _, err := add(mcpclient.Server{Approve: []string{"get_summ", "no_such_tool"}, Deny: []string{"Get-Env"}})
+	require.ErrorIs(t, err, mcpclient.ErrUnknownTool)
+	require.ErrorIs(t, err, mcpclient.ErrServer)
+	msg := err.Error()
+	assert.Contains(t, msg, `mcpclient: MCP server ev: Deny: the MCP server ev has no tool "Get-Env"; did you mean get_env (MCP name get-env)?`)
+	assert.Contains(t, msg, `mcpclient: MCP server ev: Approve: the MCP server ev has no tool "get_summ"; did you mean get_sum (MCP name get-sum)?`)
+	assert.Contains(t, msg, `mcpclient: MCP server ev: Approve: the MCP server ev has no tool "no_such_tool"; its tools are echo, get_annotated_message (MCP name get-annotated-message), `)
+	var u *mcpclient.UnknownToolError
+	require.ErrorAs(t, err, &u)
+	assert.Contains(t, u.Tools, "get-sum")
+}

@@ -109,7 +109,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	servers, err := flags.connect.connect(ctx, sb.conns, noticeLogger(stderr))
 	if err != nil {
 		fmt.Fprintln(stderr, "monty:", err)
-		return ExitException
+		return connectExit(err)
 	}
 	defer servers.Close()
 	if h := servers.host(); h != nil {

@@ -11,9 +11,11 @@ import (
 	"net/url"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -27,7 +29,10 @@ import (
 // time.get_current_time(timezone="UTC")`): --connect, --connect-header,
 // --connect-allow, --connect-deny, --approve and --connect-timeout. monty (-c, FILE,
 // the REPL), monty mcp and monty serve register them with
-// addConnectFlags; servers checks them and connect connects.
+// addConnectFlags; servers checks them and connect connects. The tools
+// of --connect-allow, --connect-deny and --approve are named by their MCP
+// or Python names; connect refuses a name of no tool of the server with a
+// usage error.
 type connectFlags struct {
 	connects, headers, allow, deny, approve []string
 	timeout                                 time.Duration
@@ -49,9 +54,9 @@ func addConnectFlags(fs *flag.FlagSet) *connectFlags {
 	fs.Func("connect", "connect the MCP server `NAME=COMMAND [ARGS...]` (stdio; the words are split as a shell would, expanding nothing) or NAME=http[s]://HOST/PATH (streamable HTTP); "+
 		"the code calls its tools as async methods: await NAME.tool(arg=value) (repeatable)", list(&c.connects))
 	fs.Func("connect-header", "send the header `NAME=Header: value` in every request to the HTTP MCP server NAME (repeatable)", list(&c.headers))
-	fs.Func("connect-allow", "offer only these tools of the MCP server NAME, by their MCP names: `NAME=tool,tool` (repeatable)", list(&c.allow))
-	fs.Func("connect-deny", "do not offer these tools of the MCP server NAME, by their MCP names: `NAME=tool,tool` (repeatable)", list(&c.deny))
-	fs.Func("approve", "calls of these tools of the MCP server NAME wait for a person's approval, as destructiveHint tools do: the run pauses, and resume_python (or POST /runs/{run_id}/resume) answers approve true or false: `NAME=tool,tool` (repeatable)", list(&c.approve))
+	fs.Func("connect-allow", "offer only these tools of the MCP server NAME, by their MCP or Python names: `NAME=tool,tool` (repeatable; a name of no tool refuses to start)", list(&c.allow))
+	fs.Func("connect-deny", "do not offer these tools of the MCP server NAME, by their MCP or Python names: `NAME=tool,tool` (repeatable; a name of no tool refuses to start)", list(&c.deny))
+	fs.Func("approve", "calls of these tools of the MCP server NAME, by their MCP names (get-sum) or Python names (get_sum), wait for a person's approval, as destructiveHint tools do: the run pauses, and resume_python (or POST /runs/{run_id}/resume) answers approve true or false: `NAME=tool,tool` (repeatable; a name of no tool refuses to start)", list(&c.approve))
 	fs.DurationVar(&c.timeout, "connect-timeout", defaultConnectTimeout, "how long each --connect server may take to start and list its tools")
 	return c
 }
@@ -223,7 +228,9 @@ type mcpServers struct {
 // them in a new registry; without servers the registry is nil. log gets a
 // record per server connected, the servers' stderr lines and their
 // sessions' events. A server that cannot be reached fails the whole
-// (closing the others): the command cannot offer what it was told to.
+// (closing the others): the command cannot offer what it was told to. A
+// tool name of --connect-allow, --connect-deny or --approve that is no
+// tool of its server fails it with a usageError (see connectExit).
 func (c *connectFlags) connect(ctx context.Context, conns []*mcpConnection, log *slog.Logger) (*mcpServers, error) {
 	s := &mcpServers{}
 	if len(conns) == 0 {
@@ -272,6 +279,9 @@ func (c *connectFlags) connectOne(ctx context.Context, reg *tools.Registry, conn
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	ns, err := mcpclient.Add(cctx, reg, srv)
+	if errors.Is(err, mcpclient.ErrUnknownTool) {
+		return nil, usageError{unknownTools(conn.name, err)}
+	}
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), mcpclient.ErrServer.Error()+" "+conn.name+": ")
 		switch {
@@ -287,19 +297,58 @@ func (c *connectFlags) connectOne(ctx context.Context, reg *tools.Registry, conn
 		}
 		return nil, fmt.Errorf("--connect %s: %s", conn.name, msg)
 	}
-	offered := ns.Tools()
-	log.Info(mcpConnected, append(where, "tools", len(offered))...)
-	for _, named := range []struct {
-		flag  string
-		tools []string
-	}{{"--connect-allow", conn.allow}, {"--approve", conn.approve}} {
-		for _, tool := range named.tools {
-			if !slices.Contains(offered, tools.PythonName(tool)) {
-				log.Warn(named.flag+" names a tool the MCP server does not offer", "server", conn.name, "tool", tool, "tools", offered)
-			}
-		}
-	}
+	log.Info(mcpConnected, append(where, "tools", len(ns.Tools()))...)
 	return ns, nil
+}
+
+// listFlags are the flags of mcpclient.Server's lists.
+var listFlags = map[string]string{"Allow": "--connect-allow", "Deny": "--connect-deny", "Approve": "--approve"}
+
+// unknownTools is the usage error of the names of --connect-allow,
+// --connect-deny and --approve that are no tool of the server (err,
+// Add's, matches mcpclient.ErrUnknownTool): a line per name, saying what
+// it could have meant.
+func unknownTools(server string, err error) error {
+	errs := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = joined.Unwrap()
+	}
+	var lines []string
+	for _, e := range errs {
+		var u *mcpclient.UnknownToolError
+		if !errors.As(e, &u) {
+			lines = append(lines, e.Error())
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%s %s=%s: %s", listFlags[u.List], server, shownName(u.Name), u.Reason()))
+	}
+	return errors.New(strings.Join(lines, "\n"))
+}
+
+// shownName is a tool name of a flag as an error message shows it: as it
+// is when it is short and plain, else quoted and clipped, so that it stays
+// on one line.
+func shownName(name string) string {
+	const most = 80
+	plain := len(name) <= most && !strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) || r == '"' })
+	if plain {
+		return name
+	}
+	if r := []rune(name); len(r) > most {
+		return strconv.Quote(string(r[:most])) + "…"
+	}
+	return strconv.Quote(name)
+}
+
+// connectExit is the exit status of a command whose servers could not be
+// connected with err (from connect): ExitUsage when the flags named a tool
+// a server does not have, else ExitException.
+func connectExit(err error) int {
+	var u usageError
+	if errors.As(err, &u) {
+		return ExitUsage
+	}
+	return ExitException
 }
 
 // host is a Host offering the servers, nil when there are none.

@@ -3,11 +3,15 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/session/mcpclient/mcptest"
 )
 
 // TestConnectNotices: monty -c says which MCP servers it connected to on
@@ -50,4 +54,41 @@ func TestServerStderr(t *testing.T) {
 	assert.Contains(t, lines[2], "line="+strings.Repeat("z", stderrLineSize)+"…")
 	assert.Len(t, lines, 4+stderrLines, "the long line is logged once, and its end on its own")
 	assert.Equal(t, "a\nb\nc\nd\ne\nf\ng\nh\nunfinished", w.tail())
+}
+
+// TestServeApproveToolNames: monty serve --approve with the tool's Python
+// name pauses a /exec's call for a person's approval, as with its MCP
+// name; resumed with approve, the call is made.
+func TestServeApproveToolNames(t *testing.T) {
+	t.Setenv("MONTY_SIGNING_KEY", "serve-approve-signing-key-0123")
+	for i, name := range []string{"get_sum", "get-sum"} {
+		addr, _ := startServe(t, "--store", "mem:", "--connect", "ev="+strings.Join(mcptest.Everything(t), " "), "--approve", "ev="+name)
+		base := "http://" + addr
+		status, out := call(t, "POST", base+"/exec", fmt.Sprintf(`{"session_id": "s%d", "code": "await ev.get_sum(a=1, b=2)"}`, i))
+		require.Equal(t, 200, status, "%v", out)
+		require.Equal(t, "paused", out["status"], "--approve ev=%s: %v", name, out)
+		calls, _ := out["calls"].([]any)
+		require.Len(t, calls, 1, "%v", out)
+		c := calls[0].(map[string]any)
+		assert.Equal(t, true, c["approval"], "%v", c)
+		status, out = call(t, "POST", base+"/runs/"+fmt.Sprint(out["run_id"])+"/resume", fmt.Sprintf(`{"results": [{"id": %q, "approve": true}]}`, c["id"]))
+		require.Equal(t, 200, status, "%v", out)
+		assert.Equal(t, "The sum of 1 and 2 is 3.", out["result"], "%v", out)
+	}
+}
+
+// TestShownName: a flag's tool name in an error stays on one line and
+// short, whatever it holds.
+func TestShownName(t *testing.T) {
+	for name, want := range map[string]string{
+		"get_sum":               "get_sum",
+		"get-sum":               "get-sum",
+		"a b":                   `"a b"`,
+		"line\nbreak":           `"line\nbreak"`,
+		`say "hi"`:              `"say \"hi\""`,
+		"\x1b[31mred":           `"\x1b[31mred"`,
+		strings.Repeat("é", 81): `"` + strings.Repeat("é", 80) + `"…`,
+	} {
+		assert.Equal(t, want, shownName(name), "%q", name)
+	}
 }

@@ -1,9 +1,12 @@
 package cli_test
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -77,4 +80,101 @@ func TestConnectSession(t *testing.T) {
 	code, out, errOut := monty(t, "--store", dir, "--session", "s", "-c", "print(now['timezone'])")
 	require.Equal(t, cli.ExitOK, code, errOut)
 	assert.Equal(t, "UTC\n", out)
+}
+
+// TestConnectToolNames: --approve, --connect-allow and --connect-deny take
+// a tool's MCP name (get-sum, as the reference "everything" server lists
+// it) or its Python name (get_sum, as the code calls it), meaning the same
+// tool: with either, monty -c does not make the gated call.
+func TestConnectToolNames(t *testing.T) {
+	connect := "ev=" + strings.Join(mcptest.Everything(t), " ")
+	code, out, errOut := monty(t, "--connect", connect, "-c", "print(await ev.get_sum(a=1, b=2))")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	assert.Equal(t, "The sum of 1 and 2 is 3.\n", out, "not gated without --approve")
+	for _, name := range []string{"get-sum", "get_sum"} {
+		code, out, errOut := monty(t, "--connect", connect, "--approve", "ev=echo,"+name, "-c", "print(await ev.get_sum(a=1, b=2))")
+		assert.Equal(t, cli.ExitException, code, "--approve ev=%s: %s", name, errOut)
+		assert.Empty(t, out, "--approve ev=%s: the call is not made", name)
+		assert.Contains(t, errOut, "execution suspended at calls its caller answers (get_sum)", name)
+
+		code, out, errOut = monty(t, "--connect", connect, "--connect-allow", "ev="+name, "--connect-deny", "ev=echo",
+			"-c", "print(await ev.get_sum(a=1, b=2))\nawait ev.get_tiny_image()")
+		assert.Equal(t, cli.ExitException, code, errOut)
+		assert.Equal(t, "The sum of 1 and 2 is 3.\n", out, "--connect-allow ev=%s", name)
+		assert.Contains(t, errOut, "AttributeError", "only get_sum is offered")
+
+		code, _, errOut = monty(t, "--connect", connect, "--connect-deny", "ev="+name, "-c", "await ev.get_sum(a=1, b=2)")
+		assert.Equal(t, cli.ExitException, code, errOut)
+		assert.Contains(t, errOut, "AttributeError", "--connect-deny ev=%s", name)
+	}
+}
+
+// TestConnectUnknownToolNames: a name in --approve, --connect-allow or
+// --connect-deny that is no tool of its server refuses to start, with
+// exit status 2 and a line per name saying what it could have meant, on
+// every command that takes the flags: monty -c, the REPL, monty mcp and
+// monty serve.
+func TestConnectUnknownToolNames(t *testing.T) {
+	t.Setenv("MONTY_SIGNING_KEY", "connect-names-signing-key-0123456789")
+	connect := "ev=" + strings.Join(mcptest.Everything(t), " ")
+	flags := []string{"--connect", connect, "--approve", "ev=echo,no_such_tool", "--approve", "ev=get_summ,<b>\nbold",
+		"--connect-allow", "ev=echo,get-sum,Get_Env", "--connect-deny", "ev=get-tiny-imag"}
+	want := []string{
+		`--connect-allow ev=Get_Env: the MCP server ev has no tool "Get_Env"; did you mean get_env (MCP name get-env)? (name a tool by its MCP name or its Python name)`,
+		`--connect-deny ev=get-tiny-imag: the MCP server ev has no tool "get-tiny-imag"; did you mean get_tiny_image (MCP name get-tiny-image)?`,
+		`--approve ev=no_such_tool: the MCP server ev has no tool "no_such_tool"; its tools are echo, get_annotated_message (MCP name get-annotated-message), get_env (MCP name get-env), `,
+		`--approve ev=get_summ: the MCP server ev has no tool "get_summ"; did you mean get_sum (MCP name get-sum)?`,
+		`--approve ev="<b>\nbold": the MCP server ev has no tool "<b>\nbold"; its tools are echo, `,
+	}
+	for _, command := range []struct {
+		name  string
+		args  []string
+		stdin string
+	}{
+		{"run", append(flags[:len(flags):len(flags)], "-c", "print('ran')"), ""},
+		{"repl", flags, "print('ran')\n"},
+		{"mcp", append([]string{"mcp", "--store", "mem:"}, flags...), ""},
+		{"serve", append([]string{"serve", "--store", "mem:", "--addr", "127.0.0.1:0"}, flags...), ""},
+	} {
+		code, out, errOut := montyIn(t, command.stdin, command.args...)
+		assert.Equal(t, cli.ExitUsage, code, "%s: %s", command.name, errOut)
+		assert.NotContains(t, out, "ran", command.name)
+		for _, line := range want {
+			assert.Contains(t, errOut, line, command.name)
+		}
+		// The server's tools/list_changed on the session refused is not
+		// listed again, nor warned about.
+		assert.NotContains(t, errOut, "list_changed", command.name)
+	}
+}
+
+// TestConnectApproveMCP: monty mcp --approve with the tool's Python name
+// pauses its call for a person's approval, as with its MCP name
+// (cmd/monty's TestConnectApproval); approved, the call is made.
+func TestConnectApproveMCP(t *testing.T) {
+	cs := mcpSession(t, "--connect", "ev="+strings.Join(mcptest.Everything(t), " "), "--approve", "ev=get_sum")
+	text, isError := callTool(t, cs, "await ev.get_sum(a=1, b=2)")
+	require.False(t, isError, text)
+	assert.Contains(t, text, "ev.get_sum(a=1, b=2) (needs a person's approval")
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_python", Arguments: map[string]any{"code": "await ev.get_sum(a=1, b=2)", "session_id": "other"}})
+	require.NoError(t, err)
+	var paused struct {
+		RunID  string `json:"run_id"`
+		Paused struct {
+			Calls []struct {
+				ID       string `json:"id"`
+				Approval bool   `json:"approval"`
+			} `json:"calls"`
+		} `json:"paused"`
+	}
+	raw, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &paused), string(raw))
+	require.Len(t, paused.Paused.Calls, 1, string(raw))
+	require.True(t, paused.Paused.Calls[0].Approval)
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "resume_python", Arguments: map[string]any{
+		"run_id": paused.RunID, "session_id": "other", "results": []map[string]any{{"id": paused.Paused.Calls[0].ID, "approve": true}}}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, res.Content[0].(*mcp.TextContent).Text)
+	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, "The sum of 1 and 2 is 3.")
 }
