@@ -43,7 +43,9 @@ func (claimedError) Is(target error) bool { return target == ErrRunNotPaused }
 
 // ResumeOptions configure ResumeOptions: who decides the calls a resume
 // makes itself (the approved calls of tools that wait for a person's
-// approval), and how they are made. The zero value is Resume.
+// approval), and how they are made. The zero value is Resume. Check,
+// Make and Name are called on the resume's goroutine, with the session
+// held (they must not call the session).
 type ResumeOptions struct {
 	// Who decided the calls (a person, or the API key or client they
 	// acted through), for the claim and the decisions. Never a secret.
@@ -76,7 +78,7 @@ type ResumeOptions struct {
 }
 
 // Claim is the claim of a paused run by a resume that makes its approved
-// calls (Paused.Claim).
+// calls (Paused.Claim). It is a plain value, a copy of what is stored.
 type Claim struct {
 	// Who made the decisions the claiming resume carries out.
 	Who string
@@ -132,7 +134,7 @@ const MaxDecisions = 100
 
 // Decision is one decision on a call that waited for a person's approval,
 // as the session keeps it (Session.Decisions) and the run's events, log
-// and spans report it.
+// and spans report it. It is a plain value.
 type Decision struct {
 	// Time is when the decision was carried out (or found uncertain).
 	Time time.Time `json:"time"`

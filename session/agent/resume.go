@@ -292,7 +292,7 @@ func runRefusal(err error, a ResumeArgs) error {
 	switch {
 	case errors.Is(err, session.ErrRunClaimed):
 		return &callerError{err: err, msg: fmt.Sprintf("run_id %q of %s is being resumed elsewhere: another resume claimed it to make its approved calls, "+
-			"and its outcome is stored when it is done; nothing was done for this one (do not resume it again: run the session's code again later to see where it got)", a.RunID, where)}
+			"and its outcome is stored when it is done; nothing was done for this call (do not resume it again: once it is done, the session's next call sees its outcome)", a.RunID, where)}
 	case errors.Is(err, session.ErrRunNotPaused):
 		return &callerError{err: err, msg: fmt.Sprintf("run_id %q is not paused in %s: it was resumed already, "+
 			"abandoned after expiring, or never made there (a named session's run needs the same session_id as the call that paused)", a.RunID, where)}
