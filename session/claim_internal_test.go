@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/object"
 )
 
 // TestDecisionsBounded: a session keeps the newest MaxDecisions.
@@ -57,4 +59,35 @@ func TestDecisionsFormat(t *testing.T) {
 	_, err = parseBlob(append(body, sum[:]...), nil)
 	require.ErrorIs(t, err, ErrCorrupt)
 	assert.Contains(t, err.Error(), "decisions")
+}
+
+// TestOriginOfOlderRecords: a run record of an older build has no origin;
+// its own id stands in, so its calls keep their keys once it is resumed
+// and paused again (the origin is carried from then on).
+func TestOriginOfOlderRecords(t *testing.T) {
+	rec := &pausedRun{ID: "old1", Calls: []storedCall{storeCallOf(t, 1), storeCallOf(t, 2)}}
+	var old map[string]any
+	data, err := json.Marshal(rec)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &old))
+	assert.NotContains(t, old, "origin", "nothing new is written for a record without it")
+	assert.NotContains(t, old, "claim")
+	p := rec.public("sid")
+	var r runs
+	r.paused = &activeRun{rec: rec}
+	r.resumed(r.paused, []ToolResult{{ID: "1"}}, nil, true)
+	assert.Equal(t, "old1", r.paused.rec.Origin)
+	next := r.paused.rec
+	next.ID = "new2"
+	assert.Equal(t, p.Calls[1].IdempotencyKey, next.public("sid").Calls[0].IdempotencyKey)
+}
+
+// storeCallOf is a stored call id with no arguments.
+func storeCallOf(t *testing.T, id uint32) storedCall {
+	t.Helper()
+	a, err := object.Encode(object.Tuple{})
+	require.NoError(t, err)
+	k, err := object.Encode(object.Dict{})
+	require.NoError(t, err)
+	return storedCall{ID: id, Name: "ask", Args: a, Kwargs: k}
 }
