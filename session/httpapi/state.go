@@ -12,6 +12,7 @@ import (
 
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
+	"github.com/monty-go/monty/session/store/tiered"
 )
 
 // StateInfo is the body of GET /state/{id}/info.
@@ -31,8 +32,9 @@ type StateInfo struct {
 	// Decisions are the last decisions on the session's calls that
 	// waited for a person's approval, oldest first (session.MaxDecisions
 	// at most): who decided (an API key's name, never the key), when,
-	// what, and the outcome. Absent when none, or when the stored state
-	// cannot be read.
+	// what, and the outcome. Absent when none, when the stored state
+	// cannot be read, or while it is in a tiered store's archive (reading
+	// it would restore it).
 	Decisions []session.Decision `json:"decisions,omitempty"`
 }
 
@@ -203,7 +205,10 @@ func (h *Handler) stateInfo(w http.ResponseWriter, r *http.Request, ns string) *
 	out.CreatedAt = timePtr(info.Created)
 	out.ModifiedAt = timePtr(info.Modified)
 	out.ExpiresAt = timePtr(info.Expires)
-	out.Decisions = h.decisions(r.Context(), ns, id, sid)
+	if info.Source != tiered.SourceArchive {
+		// Reading an archived state would restore it to the hot tier.
+		out.Decisions = h.decisions(r.Context(), ns, id, sid)
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
