@@ -74,29 +74,14 @@ func (w *wipeServer) setHold(on bool) {
 	w.mu.Unlock()
 }
 
-var (
-	montyBinOnce sync.Once
-	montyBin     string
-	montyBinErr  error
-)
-
-// buildMonty builds cmd/monty once per test binary.
+// buildMonty builds cmd/monty into the test's temporary directory (the
+// build cache makes the second build of a run a link).
 func buildMonty(t *testing.T) string {
 	t.Helper()
-	montyBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "monty-bin-")
-		if err != nil {
-			montyBinErr = err
-			return
-		}
-		montyBin = filepath.Join(dir, "monty")
-		out, err := exec.Command("go", "build", "-o", montyBin, "github.com/monty-go/monty/cmd/monty").CombinedOutput()
-		if err != nil {
-			montyBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, montyBinErr)
-	return montyBin
+	bin := filepath.Join(t.TempDir(), "monty")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/monty-go/monty/cmd/monty").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
 }
 
 // servedProcess is a `monty serve` in a process of its own.
