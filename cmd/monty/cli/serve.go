@@ -106,6 +106,7 @@ type serveConfig struct {
 	onCorrupt                     func() (bool, error)
 	healthTimeout                 time.Duration
 	runTTL                        time.Duration
+	console                       string
 	ws                            *wsFlags
 }
 
@@ -155,6 +156,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	c.onCorrupt = corruptFlag(fs, "a session", "in the answer's state_warning and the log")
 	fs.DurationVar(&c.healthTimeout, "health-timeout", httpapi.DefaultHealthTimeout, "longest store round trip of GET /health/store")
 	fs.DurationVar(&c.runTTL, "run-ttl", session.DefaultRunTTL, "how long a run paused at client tool calls waits for POST /runs/{run_id}/resume")
+	fs.StringVar(&c.console, "console", "on", "serve the operator console at /ui (sign-in with an API key): on, or off to remove it")
 	c.ws = addWSFlags(fs)
 	if exit, ok := parseFlags(fs, args); !ok {
 		return exit
@@ -249,6 +251,13 @@ func (c serveConfig) options() (httpapi.Options, error) {
 		return o, usageError{errors.New("--run-ttl must not be negative (0: the default, 1h)")}
 	}
 	o.RunTTL = c.runTTL
+	switch c.console {
+	case "on":
+	case "off":
+		o.DisableConsole = true
+	default:
+		return o, usageError{fmt.Errorf("--console: %q: want on or off", c.console)}
+	}
 	return o, nil
 }
 
