@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,14 +107,23 @@ func (b *consoleBackend) Inspect(ctx context.Context, ns, id string) (*console.S
 			run := &console.Run{ID: runID(id, p.RunID), Expires: p.Expires}
 			for _, c := range p.Calls {
 				info := callInfo(c, b.h.opts.Functions)
-				args, _ := json.Marshal(map[string]any{"args": info.Args, "kwargs": info.Kwargs})
-				run.Calls = append(run.Calls, console.Call{ID: c.ID, Name: info.Name, Approval: info.Approval, Blocking: c.Blocking, Args: string(args)})
+				run.Calls = append(run.Calls, console.Call{ID: c.ID, Name: info.Name, Approval: info.Approval, Blocking: c.Blocking, Args: argsText(info)})
 			}
 			out.Paused = run
 		}
 		return nil
 	})
 	return out, err
+}
+
+// argsText is a call's arguments as JSON text, {"args": [...], "kwargs":
+// {...}}, with its characters as they are: the console escapes them.
+func argsText(info ToolCallInfo) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string]any{"args": info.Args, "kwargs": info.Kwargs})
+	return strings.TrimSuffix(buf.String(), "\n")
 }
 
 func (b *consoleBackend) Files(ctx context.Context, ns, id string) ([]console.File, error) {

@@ -345,7 +345,7 @@ r`
 	assert.Contains(t, body, "2 calls waiting")
 	assert.Equal(t, 2, strings.Count(body, `<code class="tool">everything.echo</code>`))
 	assert.NotContains(t, body, "<img src=x")
-	assert.Contains(t, body, `{&#34;args&#34;:[],&#34;kwargs&#34;:{&#34;message&#34;:&#34;\u003cimg src=x onerror=alert(1)\u003e&#34;}}`)
+	assert.Contains(t, body, `{&#34;args&#34;:[],&#34;kwargs&#34;:{&#34;message&#34;:&#34;&lt;img src=x onerror=alert(1)&gt;&#34;}}`)
 	forms := decideForm.FindAllStringSubmatch(body, -1)
 	require.Len(t, forms, 2, body)
 	action, token, call := forms[0][1], forms[0][2], forms[0][3]
