@@ -190,13 +190,13 @@ func (b *consoleBackend) Decide(r *http.Request, ns, apiRun string, decisions []
 	r.Header.Del("Accept") // the JSON answer, not a stream
 	rec := &answerRecorder{header: http.Header{}}
 	if aerr := b.h.resumeRun(rec, r, ns, apiRun, req); aerr != nil {
-		return console.Outcome{Error: aerr.code + ": " + aerr.msg}
+		return console.Outcome{Error: aerr.code + ": " + aerr.msg, HTTPStatus: aerr.status}
 	}
 	var resp ExecResponse
 	if err := json.Unmarshal(rec.body, &resp); err != nil {
-		return console.Outcome{Error: "internal: the resume's answer is not JSON: " + err.Error()}
+		return console.Outcome{Error: "internal: the resume's answer is not JSON: " + err.Error(), HTTPStatus: http.StatusInternalServerError}
 	}
-	out := console.Outcome{Status: resp.Status, RunID: resp.RunID, Stdout: resp.Stdout, Stderr: resp.Stderr, Result: resp.ResultRepr}
+	out := console.Outcome{Status: resp.Status, RunID: resp.RunID, SessionID: resp.SessionID, Stdout: resp.Stdout, Stderr: resp.Stderr, Result: resp.ResultRepr}
 	if e := resp.Error; e != nil {
 		out.Exception = e.Type + ": " + e.Message
 	}

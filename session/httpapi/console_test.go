@@ -381,10 +381,11 @@ r`
 	assert.Equal(t, int32(0), m.echoes.Load(), "no refused decision made the call")
 
 	// Approve: the server makes the call; the page shows the result.
-	resp, body = b.post(action, url.Values{"csrf": {token}, "call": {call}, "decision": {"approve"}, "session": {"one"}})
+	resp, body = b.post(action, url.Values{"csrf": {token}, "call": {call}, "decision": {"approve"}})
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	assert.Equal(t, int32(1), m.echoes.Load())
 	assert.Contains(t, body, `<p id="status">The run completed.</p>`)
+	assert.Contains(t, body, `approved in session <a href="/ui/s/two">two</a>`, "the most recently paused first")
 	assert.Contains(t, body, `&#39;echo: &lt;img src=x onerror=alert(1)&gt;&#39;`)
 	assert.NotContains(t, body, "<img src=x")
 	resp, body = b.post(action, url.Values{"csrf": {token}, "call": {call}, "decision": {"approve"}})

@@ -19,6 +19,8 @@
 //	GET    /health             liveness only (no API key needed)
 //	GET    /health/store       a write-read-delete round trip through the store → 200 or 503
 //	GET    /metrics            Prometheus text metrics (no API key needed)
+//	       /ui/                the operator console (package console): pages signed in with an API key;
+//	                           Options.DisableConsole removes it
 //
 // Every request reads the session from the Store and writes it back, so the
 // handler keeps no session in memory between requests: any instance sharing

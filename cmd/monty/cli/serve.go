@@ -252,7 +252,7 @@ func (c serveConfig) options() (httpapi.Options, error) {
 	}
 	o.RunTTL = c.runTTL
 	switch c.console {
-	case "on":
+	case "on", "": // "": a configuration made in Go, without the flag
 	case "off":
 		o.DisableConsole = true
 	default:
@@ -609,6 +609,9 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "api_keys", len(opts.APIKeys),
 		"concurrency", h.Capacity(), "max_duration", opts.Limits.MaxDuration, "max_memory", opts.Limits.MaxMemory, "max_result", h.Limits().MaxResult,
 		"mounts", mountList(opts.Mounts), "max_files_size", opts.MaxFileBytes)
+	if !opts.DisableConsole {
+		log.Info("operator console", "url", scheme+"://"+ln.Addr().String()+"/ui/", "open", len(opts.APIKeys) == 0)
+	}
 
 	served := make(chan error, 1)
 	go func() {

@@ -147,8 +147,12 @@ type Outcome struct {
 	// Exception is the Python exception the code raised ("PermissionError:
 	// ..."), empty when none.
 	Exception string
-	// Error is the API's error code and message of a refused resume.
-	Error string
+	// SessionID is the session the run is in (empty when refused).
+	SessionID string
+	// Error is the API's error code and message of a refused resume, and
+	// HTTPStatus the status POST /runs/{run_id}/resume answered it with.
+	Error      string
+	HTTPStatus int
 }
 
 // Health is the server's and the store's state.

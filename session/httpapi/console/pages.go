@@ -357,14 +357,13 @@ func (c *Console) healthPage(w http.ResponseWriter, r *http.Request, s signIn) {
 
 // decided is the result page of a decision.
 type decided struct {
-	Session  string
 	CallID   string
 	Approved bool
 	Outcome  Outcome
 }
 
 func (c *Console) decide(w http.ResponseWriter, r *http.Request, s signIn) {
-	runID, callID, session := r.PathValue("run_id"), r.PostFormValue("call"), r.PostFormValue("session")
+	runID, callID := r.PathValue("run_id"), r.PostFormValue("call")
 	var approve bool
 	switch r.PostFormValue("decision") {
 	case "approve":
@@ -380,13 +379,10 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s signIn) {
 	}
 	out := c.b.Decide(r, s.ns, runID, []Decision{{CallID: callID, Approve: approve}})
 	status := http.StatusOK
-	if out.Status == "" {
-		status = http.StatusConflict
-		if strings.HasPrefix(out.Error, "run_not_found") {
-			status = http.StatusNotFound
-		}
+	if out.Error != "" {
+		status = out.HTTPStatus
 	}
-	c.render(w, status, "decided", c.page(s, "Decision", decided{Session: session, CallID: callID, Approved: approve, Outcome: out}))
+	c.render(w, status, "decided", c.page(s, "Decision", decided{CallID: callID, Approved: approve, Outcome: out}))
 }
 
 // execRequest is the run box's request: code for the path's session (or
