@@ -25,7 +25,7 @@ var assets embed.FS
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"size":       byteSize,
 	"ago":        ago,
-	"clip":       clip,
+	"clipArgs":   func(s string) string { return clip(s, maxArgs) },
 	"time":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"query":      pageURL,
 	"fileURL":    fileURL,
@@ -61,7 +61,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /ui/runs/{run_id}/decide", c.changing(c.decide))
 	c.mux.HandleFunc("GET /ui/static/{name}", c.static)
 	c.mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
-		c.fail(w, r, nil, http.StatusNotFound, r.Method+" "+r.URL.Path+" is not a page of the console")
+		c.fail(w, nil, http.StatusNotFound, r.Method+" "+r.URL.Path+" is not a page of the console")
 	})
 }
 
@@ -100,10 +100,10 @@ func (c *Console) changing(f func(w http.ResponseWriter, r *http.Request, s sign
 		s, ok := c.current(w, r)
 		switch {
 		case !ok:
-			c.fail(w, r, nil, http.StatusForbidden, "not signed in (or the sign-in expired): sign in again")
+			c.fail(w, nil, http.StatusForbidden, "not signed in (or the sign-in expired): sign in again")
 			return
 		case !sameOrigin(r):
-			c.fail(w, r, nil, http.StatusForbidden, "a request from another site was refused")
+			c.fail(w, nil, http.StatusForbidden, "a request from another site was refused")
 			return
 		}
 		token := r.Header.Get("X-CSRF-Token")
@@ -112,7 +112,7 @@ func (c *Console) changing(f func(w http.ResponseWriter, r *http.Request, s sign
 			token = r.PostFormValue("csrf")
 		}
 		if !c.auth.checkCSRF(s, token) {
-			c.fail(w, r, nil, http.StatusForbidden, "the form's CSRF token is missing or wrong: reload the page and try again")
+			c.fail(w, nil, http.StatusForbidden, "the form's CSRF token is missing or wrong: reload the page and try again")
 			return
 		}
 		f(w, r, s)
@@ -148,7 +148,7 @@ func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) signInForm(w http.ResponseWriter, r *http.Request) {
 	if !sameOrigin(r) {
-		c.fail(w, r, nil, http.StatusForbidden, "a request from another site was refused")
+		c.fail(w, nil, http.StatusForbidden, "a request from another site was refused")
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
@@ -188,7 +188,7 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, v view)
 
 // fail answers with an error page (s: the sign-in, nil when there is none
 // to show).
-func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *signIn, status int, msg string) {
+func (c *Console) fail(w http.ResponseWriter, s *signIn, status int, msg string) {
 	v := view{Title: http.StatusText(status), Error: msg, Open: c.b.Open()}
 	if s != nil {
 		v.CSRF = c.auth.csrf(*s)
@@ -198,12 +198,12 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *signIn, status
 
 // storeFailure answers a Backend failure: not found (404) or another
 // error (503: the store; the server's log has the detail).
-func (c *Console) storeFailure(w http.ResponseWriter, r *http.Request, s signIn, what string, err error) {
+func (c *Console) storeFailure(w http.ResponseWriter, s signIn, what string, err error) {
 	if errors.Is(err, ErrNotFound) {
-		c.fail(w, r, &s, http.StatusNotFound, what+" not found (unknown, or made with another API key)")
+		c.fail(w, &s, http.StatusNotFound, what+" not found (unknown, or made with another API key)")
 		return
 	}
-	c.fail(w, r, &s, http.StatusServiceUnavailable, what+" could not be read: "+err.Error())
+	c.fail(w, &s, http.StatusServiceUnavailable, what+" could not be read: "+err.Error())
 }
 
 func (c *Console) page(s signIn, title string, data any) view {
@@ -224,7 +224,7 @@ type sessionsData struct {
 func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request, s signIn) {
 	all, err := c.b.Sessions(r.Context(), s.ns)
 	if err != nil {
-		c.storeFailure(w, r, s, "the session list", err)
+		c.storeFailure(w, s, "the session list", err)
 		return
 	}
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
@@ -259,7 +259,7 @@ func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request, s signIn) 
 	id := r.PathValue("id")
 	st, err := c.b.Inspect(r.Context(), s.ns, id)
 	if err != nil {
-		c.storeFailure(w, r, s, fmt.Sprintf("session %q", id), err)
+		c.storeFailure(w, s, fmt.Sprintf("session %q", id), err)
 		return
 	}
 	d := sessionData{State: st, Globals: clip(indentJSON(st.JSON), maxGlobals)}
@@ -282,7 +282,7 @@ func (c *Console) download(w http.ResponseWriter, r *http.Request, s signIn) {
 	id, name := r.PathValue("id"), r.PathValue("path")
 	data, err := c.b.ReadFile(r.Context(), s.ns, id, name)
 	if err != nil {
-		c.storeFailure(w, r, s, fmt.Sprintf("file %q of session %q", name, id), err)
+		c.storeFailure(w, s, fmt.Sprintf("file %q of session %q", name, id), err)
 		return
 	}
 	// Always a download of opaque bytes: a file the code wrote is never
@@ -316,7 +316,7 @@ type approvalsData struct {
 func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request, s signIn) {
 	all, err := c.b.Sessions(r.Context(), s.ns)
 	if err != nil {
-		c.storeFailure(w, r, s, "the session list", err)
+		c.storeFailure(w, s, "the session list", err)
 		return
 	}
 	slices.SortStableFunc(all, func(a, b SessionInfo) int { return b.Modified.Compare(a.Modified) })
@@ -370,11 +370,11 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s signIn) {
 		approve = true
 	case "deny":
 	default:
-		c.fail(w, r, &s, http.StatusBadRequest, `the form's decision must be "approve" or "deny"`)
+		c.fail(w, &s, http.StatusBadRequest, `the form's decision must be "approve" or "deny"`)
 		return
 	}
 	if callID == "" {
-		c.fail(w, r, &s, http.StatusBadRequest, "the form names no call")
+		c.fail(w, &s, http.StatusBadRequest, "the form names no call")
 		return
 	}
 	out := c.b.Decide(r, s.ns, runID, []Decision{{CallID: callID, Approve: approve}})
