@@ -111,6 +111,9 @@ func TestMCPUsageErrors(t *testing.T) {
 	assert.Contains(t, errOut, "--max-memory")
 	code, _, _ = run(t, "mcp", "extra")
 	assert.Equal(t, 2, code)
+	code, _, errOut = run(t, "mcp", "--approvals", "model")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, `unknown approval policy "model": want user-first or user-only`)
 }
 
 // A malformed input line gets a JSON-RPC error and the server keeps

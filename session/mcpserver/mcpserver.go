@@ -42,6 +42,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/codes"
@@ -128,6 +129,13 @@ type Options struct {
 	Version string
 	// Logger receives a record per tool call; nil logs nothing.
 	Logger *slog.Logger
+	// Approvals says who decides the calls that wait for a person's
+	// approval; "" is ApprovalsUserFirst.
+	Approvals ApprovalPolicy
+	// ConsoleURL, when set, is where an operator decides approvals (the
+	// console of `monty serve`, at /ui, sharing this server's store): a
+	// run paused at approvals names it.
+	ConsoleURL string
 }
 
 // New returns an MCP server offering execute_python, resume_python and
@@ -150,7 +158,11 @@ func New(opts Options) (*mcp.Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	h := &handlers{exec: opts.Executor, thread: opts.ThreadKey, log: logger}
+	policy, err := ParseApprovalPolicy(string(opts.Approvals))
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: Options.Approvals: %w", err)
+	}
+	h := &handlers{exec: opts.Executor, thread: opts.ThreadKey, log: logger, policy: policy, consoleURL: opts.ConsoleURL, stateKey: newStateKey()}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "monty", Title: "Monty Python sandbox", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "Run Python in a sandbox with execute_python. State persists between calls: define a variable " +
 			"or function in one call and use it in the next. Use reset_session to start over. Functions you answer " +
@@ -169,9 +181,12 @@ func New(opts Options) (*mcp.Server, error) {
 }
 
 type handlers struct {
-	exec   *agent.Executor
-	thread string
-	log    *slog.Logger
+	exec       *agent.Executor
+	thread     string
+	log        *slog.Logger
+	policy     ApprovalPolicy
+	consoleURL string
+	stateKey   []byte // signs the request states of approvals' input requests
 }
 
 // traced runs handler under a server span "tools/call <tool>" of the
@@ -213,9 +228,16 @@ func errorDescription(res *mcp.CallToolResult) string {
 // execute runs one execute_python call. Failures of the code (exceptions,
 // limits, bad arguments) are tool errors the model can read and correct;
 // protocol errors are reserved for failures of the server itself.
+// A run paused at calls that wait for approval asks the client's user
+// first, when it can (see ApprovalPolicy).
 func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	a := h.approverFor(req.Session)
+	if req.Params.RequestState != "" {
+		return a.answered(ctx, req, start), nil
+	}
 	res, err := h.exec.Execute(ctx, h.thread, req.Params.Arguments)
-	return h.answer(agent.ToolName, res, err), nil
+	return a.settle(ctx, agent.ToolName, res, err, start), nil
 }
 
 // answer is the tool result of an execute_python or resume_python call.
@@ -248,9 +270,19 @@ func (h *handlers) answer(tool string, res *agent.Result, err error) *mcp.CallTo
 
 // resume runs one resume_python call: the model's answers to the client
 // tool calls a run is paused at. Answered like execute_python.
+// Where approvals are the user's (ApprovalPolicy), the model's answers
+// cannot decide them.
 func (h *handlers) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	res, err := h.exec.Resume(ctx, h.thread, req.Params.Arguments)
-	return h.answer(agent.ResumeToolName, res, err), nil
+	start := time.Now()
+	a := h.approverFor(req.Session)
+	switch {
+	case req.Params.RequestState != "":
+		return a.answered(ctx, req, start), nil
+	case a.userDecides():
+		return a.resume(ctx, req, start), nil
+	}
+	res, err := h.exec.Resume(agent.WithDecider(ctx, a.who), h.thread, req.Params.Arguments)
+	return a.settle(ctx, agent.ResumeToolName, res, err, start), nil
 }
 
 // reset runs one reset_session call.

@@ -49,12 +49,21 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	maxLive := fs.Int("max-live", 0, "most sessions kept in memory at once (0: the manager's default)")
 	signingKeyFile := fs.String("signing-key-file", "", "sign stored state with the key in `FILE` (or set MONTY_SIGNING_KEY); default unsigned, like monty --session")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	approvals := fs.String("approvals", string(mcpserver.ApprovalsUserFirst), "who decides the calls that wait for approval: "+
+		"user-first (the user, asked through the client's elicitation; a client without it answers with resume_python) "+
+		"or user-only (the user; without elicitation such calls are refused)")
+	consoleURL := fs.String("console-url", "", "the `URL` of an operator console (monty serve's /ui on the same store), named in a run paused at approvals")
 	if exit, ok := parseFlags(fs, args); !ok {
 		return exit
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "monty mcp: unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
+		return ExitUsage
+	}
+	policy, perr := mcpserver.ParseApprovalPolicy(*approvals)
+	if perr != nil {
+		fmt.Fprintln(stderr, "monty mcp: --approvals:", perr)
 		return ExitUsage
 	}
 	// Only the operator names host directories; the tool's callers see the
@@ -148,7 +157,8 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return ExitUsage
 	}
 	defer exec.Close()
-	srv, err := mcpserver.New(mcpserver.Options{Executor: exec, ThreadKey: *thread, Version: version(), Logger: logger})
+	srv, err := mcpserver.New(mcpserver.Options{Executor: exec, ThreadKey: *thread, Version: version(), Logger: logger,
+		Approvals: policy, ConsoleURL: *consoleURL})
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage

@@ -1,0 +1,65 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Paused returns the run a conversation's session (or its named session)
+// is paused at, as a paused Result describes it, or nil when the session
+// has none (or its run expired). It waits for a running call on that
+// session to finish and, like a call, continues what is stored. A server
+// that asks a person about the calls that wait for approval uses it to
+// find them when the model asks it to ask again.
+func (e *Executor) Paused(ctx context.Context, threadKey, sessionID string) (*PausedRun, error) {
+	id, err := storeID(ResumeToolName, threadKey, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	release, err := e.take(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	s, done, err := e.mgr.Acquire(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("agent: session %s: %w", id, err)
+	}
+	defer done()
+	if err := s.Sync(ctx); err != nil {
+		return nil, fmt.Errorf("agent: session %s: %w", id, err)
+	}
+	p := s.Paused()
+	if p == nil || !time.Now().Before(p.Expires) {
+		return nil, nil
+	}
+	return pausedOf(p, sessionID, e.fns), nil
+}
+
+// TimeLimit is the wall-time limit of each call (ExecutorOptions.Timeout
+// as applied); 0 means none.
+func (e *Executor) TimeLimit() time.Duration {
+	if e.timeout < 0 {
+		return 0
+	}
+	return e.timeout
+}
+
+// deciderKey carries who decides a run's approvals.
+type deciderKey struct{}
+
+// WithDecider returns ctx naming who decides the approvals a resume under
+// it answers (an API key's name, an MCP client's name): the audit records
+// it. Never pass a secret.
+func WithDecider(ctx context.Context, who string) context.Context {
+	return context.WithValue(ctx, deciderKey{}, who)
+}
+
+// DeciderFrom is who WithDecider named, or "unknown".
+func DeciderFrom(ctx context.Context) string {
+	if who, _ := ctx.Value(deciderKey{}).(string); who != "" {
+		return who
+	}
+	return "unknown"
+}
