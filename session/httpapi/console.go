@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -64,7 +65,7 @@ func (b *consoleBackend) Open() bool { return b.h.keys.Len() == 0 }
 func (b *consoleBackend) Sessions(ctx context.Context, ns string) ([]console.SessionInfo, error) {
 	infos, err := b.h.opts.Store.List(ctx)
 	if _, err = store.SplitListError(err); err != nil {
-		return nil, consoleError(err)
+		return nil, b.consoleError(ctx, err)
 	}
 	var out []console.SessionInfo
 	for _, in := range infos {
@@ -84,7 +85,7 @@ func (b *consoleBackend) Inspect(ctx context.Context, ns, id string) (*console.S
 		return nil, console.ErrNotFound
 	}
 	var out *console.State
-	err := b.slot(func() error {
+	err := b.slot(ctx, func() error {
 		obj, err := b.h.opts.Store.Get(ctx, storeID(ns, id))
 		if err != nil {
 			return err
@@ -131,7 +132,7 @@ func (b *consoleBackend) Files(ctx context.Context, ns, id string) ([]console.Fi
 		return nil, nil
 	}
 	var out []console.File
-	err := b.slot(func() error {
+	err := b.slot(ctx, func() error {
 		files, err := session.ListFiles(ctx, storeID(ns, id), b.h.fileOptions(ns, id))
 		for _, f := range files {
 			out = append(out, console.File{Path: f.Path, Size: f.Size, Modified: f.Modified})
@@ -146,7 +147,7 @@ func (b *consoleBackend) ReadFile(ctx context.Context, ns, id, name string) ([]b
 		return nil, console.ErrNotFound
 	}
 	var data []byte
-	err := b.slot(func() (err error) {
+	err := b.slot(ctx, func() (err error) {
 		data, err = session.ReadFile(ctx, storeID(ns, id), name, b.h.fileOptions(ns, id))
 		return err
 	})
@@ -155,7 +156,7 @@ func (b *consoleBackend) ReadFile(ctx context.Context, ns, id, name string) ([]b
 
 // slot does a read that holds a blob in memory with a slot, as the state
 // and file downloads do, and maps its error for the console.
-func (b *consoleBackend) slot(read func() error) error {
+func (b *consoleBackend) slot(ctx context.Context, read func() error) error {
 	var err error
 	if aerr := b.h.withSlot(func() *apiError {
 		err = read()
@@ -163,20 +164,23 @@ func (b *consoleBackend) slot(read func() error) error {
 	}); aerr != nil {
 		return errors.New(aerr.msg)
 	}
-	return consoleError(err)
+	return b.consoleError(ctx, err)
 }
 
 // consoleError is err as the console tells it: console.ErrNotFound for a
 // session or file that is not there, else the message a client of the
-// API would get (the store's own wording is logged, not shown).
-func consoleError(err error) error {
+// API would get; the store's own wording, which may name hosts and
+// paths, goes to the log.
+func (b *consoleBackend) consoleError(ctx context.Context, err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrInvalid):
 		return console.ErrNotFound
 	}
-	return errors.New(storeError(err).msg)
+	aerr := storeError(err)
+	b.h.log.LogAttrs(ctx, slog.LevelWarn, "console: reading the store failed", slog.String("error", aerr.code), slog.String("detail", err.Error()))
+	return errors.New(aerr.msg)
 }
 
 // Decide resumes the run as POST /runs/{run_id}/resume does, with an

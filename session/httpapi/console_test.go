@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/session/httpapi"
+	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
 )
 
@@ -489,4 +490,31 @@ func TestConsoleHealth(t *testing.T) {
 	resp, body = b.get("/ui/nowhere")
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	assert.Contains(t, body, "is not a page of the console")
+}
+
+// TestConsoleStoreFailure: a store that fails shows the API's own words
+// on the console (503 for a session's page, "could not be read" on the
+// approvals page), never its host paths or the key's namespace; the log
+// has the store's wording.
+func TestConsoleStoreFailure(t *testing.T) {
+	inner := memstore.New(memstore.Options{})
+	_, err := inner.Put(context.Background(), namespace(consoleKeys[0])+"/s", []byte("x"), store.Cond{})
+	require.NoError(t, err)
+	var logs logBuffer
+	s := newServer(t, httpapi.Options{Store: failingStore{Store: inner, kind: store.ErrUnavailable}, APIKeys: consoleKeys, Logger: logs.logger()})
+	b := s.browser(t)
+	b.signIn(consoleKeys[0])
+	resp, body := b.get("/ui/")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	assert.Contains(t, body, `href="/ui/s/s"`)
+	resp, body = b.get("/ui/s/s")
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Contains(t, body, "the session store cannot be reached")
+	_, approvals := b.get("/ui/approvals")
+	assert.Contains(t, approvals, "The state of session &#34;s&#34; could not be read.")
+	for _, hidden := range []string{hostPath, namespace(consoleKeys[0])} {
+		assert.NotContains(t, body, hidden)
+		assert.NotContains(t, approvals, hidden)
+	}
+	assert.Contains(t, logs.String(), hostPath, "the log has the store's own error")
 }

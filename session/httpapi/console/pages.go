@@ -151,14 +151,14 @@ func (c *Console) signInForm(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, nil, http.StatusForbidden, "a request from another site was refused")
 		return
 	}
+	if c.b.Open() {
+		// There is nothing to sign in to: current signs everyone in.
+		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	ns, ok := c.b.Namespace(r.PostFormValue("key"))
-	if !ok || c.b.Open() {
-		// Open: there is nothing to sign in to (current signs in).
-		if c.b.Open() {
-			http.Redirect(w, r, "/ui/", http.StatusSeeOther)
-			return
-		}
+	if !ok {
 		c.render(w, http.StatusUnauthorized, "signin", view{Title: "Sign in", Error: "that API key is not accepted by this server"})
 		return
 	}
