@@ -346,6 +346,10 @@ type Inspection struct {
 	// files under /work with their paths, each file compressed on its own,
 	// see docs/state-format.md); 0 without files.
 	FilesSize int64
+	// Paused is the run the state holds paused at client tool calls or
+	// approvals (its calls and their arguments), nil when none: what an
+	// operator needs to answer it, read without an interpreter.
+	Paused *Paused
 }
 
 // Inspect checks a stored blob (its checksum, and its signature when key is
@@ -369,5 +373,9 @@ func Inspect(data, key []byte) (*Inspection, error) {
 		}
 		size = int64(n)
 	}
-	return &Inspection{MontyVersion: b.MontyVersion, Globals: b.Names, JSON: b.JSON, JSONOnly: b.JSONOnly, DumpSize: size, FilesSize: int64(len(b.Files))}, nil
+	in := &Inspection{MontyVersion: b.MontyVersion, Globals: b.Names, JSON: b.JSON, JSONOnly: b.JSONOnly, DumpSize: size, FilesSize: int64(len(b.Files))}
+	if b.Run != nil {
+		in.Paused = b.Run.public()
+	}
+	return in, nil
 }

@@ -106,6 +106,7 @@ type serveConfig struct {
 	onCorrupt                     func() (bool, error)
 	healthTimeout                 time.Duration
 	runTTL                        time.Duration
+	console                       string
 	ws                            *wsFlags
 }
 
@@ -155,6 +156,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	c.onCorrupt = corruptFlag(fs, "a session", "in the answer's state_warning and the log")
 	fs.DurationVar(&c.healthTimeout, "health-timeout", httpapi.DefaultHealthTimeout, "longest store round trip of GET /health/store")
 	fs.DurationVar(&c.runTTL, "run-ttl", session.DefaultRunTTL, "how long a run paused at client tool calls waits for POST /runs/{run_id}/resume")
+	fs.StringVar(&c.console, "console", "on", "serve the operator console at /ui (sign-in with an API key): on, or off to remove it")
 	c.ws = addWSFlags(fs)
 	if exit, ok := parseFlags(fs, args); !ok {
 		return exit
@@ -249,6 +251,13 @@ func (c serveConfig) options() (httpapi.Options, error) {
 		return o, usageError{errors.New("--run-ttl must not be negative (0: the default, 1h)")}
 	}
 	o.RunTTL = c.runTTL
+	switch c.console {
+	case "on", "": // "": a configuration made in Go, without the flag
+	case "off":
+		o.DisableConsole = true
+	default:
+		return o, usageError{fmt.Errorf("--console: %q: want on or off", c.console)}
+	}
 	return o, nil
 }
 
@@ -600,6 +609,9 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "api_keys", len(opts.APIKeys),
 		"concurrency", h.Capacity(), "max_duration", opts.Limits.MaxDuration, "max_memory", opts.Limits.MaxMemory, "max_result", h.Limits().MaxResult,
 		"mounts", mountList(opts.Mounts), "max_files_size", opts.MaxFileBytes)
+	if !opts.DisableConsole {
+		log.Info("operator console", "url", scheme+"://"+ln.Addr().String()+"/ui/", "open", len(opts.APIKeys) == 0)
+	}
 
 	served := make(chan error, 1)
 	go func() {
