@@ -23,6 +23,10 @@ eval "$(scripts/pyclients.sh env)"
 # npm, mcp-server-time from PyPI) for the tests that connect to them as an
 # MCP client (scripts/mcpservers.sh; session/mcpclient/mcptest reads the exports).
 eval "$(scripts/mcpservers.sh env)"
+# --- a real browser for the operator console's tests: Chromium from
+# Debian's packages, driven by Playwright for Python (scripts/browser.sh;
+# session/httpapi's TestConsoleInBrowser reads the exports).
+eval "$(scripts/browser.sh env)"
 
 echo "== gofmt" >&2
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './wasm/target/*'))

@@ -388,6 +388,11 @@ type Inspection struct {
 	// files under /work with their paths, each file compressed on its own,
 	// see docs/state-format.md); 0 without files.
 	FilesSize int64
+	// Paused is the run the state holds paused at client tool calls or
+	// approvals (its calls and their arguments), nil when none: what an
+	// operator needs to answer it, read without an interpreter. Its
+	// calls' IdempotencyKey is empty (the blob does not say its session).
+	Paused *Paused
 	// Decisions are the decisions on the session's approval calls it
 	// keeps (Session.Decisions), oldest first.
 	Decisions []Decision
@@ -414,5 +419,10 @@ func Inspect(data, key []byte) (*Inspection, error) {
 		}
 		size = int64(n)
 	}
-	return &Inspection{MontyVersion: b.MontyVersion, Globals: b.Names, JSON: b.JSON, JSONOnly: b.JSONOnly, DumpSize: size, FilesSize: int64(len(b.Files)), Decisions: b.Decisions}, nil
+	in := &Inspection{MontyVersion: b.MontyVersion, Globals: b.Names, JSON: b.JSON, JSONOnly: b.JSONOnly, DumpSize: size, FilesSize: int64(len(b.Files)),
+		Decisions: b.Decisions}
+	if b.Run != nil {
+		in.Paused = b.Run.public("")
+	}
+	return in, nil
 }

@@ -57,7 +57,8 @@ type ToolCall struct {
 	MayHaveRun bool
 	// IdempotencyKey is the same for every attempt at this call, across
 	// resumes and processes (IdempotencyKey): an approved MCP call sends
-	// it in its request's _meta, so that a server can deduplicate.
+	// it in its request's _meta, so that a server can deduplicate. Empty
+	// in Inspection.Paused.
 	IdempotencyKey string
 }
 
@@ -205,7 +206,8 @@ func (c storedCall) decode() ([]object.Value, []object.Pair, error) {
 }
 
 // public describes the run of the session stored under sid for the
-// caller who answers it.
+// caller who answers it; with sid "" (not known), without idempotency
+// keys.
 func (r *pausedRun) public(sid string) *Paused {
 	p := &Paused{RunID: r.ID, Expires: r.Expires, Previous: r.Previous, Claim: r.Claim.public()}
 	for _, c := range r.Calls {
@@ -214,7 +216,10 @@ func (r *pausedRun) public(sid string) *Paused {
 		id := strconv.FormatUint(uint64(c.ID), 10)
 		p.Calls = append(p.Calls, ToolCall{ID: id, Name: c.Name, Args: args, Kwargs: kwargs,
 			Blocking: r.Blocking != nil && *r.Blocking == c.ID, Object: obj,
-			MayHaveRun: slices.Contains(r.Uncertain, c.ID), IdempotencyKey: IdempotencyKey(sid, r.origin(), id)})
+			MayHaveRun: slices.Contains(r.Uncertain, c.ID)})
+		if sid != "" {
+			p.Calls[len(p.Calls)-1].IdempotencyKey = IdempotencyKey(sid, r.origin(), id)
+		}
 	}
 	return p
 }

@@ -248,3 +248,35 @@ x`, session.ExecOptions{Tools: tools})
 	require.ErrorIs(t, err, session.ErrRunUnloadable)
 	require.NotNil(t, openIn(t, st, "edge-tc").Paused(), "still stored paused")
 }
+
+// TestInspectPausedRun: Inspect reads a paused run's calls and arguments
+// from the stored blob, without an interpreter; an idle session has none.
+func TestInspectPausedRun(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	s := openIn(t, st, "i")
+	_, err := s.Exec(ctx, "x = 1")
+	require.NoError(t, err)
+	obj, err := st.Get(ctx, "i")
+	require.NoError(t, err)
+	in, err := session.Inspect(obj.Data, nil)
+	require.NoError(t, err)
+	assert.Nil(t, in.Paused, "an idle session has no paused run")
+
+	res, err := s.ExecOptions(ctx, "ask('<b>q</b>', n=2)", session.ExecOptions{Tools: tools})
+	require.NoError(t, err)
+	require.NotNil(t, res.Paused)
+	obj, err = st.Get(ctx, "i")
+	require.NoError(t, err)
+	in, err = session.Inspect(obj.Data, nil)
+	require.NoError(t, err)
+	require.NotNil(t, in.Paused)
+	assert.Equal(t, res.Paused.RunID, in.Paused.RunID)
+	require.Len(t, in.Paused.Calls, 1)
+	c := in.Paused.Calls[0]
+	assert.Equal(t, "ask", c.Name)
+	assert.True(t, c.Blocking)
+	assert.Equal(t, []object.Value{object.Str("<b>q</b>")}, c.Args)
+	assert.Equal(t, []object.Pair{{Key: object.Str("n"), Value: object.Int(2)}}, c.Kwargs)
+	assert.WithinDuration(t, res.Paused.Expires, in.Paused.Expires, time.Millisecond)
+}

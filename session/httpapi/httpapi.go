@@ -19,6 +19,8 @@
 //	GET    /health             liveness only (no API key needed)
 //	GET    /health/store       a write-read-delete round trip through the store → 200 or 503
 //	GET    /metrics            Prometheus text metrics (no API key needed)
+//	       /ui/                the operator console (package console): pages signed in with an API key;
+//	                           Options.DisableConsole removes it
 //
 // Every request reads the session from the Store and writes it back, so the
 // handler keeps no session in memory between requests: any instance sharing
@@ -231,6 +233,11 @@ type Options struct {
 	// HealthTimeout bounds the store round trip of GET /health/store
 	// (default DefaultHealthTimeout).
 	HealthTimeout time.Duration
+	// DisableConsole removes the operator console (package console) from
+	// /ui: its paths then answer 404 as any unknown path does. By default
+	// it is served, behind the same API keys as the API (docs/http.md,
+	// "Console").
+	DisableConsole bool
 }
 
 // Handler is the HTTP API. It is safe for concurrent use.
@@ -365,6 +372,11 @@ func New(opts Options) (*Handler, error) {
 			w.Header().Set("Allow", allow)
 			return &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", msg: r.Method + " is not allowed on " + r.URL.Path + "; use " + allow}
 		}))
+	}
+	if !opts.DisableConsole {
+		if err := h.mountConsole(); err != nil {
+			return nil, err
+		}
 	}
 	h.serve = otelhttp.NewHandler(http.HandlerFunc(h.route404), "monty",
 		otelhttp.WithTracerProvider(opts.Telemetry.TracerProvider()),

@@ -330,14 +330,22 @@ func (resp *ExecResponse) outcome() *agui.Outcome {
 // paused run's calls; the run goes on, on this instance, and the answer is
 // /exec's (completed, or paused again with a new run_id).
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ns string) *apiError {
-	apiRun := r.PathValue("run_id")
+	return h.resumeRun(w, r, ns, r.PathValue("run_id"), nil)
+}
+
+// resumeRun resumes run apiRun (the API's run_id) of namespace ns with
+// req, or with r's body when req is nil, and answers as POST
+// /runs/{run_id}/resume does (the operator console calls it too).
+func (h *Handler) resumeRun(w http.ResponseWriter, r *http.Request, ns, apiRun string, req *ResumeRequest) *apiError {
 	sessionID, run, ok := parseRunID(apiRun)
 	if !ok {
 		return &apiError{status: http.StatusNotFound, code: "run_not_found", msg: "no such run: run_id is not one this API gave out"}
 	}
-	var req ResumeRequest
-	if aerr := h.readBody(w, r, &req); aerr != nil {
-		return aerr
+	if req == nil {
+		req = new(ResumeRequest)
+		if aerr := h.readBody(w, r, req); aerr != nil {
+			return aerr
+		}
 	}
 	results, aerr := toolResults(req.Results)
 	if aerr != nil {

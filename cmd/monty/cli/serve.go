@@ -109,6 +109,7 @@ type serveConfig struct {
 	healthTimeout                 time.Duration
 	claimLease                    time.Duration
 	runTTL                        time.Duration
+	console                       string
 	ws                            *wsFlags
 }
 
@@ -159,6 +160,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&c.healthTimeout, "health-timeout", httpapi.DefaultHealthTimeout, "longest store round trip of GET /health/store")
 	fs.DurationVar(&c.claimLease, "claim-lease", 0, "how long a resume's claim of a paused run holds while it makes the approved calls; one not done by then is taken to have died, and its calls are listed again as may have run (default: the request's time limit for each approved call and for the run, plus 30s)")
 	fs.DurationVar(&c.runTTL, "run-ttl", session.DefaultRunTTL, "how long a run paused at client tool calls waits for POST /runs/{run_id}/resume")
+	fs.StringVar(&c.console, "console", "on", "serve the operator console at /ui (sign-in with an API key): on, or off to remove it")
 	c.ws = addWSFlags(fs)
 	if exit, ok := parseFlags(fs, args); !ok {
 		return exit
@@ -259,6 +261,13 @@ func (c serveConfig) options() (httpapi.Options, error) {
 		return o, usageError{errors.New("--run-ttl must not be negative (0: the default, 1h)")}
 	}
 	o.RunTTL = c.runTTL
+	switch c.console {
+	case "on", "": // "": a configuration made in Go, without the flag
+	case "off":
+		o.DisableConsole = true
+	default:
+		return o, usageError{fmt.Errorf("--console: %q: want on or off", c.console)}
+	}
 	return o, nil
 }
 
@@ -635,6 +644,9 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "api_keys", len(opts.APIKeys),
 		"concurrency", h.Capacity(), "max_duration", opts.Limits.MaxDuration, "max_memory", opts.Limits.MaxMemory, "max_result", h.Limits().MaxResult,
 		"mounts", mountList(opts.Mounts), "max_files_size", opts.MaxFileBytes)
+	if !opts.DisableConsole {
+		log.Info("operator console", "url", scheme+"://"+ln.Addr().String()+"/ui/", "open", len(opts.APIKeys) == 0)
+	}
 
 	served := make(chan error, 1)
 	go func() {

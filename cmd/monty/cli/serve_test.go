@@ -41,6 +41,7 @@ func TestServeConfigErrors(t *testing.T) {
 		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--mount", t.TempDir() + ":/data:bogus"}, `unknown mode "bogus"`},
 		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--mount", t.TempDir() + ":/work/in"}, "each session's own files"},
 		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--run-ttl", "-1s"}, "--run-ttl must not be negative"},
+		{[]string{"--store", "mem:", "--signing-key-file", keyFile, "--console", "maybe"}, `--console: "maybe": want on or off`},
 	} {
 		var out, errOut bytes.Buffer
 		code := Run(context.Background(), append([]string{"serve"}, tc.args...), nil, &out, &errOut)

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Installs the real browser the operator console's tests drive
+# (session/httpapi/console): Chromium from Debian's packages (apt-get, once,
+# as services.sh installs redis-server) and Playwright for Python from PyPI
+# in a virtual environment of its own, at the version pinned in
+# testdata/console/requirements.txt. Playwright drives the system Chromium
+# (its executable_path): no browser build is ever downloaded, so
+# `playwright install` is never run.
+#
+#   scripts/browser.sh env   install what is missing and print the export
+#                            lines for the tests (MONTY_TEST_BROWSER_PYTHON,
+#                            MONTY_TEST_CHROMIUM)
+#
+# Typical use:  eval "$(scripts/browser.sh env)"   (scripts/test.sh does this)
+# Settings:
+#   MONTY_BROWSER_DIR  where environments are kept, one per set of pins;
+#                      default ${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/browser
+#   PYTHON             the interpreter to make it with (default python3, >= 3.10)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+REQUIREMENTS=testdata/console/requirements.txt
+ROOT=${MONTY_BROWSER_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/browser}
+PY=${PYTHON:-python3}
+
+log() { echo "browser: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# chromium_path prints the system Chromium's executable, if there is one.
+chromium_path() {
+  command -v chromium 2>/dev/null || command -v chromium-browser 2>/dev/null || true
+}
+
+install_chromium() {
+  [ -n "$(chromium_path)" ] && return 0
+  command -v apt-get >/dev/null || die "chromium is missing and apt-get is not available: install Chromium by hand"
+  log "installing chromium with apt-get (once)"
+  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2; then
+    as_root apt-get update -q >&2
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2
+  fi
+  [ -n "$(chromium_path)" ] || die "chromium still missing after apt-get install"
+}
+
+[ "${1:-}" = env ] || die "usage: $0 env"
+command -v "$PY" >/dev/null || die "$PY is missing: install Python 3.10 or newer"
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || die "$PY is older than 3.10"
+install_chromium
+
+# One environment per set of pins and interpreter version, so that a change
+# of either makes a new one and an interrupted install is never taken for done.
+key=$( (cat "$REQUIREMENTS"; "$PY" -V) | sha256sum | cut -c1-16)
+venv=$ROOT/$key
+if [ ! -f "$venv/.complete" ]; then
+  log "installing Playwright from PyPI into $venv (once)"
+  rm -rf "$venv"
+  mkdir -p "$ROOT"
+  "$PY" -m venv "$venv" >&2
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$REQUIREMENTS" >&2 ||
+    { rm -rf "$venv"; die "pip install failed (is PyPI reachable?)"; }
+  touch "$venv/.complete"
+fi
+echo "export MONTY_TEST_BROWSER_PYTHON=$venv/bin/python"
+echo "export MONTY_TEST_CHROMIUM=$(chromium_path)"
