@@ -26,11 +26,13 @@ func TestApprovalAudit(t *testing.T) {
 	srv := newServer(t, httpapi.Options{Store: memstore.New(memstore.Options{}), Functions: m.approvalRegistry(t),
 		APIKeys: []string{named, unnamed}, KeyNames: map[string]string{named: "alice"},
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	var sessions []string
 	decide := func(key string, approve bool) httpapi.StateInfo {
 		c := srv.client(key)
 		body, _ := json.Marshal(map[string]any{"code": approvalCode})
 		status, _, data := c.do("POST", "/exec", body)
 		p := pausedAnswer(t, status, data)
+		sessions = append(sessions, p.SessionID)
 		status, _, data = c.do("POST", "/runs/"+p.RunID+"/resume", resumeBody(map[string]any{"id": p.Calls[0].ID, "approve": approve}))
 		completedAnswer(t, status, data)
 		status, _, data = c.do("GET", "/state/"+p.SessionID+"/info", nil)
@@ -62,6 +64,17 @@ func TestApprovalAudit(t *testing.T) {
 	assert.Contains(t, log, `"who":"alice"`)
 	assert.NotContains(t, log, named)
 	assert.NotContains(t, log, unnamed)
+
+	// The console shows them on the session's page, as text.
+	b := srv.browser(t)
+	b.signIn(named)
+	resp, page := b.get("/ui/s/" + sessions[0])
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	assert.Contains(t, page, `id="decision-list"`)
+	assert.Contains(t, page, `<td class="who">alice</td>`)
+	assert.Contains(t, page, `everything.echo(message=&#39;hi&#39;)`)
+	assert.Contains(t, page, `<td class="outcome">ok</td>`)
+	assert.NotContains(t, page, named)
 
 	_, err := httpapi.New(httpapi.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey, APIKeys: []string{named},
 		KeyNames: map[string]string{"not-a-configured-key": "bob"}})

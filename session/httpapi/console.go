@@ -108,9 +108,14 @@ func (b *consoleBackend) Inspect(ctx context.Context, ns, id string) (*console.S
 			run := &console.Run{ID: runID(id, p.RunID), Expires: p.Expires}
 			for _, c := range p.Calls {
 				info := callInfo(c, b.h.opts.Functions)
-				run.Calls = append(run.Calls, console.Call{ID: c.ID, Name: info.Name, Approval: info.Approval, Blocking: c.Blocking, Args: argsText(info)})
+				run.Calls = append(run.Calls, console.Call{ID: c.ID, Name: info.Name, Approval: info.Approval, Blocking: c.Blocking,
+					MayHaveRun: c.MayHaveRun, Args: argsText(info)})
 			}
 			out.Paused = run
+		}
+		for _, d := range in.Decisions {
+			out.Decisions = append(out.Decisions, console.Decided{Time: d.Time, Who: d.Who, Tool: d.Tool, CallID: d.CallID, Args: d.Args,
+				Approved: d.Approved, Outcome: d.Outcome, Exception: d.Exception})
 		}
 		return nil
 	})

@@ -96,6 +96,20 @@ type State struct {
 	JSON    json.RawMessage
 	// Paused is the run waiting for a resume, nil when none.
 	Paused *Run
+	// Decisions are the decisions on the session's approval calls it
+	// keeps, oldest first (session.Decision).
+	Decisions []Decided
+}
+
+// Decided is a decision on an approval call, as the session keeps it:
+// who decided (an API key's name or namespace, an MCP client's name,
+// never a key), when, the call, and what came of it ("ok", "raised",
+// "denied", "may_have_run").
+type Decided struct {
+	Time                    time.Time
+	Who, Tool, CallID, Args string
+	Approved                bool
+	Outcome, Exception      string
 }
 
 // Run is a paused run.
@@ -117,6 +131,9 @@ type Call struct {
 	// Blocking marks the sync call the code is stopped at: it is answered
 	// alone.
 	Blocking bool
+	// MayHaveRun marks an approved call whose resume stopped before its
+	// outcome was stored: approving it again makes it again.
+	MayHaveRun bool
 	// Args is the arguments as JSON: {"args": [...], "kwargs": {...}}.
 	Args string
 }
