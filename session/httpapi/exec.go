@@ -134,9 +134,7 @@ type Frame struct {
 	Source   string `json:"source,omitempty"`
 }
 
-var (
-	identPattern     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-)
+var identPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
 const maxInputs = 256
 
