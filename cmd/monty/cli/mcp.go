@@ -212,15 +212,16 @@ func mcpNamespace(flag, file, thread string, signing []byte) (string, error) {
 	if flag != "" && file != "" {
 		return "", errors.New("give --api-key or --api-key-file, not both")
 	}
-	keys := []string{flag}
+	keys, which := []string{flag}, "--api-key"
 	if file != "" {
 		var err error
 		if keys, err = apiKeyFile(file); err != nil {
-			return "", err
+			return "", fmt.Errorf("--api-key-file: %w", err)
 		}
+		which = "--api-key-file " + file
 	}
 	if err := checkAPIKeys(keys); err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: %w", which, err)
 	}
 	if len(keys) != 1 {
 		return "", fmt.Errorf("--api-key-file %s holds %d keys: monty mcp keeps its sessions in one key's namespace, so give a file with exactly one", file, len(keys))
