@@ -143,9 +143,11 @@ type ExecutorOptions struct {
 	// call's session_id ("" for the thread's own session), the store id,
 	// or an error saying what the caller must change (the call fails
 	// with an *ArgsError wrapping it). It must map different pairs to
-	// different ids. With keys of their own per session, set
-	// Manager.Keys too (keyed by the store id). For example, monty mcp --api-key keeps sessions as
-	// the HTTP API does with apikey.StoreID and apikey.ThreadSessionID.
+	// different ids, and may be called concurrently. For sessions signed
+	// with keys of their own, set Manager.Keys too (it is given the store
+	// id). monty mcp --api-key, for example, keeps its sessions as the
+	// HTTP API does, with apikey.StoreID of apikey.ThreadSessionID and
+	// apikey.StoreKeys.
 	StoreID func(threadKey, sessionID string) (string, error)
 }
 
