@@ -395,7 +395,7 @@ type Result struct {
 	// as Paused.RunID); empty otherwise.
 	RunID string `json:"run_id,omitempty"`
 	// StoreID is the id the session is stored under (see the SessionID
-	// function); EventRunID is the run id its events carry (Event.RunID).
+	// function and ExecutorOptions.StoreID); EventRunID is the run id its events carry (Event.RunID).
 	// Neither is part of the tool's answer.
 	StoreID    string `json:"-"`
 	EventRunID string `json:"-"`
