@@ -21,6 +21,7 @@ type Manager struct {
 	maxLive     int
 	idleTimeout time.Duration
 	warm        int
+	keys        func(id string) ([]byte, [][]byte) // ManagerOptions.Keys
 
 	poolOnce sync.Once
 	pool     *runtime.Pool // own pool, closed with the manager
@@ -55,6 +56,12 @@ type ManagerOptions struct {
 	// background for sessions about to open (Options.Pool, unless set):
 	// 0 means 2, negative none.
 	Warm int
+	// Keys, when set, gives the keys of each session by its id: the
+	// session opens with them as its Options.SigningKey and VerifyKeys in
+	// place of the Manager's (for example apikey.StoreKeys, which signs
+	// each session with a key of its own, as the HTTP API does). It is
+	// called as sessions open, possibly concurrently.
+	Keys func(id string) (signing []byte, verify [][]byte)
 }
 
 // NewManager returns a manager opening sessions with opts.
@@ -64,6 +71,7 @@ func NewManager(opts Options, mo ManagerOptions) *Manager {
 		maxLive:     mo.MaxLive,
 		idleTimeout: mo.IdleTimeout,
 		warm:        mo.Warm,
+		keys:        mo.Keys,
 		live:        map[string]*list.Element{},
 		lru:         list.New(),
 		opening:     map[string]chan struct{}{},
@@ -129,7 +137,7 @@ func (m *Manager) Acquire(ctx context.Context, id string) (*Session, func(), err
 		m.opening[id] = done
 		m.mu.Unlock()
 
-		s, err := Open(ctx, id, m.sessionOptions(ctx))
+		s, err := Open(ctx, id, m.sessionOptions(ctx, id))
 
 		m.mu.Lock()
 		delete(m.opening, id)
@@ -241,11 +249,16 @@ func (m *Manager) closeIdle(before time.Time) {
 	}
 }
 
-// sessionOptions are the options sessions open with: m.opts, plus the
-// manager's own pool of warm interpreters, started on first use.
-func (m *Manager) sessionOptions(ctx context.Context) Options {
-	if m.opts.Pool != nil || m.warm < 0 {
-		return m.opts
+// sessionOptions are the options session id opens with: m.opts, with
+// the keys of ManagerOptions.Keys, plus the manager's own pool of warm
+// interpreters, started on first use.
+func (m *Manager) sessionOptions(ctx context.Context, id string) Options {
+	opts := m.opts
+	if m.keys != nil {
+		opts.SigningKey, opts.VerifyKeys = m.keys(id)
+	}
+	if opts.Pool != nil || m.warm < 0 {
+		return opts
 	}
 	m.poolOnce.Do(func() {
 		eng := m.opts.Engine
@@ -257,7 +270,6 @@ func (m *Manager) sessionOptions(ctx context.Context) Options {
 			m.pool = runtime.NewPool(eng, m.warm)
 		}
 	})
-	opts := m.opts
 	opts.Pool = m.pool // nil when the engine failed: Open reports it
 	return opts
 }

@@ -70,3 +70,67 @@ func TestManagerIdleTimeout(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, object.Str("kept"), res.Value, "state survives the close")
 }
+
+// TestManagerKeys: with ManagerOptions.Keys each session is signed with
+// its own key, and loads only with it (or a verify key it gives).
+func TestManagerKeys(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	keyOf := func(id string) []byte { return []byte("key-of-session-" + id) }
+	legacy := []byte("the-legacy-key-0123")
+	var asked sync.Map
+	keys := func(id string) ([]byte, [][]byte) {
+		asked.Store(id, true)
+		return keyOf(id), [][]byte{legacy}
+	}
+	m := session.NewManager(session.Options{Store: st, SigningKey: []byte("the-options-key-0123")}, session.ManagerOptions{Keys: keys})
+	for _, id := range []string{"a", "b"} {
+		_, err := m.Exec(ctx, id, "n = '"+id+"'")
+		require.NoError(t, err)
+		_, ok := asked.Load(id)
+		assert.True(t, ok, "Keys was asked for %s", id)
+	}
+	m.Close()
+	for _, id := range []string{"a", "b"} {
+		obj, err := st.Get(ctx, id)
+		require.NoError(t, err)
+		_, err = session.Inspect(obj.Data, keyOf(id))
+		require.NoError(t, err, "%s is signed with its own key", id)
+		_, err = session.Inspect(obj.Data, []byte("the-options-key-0123"))
+		assert.ErrorIs(t, err, session.ErrCorrupt, "%s is not signed with the options' key", id)
+	}
+	b, err := st.Get(ctx, "b")
+	require.NoError(t, err)
+	_, err = session.Inspect(b.Data, keyOf("a"))
+	assert.ErrorIs(t, err, session.ErrCorrupt, "one session's key does not verify another's blob")
+
+	// Reopened with the same keys, each continues.
+	m = session.NewManager(session.Options{Store: st}, session.ManagerOptions{Keys: keys})
+	res, err := m.Exec(ctx, "a", "n")
+	require.NoError(t, err)
+	assert.Equal(t, object.Str("a"), res.Value)
+	m.Close()
+
+	// A blob signed with a verify key loads (and is signed with the
+	// session's key when saved); one signed with no key it gives does not.
+	legacyOnly := session.NewManager(session.Options{Store: st, SigningKey: legacy}, session.ManagerOptions{})
+	_, err = legacyOnly.Exec(ctx, "c", "n = 'c'")
+	require.NoError(t, err)
+	legacyOnly.Close()
+	m = session.NewManager(session.Options{Store: st}, session.ManagerOptions{Keys: keys})
+	defer m.Close()
+	res, err = m.Exec(ctx, "c", "n += '!'\nn")
+	require.NoError(t, err)
+	assert.Equal(t, object.Str("c!"), res.Value)
+	c, err := st.Get(ctx, "c")
+	require.NoError(t, err)
+	_, err = session.Inspect(c.Data, keyOf("c"))
+	assert.NoError(t, err, "re-signed with the session's key")
+
+	other := session.NewManager(session.Options{Store: st}, session.ManagerOptions{Keys: func(id string) ([]byte, [][]byte) {
+		return []byte("another-key-entirely"), nil
+	}})
+	defer other.Close()
+	_, err = other.Exec(ctx, "a", "n")
+	assert.ErrorIs(t, err, session.ErrCorrupt, "keys that do not verify the blob: it does not load")
+}

@@ -138,6 +138,17 @@ type ExecutorOptions struct {
 	// starts empty and the call's Result.StateWarning (and Text) says so.
 	// It replaces Session.FreshOnCorrupt.
 	FailOnCorruptState bool
+	// StoreID, when set, is where the session of a call lives in the
+	// store, in place of SessionID's layout: given the thread key and the
+	// call's session_id ("" for the thread's own session), the store id,
+	// or an error saying what the caller must change (the call fails
+	// with an *ArgsError wrapping it). It must map different pairs to
+	// different ids, and may be called concurrently. For sessions signed
+	// with keys of their own, set Manager.Keys too (it is given the store
+	// id). monty mcp --api-key, for example, keeps its sessions as the
+	// HTTP API does, with apikey.StoreID of apikey.ThreadSessionID and
+	// apikey.StoreKeys.
+	StoreID func(threadKey, sessionID string) (string, error)
 }
 
 // Executor runs execute_python tool calls: each thread key (a conversation)
@@ -161,6 +172,7 @@ type Executor struct {
 	stubs   string            // ExecutorOptions.Stubs
 	brief   briefing          // what the tool's description tells
 	tel     *telemetry.Telemetry
+	mapID   func(threadKey, sessionID string) (string, error) // ExecutorOptions.StoreID
 
 	mu    sync.Mutex
 	turns map[string]*turn
@@ -210,6 +222,7 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		brief:   newBriefing(opts, sopts.Limits, timeout),
 		turns:   map[string]*turn{},
 		tel:     sopts.Telemetry,
+		mapID:   opts.StoreID,
 	}, nil
 }
 
@@ -304,9 +317,26 @@ func ParseArgs(raw json.RawMessage) (ToolArgs, error) {
 // alone, or threadKey/session_id when the call names a session (session_id
 // alone when the thread key is empty). Neither may contain "/", so that
 // different threads never share an id and a call cannot reach another
-// thread's sessions. Errors are *ArgsError (matching ErrBadArgs).
+// thread's sessions. Errors are *ArgsError (matching ErrBadArgs). An
+// executor with ExecutorOptions.StoreID keeps its sessions elsewhere.
 func SessionID(threadKey, sessionID string) (string, error) {
 	return storeID("", threadKey, sessionID)
+}
+
+// storeID is the store id of the session of a call of tool:
+// ExecutorOptions.StoreID's, or SessionID's.
+func (e *Executor) storeID(tool, threadKey, sessionID string) (string, error) {
+	if e.mapID == nil {
+		return storeID(tool, threadKey, sessionID)
+	}
+	id, err := e.mapID(threadKey, sessionID)
+	if err == nil {
+		err = store.CheckID(id)
+	}
+	if err != nil {
+		return "", &ArgsError{Tool: tool, Err: err}
+	}
+	return id, nil
 }
 
 // storeID is SessionID for a call of tool.
@@ -365,7 +395,7 @@ type Result struct {
 	// as Paused.RunID); empty otherwise.
 	RunID string `json:"run_id,omitempty"`
 	// StoreID is the id the session is stored under (see the SessionID
-	// function); EventRunID is the run id its events carry (Event.RunID).
+	// function and ExecutorOptions.StoreID); EventRunID is the run id its events carry (Event.RunID).
 	// Neither is part of the tool's answer.
 	StoreID    string `json:"-"`
 	EventRunID string `json:"-"`
@@ -410,7 +440,7 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 	if err != nil {
 		return nil, err
 	}
-	id, err := storeID(ToolName, threadKey, a.SessionID)
+	id, err := e.storeID(ToolName, threadKey, a.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -583,7 +613,7 @@ func text(r *Result) string {
 // state is deleted and the next call starts empty. It waits for a running
 // call on that session to finish.
 func (e *Executor) Reset(ctx context.Context, threadKey, sessionID string) error {
-	id, err := storeID("reset_session", threadKey, sessionID)
+	id, err := e.storeID("reset_session", threadKey, sessionID)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 // that asks a person about the calls that wait for approval uses it to
 // find them when the model asks it to ask again.
 func (e *Executor) Paused(ctx context.Context, threadKey, sessionID string) (*PausedRun, error) {
-	id, err := storeID(ResumeToolName, threadKey, sessionID)
+	id, err := e.storeID(ResumeToolName, threadKey, sessionID)
 	if err != nil {
 		return nil, err
 	}

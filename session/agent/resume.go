@@ -189,7 +189,7 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 		}
 		results[i] = res
 	}
-	id, err := storeID(ResumeToolName, threadKey, a.SessionID)
+	id, err := e.storeID(ResumeToolName, threadKey, a.SessionID)
 	if err != nil {
 		return nil, err
 	}

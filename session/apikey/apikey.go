@@ -49,8 +49,11 @@ func (s Set) Namespace(key string) (string, bool) {
 	if match != 1 || key == "" {
 		return "", false
 	}
-	return "k" + hex.EncodeToString(sum[:12]), true
+	return namespaceOf(sum), true
 }
+
+// namespaceOf is the namespace of the key whose SHA-256 is sum.
+func namespaceOf(sum [32]byte) string { return "k" + hex.EncodeToString(sum[:12]) }
 
 // FromRequest returns the key a request carries: its x-api-key header, or
 // else the token of an "Authorization: Bearer" header.

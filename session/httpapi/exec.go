@@ -18,6 +18,7 @@ import (
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/apikey"
 )
 
 // ExecRequest is the body of POST /exec. Unknown fields (such as the
@@ -138,23 +139,20 @@ type Frame struct {
 	Source   string `json:"source,omitempty"`
 }
 
-var (
-	sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
-	identPattern     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-)
+var identPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
 const maxInputs = 256
 
 // checkSessionID validates a client-visible session id.
 func checkSessionID(id string) *apiError {
-	if !sessionIDPattern.MatchString(id) {
+	if !apikey.ValidSessionID(id) {
 		return &apiError{status: http.StatusBadRequest, code: "invalid_session_id", msg: fmt.Sprintf("session id %q: use 1-128 letters, digits, '_', '-' or '.', not starting with '.'", id)}
 	}
 	return nil
 }
 
 // storeID is where the session id of a namespace lives in the store.
-func storeID(ns, id string) string { return ns + "/" + id }
+func storeID(ns, id string) string { return apikey.StoreID(ns, id) }
 
 func newSessionID() string {
 	var b [16]byte

@@ -189,6 +189,9 @@ func (a *approver) explain(out *mcp.CallToolResult, res *agent.Result, note stri
 	}
 	if a.h.consoleURL != "" {
 		fmt.Fprintf(&b, "\nAn operator can also decide them in the console: %s", a.h.consoleURL)
+		if a.h.consoleSession != nil {
+			fmt.Fprintf(&b, " (session %q)", a.h.consoleSession(res.StoreID))
+		}
 	}
 	if b.Len() == 0 {
 		return

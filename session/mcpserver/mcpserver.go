@@ -136,6 +136,12 @@ type Options struct {
 	// console of `monty serve`, at /ui, sharing this server's store): a
 	// run paused at approvals names it.
 	ConsoleURL string
+	// ConsoleSession, when set, names the session of a run paused at
+	// approvals as the console shows it, given the store id
+	// (agent.Result.StoreID); the pause's text names it beside ConsoleURL.
+	// For sessions kept in an API namespace (agent.ExecutorOptions.StoreID
+	// with apikey.ThreadSessionID), the id after the namespace.
+	ConsoleSession func(storeID string) string
 }
 
 // New returns an MCP server offering execute_python, resume_python and
@@ -162,7 +168,7 @@ func New(opts Options) (*mcp.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: Options.Approvals: %w", err)
 	}
-	h := &handlers{exec: opts.Executor, thread: opts.ThreadKey, log: logger, policy: policy, consoleURL: opts.ConsoleURL, stateKey: newStateKey()}
+	h := &handlers{exec: opts.Executor, thread: opts.ThreadKey, log: logger, policy: policy, consoleURL: opts.ConsoleURL, consoleSession: opts.ConsoleSession, stateKey: newStateKey()}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "monty", Title: "Monty Python sandbox", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "Run Python in a sandbox with execute_python. State persists between calls: define a variable " +
 			"or function in one call and use it in the next. Use reset_session to start over. Functions you answer " +
@@ -181,12 +187,13 @@ func New(opts Options) (*mcp.Server, error) {
 }
 
 type handlers struct {
-	exec       *agent.Executor
-	thread     string
-	log        *slog.Logger
-	policy     ApprovalPolicy
-	consoleURL string
-	stateKey   []byte // signs the request states of approvals' input requests
+	exec           *agent.Executor
+	thread         string
+	log            *slog.Logger
+	policy         ApprovalPolicy
+	consoleURL     string
+	consoleSession func(storeID string) string // Options.ConsoleSession
+	stateKey       []byte                      // signs the request states of approvals' input requests
 }
 
 // traced runs handler under a server span "tools/call <tool>" of the

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -14,6 +16,8 @@ import (
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/apikey"
+	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/mcpserver"
 )
 
@@ -28,6 +32,13 @@ A malformed input line is answered with a JSON-RPC error and skipped. Logs
 go to stderr. A session whose stored state cannot be loaded is kept aside and
 started empty, and the call's result says so (--on-corrupt-state fail: the
 call fails instead, and reset_session starts the session empty).
+
+With --api-key (or --api-key-file) the sessions are kept as monty serve keeps
+that API key's sessions, signed with the same --signing-key-file: the
+thread's session is the API session named by --thread, and a call's
+session_id S is the API session <thread>.S. monty serve with that key (its
+POST /exec, POST /runs/{run_id}/resume, and its operator console at /ui)
+sees, continues and decides them.
 
 ` + telemetryUsage + `
 flags:
@@ -53,6 +64,8 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		"user-first (the user, asked through the client's elicitation; a client without it answers with resume_python) "+
 		"or user-only (the user; without elicitation such calls are refused)")
 	consoleURL := fs.String("console-url", "", "the `URL` of an operator console (monty serve's /ui on the same store), named in a run paused at approvals")
+	apiKey := fs.String("api-key", "", "keep the sessions in this API `KEY`'s namespace, as monty serve does, so that its API and console with the key see them (needs the signing key monty serve uses)")
+	apiKeyFile := fs.String("api-key-file", "", "read the --api-key from `FILE` (monty serve's format: one key a line, # comments; exactly one key)")
 	if exit, ok := parseFlags(fs, args); !ok {
 		return exit
 	}
@@ -105,6 +118,11 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return ExitUsage
 		}
 	}
+	ns, err := mcpNamespace(*apiKey, *apiKeyFile, *thread, key)
+	if err != nil {
+		fmt.Fprintln(stderr, "monty mcp:", err)
+		return ExitUsage
+	}
 	st, err := openStore(ctx, *storeSpec)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)
@@ -133,7 +151,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		// background, rather than in the first call.
 		go func() { _ = checker.Load(context.Background()) }()
 	}
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
+	execOpts := agent.ExecutorOptions{
 		Session:      session.Options{Store: st, Engine: engine, SigningKey: key, Limits: limits, Files: &session.Files{}, Telemetry: tel.Telemetry},
 		Manager:      session.ManagerOptions{MaxLive: *maxLive},
 		Timeout:      timeout,
@@ -151,19 +169,25 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		// A session whose stored state does not load is kept aside and
 		// started empty (the call's text says so), unless told to fail.
 		FailOnCorruptState: sb.failOnCorrupt,
-	})
+	}
+	var consoleSession func(storeID string) string
+	if ns != "" {
+		execOpts.StoreID, execOpts.Manager.Keys = namespacedSessions(ns, key)
+		consoleSession = func(storeID string) string { return strings.TrimPrefix(storeID, ns+"/") }
+	}
+	exec, err := agent.NewExecutor(execOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
 	defer exec.Close()
 	srv, err := mcpserver.New(mcpserver.Options{Executor: exec, ThreadKey: *thread, Version: version(), Logger: logger,
-		Approvals: policy, ConsoleURL: *consoleURL})
+		Approvals: policy, ConsoleURL: *consoleURL, ConsoleSession: consoleSession})
 	if err != nil {
 		fmt.Fprintln(stderr, "monty mcp:", err)
 		return ExitUsage
 	}
-	logger.Info("monty mcp: serving on stdio", "thread", *thread, "max_duration", flags.limits.duration.String(), "max_memory", limits.MaxMemory,
+	logger.Info("monty mcp: serving on stdio", "thread", *thread, "namespace", cmp.Or(ns, "(none: monty mcp's own layout)"), "max_duration", flags.limits.duration.String(), "max_memory", limits.MaxMemory,
 		"max_output", limits.MaxOutput, "max_result", limits.MaxResult, "mounts", mountList(sb.mounts.Specs()))
 	start := time.Now()
 	// Malformed input lines are answered with JSON-RPC errors and skipped
@@ -175,6 +199,57 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	logger.Info("monty mcp: client disconnected", "uptime", time.Since(start).Round(time.Millisecond).String())
 	return ExitOK
+}
+
+// mcpNamespace is the API namespace monty mcp keeps its sessions in: that
+// of the key given by --api-key or --api-key-file, or "" when neither is
+// given. The key needs the signing key (the API signs each session with
+// a key derived from it) and a thread key that names an API session.
+func mcpNamespace(flag, file, thread string, signing []byte) (string, error) {
+	if flag == "" && file == "" {
+		return "", nil
+	}
+	if flag != "" && file != "" {
+		return "", errors.New("give --api-key or --api-key-file, not both")
+	}
+	keys, which := []string{flag}, "--api-key"
+	if file != "" {
+		var err error
+		if keys, err = apiKeyFile(file); err != nil {
+			return "", fmt.Errorf("--api-key-file: %w", err)
+		}
+		which = "--api-key-file " + file
+	}
+	if err := checkAPIKeys(keys); err != nil {
+		return "", fmt.Errorf("%s: %w", which, err)
+	}
+	// A NAME=KEY entry, as monty serve takes it, is the key KEY.
+	keys, _ = namedKeys(keys)
+	if len(keys) != 1 {
+		return "", fmt.Errorf("--api-key-file %s holds %d keys: monty mcp keeps its sessions in one key's namespace, so give a file with exactly one", file, len(keys))
+	}
+	if len(signing) == 0 {
+		return "", fmt.Errorf("--api-key needs the signing key monty serve uses (the API signs each session with a key derived from it): set MONTY_SIGNING_KEY or --signing-key-file, at least %d bytes", httpapi.MinSigningKey)
+	}
+	if _, err := apikey.ThreadSessionID(thread, ""); err != nil {
+		return "", fmt.Errorf("--thread %q: with --api-key the thread's session is an API session, so use 1-%d letters, digits, '_' or '-' (no '.')", thread, apikey.MaxSessionID)
+	}
+	return apikey.NamespaceOf(keys[0]), nil
+}
+
+// namespacedSessions are the executor's hooks that keep the sessions of
+// monty mcp in API namespace ns as monty serve does: the store id of
+// apikey.ThreadSessionID, signed with the per-session key the API uses.
+func namespacedSessions(ns string, signing []byte) (storeID func(thread, sessionID string) (string, error), keys func(id string) ([]byte, [][]byte)) {
+	storeID = func(thread, sessionID string) (string, error) {
+		id, err := apikey.ThreadSessionID(thread, sessionID)
+		if err != nil {
+			return "", err
+		}
+		return apikey.StoreID(ns, id), nil
+	}
+	keys = func(id string) ([]byte, [][]byte) { return apikey.StoreKeys(signing, id) }
+	return storeID, keys
 }
 
 // version is the module version the binary was built from ("devel" in a

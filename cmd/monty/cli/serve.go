@@ -418,25 +418,31 @@ func apiKeys(flags []string, file string) ([]string, error) {
 		}
 	}
 	if file != "" {
-		f, err := os.Open(file)
+		more, err := apiKeyFile(file)
 		if err != nil {
-			return nil, fmt.Errorf("API keys: %w", err)
+			return nil, err
 		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k := strings.TrimSpace(sc.Text()); k != "" && !strings.HasPrefix(k, "#") {
-				keys = append(keys, k)
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("API keys: %s: %w", file, err)
+		keys = append(keys, more...)
+	}
+	return keys, checkAPIKeys(keys)
+}
+
+// apiKeyFile reads the keys of file: one a line, # comments.
+func apiKeyFile(file string) ([]string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("API keys: %w", err)
+	}
+	defer f.Close()
+	var keys []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k := strings.TrimSpace(sc.Text()); k != "" && !strings.HasPrefix(k, "#") {
+			keys = append(keys, k)
 		}
 	}
-	for _, k := range keys {
-		if len(k) < 8 {
-			return nil, fmt.Errorf("API key %q... is shorter than 8 characters", k[:min(len(k), 2)])
-		}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("API keys: %s: %w", file, err)
 	}
 	return keys, nil
 }
@@ -464,6 +470,16 @@ func namedKeys(entries []string) ([]string, map[string]string) {
 		keys, names[key] = append(keys, key), name
 	}
 	return keys, names
+}
+
+// checkAPIKeys refuses keys shorter than 8 characters.
+func checkAPIKeys(keys []string) error {
+	for _, k := range keys {
+		if len(k) < 8 {
+			return fmt.Errorf("API key %q... is shorter than 8 characters", k[:min(len(k), 2)])
+		}
+	}
+	return nil
 }
 
 func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
