@@ -94,7 +94,7 @@ func Approve(ctx context.Context, reg *tools.Registry, c session.ToolCall, appro
 		d.Outcome = session.DecisionDenied
 		report(ctx, span, &d, nil)
 		return session.ToolResult{ID: c.ID, Decision: &d, Error: &runtime.Exception{Type: "PermissionError",
-			Message: fmt.Sprintf("%s was not approved: a person refused the call", name)}}, nil
+			Message: fmt.Sprintf("%s was not approved: %s", name, denialReason(ctx))}}, nil
 	}
 	// The method's host function binds the arguments and reports the call
 	// to the run's events, as a call the code made itself.

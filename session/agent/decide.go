@@ -31,6 +31,24 @@ func DeciderFrom(ctx context.Context) string {
 	return "unknown"
 }
 
+type denialKey struct{}
+
+// WithDenialReason returns ctx carrying why the calls a resume under it
+// refuses were refused, as the PermissionError the code gets says it
+// ("github.delete_repo was not approved: <reason>"); without one the
+// reason is "a person refused the call". A server that refuses by policy
+// (no person could be asked) says so here.
+func WithDenialReason(ctx context.Context, reason string) context.Context {
+	return context.WithValue(ctx, denialKey{}, reason)
+}
+
+func denialReason(ctx context.Context) string {
+	if r, _ := ctx.Value(denialKey{}).(string); r != "" {
+		return r
+	}
+	return "a person refused the call"
+}
+
 type loggerKey struct{}
 
 // WithLogger returns ctx carrying the logger that decisions on approval

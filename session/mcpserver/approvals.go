@@ -278,11 +278,12 @@ func (a *approver) decide(ctx context.Context, p *agent.PausedRun, decisions map
 	if err != nil {
 		return nil, err
 	}
-	who := a.who + " (the user, asked by elicitation)"
+	ctx = agent.WithDecider(ctx, a.who+" (the user, asked by elicitation)")
 	if !a.elicits {
-		who = "monty mcp --approvals=" + string(ApprovalsUserOnly) + " (the client cannot ask its user)"
+		ctx = agent.WithDecider(ctx, "monty mcp --approvals="+string(ApprovalsUserOnly)+" (the client cannot ask its user)")
+		ctx = agent.WithDenialReason(ctx, "only a person may approve it, and this MCP client cannot ask its user (it has no elicitation)")
 	}
-	return a.h.exec.Resume(agent.WithDecider(ctx, who), a.h.thread, raw)
+	return a.h.exec.Resume(ctx, a.h.thread, raw)
 }
 
 // --- the modern protocol: input requests ------------------------------------

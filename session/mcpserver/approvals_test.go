@@ -32,6 +32,7 @@ import (
 type repoTools struct {
 	srv     *mcp.Server
 	deletes atomic.Int32
+	store   *memstore.Store // the executor's (approvalExecutor)
 }
 
 func newRepoTools() *repoTools {
@@ -64,11 +65,22 @@ func approvalExecutor(t *testing.T, m *repoTools, timeout time.Duration) *agent.
 		}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ns.Close() })
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: memstore.New(memstore.Options{})},
+	m.store = memstore.New(memstore.Options{})
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: m.store},
 		Functions: reg, Timeout: timeout})
 	require.NoError(t, err)
 	t.Cleanup(exec.Close)
 	return exec
+}
+
+// decisions are the decisions stored with the conversation's session.
+func (m *repoTools) decisions(t *testing.T) []session.Decision {
+	t.Helper()
+	obj, err := m.store.Get(context.Background(), mcpserver.DefaultThreadKey)
+	require.NoError(t, err)
+	in, err := session.Inspect(obj.Data, nil)
+	require.NoError(t, err)
+	return in.Decisions
 }
 
 // user is the person behind a client's elicitation handler: it records
@@ -190,6 +202,13 @@ func TestApprovalAskedOfTheUser(t *testing.T) {
 			}
 			assert.EqualValues(t, 1, m.deletes.Load(), "a refused call is never made")
 			assert.Len(t, u.asked(), 4)
+			d := m.decisions(t)
+			require.Len(t, d, 4)
+			for i, want := range []string{session.DecisionOK, session.DecisionDenied, session.DecisionDenied, session.DecisionDenied} {
+				assert.Equal(t, "mcp client desk (the user, asked by elicitation)", d[i].Who)
+				assert.Equal(t, "github.delete_repo", d[i].Tool)
+				assert.Equal(t, want, d[i].Outcome)
+			}
 		})
 	}
 }
@@ -270,7 +289,7 @@ func TestApprovalsWithoutElicitation(t *testing.T) {
 		cs := approvalClient(t, approvalExecutor(t, m, 0), mcpserver.Options{Approvals: mcpserver.ApprovalsUserOnly}, "", nil)
 		res, text := callTool(t, cs, "execute_python", map[string]any{"code": deleteCode})
 		assert.False(t, res.IsError, text)
-		assert.Contains(t, text, "refused: ")
+		assert.Contains(t, text, "refused: github.delete_repo was not approved: only a person may approve it, and this MCP client cannot ask its user")
 		assert.EqualValues(t, 0, m.deletes.Load())
 	})
 	t.Run("unknown policy", func(t *testing.T) {
