@@ -37,7 +37,9 @@ type ClientTool struct {
 // ToolCall is a call of a client tool the run waits on.
 type ToolCall struct {
 	// ID identifies the call in Resume's results.
-	ID     string
+	ID string
+	// RunID is the paused run the call belongs to (Paused.RunID).
+	RunID  string
 	Name   string
 	Args   []object.Value
 	Kwargs []object.Pair // keys are object.Str
@@ -214,7 +216,7 @@ func (r *pausedRun) public(sid string) *Paused {
 		args, kwargs, _ := c.decode() // checked when stored or loaded
 		obj, _ := c.object()
 		id := strconv.FormatUint(uint64(c.ID), 10)
-		p.Calls = append(p.Calls, ToolCall{ID: id, Name: c.Name, Args: args, Kwargs: kwargs,
+		p.Calls = append(p.Calls, ToolCall{ID: id, RunID: r.ID, Name: c.Name, Args: args, Kwargs: kwargs,
 			Blocking: r.Blocking != nil && *r.Blocking == c.ID, Object: obj,
 			MayHaveRun: slices.Contains(r.Uncertain, c.ID)})
 		if sid != "" {
@@ -287,7 +289,10 @@ func checkResults(ids []uint32, blocking *uint32, results []ToolResult) (map[uin
 		id := uint32(n)
 		_, dup := byID[id]
 		switch {
-		case err != nil || !slices.Contains(ids, id):
+		// Only the id as the run gave it ("1", never "01" or "+1"):
+		// callers look calls up by it, and another spelling of a call
+		// that waits for approval must not pass for another call.
+		case err != nil || res.ID != strconv.FormatUint(n, 10) || !slices.Contains(ids, id):
 			return nil, fmt.Errorf("%w: %q is not a call of this run", ErrBadResults, res.ID)
 		case dup:
 			return nil, fmt.Errorf("%w: call %s is answered twice", ErrBadResults, res.ID)

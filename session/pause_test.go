@@ -131,6 +131,8 @@ func TestResumeBadResults(t *testing.T) {
 		"none":      nil,
 		"unknown":   {{ID: "999", Value: object.Int(1)}},
 		"not an id": {{ID: "ask", Value: object.Int(1)}},
+		"leading 0": {{ID: "0" + id, Value: object.Int(1)}},
+		"sign":      {{ID: "+" + id, Value: object.Int(1)}},
 		"twice":     {{ID: id, Value: object.Int(1)}, {ID: id, Value: object.Int(2)}},
 		"no type":   {{ID: id, Error: &runtime.Exception{Message: "x"}}},
 	} {

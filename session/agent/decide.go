@@ -81,7 +81,7 @@ func callText(name string, c session.ToolCall) string {
 // newDecision starts the record of a decision on call c (tool name) by
 // the decider ctx names.
 func newDecision(ctx context.Context, name string, c session.ToolCall, approve bool) session.Decision {
-	return session.Decision{Who: DeciderFrom(ctx), CallID: c.ID, Tool: name, Args: telemetry.Clip(callText(name, c)),
+	return session.Decision{Who: DeciderFrom(ctx), RunID: c.RunID, CallID: c.ID, Tool: name, Args: telemetry.Clip(callText(name, c)),
 		IdempotencyKey: c.IdempotencyKey, Approved: approve}
 }
 
@@ -89,7 +89,7 @@ func newDecision(ctx context.Context, name string, c session.ToolCall, approve b
 func startDecision(ctx context.Context, d session.Decision) (context.Context, trace.Span) {
 	return telemetry.Start(ctx, telemetry.SpanApproval, trace.SpanKindInternal,
 		telemetry.AttrApprovalWho.String(telemetry.Clip(d.Who)), telemetry.AttrApprovalTool.String(telemetry.Clip(d.Tool)),
-		telemetry.AttrApprovalCallID.String(d.CallID), telemetry.AttrApprovalApproved.Bool(d.Approved),
+		telemetry.AttrRunID.String(d.RunID), telemetry.AttrApprovalCallID.String(d.CallID), telemetry.AttrApprovalApproved.Bool(d.Approved),
 		telemetry.AttrApprovalKey.String(d.IdempotencyKey))
 }
 
@@ -102,7 +102,7 @@ func report(ctx context.Context, span trace.Span, d *session.Decision, err error
 	if rec, _ := ctx.Value(recorderKey{}).(*recorder); rec != nil {
 		rec.decision(d)
 	}
-	attrs := []slog.Attr{slog.String("who", d.Who), slog.String("tool", d.Tool), slog.String("call_id", d.CallID),
+	attrs := []slog.Attr{slog.String("who", d.Who), slog.String("tool", d.Tool), slog.String("run_id", d.RunID), slog.String("call_id", d.CallID),
 		slog.String("args", d.Args), slog.String("idempotency_key", d.IdempotencyKey), slog.Bool("approved", d.Approved),
 		slog.String("outcome", d.Outcome)}
 	if d.Exception != "" {

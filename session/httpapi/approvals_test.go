@@ -153,6 +153,13 @@ func TestApprovals(t *testing.T) {
 	wantError(t, "approve on a server without the MCP server", status, data, http.StatusConflict, "approval_unavailable")
 	status, data = resume(bare, p.RunID, map[string]any{"id": call.ID, "value": "echo: hi"})
 	wantError(t, "a value, on a server without the MCP server", status, data, http.StatusBadRequest, "invalid_results")
+	// The call's id spelled another way is no other call.
+	for _, other := range []string{"0" + call.ID, "+" + call.ID, call.ID + " "} {
+		status, data = resume(b, p.RunID, map[string]any{"id": other, "value": "echo: hi"})
+		wantError(t, "a value for "+other, status, data, http.StatusBadRequest, "invalid_results")
+		status, data = resume(b, p.RunID, map[string]any{"id": other, "approve": true})
+		wantError(t, "approve for "+other, status, data, http.StatusBadRequest, "invalid_results")
+	}
 	assert.Equal(t, int32(0), m.echoes.Load(), "a refused resume calls nothing")
 
 	// Approved on another instance: it makes the call, once.

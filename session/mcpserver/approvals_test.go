@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -81,6 +82,24 @@ func (m *repoTools) decisions(t *testing.T) []session.Decision {
 	in, err := session.Inspect(obj.Data, nil)
 	require.NoError(t, err)
 	return in.Decisions
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes (a logger's).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // user is the person behind a client's elicitation handler: it records
@@ -175,7 +194,8 @@ func TestApprovalAskedOfTheUser(t *testing.T) {
 			m := newRepoTools()
 			exec := approvalExecutor(t, m, 0)
 			u := &user{answers: []*mcp.ElicitResult{accept(true), {Action: "decline"}, {Action: "cancel"}, accept(false)}}
-			cs := approvalClient(t, exec, mcpserver.Options{}, protocol, u)
+			var log syncBuffer
+			cs := approvalClient(t, exec, mcpserver.Options{Logger: slog.New(slog.NewJSONHandler(&log, nil))}, protocol, u)
 
 			res, text := callTool(t, cs, "execute_python", map[string]any{"code": deleteCode})
 			assert.False(t, res.IsError, text)
@@ -208,7 +228,21 @@ func TestApprovalAskedOfTheUser(t *testing.T) {
 				assert.Equal(t, "mcp client desk (the user, asked by elicitation)", d[i].Who)
 				assert.Equal(t, "github.delete_repo", d[i].Tool)
 				assert.Equal(t, want, d[i].Outcome)
+				assert.NotEmpty(t, d[i].RunID)
 			}
+			// Each decision is a record of the server's own log.
+			var logged []map[string]any
+			for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+				var rec map[string]any
+				require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+				if rec["msg"] == "approval decision" {
+					logged = append(logged, rec)
+				}
+			}
+			require.Len(t, logged, 4, log.String())
+			assert.Equal(t, "ok", logged[0]["outcome"])
+			assert.Equal(t, d[0].RunID, logged[0]["run_id"])
+			assert.Equal(t, "mcp client desk (the user, asked by elicitation)", logged[0]["who"])
 		})
 	}
 }
@@ -246,21 +280,29 @@ func TestApprovalNotAnsweredInTime(t *testing.T) {
 	assert.Contains(t, text, "decided by the user, not by you")
 	assert.Contains(t, text, "https://ops.example/ui")
 
-	for _, answer := range []map[string]any{{"id": call.ID, "approve": true}, {"id": call.ID, "value": "deleted"}} {
+	for _, answer := range []map[string]any{{"id": call.ID, "approve": true}, {"id": call.ID, "value": "deleted"},
+		{"id": "0" + call.ID, "value": "deleted"}, {"id": "0" + call.ID}, {"id": "0" + call.ID, "approve": true}} {
 		res, text = callTool(t, cs, "resume_python", map[string]any{"run_id": paused.RunID, "results": []any{answer}})
 		assert.True(t, res.IsError, text)
-		assert.Contains(t, text, "resume_python cannot answer it")
+		if answer["id"] == call.ID || answer["approve"] != nil {
+			assert.Contains(t, text, "resume_python cannot answer it")
+		} else {
+			assert.Contains(t, text, "is not a call of this run")
+		}
 	}
 	assert.EqualValues(t, 0, m.deletes.Load())
 
 	u.mu.Lock()
 	u.answers = []*mcp.ElicitResult{accept(true)}
 	u.mu.Unlock()
+	// (The first question may not have gone out at all when running the
+	// code took the whole time limit.)
+	asked := len(u.asked())
 	res, text = callTool(t, cs, "resume_python", map[string]any{"run_id": paused.RunID, "results": []any{map[string]any{"id": call.ID}}})
 	assert.False(t, res.IsError, text)
 	assert.Equal(t, deletedText, text)
 	assert.EqualValues(t, 1, m.deletes.Load())
-	assert.Len(t, u.asked(), 2)
+	assert.Len(t, u.asked(), asked+1, "asked again")
 }
 
 // TestApprovalsWithoutElicitation: a client without elicitation gets the
