@@ -216,6 +216,16 @@ func (r *pausedRun) claimIDs(ids []string) ([]uint32, error) {
 	return out, nil
 }
 
+// expiresAt is when the paused run stops waiting: its TTL, or later while
+// a claim on it holds (a resume is making its approved calls; the run
+// must outlive it so that their outcome, or its loss, is stored).
+func (r *pausedRun) expiresAt() time.Time {
+	if r.Claim != nil && r.Claim.Until.After(r.Expires) {
+		return r.Claim.Until
+	}
+	return r.Expires
+}
+
 // relisted is the record of rec listed again after its claim was lost
 // (the holder died, or failed after making the calls): the same calls
 // under a new run id, those of the claim marked as may have run, and
@@ -223,6 +233,10 @@ func (r *pausedRun) claimIDs(ids []string) ([]uint32, error) {
 func (r *pausedRun) relisted() *pausedRun {
 	next := *r
 	next.ID, next.Previous, next.Claim, next.Origin = newRunID(), r.ID, nil, r.origin()
+	if r.TTL > 0 {
+		// A new decision is asked for: the run waits its whole TTL again.
+		next.Expires = time.Now().Add(time.Duration(r.TTL)).UTC().Truncate(time.Millisecond)
+	}
 	next.Uncertain = slices.Clone(r.Uncertain)
 	if r.Claim != nil {
 		for _, id := range r.Claim.Calls {

@@ -236,3 +236,61 @@ await main()`, session.ExecOptions{Tools: tools})
 	assert.Equal(t, p.Calls[1].IdempotencyKey, res.Paused.Calls[0].IdempotencyKey, "the same call, the same key")
 	assert.NotEqual(t, session.IdempotencyKey("other", "o", "1"), session.IdempotencyKey("keys", "o", "1"))
 }
+
+// TestClaimOutlivesTTL: a run claimed just before its TTL ends stays
+// paused while the claim holds: another call of the session is refused
+// rather than abandoning the run under the claimer, whose outcome is then
+// stored. A run whose claim lapsed and that expired meanwhile is
+// abandoned by the next call, which records its claimed call as may have
+// run.
+func TestClaimOutlivesTTL(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	res, err := openIn(t, st, "ttl").ExecOptions(ctx, "r = ask('wipe', target='prod')\nr", session.ExecOptions{Tools: tools, RunTTL: 300 * time.Millisecond})
+	require.NoError(t, err)
+	p := res.Paused
+	var made atomic.Int32
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	defer free() // a failing check must not leave the claimer waiting
+	done := make(chan *session.Result, 1)
+	go func() {
+		res, err := openIn(t, st, "ttl").ResumeOptions(ctx, p.RunID, []session.ToolResult{{ID: p.Calls[0].ID}}, makeCall("alice", &made, started, release, p.Calls[0].ID))
+		assert.NoError(t, err)
+		done <- res
+	}()
+	<-started
+	time.Sleep(time.Until(p.Expires.Add(50 * time.Millisecond)))
+	_, err = openIn(t, st, "ttl").Exec(ctx, "1")
+	require.ErrorIs(t, err, session.ErrRunPaused, "the claimed run is not abandoned")
+	free()
+	res = <-done
+	require.NotNil(t, res)
+	assert.Equal(t, object.Str("done"), res.Value)
+	ds := openIn(t, st, "ttl").Decisions()
+	require.Len(t, ds, 1)
+	assert.Equal(t, session.DecisionOK, ds[0].Outcome)
+
+	// A claim that lapsed on a run that expired: abandoned, may have run.
+	res, err = openIn(t, st, "gone").ExecOptions(ctx, "r = ask('wipe', target='prod')\nr", session.ExecOptions{Tools: tools, RunTTL: 200 * time.Millisecond})
+	require.NoError(t, err)
+	p = res.Paused
+	started2, never := make(chan struct{}, 1), make(chan struct{})
+	defer close(never)
+	o := makeCall("carol", &made, started2, never, p.Calls[0].ID)
+	o.Lease = 300 * time.Millisecond
+	go func() {
+		_, _ = openIn(t, st, "gone").ResumeOptions(context.Background(), p.RunID, []session.ToolResult{{ID: p.Calls[0].ID}}, o)
+	}()
+	<-started2 // claimed, and its process "dies" (never returns in time)
+	time.Sleep(400 * time.Millisecond)
+	later := openIn(t, st, "gone")
+	res, err = later.Exec(ctx, "2")
+	require.NoError(t, err)
+	assert.Equal(t, object.Int(2), res.Value)
+	ds = openIn(t, st, "gone").Decisions()
+	require.Len(t, ds, 1)
+	assert.Equal(t, session.DecisionMayHaveRun, ds[0].Outcome)
+	assert.Equal(t, "carol", ds[0].Who)
+}

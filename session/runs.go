@@ -61,8 +61,8 @@ func (r *runs) settle(ctx context.Context, id string) error {
 		return nil
 	}
 	rec := r.paused.rec
-	if time.Now().Before(rec.Expires) {
-		return fmt.Errorf("%w: session %s, run %s (resume it, or wait until %s when it expires)", ErrRunPaused, id, rec.ID, rec.Expires.Format(time.RFC3339))
+	if until := rec.expiresAt(); time.Now().Before(until) {
+		return fmt.Errorf("%w: session %s, run %s (resume it, or wait until %s when it expires)", ErrRunPaused, id, rec.ID, until.Format(time.RFC3339))
 	}
 	r.paused.exec.Close(ctx)
 	r.paused = nil
@@ -162,8 +162,8 @@ func (r *runs) find(id, runID string) (run *activeRun, relisted bool, err error)
 	if !r.has(runID) {
 		return nil, false, fmt.Errorf("%w: session %s has no paused run %q (resumed already, abandoned after expiring, or never made)", ErrRunNotPaused, id, runID)
 	}
-	if rec := r.paused.rec; !time.Now().Before(rec.Expires) {
-		return nil, false, fmt.Errorf("%w: run %s expired at %s", ErrRunExpired, runID, rec.Expires.Format(time.RFC3339))
+	if until := r.paused.rec.expiresAt(); !time.Now().Before(until) {
+		return nil, false, fmt.Errorf("%w: run %s expired at %s", ErrRunExpired, runID, until.Format(time.RFC3339))
 	}
 	return r.paused, false, nil
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -494,7 +495,17 @@ func (s *Session) settleRun(ctx context.Context) error {
 	if err := s.syncRun(ctx); err != nil {
 		return err
 	}
-	return s.runs.settle(ctx, s.id)
+	if s.runs.paused == nil {
+		return nil
+	}
+	rec := s.runs.paused.rec
+	if err := s.runs.settle(ctx, s.id); err != nil {
+		return err
+	}
+	// An abandoned run whose claim lapsed (its holder died): the approved
+	// calls it claimed may have run, which the next save records.
+	s.decided = append(s.decided, rec.uncertainDecisions(s.id, time.Now().UTC())...)
+	return nil
 }
 
 // Sync makes the session hold what the store holds now: another instance
@@ -877,13 +888,19 @@ func (s *Session) resumeRun(ctx context.Context, runID string, results []ToolRes
 	return r, nil
 }
 
+// giveUpTimeout bounds giveUp's store write.
+const giveUpTimeout = 30 * time.Second
+
 // giveUp lists the run claimed with token again, its claimed calls marked
 // as may have run, after the claiming resume failed: the live state is
 // the stored one again (a failed call rolls back), which still holds the
 // claim unless another resume took it over. It is best effort: when it
 // cannot store the run, the claim's lease lapsing does the same.
 func (s *Session) giveUp(ctx context.Context, token string) {
-	ctx = context.WithoutCancel(ctx)
+	// Its own deadline: the resume's context may have ended (that may be
+	// why it failed), and a store that hangs must not hold the session.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveUpTimeout)
+	defer cancel()
 	if s.runs.paused == nil || s.runs.paused.rec.Claim == nil || s.runs.paused.rec.Claim.Token != token {
 		return
 	}

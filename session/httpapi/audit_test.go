@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store/memstore"
 )
@@ -54,7 +55,8 @@ func TestApprovalAudit(t *testing.T) {
 	info = decide(unnamed, false)
 	require.Len(t, info.Decisions, 1)
 	d = info.Decisions[0]
-	assert.Regexp(t, `^key k[0-9a-f]{24}$`, d.Who)
+	assert.Regexp(t, `^key [0-9a-f]{16}$`, d.Who)
+	assert.NotEqual(t, "key "+apikey.NamespaceOf(unnamed)[1:17], d.Who, "no plain hash of the key")
 	assert.Equal(t, "denied", d.Outcome)
 	assert.False(t, d.Approved)
 	assert.Equal(t, int32(1), m.echoes.Load())

@@ -2,7 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -398,8 +401,10 @@ func (h *Handler) resumeRun(w http.ResponseWriter, r *http.Request, ns, apiRun s
 }
 
 // decider is who decides the approval calls a request of namespace ns
-// answers: its API key's name (Options.KeyNames), else the key's
-// namespace, never the key.
+// answers: its API key's name (Options.KeyNames), else a fingerprint of
+// the key, never the key. The fingerprint is an HMAC of the namespace
+// under the signing key (the namespace itself is a plain hash of the key,
+// which a short key could be guessed from), the same on every instance.
 func (h *Handler) decider(ns string) string {
 	switch {
 	case h.names[ns] != "":
@@ -407,7 +412,9 @@ func (h *Handler) decider(ns string) string {
 	case ns == apikey.Public:
 		return "anonymous (no API keys configured)"
 	}
-	return "key " + ns
+	mac := hmac.New(sha256.New, h.opts.SigningKey)
+	mac.Write([]byte("monty-go/audit-key\x00" + ns))
+	return "key " + hex.EncodeToString(mac.Sum(nil)[:8])
 }
 
 // runClaimed is the answer to a resume of run runID of session sessionID

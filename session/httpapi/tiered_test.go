@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,7 +34,8 @@ func TestTieredStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	c := newServer(t, httpapi.Options{Store: st}).client("")
+	srv := newServer(t, httpapi.Options{Store: st})
+	c := srv.client("")
 	s := c.run("", "model = {'w': 3, 'b': 1}")
 	info := func() httpapi.StateInfo {
 		t.Helper()
@@ -57,6 +59,16 @@ func TestTieredStore(t *testing.T) {
 	}
 	if i := info(); !i.Exists || i.Source != tiered.SourceArchive {
 		t.Fatalf("info after the hot copy is gone: %+v", i)
+	}
+	// The console's approvals page does not read an archived session
+	// (reading restores it): it counts it, and it stays archived.
+	b := srv.browser(t)
+	b.signIn("")
+	if _, page := b.get("/ui/approvals"); !strings.Contains(page, "1 archived session was not read") {
+		t.Fatalf("approvals page: %s", page)
+	}
+	if i := info(); i.Source != tiered.SourceArchive {
+		t.Fatalf("info after the approvals page: %+v", i)
 	}
 	if got := c.run(s.SessionID, "model['w'] * 2 + model['b']"); string(got.Result) != "7" {
 		t.Fatalf("from the archive: %s", got.Result)

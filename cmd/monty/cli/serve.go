@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -657,7 +659,10 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	log.Info("monty.v1 WebSocket sessions", "url", strings.Replace(scheme, "http", "ws", 1)+"://"+ln.Addr().String()+"/",
 		"stored", wsOpts.Store != nil, "profiles", len(profiles)-1, "max_conns", wsOpts.MaxConns, "max_conns_per_key", wsOpts.MaxConnsPerKey,
 		"idle_timeout", wsOpts.IdleTimeout, "turn_timeout", wsOpts.TurnTimeout)
-	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "api_keys", len(opts.APIKeys),
+	// Which entries were read as NAME=KEY: an entry of that shape is a
+	// named key, so the operator sees it was not taken whole.
+	keyNames := slices.Sorted(maps.Values(opts.KeyNames))
+	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "api_keys", len(opts.APIKeys), "key_names", keyNames,
 		"concurrency", h.Capacity(), "max_duration", opts.Limits.MaxDuration, "max_memory", opts.Limits.MaxMemory, "max_result", h.Limits().MaxResult,
 		"mounts", mountList(opts.Mounts), "max_files_size", opts.MaxFileBytes)
 	if !opts.DisableConsole {

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/monty-go/monty/session/store/tiered"
 )
 
 //go:embed templates/*.html static/*
@@ -311,6 +313,10 @@ type approvalsData struct {
 	Scanned, Total int
 	// Unreadable are sessions whose state could not be read.
 	Unreadable []string
+	// Archived is how many of the sessions read are in a tiered store's
+	// archive: not read, since reading one restores it to the hot tier
+	// (open the session to see its run).
+	Archived int
 }
 
 func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request, s signIn) {
@@ -322,6 +328,10 @@ func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request, s signIn
 	slices.SortStableFunc(all, func(a, b SessionInfo) int { return b.Modified.Compare(a.Modified) })
 	d := approvalsData{Total: len(all), Scanned: min(len(all), maxScan)}
 	for _, si := range all[:d.Scanned] {
+		if si.Source == tiered.SourceArchive {
+			d.Archived++
+			continue
+		}
 		st, err := c.b.Inspect(r.Context(), s.ns, si.ID)
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted since it was listed
