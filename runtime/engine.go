@@ -12,9 +12,6 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/monty-go/monty/runtime/internal/modcache"
 	"github.com/monty-go/monty/runtime/internal/pages"
@@ -45,7 +42,6 @@ type Engine struct {
 	version   string // monty version reported by the module
 	moduleSum string // the module's SHA-256, hex
 	log       *slog.Logger
-	instances sync.Map // module instance -> *Interpreter, for host imports
 	// compiled is closed once new interpreters run machine code, or the
 	// background compilation failed (compileErr).
 	compiled   chan struct{}
@@ -60,20 +56,11 @@ type Engine struct {
 	closed   bool
 }
 
-// backend is one wazero runtime holding the compiled module.
+// backend is one module new interpreters can be made from, with a count of
+// the open interpreters made from it.
 type backend struct {
-	rt       wazero.Runtime
-	cache    wazero.CompilationCache // nil without a cache
-	compiled wazero.CompiledModule
-	machine  bool // compiled to machine code (else wazero's interpreter engine)
-	live     int  // open interpreters; guarded by Engine.mu
-}
-
-func (b *backend) close(ctx context.Context) {
-	_ = b.rt.Close(ctx)
-	if b.cache != nil {
-		_ = b.cache.Close(ctx)
-	}
+	code module
+	live int // open interpreters; guarded by Engine.mu
 }
 
 // CompileInfo tells how an Engine got its code ready.
@@ -88,6 +75,9 @@ type CompileInfo struct {
 	// FastStart reports that the engine started on wazero's interpreter
 	// engine while compiling in the background (see [WithFastStart]).
 	FastStart bool
+	// AOT reports that the engine runs the module translated to Go ahead
+	// of time (see [RegisterAOT]): nothing was compiled or cached.
+	AOT bool
 	// Ready is how long NewEngine took.
 	Ready time.Duration
 }
@@ -102,6 +92,7 @@ type engineConfig struct {
 	fastStart   bool
 	log         *slog.Logger
 	tune        func(wazero.RuntimeConfig) wazero.RuntimeConfig // tests only
+	noAOT       bool                                            // tests only
 }
 
 // WithCacheDir caches compiled machine code in dir (created if missing)
@@ -161,6 +152,13 @@ func NewEngine(ctx context.Context, opts ...EngineOption) (*Engine, error) {
 		cfg.log = slog.Default()
 	}
 	e := &Engine{epoch: start, log: cfg.log, compiled: make(chan struct{}), moduleSum: moduleHash(cfg.module)}
+	if t := registeredAOT.Load(); t != nil && !cfg.noAOT && isEmbeddedModule(cfg.module) {
+		if err := e.startAOT(ctx, &cfg, t); err != nil {
+			return nil, err
+		}
+		e.info.Ready = time.Since(start)
+		return e, nil
+	}
 	var cache *modcache.Entry
 	if cfg.cacheDir != "" {
 		var err error
@@ -196,6 +194,22 @@ func (e *Engine) updateInfo(f func(*CompileInfo)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	f(&e.info)
+}
+
+// startAOT makes the translated module the engine's backend.
+func (e *Engine) startAOT(ctx context.Context, cfg *engineConfig, t *translatedModule) error {
+	defer close(e.compiled)
+	if t.sha256 != e.moduleSum {
+		return fmt.Errorf("monty: the linked AOT module was translated from monty.wasm %.12s, this package embeds %.12s: "+
+			"regenerate it (make aot) or use the matching versions", t.sha256, e.moduleSum)
+	}
+	code := &aotModule{newInstance: t.newInstance, maxBytes: uint64(cfg.memoryPages) << 16}
+	if err := e.check(ctx, code); err != nil {
+		return err
+	}
+	e.info.AOT = true
+	e.adopt(&backend{code: code})
+	return nil
 }
 
 // fastStart loads the module on wazero's interpreter engine and compiles
@@ -282,72 +296,35 @@ func cacheFault(err error, cache *modcache.Entry) bool {
 	return cache.Warm || errors.As(err, &pe)
 }
 
-// newBackend compiles the module into a new wazero runtime (machine code,
-// or wazero's interpreter engine) and checks that it is an interpreter
-// module this package can speak to.
+// newBackend compiles the module with wazero (machine code, or wazero's
+// interpreter engine) and checks that it is an interpreter module this
+// package can speak to.
 func (e *Engine) newBackend(ctx context.Context, cfg *engineConfig, cache *modcache.Entry, machine bool, workers int) (*backend, error) {
-	rc := wazero.NewRuntimeConfigInterpreter()
-	if machine {
-		rc = wazero.NewRuntimeConfig()
-	}
-	rc = rc.WithMemoryLimitPages(cfg.memoryPages)
-	b := &backend{machine: machine}
-	if cache != nil {
-		cc, err := wazero.NewCompilationCacheWithDir(cache.Dir)
-		if err != nil {
-			return nil, fmt.Errorf("monty: compilation cache: %w", err)
-		}
-		b.cache = cc
-		rc = rc.WithCompilationCache(cc)
-	}
-	if cfg.tune != nil {
-		rc = cfg.tune(rc)
-	}
-	b.rt = wazero.NewRuntimeWithConfig(ctx, rc)
-	if err := e.load(experimental.WithCompilationWorkers(ctx, workers), b, cfg.module); err != nil {
-		b.close(ctx)
+	code, err := newWazeroModule(ctx, cfg, cache, machine, workers)
+	if err != nil {
 		return nil, err
 	}
-	return b, nil
+	if err := e.check(ctx, code); err != nil {
+		code.close(ctx)
+		return nil, err
+	}
+	return &backend{code: code}, nil
 }
 
-func (e *Engine) load(ctx context.Context, b *backend, module []byte) error {
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, b.rt); err != nil {
-		return fmt.Errorf("monty: instantiate WASI: %w", err)
-	}
-	_, err := b.rt.NewHostModuleBuilder("monty").
-		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(e.hostPrint),
-			[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32},
-			[]api.ValueType{api.ValueTypeI32}).
-		WithParameterNames("stream", "ptr", "len").
-		Export("print").
-		Instantiate(ctx)
-	if err != nil {
-		return fmt.Errorf("monty: host module: %w", err)
-	}
-	b.compiled, err = b.rt.CompileModule(ctx, module)
-	if err != nil {
-		return fmt.Errorf("monty: compile module: %w", err)
-	}
-	for _, name := range []string{"monty_abi_version", "monty_reserve", "monty_call", "monty_release"} {
-		if _, ok := b.compiled.ExportedFunctions()[name]; !ok {
-			return fmt.Errorf("monty: module does not export %s: not a monty-go interpreter module", name)
-		}
-	}
-	// One throwaway instance checks the protocol version and reads the
-	// interpreter version.
-	it, err := e.instantiate(ctx, b)
+// check instantiates the module once to check the protocol version and to
+// read the interpreter version.
+func (e *Engine) check(ctx context.Context, code module) error {
+	it, err := e.instantiate(ctx, code)
 	if err != nil {
 		return err
 	}
 	defer it.destroy(ctx)
-	abi, err := it.fnABI.Call(ctx)
+	abi, err := it.inst.abiVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("monty: read ABI version: %w", err)
 	}
-	if abi[0] != ABIVersion {
-		return fmt.Errorf("monty: module speaks ABI version %d, this package speaks %d: rebuild the module (make wasm) or update the package", abi[0], ABIVersion)
+	if abi != ABIVersion {
+		return fmt.Errorf("monty: module speaks ABI version %d, this package speaks %d: rebuild the module (make wasm) or update the package", abi, ABIVersion)
 	}
 	version, err := it.info(ctx)
 	if err != nil {
@@ -370,7 +347,7 @@ func (e *Engine) adopt(b *backend) bool {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		b.close(context.Background())
+		b.code.close(context.Background())
 		return false
 	}
 	old := e.cur
@@ -383,7 +360,7 @@ func (e *Engine) adopt(b *backend) bool {
 	}
 	e.mu.Unlock()
 	if idle {
-		old.close(context.Background())
+		old.code.close(context.Background())
 	}
 	return true
 }
@@ -410,7 +387,7 @@ func (e *Engine) release(b *backend) {
 	}
 	e.mu.Unlock()
 	if idle {
-		b.close(context.Background())
+		b.code.close(context.Background())
 	}
 }
 
@@ -445,7 +422,7 @@ func (e *Engine) CompileInfo() CompileInfo {
 // Compiled reports whether new interpreters run compiled machine code:
 // always, except during a fast start (see [WithFastStart]).
 func (e *Engine) Compiled() bool {
-	return e.current().machine
+	return e.current().code.machine()
 }
 
 // WaitCompiled waits until new interpreters run compiled machine code (see
@@ -474,7 +451,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.backends = nil
 	e.mu.Unlock()
 	for _, b := range backends {
-		b.close(ctx)
+		b.code.close(ctx)
 	}
 	return nil
 }
@@ -501,20 +478,4 @@ func Default(ctx context.Context) (*Engine, error) {
 func Precompile(ctx context.Context) error {
 	_, err := Default(ctx)
 	return err
-}
-
-// hostPrint is the module's `monty.print(stream, ptr, len) -> status` import.
-func (e *Engine) hostPrint(ctx context.Context, mod api.Module, stack []uint64) {
-	v, ok := e.instances.Load(mod)
-	if !ok {
-		stack[0] = 0
-		return
-	}
-	it := v.(*Interpreter)
-	b, ok := mod.Memory().Read(api.DecodeU32(stack[1]), api.DecodeU32(stack[2]))
-	if !ok {
-		stack[0] = 1
-		return
-	}
-	stack[0] = uint64(it.output.write(Stream(api.DecodeU32(stack[0])), b, printFuncFrom(ctx)))
 }
