@@ -92,7 +92,7 @@ type engineConfig struct {
 	fastStart   bool
 	log         *slog.Logger
 	tune        func(wazero.RuntimeConfig) wazero.RuntimeConfig // tests only
-	noAOT       bool                                            // tests only
+	wazero      bool
 }
 
 // WithCacheDir caches compiled machine code in dir (created if missing)
@@ -129,6 +129,13 @@ func WithFastStart() EngineOption {
 	return func(c *engineConfig) { c.fastStart = true }
 }
 
+// WithWazero builds the engine on wazero even when the module translated
+// to Go ahead of time is linked (see [RegisterAOT]): to compare the two, or
+// to move state between them (a dump loads on either).
+func WithWazero() EngineOption {
+	return func(c *engineConfig) { c.wazero = true }
+}
+
 // WithLogger receives the engine's log records (default: [slog.Default]):
 // at Info, compile_start when the module must be compiled (a cache miss),
 // compile_done when it is, and fast_start / switched around a fast start;
@@ -152,7 +159,7 @@ func NewEngine(ctx context.Context, opts ...EngineOption) (*Engine, error) {
 		cfg.log = slog.Default()
 	}
 	e := &Engine{epoch: start, log: cfg.log, compiled: make(chan struct{}), moduleSum: moduleHash(cfg.module)}
-	if t := registeredAOT.Load(); t != nil && !cfg.noAOT && isEmbeddedModule(cfg.module) {
+	if t := registeredAOT.Load(); t != nil && !cfg.wazero && isEmbeddedModule(cfg.module) {
 		if err := e.startAOT(ctx, &cfg, t); err != nil {
 			return nil, err
 		}

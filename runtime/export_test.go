@@ -15,12 +15,6 @@ func WithCloseOnContextDone() EngineOption {
 	}
 }
 
-// WithoutAOT builds an engine on wazero even when the AOT module is linked,
-// for the tests that move state between the two.
-func WithoutAOT() EngineOption {
-	return func(c *engineConfig) { c.noAOT = true }
-}
-
 // ClockReads returns how many times the interpreter read its monotonic clock.
 func (it *Interpreter) ClockReads() int64 { return it.clockReads.Load() }
 
