@@ -36,6 +36,12 @@ var ErrEngineClosed = errors.New("monty: engine is closed")
 // several times slower) and compiles in the background; interpreters
 // created after that compilation run the machine code.
 //
+// A program that links the module translated to Go ahead of time (it
+// imports github.com/monty-go/monty/wasm/aot; see [RegisterAOT]) gets
+// engines that run it instead: nothing is compiled or cached, so the cache
+// and fast-start options change nothing, and an engine is ready in
+// milliseconds. [WithModule] and [WithWazero] keep an engine on wazero.
+//
 // An Engine is safe for concurrent use.
 type Engine struct {
 	epoch     time.Time
@@ -113,7 +119,9 @@ func WithModule(wasmBytes []byte) EngineOption {
 
 // WithMaxMemoryPages caps each interpreter's linear memory, in 64 KiB pages
 // (default 65536: 4 GiB, the wasm32 maximum). Growing past it aborts the
-// instance; Limits.MaxMemory is the graceful limit.
+// instance; Limits.MaxMemory is the graceful limit. The translated module
+// (see [RegisterAOT]) reserves that much address space per interpreter and
+// ends the instance when a call leaves its memory larger.
 func WithMaxMemoryPages(pages uint32) EngineOption {
 	return func(c *engineConfig) { c.memoryPages = pages }
 }
