@@ -131,8 +131,8 @@ type aotInstance struct {
 type aotExit int32
 
 // run calls f, the only way into the module: a panic inside it (a trap of
-// the translated code, or proc_exit) becomes an error, as does linear
-// memory grown past the engine's cap (see WithMaxMemoryPages).
+// the translated code, proc_exit, linear memory past the engine's cap)
+// becomes an error.
 func (a *aotInstance) run(ctx context.Context, f func()) (err error) {
 	a.ctx = ctx
 	defer func() {
@@ -142,10 +142,18 @@ func (a *aotInstance) run(ctx context.Context, f func()) (err error) {
 		}
 	}()
 	f()
-	if a.mem != nil && uint64(len(*a.mem)) > a.maxBytes {
-		return fmt.Errorf("wasm error: linear memory grew past %d pages", a.maxBytes>>16)
-	}
+	a.checkMemory()
 	return nil
+}
+
+// checkMemory traps when the linear memory grew past the engine's cap. The
+// translated code grows up to wasm32's 4 GiB, so a smaller cap is checked
+// after every call and at every clock read (which the guest makes every 255
+// bytecode instructions while a time budget is armed).
+func (a *aotInstance) checkMemory() {
+	if a.mem != nil && uint64(len(*a.mem)) > a.maxBytes {
+		panic(fmt.Errorf("linear memory grew past %d pages", a.maxBytes>>16))
+	}
 }
 
 // trapOf describes a panic of the translated module like wazero describes
@@ -232,6 +240,7 @@ func (a *aotInstance) Xclock_time_get(id int32, _ int64, result int32) int32 {
 	case 0:
 		t = time.Now().UnixNano()
 	case 1:
+		a.checkMemory()
 		t = a.it.nanotime()
 	default:
 		return errnoInval
