@@ -1,6 +1,6 @@
 # monty-go. `make test` is what CI runs (.ci/run). Building the module needs
 # the pinned Rust toolchain (`make toolchain`); Go users never do.
-.PHONY: test wasm wasm-check toolchain bench conformance fmt lint
+.PHONY: test wasm wasm-check aot monty-aot toolchain bench conformance fmt lint
 
 test:
 	scripts/test.sh
@@ -18,6 +18,7 @@ wasm:
 	scripts/stamp.sh --checker
 	PATH=/usr/bin:$$PATH cargo fetch --manifest-path wasm/checker/Cargo.toml
 	scripts/licenses.py --checker
+	scripts/aot.sh --stamp
 
 # Rebuild both modules from scratch (fresh target directories, so nothing is
 # reused) into temporary files and fail unless they are byte-identical to
@@ -31,6 +32,21 @@ wasm-check:
 	  if cmp -s $$built $$committed; then echo "wasm-check: rebuilt $$committed is byte-identical"; \
 	  else echo "wasm-check: rebuilt module differs from $$committed" >&2; sha256sum $$built $$committed >&2; status=1; fi; \
 	done; exit $$status
+
+# The interpreter translated to Go ahead of time (docs/building.md):
+# generate wasm/aot/internal/translated from wasm/monty.wasm with the pinned
+# wasm2go and check it byte for byte against wasm/aot/translated.sha256.
+aot:
+	scripts/aot.sh
+
+# The CLI on the ahead-of-time engine, in $(AOT_BIN). Compiling the
+# translated package needs about 9 GB and 3 minutes on 2 cores (once: the
+# build cache keeps it); these flags keep it there and must stay the same
+# for the cache to be reused.
+AOT_BIN ?= wasm/aot/bin/monty
+AOT_GCFLAGS = github.com/monty-go/monty/wasm/aot/internal/translated=-dwarf=false -c=1
+monty-aot: aot
+	GOWORK=$(CURDIR)/wasm/aot/go.work GOFLAGS=-p=1 go build -tags monty_aot -gcflags='$(AOT_GCFLAGS)' -ldflags=-w -o $(AOT_BIN) ./cmd/monty
 
 bench:
 	scripts/bench.sh
