@@ -60,6 +60,7 @@ type Engine struct {
 	cur      *backend   // where new interpreters are made
 	backends []*backend // open: cur, and earlier ones with live interpreters
 	closed   bool
+	spare    *Interpreter // an instance for the next NewInterpreter (AOT)
 }
 
 // backend is one module new interpreters can be made from, with a count of
@@ -219,9 +220,14 @@ func (e *Engine) startAOT(ctx context.Context, cfg *engineConfig, t *translatedM
 			"regenerate it (make aot) or use the matching versions", t.sha256, e.moduleSum)
 	}
 	code := &aotModule{newInstance: t.newInstance, maxBytes: uint64(cfg.memoryPages) << 16}
-	if err := e.check(ctx, code); err != nil {
+	it, err := e.check(ctx, code)
+	if err != nil {
 		return err
 	}
+	// The checked instance is as good as a new one: the first
+	// NewInterpreter takes it (a process that makes one interpreter makes
+	// one instance).
+	e.spare = it
 	e.info.AOT = true
 	e.adopt(&backend{code: code})
 	return nil
@@ -319,21 +325,30 @@ func (e *Engine) newBackend(ctx context.Context, cfg *engineConfig, cache *modca
 	if err != nil {
 		return nil, err
 	}
-	if err := e.check(ctx, code); err != nil {
+	it, err := e.check(ctx, code)
+	if err != nil {
 		code.close(ctx)
 		return nil, err
 	}
+	_ = it.destroy(ctx)
 	return &backend{code: code}, nil
 }
 
 // check instantiates the module once to check the protocol version and to
-// read the interpreter version.
-func (e *Engine) check(ctx context.Context, code module) error {
+// read the interpreter version, and returns that instance.
+func (e *Engine) check(ctx context.Context, code module) (*Interpreter, error) {
 	it, err := e.instantiate(ctx, code)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer it.destroy(ctx)
+	if err := e.checkVersions(ctx, it); err != nil {
+		_ = it.destroy(ctx)
+		return nil, err
+	}
+	return it, nil
+}
+
+func (e *Engine) checkVersions(ctx context.Context, it *Interpreter) error {
 	abi, err := it.inst.abiVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("monty: read ABI version: %w", err)
@@ -380,15 +395,18 @@ func (e *Engine) adopt(b *backend) bool {
 	return true
 }
 
-// acquire returns the backend for a new interpreter and counts it.
-func (e *Engine) acquire() (*backend, error) {
+// acquire returns the backend for a new interpreter and counts it, with
+// the spare instance if there is one.
+func (e *Engine) acquire() (*backend, *Interpreter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return nil, ErrEngineClosed
+		return nil, nil, ErrEngineClosed
 	}
 	e.cur.live++
-	return e.cur, nil
+	spare := e.spare
+	e.spare = nil
+	return e.cur, spare, nil
 }
 
 // release uncounts an interpreter of b, closing b when it was the last one
@@ -462,9 +480,12 @@ func (e *Engine) Close(ctx context.Context) error {
 		return nil
 	}
 	e.closed = true
-	backends := e.backends
-	e.backends = nil
+	backends, spare := e.backends, e.spare
+	e.backends, e.spare = nil, nil
 	e.mu.Unlock()
+	if spare != nil {
+		_ = spare.destroy(ctx)
+	}
 	for _, b := range backends {
 		b.code.close(ctx)
 	}

@@ -82,11 +82,15 @@ type Interpreter struct {
 // NewInterpreter instantiates a fresh interpreter with DefaultLimits and
 // output collected (see SetOutput).
 func (e *Engine) NewInterpreter(ctx context.Context) (*Interpreter, error) {
-	b, err := e.acquire()
+	b, it, err := e.acquire()
 	if err != nil {
 		return nil, err
 	}
-	it, err := e.instantiate(ctx, b.code)
+	if it != nil {
+		it.backend = b
+		return it, nil
+	}
+	it, err = e.instantiate(ctx, b.code)
 	if err != nil {
 		e.release(b)
 		return nil, err
