@@ -1,6 +1,6 @@
 # monty-go. `make test` is what CI runs (.ci/run). Building the module needs
 # the pinned Rust toolchain (`make toolchain`); Go users never do.
-.PHONY: test wasm wasm-check aot monty-aot toolchain bench conformance fmt lint
+.PHONY: test test-aot wasm wasm-check aot monty-aot toolchain bench conformance fmt lint
 
 test:
 	scripts/test.sh
@@ -47,6 +47,13 @@ AOT_BIN ?= wasm/aot/bin/monty
 AOT_GCFLAGS = github.com/monty-go/monty/wasm/aot/internal/translated=-dwarf=false -c=1
 monty-aot: aot
 	GOWORK=$(CURDIR)/wasm/aot/go.work GOFLAGS=-p=1 go build -tags monty_aot -gcflags='$(AOT_GCFLAGS)' -ldflags=-w -o $(AOT_BIN) ./cmd/monty
+
+# The runtime and session tests on the ahead-of-time engine (without -race:
+# the race detector would compile the translated package once more, and
+# run it many times slower).
+AOT_TESTS ?= ./runtime/... ./session/ ./session/protocol/
+test-aot: aot
+	GOWORK=$(CURDIR)/wasm/aot/go.work GOFLAGS=-p=1 go test -count=1 -timeout 30m -tags monty_aot -gcflags='$(AOT_GCFLAGS)' $(AOT_TESTS)
 
 bench:
 	scripts/bench.sh
