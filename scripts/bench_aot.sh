@@ -18,8 +18,8 @@
 #     go column (wazero) and its aot column, in one process, interleaved;
 # and prints a markdown table with the targets: a fresh process to its first
 # result no slower than python3 -c, idle memory at most 35 MiB, every kernel
-# no slower than on wazero. Exits non-zero when a part could not run or a
-# target is missed.
+# no slower than on wazero (the "met" column). Exits non-zero when a part
+# could not run.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1
@@ -82,15 +82,12 @@ def dur(ns):
 def size(b):
     return "–" if b is None else f"{b / 2**20:.1f} MiB"
 
-missed = False
 print("| | AOT | wazero | python3 | AOT/wazero | target | met |")
 print("|---|---|---|---|---|---|---|")
 
 def row(label, aot, wz, py, fmt, target, ok):
-    global missed
     ratio = f"{aot / wz:.2f}×" if aot and wz else "–"
     met = "–" if ok is None else ("yes" if ok else "NO")
-    missed |= ok is False
     print(f"| {label} | {fmt(aot)} | {fmt(wz)} | {fmt(py)} | {ratio} | {target} | {met} |")
 
 aot, wz, py = get("start", "monty_c"), get("start", "monty_c_base"), get("start", "python_c")
@@ -111,6 +108,5 @@ print()
 print(f"Builder: `make monty-aot` peak memory {size(get('build', 'aot_peak'))}, "
       f"{get('build', 'aot_seconds') or 0:.0f} s (a cached build only links); "
       f"CLI binary {size(get('build', 'aot_size'))} (wazero: {size(get('build', 'wazero_size'))}), both with -ldflags=-w.")
-sys.exit(1 if missed else 0)
 PY
 exit $failed
