@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -77,6 +78,9 @@ const (
 type aotModule struct {
 	newInstance func(AOTImports) AOTInstance
 	maxBytes    uint64
+
+	pagesOnce sync.Once
+	pages     []int // offsets of the initial memory's pages that are not all zeros
 }
 
 func (m *aotModule) machine() bool { return true }
@@ -90,7 +94,7 @@ func (m *aotModule) instantiate(ctx context.Context, it *Interpreter) (instance,
 		a.mem = a.mod.Xmemory().Slice()
 		if r := reserveMemory(m.maxBytes); r != nil {
 			a.reserved = r
-			*a.mem = copyPages(r, *a.mem)
+			*a.mem = m.moveMemory(r, *a.mem)
 		}
 		a.mod.X_initialize()
 	})
@@ -101,17 +105,25 @@ func (m *aotModule) instantiate(ctx context.Context, it *Interpreter) (instance,
 	return a, nil
 }
 
-// copyPages copies src to the start of dst page by page, skipping pages of
-// zeros (dst is fresh, so zero already, and its untouched pages cost no
-// memory), and returns dst cut to src's length.
-func copyPages(dst, src []byte) []byte {
-	const page = 4096
-	var zero [page]byte
-	for off := 0; off < len(src); off += page {
-		chunk := src[off:min(off+page, len(src))]
-		if string(chunk) != string(zero[:len(chunk)]) {
-			copy(dst[off:], chunk)
+// memPage is the unit in which moveMemory skips zeros.
+const memPage = 4096
+
+// moveMemory copies a new instance's memory (src, the same in every
+// instance) to the start of dst, fresh and so all zeros, and returns dst
+// cut to its length. Only the pages that are not zeros are copied, found
+// once: the others cost no memory until the guest touches them.
+func (m *aotModule) moveMemory(dst, src []byte) []byte {
+	m.pagesOnce.Do(func() {
+		var zero [memPage]byte
+		for off := 0; off < len(src); off += memPage {
+			page := src[off:min(off+memPage, len(src))]
+			if string(page) != string(zero[:len(page)]) {
+				m.pages = append(m.pages, off)
+			}
 		}
+	})
+	for _, off := range m.pages {
+		copy(dst[off:], src[off:min(off+memPage, len(src))])
 	}
 	return dst[:len(src)]
 }
