@@ -40,20 +40,18 @@ aot:
 	scripts/aot.sh
 
 # The CLI on the ahead-of-time engine, in $(AOT_BIN). Compiling the
-# translated package needs about 9 GB and 3 minutes on 2 cores (once: the
-# build cache keeps it); these flags keep it there and must stay the same
-# for the cache to be reused.
+# translated package needs about 10 GB and minutes on 2 cores, once: Go's
+# build cache keeps it as long as the flags stay those of scripts/aotgo.sh.
 AOT_BIN ?= wasm/aot/bin/monty
-AOT_GCFLAGS = github.com/monty-go/monty/wasm/aot/internal/translated=-dwarf=false -c=1
 monty-aot: aot
-	GOWORK=$(CURDIR)/wasm/aot/go.work GOFLAGS=-p=1 go build -tags monty_aot -gcflags='$(AOT_GCFLAGS)' -ldflags=-w -o $(AOT_BIN) ./cmd/monty
+	scripts/aotgo.sh build -o $(AOT_BIN) ./cmd/monty
 
-# The runtime and session tests on the ahead-of-time engine (without -race:
-# the race detector would compile the translated package once more, and
-# run it many times slower).
+# The runtime, session and monty.v1 tests on the ahead-of-time engine
+# (without -race: the race detector would compile the translated package
+# once more, and run it many times slower).
 AOT_TESTS ?= ./runtime/... ./session/ ./session/protocol/
 test-aot: aot
-	GOWORK=$(CURDIR)/wasm/aot/go.work GOFLAGS=-p=1 go test -count=1 -timeout 30m -tags monty_aot -gcflags='$(AOT_GCFLAGS)' $(AOT_TESTS)
+	scripts/aotgo.sh test -count=1 -timeout 30m $(AOT_TESTS)
 
 bench:
 	scripts/bench.sh

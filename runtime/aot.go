@@ -158,13 +158,14 @@ func (a *aotInstance) run(ctx context.Context, f func()) (err error) {
 	return nil
 }
 
-// checkMemory traps when the linear memory grew past the engine's cap. The
-// translated code grows up to wasm32's 4 GiB, so a smaller cap is checked
-// after every call and at every clock read (which the guest makes every 255
-// bytecode instructions while a time budget is armed).
+// checkMemory traps when the linear memory grew past the engine's cap (the
+// trap matches ErrMemoryLimit). The translated code grows up to wasm32's
+// 4 GiB, where wazero refuses to grow past the cap, so a smaller cap is
+// checked after every call and at every clock read (which the guest makes
+// every 255 bytecode instructions while a time budget is armed).
 func (a *aotInstance) checkMemory() {
 	if a.mem != nil && uint64(len(*a.mem)) > a.maxBytes {
-		panic(fmt.Errorf("linear memory grew past %d pages", a.maxBytes>>16))
+		panic(fmt.Errorf("%w: linear memory grew past %d pages (WithMaxMemoryPages)", ErrMemoryLimit, a.maxBytes>>16))
 	}
 }
 

@@ -14,7 +14,7 @@
 #   * runs scripts/bench_start.py on the AOT CLI with the wazero CLI as its
 #     baseline (warm cache): a fresh process to `print(1)`, the peak memory
 #     of `-c 'pass'` and an idle process's memory, against python3;
-#   * runs scripts/benchcmp built with -tags monty_aot: the kernels in its
+#   * runs scripts/benchcmp built by scripts/aotgo.sh: the kernels in its
 #     go column (wazero) and its aot column, in one process, interleaved;
 # and prints a markdown table with the targets: a fresh process to its first
 # result no slower than python3 -c, idle memory at most 35 MiB, every kernel
@@ -30,7 +30,6 @@ trap 'rm -rf "$tmp"' EXIT
 say() { echo "bench_aot.sh: $*" >&2; }
 results=$tmp/results # lines: "<source> <key> <value>"
 python=$(command -v python3) || { say "python3 not found"; exit 1; }
-aot_gcflags='github.com/monty-go/monty/wasm/aot/internal/translated=-dwarf=false -c=1'
 
 say "make monty-aot (the first build compiles the translated package: about 10 GB, minutes)"
 if ! /usr/bin/time -f 'build aot_peak %M\nbuild aot_seconds %e' -o "$tmp/buildcost" \
@@ -41,8 +40,7 @@ fi
 awk '{ if ($2 == "aot_peak") $3 *= 1024; print }' "$tmp/buildcost" >>"$results"
 go build -ldflags=-w -o "$tmp/monty" ./cmd/monty || exit 1
 go build -o "$tmp/benchcmp" ./scripts/benchcmp || exit 1
-GOWORK=$repo/wasm/aot/go.work GOFLAGS=-p=1 go build -tags monty_aot -gcflags="$aot_gcflags" -ldflags=-w \
-  -o "$tmp/benchcmp-aot" ./scripts/benchcmp || exit 1
+scripts/aotgo.sh build -o "$tmp/benchcmp-aot" ./scripts/benchcmp || exit 1
 echo "build aot_size $(stat -c %s "$tmp/monty-aot")" >>"$results"
 echo "build wazero_size $(stat -c %s "$tmp/monty")" >>"$results"
 
@@ -52,7 +50,7 @@ if ! "$python" scripts/bench_start.py "$tmp/monty-aot" "$warm_cache" --baseline 
   --rss-helper "$tmp/benchcmp" --cold-runs 1 >>"$results"; then
   failed=1
 fi
-say "scripts/benchcmp -tags monty_aot: go (wazero) and aot columns"
+say "scripts/benchcmp with the AOT module: go (wazero) and aot columns"
 if ! "$tmp/benchcmp-aot" -benchtime "$benchtime" \
   -only tiny,fib25,loop,sort,join,words,fannkuch,nbody,json_loads,regex_extract,dump_load_1mb,new_interpreter,first_result \
   >>"$results"; then

@@ -43,9 +43,7 @@ if [ "${MONTY_CONFORMANCE_AOT:-}" = 1 ]; then
   # generates it; docs/building.md#the-ahead-of-time-engine).
   echo "conformance.sh: Go run on the ahead-of-time engine" >&2
   make -s aot
-  GOWORK=$repo/wasm/aot/go.work GOFLAGS=-p=1 go run -tags monty_aot \
-    -gcflags='github.com/monty-go/monty/wasm/aot/internal/translated=-dwarf=false -c=1' -ldflags=-w \
-    ./scripts/conformance -cases "$cases" -native "$tmp/native.jsonl" "$@"
+  scripts/aotgo.sh run ./scripts/conformance -cases "$cases" -native "$tmp/native.jsonl" "$@"
   exit
 fi
 echo "conformance.sh: Go run" >&2

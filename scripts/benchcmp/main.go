@@ -18,9 +18,9 @@
 //
 // The columns (a flag left out leaves its column out):
 //
-//   - aot: only when built with -tags monty_aot (scripts/bench.sh's
-//     MONTY_BENCH_AOT): the go column on the module translated to Go
-//     (wasm/aot), in this process; the go column then stays on wazero;
+//   - aot: only when built by scripts/aotgo.sh (scripts/bench_aot.sh):
+//     the go column on the module translated to Go (wasm/aot), in this
+//     process; the go column then stays on wazero;
 //   - go: this runtime in this process: runtime.Default's engine, a warm
 //     interpreter per program, compiled once, one Program.Run per run;
 //   - wasmtime: scripts/wasmtime/bench.py --serve run by the given Python
@@ -81,7 +81,8 @@ import (
 	"github.com/monty-go/monty/runtime"
 )
 
-// aotLinked says whether the module translated to Go is linked (aot.go).
+// aotLinked says whether the module translated to Go is linked (by the
+// file scripts/aotgo.sh adds).
 var aotLinked bool
 
 // A workload is one row of the comparison: a program of the bench

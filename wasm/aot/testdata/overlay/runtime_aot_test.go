@@ -1,5 +1,3 @@
-//go:build monty_aot
-
 package runtime_test
 
 import (
@@ -15,9 +13,10 @@ import (
 	_ "github.com/monty-go/monty/wasm/aot"
 )
 
-// Built with -tags monty_aot (make test-aot), this test binary links the
-// module translated to Go, so every engine of the other tests runs it; the
-// tests here check what differs, and that state moves between the engines.
+// scripts/aotgo.sh adds this file to runtime's tests (make test-aot): the
+// test binary then links the module translated to Go, so every engine of
+// the other tests runs it; the tests here check what differs, and that
+// state moves between the engines.
 
 // TestAOTEngine: an engine runs the translated module and compiles and
 // caches nothing; WithWazero and WithModule keep an engine on wazero.
