@@ -8,8 +8,8 @@
 // compiling monty.wasm with wazero: a fresh process has an interpreter in
 // milliseconds, with nothing compiled or cached at run time. The translated
 // package is 78 MB of Go that is generated, not committed: run `make aot`
-// in the repository first, and build with the flags docs/building.md gives
-// (compiling it needs about 9 GB of memory).
+// in the repository first, and build with the flags scripts/aotgo.sh uses
+// (compiling it needs about 10 GB of memory; docs/building.md).
 package aot
 
 import (
