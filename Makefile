@@ -1,6 +1,6 @@
 # monty-go. `make test` is what CI runs (.ci/run). Building the module needs
 # the pinned Rust toolchain (`make toolchain`); Go users never do.
-.PHONY: test wasm wasm-check toolchain bench conformance fmt lint
+.PHONY: test test-aot wasm wasm-check aot monty-aot toolchain bench conformance fmt lint
 
 test:
 	scripts/test.sh
@@ -18,6 +18,7 @@ wasm:
 	scripts/stamp.sh --checker
 	PATH=/usr/bin:$$PATH cargo fetch --manifest-path wasm/checker/Cargo.toml
 	scripts/licenses.py --checker
+	scripts/aot.sh --stamp
 
 # Rebuild both modules from scratch (fresh target directories, so nothing is
 # reused) into temporary files and fail unless they are byte-identical to
@@ -31,6 +32,26 @@ wasm-check:
 	  if cmp -s $$built $$committed; then echo "wasm-check: rebuilt $$committed is byte-identical"; \
 	  else echo "wasm-check: rebuilt module differs from $$committed" >&2; sha256sum $$built $$committed >&2; status=1; fi; \
 	done; exit $$status
+
+# The interpreter translated to Go ahead of time (docs/building.md):
+# generate wasm/aot/internal/translated from wasm/monty.wasm with the pinned
+# wasm2go and check it byte for byte against wasm/aot/translated.sha256.
+aot:
+	scripts/aot.sh
+
+# The CLI on the ahead-of-time engine, in $(AOT_BIN). Compiling the
+# translated package needs about 10 GB and minutes on 2 cores, once: Go's
+# build cache keeps it as long as the flags stay those of scripts/aotgo.sh.
+AOT_BIN ?= wasm/aot/bin/monty
+monty-aot: aot
+	scripts/aotgo.sh build -o $(AOT_BIN) ./cmd/monty
+
+# The runtime, session and monty.v1 tests on the ahead-of-time engine
+# (without -race: the race detector would compile the translated package
+# once more, and run it many times slower).
+AOT_TESTS ?= ./runtime/... ./session/ ./session/protocol/
+test-aot: aot
+	scripts/aotgo.sh test -count=1 -timeout 30m $(AOT_TESTS)
 
 bench:
 	scripts/bench.sh

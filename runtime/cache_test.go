@@ -49,11 +49,12 @@ func (ev *events) list() []string {
 	return append([]string(nil), ev.seen...)
 }
 
-// newLoggedEngine makes an engine whose log events land in ev.
+// newLoggedEngine makes a wazero engine (the compilation and its cache are
+// what these tests are about) whose log events land in ev.
 func newLoggedEngine(t *testing.T, ev *events, opts ...runtime.EngineOption) *runtime.Engine {
 	t.Helper()
 	ctx := context.Background()
-	e, err := runtime.NewEngine(ctx, append(opts, runtime.WithLogger(slog.New(ev)))...)
+	e, err := runtime.NewEngine(ctx, append(opts, runtime.WithWazero(), runtime.WithLogger(slog.New(ev)))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close(ctx) })
 	return e

@@ -12,9 +12,6 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/monty-go/monty/runtime/internal/modcache"
 	"github.com/monty-go/monty/runtime/internal/pages"
@@ -39,13 +36,18 @@ var ErrEngineClosed = errors.New("monty: engine is closed")
 // several times slower) and compiles in the background; interpreters
 // created after that compilation run the machine code.
 //
+// A program that links the module translated to Go ahead of time (it
+// imports github.com/monty-go/monty/wasm/aot; see [RegisterAOT]) gets
+// engines that run it instead: nothing is compiled or cached, so the cache
+// and fast-start options change nothing, and an engine is ready in
+// milliseconds. [WithModule] and [WithWazero] keep an engine on wazero.
+//
 // An Engine is safe for concurrent use.
 type Engine struct {
 	epoch     time.Time
 	version   string // monty version reported by the module
 	moduleSum string // the module's SHA-256, hex
 	log       *slog.Logger
-	instances sync.Map // module instance -> *Interpreter, for host imports
 	// compiled is closed once new interpreters run machine code, or the
 	// background compilation failed (compileErr).
 	compiled   chan struct{}
@@ -58,22 +60,14 @@ type Engine struct {
 	cur      *backend   // where new interpreters are made
 	backends []*backend // open: cur, and earlier ones with live interpreters
 	closed   bool
+	spare    *Interpreter // an instance for the next NewInterpreter (AOT)
 }
 
-// backend is one wazero runtime holding the compiled module.
+// backend is one module new interpreters can be made from, with a count of
+// the open interpreters made from it.
 type backend struct {
-	rt       wazero.Runtime
-	cache    wazero.CompilationCache // nil without a cache
-	compiled wazero.CompiledModule
-	machine  bool // compiled to machine code (else wazero's interpreter engine)
-	live     int  // open interpreters; guarded by Engine.mu
-}
-
-func (b *backend) close(ctx context.Context) {
-	_ = b.rt.Close(ctx)
-	if b.cache != nil {
-		_ = b.cache.Close(ctx)
-	}
+	code module
+	live int // open interpreters; guarded by Engine.mu
 }
 
 // CompileInfo tells how an Engine got its code ready.
@@ -88,6 +82,9 @@ type CompileInfo struct {
 	// FastStart reports that the engine started on wazero's interpreter
 	// engine while compiling in the background (see [WithFastStart]).
 	FastStart bool
+	// AOT reports that the engine runs the module translated to Go ahead
+	// of time (see [RegisterAOT]): nothing was compiled or cached.
+	AOT bool
 	// Ready is how long NewEngine took.
 	Ready time.Duration
 }
@@ -102,6 +99,7 @@ type engineConfig struct {
 	fastStart   bool
 	log         *slog.Logger
 	tune        func(wazero.RuntimeConfig) wazero.RuntimeConfig // tests only
+	wazero      bool
 }
 
 // WithCacheDir caches compiled machine code in dir (created if missing)
@@ -122,7 +120,9 @@ func WithModule(wasmBytes []byte) EngineOption {
 
 // WithMaxMemoryPages caps each interpreter's linear memory, in 64 KiB pages
 // (default 65536: 4 GiB, the wasm32 maximum). Growing past it aborts the
-// instance; Limits.MaxMemory is the graceful limit.
+// instance; Limits.MaxMemory is the graceful limit. The translated module
+// (see [RegisterAOT]) reserves that much address space per interpreter and
+// ends the instance when a call leaves its memory larger.
 func WithMaxMemoryPages(pages uint32) EngineOption {
 	return func(c *engineConfig) { c.memoryPages = pages }
 }
@@ -136,6 +136,13 @@ func WithMaxMemoryPages(pages uint32) EngineOption {
 // soon after starting; with a warm cache it changes nothing.
 func WithFastStart() EngineOption {
 	return func(c *engineConfig) { c.fastStart = true }
+}
+
+// WithWazero builds the engine on wazero even when the module translated
+// to Go ahead of time is linked (see [RegisterAOT]): to compare the two, or
+// to move state between them (a dump loads on either).
+func WithWazero() EngineOption {
+	return func(c *engineConfig) { c.wazero = true }
 }
 
 // WithLogger receives the engine's log records (default: [slog.Default]):
@@ -161,6 +168,13 @@ func NewEngine(ctx context.Context, opts ...EngineOption) (*Engine, error) {
 		cfg.log = slog.Default()
 	}
 	e := &Engine{epoch: start, log: cfg.log, compiled: make(chan struct{}), moduleSum: moduleHash(cfg.module)}
+	if t := registeredAOT.Load(); t != nil && !cfg.wazero && isEmbeddedModule(cfg.module) {
+		if err := e.startAOT(ctx, &cfg, t); err != nil {
+			return nil, err
+		}
+		e.info.Ready = time.Since(start)
+		return e, nil
+	}
 	var cache *modcache.Entry
 	if cfg.cacheDir != "" {
 		var err error
@@ -196,6 +210,27 @@ func (e *Engine) updateInfo(f func(*CompileInfo)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	f(&e.info)
+}
+
+// startAOT makes the translated module the engine's backend.
+func (e *Engine) startAOT(ctx context.Context, cfg *engineConfig, t *translatedModule) error {
+	defer close(e.compiled)
+	if t.sha256 != e.moduleSum {
+		return fmt.Errorf("monty: the linked AOT module was translated from monty.wasm %.12s, this package embeds %.12s: "+
+			"regenerate it (make aot) or use the matching versions", t.sha256, e.moduleSum)
+	}
+	code := &aotModule{newInstance: t.newInstance, maxBytes: uint64(cfg.memoryPages) << 16}
+	it, err := e.check(ctx, code)
+	if err != nil {
+		return err
+	}
+	// The checked instance is as good as a new one: the first
+	// NewInterpreter takes it (a process that makes one interpreter makes
+	// one instance).
+	e.spare = it
+	e.info.AOT = true
+	e.adopt(&backend{code: code})
+	return nil
 }
 
 // fastStart loads the module on wazero's interpreter engine and compiles
@@ -282,72 +317,44 @@ func cacheFault(err error, cache *modcache.Entry) bool {
 	return cache.Warm || errors.As(err, &pe)
 }
 
-// newBackend compiles the module into a new wazero runtime (machine code,
-// or wazero's interpreter engine) and checks that it is an interpreter
-// module this package can speak to.
+// newBackend compiles the module with wazero (machine code, or wazero's
+// interpreter engine) and checks that it is an interpreter module this
+// package can speak to.
 func (e *Engine) newBackend(ctx context.Context, cfg *engineConfig, cache *modcache.Entry, machine bool, workers int) (*backend, error) {
-	rc := wazero.NewRuntimeConfigInterpreter()
-	if machine {
-		rc = wazero.NewRuntimeConfig()
-	}
-	rc = rc.WithMemoryLimitPages(cfg.memoryPages)
-	b := &backend{machine: machine}
-	if cache != nil {
-		cc, err := wazero.NewCompilationCacheWithDir(cache.Dir)
-		if err != nil {
-			return nil, fmt.Errorf("monty: compilation cache: %w", err)
-		}
-		b.cache = cc
-		rc = rc.WithCompilationCache(cc)
-	}
-	if cfg.tune != nil {
-		rc = cfg.tune(rc)
-	}
-	b.rt = wazero.NewRuntimeWithConfig(ctx, rc)
-	if err := e.load(experimental.WithCompilationWorkers(ctx, workers), b, cfg.module); err != nil {
-		b.close(ctx)
+	code, err := newWazeroModule(ctx, cfg, cache, machine, workers)
+	if err != nil {
 		return nil, err
 	}
-	return b, nil
+	it, err := e.check(ctx, code)
+	if err != nil {
+		code.close(ctx)
+		return nil, err
+	}
+	_ = it.destroy(ctx)
+	return &backend{code: code}, nil
 }
 
-func (e *Engine) load(ctx context.Context, b *backend, module []byte) error {
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, b.rt); err != nil {
-		return fmt.Errorf("monty: instantiate WASI: %w", err)
-	}
-	_, err := b.rt.NewHostModuleBuilder("monty").
-		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(e.hostPrint),
-			[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32},
-			[]api.ValueType{api.ValueTypeI32}).
-		WithParameterNames("stream", "ptr", "len").
-		Export("print").
-		Instantiate(ctx)
+// check instantiates the module once to check the protocol version and to
+// read the interpreter version, and returns that instance.
+func (e *Engine) check(ctx context.Context, code module) (*Interpreter, error) {
+	it, err := e.instantiate(ctx, code)
 	if err != nil {
-		return fmt.Errorf("monty: host module: %w", err)
+		return nil, err
 	}
-	b.compiled, err = b.rt.CompileModule(ctx, module)
-	if err != nil {
-		return fmt.Errorf("monty: compile module: %w", err)
+	if err := e.checkVersions(ctx, it); err != nil {
+		_ = it.destroy(ctx)
+		return nil, err
 	}
-	for _, name := range []string{"monty_abi_version", "monty_reserve", "monty_call", "monty_release"} {
-		if _, ok := b.compiled.ExportedFunctions()[name]; !ok {
-			return fmt.Errorf("monty: module does not export %s: not a monty-go interpreter module", name)
-		}
-	}
-	// One throwaway instance checks the protocol version and reads the
-	// interpreter version.
-	it, err := e.instantiate(ctx, b)
-	if err != nil {
-		return err
-	}
-	defer it.destroy(ctx)
-	abi, err := it.fnABI.Call(ctx)
+	return it, nil
+}
+
+func (e *Engine) checkVersions(ctx context.Context, it *Interpreter) error {
+	abi, err := it.inst.abiVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("monty: read ABI version: %w", err)
 	}
-	if abi[0] != ABIVersion {
-		return fmt.Errorf("monty: module speaks ABI version %d, this package speaks %d: rebuild the module (make wasm) or update the package", abi[0], ABIVersion)
+	if abi != ABIVersion {
+		return fmt.Errorf("monty: module speaks ABI version %d, this package speaks %d: rebuild the module (make wasm) or update the package", abi, ABIVersion)
 	}
 	version, err := it.info(ctx)
 	if err != nil {
@@ -370,7 +377,7 @@ func (e *Engine) adopt(b *backend) bool {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		b.close(context.Background())
+		b.code.close(context.Background())
 		return false
 	}
 	old := e.cur
@@ -383,20 +390,23 @@ func (e *Engine) adopt(b *backend) bool {
 	}
 	e.mu.Unlock()
 	if idle {
-		old.close(context.Background())
+		old.code.close(context.Background())
 	}
 	return true
 }
 
-// acquire returns the backend for a new interpreter and counts it.
-func (e *Engine) acquire() (*backend, error) {
+// acquire returns the backend for a new interpreter and counts it, with
+// the spare instance if there is one.
+func (e *Engine) acquire() (*backend, *Interpreter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return nil, ErrEngineClosed
+		return nil, nil, ErrEngineClosed
 	}
 	e.cur.live++
-	return e.cur, nil
+	spare := e.spare
+	e.spare = nil
+	return e.cur, spare, nil
 }
 
 // release uncounts an interpreter of b, closing b when it was the last one
@@ -410,7 +420,7 @@ func (e *Engine) release(b *backend) {
 	}
 	e.mu.Unlock()
 	if idle {
-		b.close(context.Background())
+		b.code.close(context.Background())
 	}
 }
 
@@ -445,7 +455,7 @@ func (e *Engine) CompileInfo() CompileInfo {
 // Compiled reports whether new interpreters run compiled machine code:
 // always, except during a fast start (see [WithFastStart]).
 func (e *Engine) Compiled() bool {
-	return e.current().machine
+	return e.current().code.machine()
 }
 
 // WaitCompiled waits until new interpreters run compiled machine code (see
@@ -470,11 +480,14 @@ func (e *Engine) Close(ctx context.Context) error {
 		return nil
 	}
 	e.closed = true
-	backends := e.backends
-	e.backends = nil
+	backends, spare := e.backends, e.spare
+	e.backends, e.spare = nil, nil
 	e.mu.Unlock()
+	if spare != nil {
+		_ = spare.destroy(ctx)
+	}
 	for _, b := range backends {
-		b.close(ctx)
+		b.code.close(ctx)
 	}
 	return nil
 }
@@ -501,20 +514,4 @@ func Default(ctx context.Context) (*Engine, error) {
 func Precompile(ctx context.Context) error {
 	_, err := Default(ctx)
 	return err
-}
-
-// hostPrint is the module's `monty.print(stream, ptr, len) -> status` import.
-func (e *Engine) hostPrint(ctx context.Context, mod api.Module, stack []uint64) {
-	v, ok := e.instances.Load(mod)
-	if !ok {
-		stack[0] = 0
-		return
-	}
-	it := v.(*Interpreter)
-	b, ok := mod.Memory().Read(api.DecodeU32(stack[1]), api.DecodeU32(stack[2]))
-	if !ok {
-		stack[0] = 1
-		return
-	}
-	stack[0] = uint64(it.output.write(Stream(api.DecodeU32(stack[0])), b, printFuncFrom(ctx)))
 }

@@ -12,7 +12,16 @@ import (
 func WithCloseOnContextDone() EngineOption {
 	return func(c *engineConfig) {
 		c.tune = func(rc wazero.RuntimeConfig) wazero.RuntimeConfig { return rc.WithCloseOnContextDone(true) }
+		c.wazero = true
 	}
+}
+
+// RegisterAOTFrom registers the linked AOT module as translated from
+// another monty.wasm, until restore is called.
+func RegisterAOTFrom(sha256 string) (restore func()) {
+	t := registeredAOT.Load()
+	RegisterAOT(sha256, t.newInstance)
+	return func() { registeredAOT.Store(t) }
 }
 
 // ClockReads returns how many times the interpreter read its monotonic clock.

@@ -3,16 +3,12 @@ package runtime
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 
 	"github.com/monty-go/monty/runtime/internal/guest"
 	"github.com/monty-go/monty/runtime/internal/wire"
@@ -64,14 +60,8 @@ const (
 // take them from a Pool. Close it when done.
 type Interpreter struct {
 	engine  *Engine
-	backend *backend
-	mod     api.Module
-	mem     api.Memory
-	fnABI   api.Function
-	fnRes   api.Function
-	fnCall  api.Function
-	fnRel   api.Function
-	stack   [3]uint64
+	backend *backend // nil for the engine's own check of a module
+	inst    instance
 
 	reqPtr, reqCap uint32
 	req            wire.Writer
@@ -92,52 +82,41 @@ type Interpreter struct {
 // NewInterpreter instantiates a fresh interpreter with DefaultLimits and
 // output collected (see SetOutput).
 func (e *Engine) NewInterpreter(ctx context.Context) (*Interpreter, error) {
-	b, err := e.acquire()
+	b, it, err := e.acquire()
 	if err != nil {
 		return nil, err
 	}
-	it, err := e.instantiate(ctx, b)
+	if it != nil {
+		it.backend = b
+		return it, nil
+	}
+	it, err = e.instantiate(ctx, b.code)
 	if err != nil {
 		e.release(b)
 		return nil, err
 	}
-	e.instances.Store(it.mod, it)
+	it.backend = b
 	return it, nil
 }
 
-// instantiate makes an interpreter from b, not yet counted or reachable by
-// host imports.
-func (e *Engine) instantiate(ctx context.Context, b *backend) (*Interpreter, error) {
-	it := &Interpreter{engine: e, backend: b, limits: DefaultLimits(), handles: map[uint32]struct{}{}}
+// instantiate makes an interpreter from code, not yet counted.
+func (e *Engine) instantiate(ctx context.Context, code module) (*Interpreter, error) {
+	it := &Interpreter{engine: e, limits: DefaultLimits(), handles: map[uint32]struct{}{}}
 	it.output.max = it.limits.MaxOutput
 	it.stderr.Max = 4096
-	cfg := wazero.NewModuleConfig().
-		WithName("").
-		WithStartFunctions("_initialize").
-		WithSysWalltime().
-		WithNanotime(it.nanotime, 1).
-		WithNanosleep(it.nanosleep).
-		WithRandSource(rand.Reader).
-		WithStderr(&it.stderr)
-	mod, err := b.rt.InstantiateModule(withMemoryAllocator(ctx), b.compiled, cfg)
+	inst, err := code.instantiate(ctx, it)
 	if err != nil {
-		return nil, fmt.Errorf("monty: instantiate interpreter: %w", err)
+		return nil, err
 	}
-	it.mod = mod
-	it.mem = mod.Memory()
-	it.fnABI = mod.ExportedFunction("monty_abi_version")
-	it.fnRes = mod.ExportedFunction("monty_reserve")
-	it.fnCall = mod.ExportedFunction("monty_call")
-	it.fnRel = mod.ExportedFunction("monty_release")
+	it.inst = inst
 	return it, nil
 }
 
 // Close frees the instance and everything in it. Closing twice is harmless.
 func (it *Interpreter) Close(ctx context.Context) error {
-	if it.mod == nil {
+	if it.inst == nil {
 		return nil
 	}
-	it.engine.instances.Delete(it.mod)
 	err := it.destroy(ctx)
 	it.engine.release(it.backend)
 	return err
@@ -145,8 +124,8 @@ func (it *Interpreter) Close(ctx context.Context) error {
 
 // destroy closes the module instance.
 func (it *Interpreter) destroy(ctx context.Context) error {
-	err := it.mod.Close(ctx)
-	it.mod = nil
+	err := it.inst.close(ctx)
+	it.inst = nil
 	if it.dead == nil {
 		it.dead = fmt.Errorf("%w: interpreter was closed", ErrDead)
 	}
@@ -156,7 +135,7 @@ func (it *Interpreter) destroy(ctx context.Context) error {
 // Compiled reports whether the interpreter runs compiled machine code
 // (false: wazero's interpreter engine, during a fast start; see
 // [WithFastStart]).
-func (it *Interpreter) Compiled() bool { return it.backend.machine }
+func (it *Interpreter) Compiled() bool { return it.backend.code.machine() }
 
 // Outdated reports whether the engine now makes interpreters that run
 // faster code than this one (its fast start has finished compiling). A
@@ -204,6 +183,12 @@ func (it *Interpreter) MemoryUsage(ctx context.Context) (int64, error) {
 	}
 	n, err := r.Uint()
 	return int64(n), err
+}
+
+// printOutput serves the module's monty.print import: 1 when the output
+// limit is reached, else 0.
+func (it *Interpreter) printOutput(ctx context.Context, stream uint32, b []byte) uint32 {
+	return it.output.write(Stream(stream), b, printFuncFrom(ctx))
 }
 
 func (it *Interpreter) nanotime() int64 {
@@ -260,7 +245,7 @@ const releaseAbove = 1 << 20
 
 // releaseBuffers frees the module's request and response buffers.
 func (it *Interpreter) releaseBuffers(ctx context.Context) {
-	if _, err := it.fnRel.Call(ctx); err != nil {
+	if err := it.inst.release(ctx); err != nil {
 		it.kill(err)
 		return
 	}
@@ -291,21 +276,20 @@ func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wir
 	}
 	req := it.req.Buf
 	if uint32(len(req)) > it.reqCap {
-		ptr, err := it.fnRes.Call(ctx, uint64(len(req)))
+		ptr, err := it.inst.reserve(ctx, uint32(len(req)))
 		if err != nil {
 			return nil, it.kill(err)
 		}
-		it.reqPtr, it.reqCap = api.DecodeU32(ptr[0]), uint32(len(req))
+		it.reqPtr, it.reqCap = ptr, uint32(len(req))
 	}
-	if len(req) > 0 && !it.mem.Write(it.reqPtr, req) {
+	if len(req) > 0 && !it.inst.write(it.reqPtr, req) {
 		return nil, it.kill(errors.New("request buffer outside memory"))
 	}
 	var stop func() bool
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, it.interrupt)
 	}
-	it.stack[0], it.stack[1], it.stack[2] = uint64(op), uint64(handle), uint64(len(req))
-	err := it.fnCall.CallWithStack(ctx, it.stack[:])
+	packed, err := it.inst.call(ctx, op, handle, uint32(len(req)))
 	if stop != nil {
 		stop()
 	}
@@ -317,8 +301,7 @@ func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wir
 	if err != nil {
 		return nil, it.kill(err)
 	}
-	packed := it.stack[0]
-	b, ok := it.mem.Read(uint32(packed>>32), uint32(packed))
+	b, ok := it.inst.read(uint32(packed>>32), uint32(packed))
 	if !ok {
 		return nil, it.kill(errors.New("response outside memory"))
 	}

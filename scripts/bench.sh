@@ -6,6 +6,9 @@
 #
 #   scripts/bench.sh            # each workload measured for >= 3 s (all columns)
 #   BENCHTIME=10s scripts/bench.sh
+#   MONTY_BENCH_AOT=1 scripts/bench.sh   # then scripts/bench_aot.sh: the
+#                               # ahead-of-time engine against wazero (its
+#                               # first build needs about 10 GB)
 #
 # One command on a fresh machine: it first installs what it needs, saying so
 # once per step: the pinned Rust toolchain when no Rust 1.96 is there
@@ -403,5 +406,10 @@ echo
 cat "$tmp/table.md"
 echo
 echo "Interleaved (scripts/benchcmp: each workload for >= $benchtime, medians) on $(go env GOOS 2>/dev/null)/$(go env GOARCH 2>/dev/null), $(nproc 2>/dev/null || echo '?') CPUs. Go: this runtime in-process; wasmtime: $wasmtime_version (Cranelift) through its Python wheel, the tiny call less the Python host's per-call cost; native: monty $native_version built for the host; upstream: ${upstream_version:-missing}, a process per run less an empty file's; CPython: $([ -n "$python" ] && "$python" --version 2>&1); start times and memory: medians of fresh processes; continuing sessions: medians of $session_rounds rounds (Go: the mean of ${SESSION_BENCHTIME:-20x} snippets a round; upstream: pydantic-monty's client and worker, the round trip included); memory: scripts/bench_memory.py."
+if [ "${MONTY_BENCH_AOT:-}" = 1 ]; then
+  echo
+  echo "The ahead-of-time engine (scripts/bench_aot.sh):"
+  scripts/bench_aot.sh || failed=1
+fi
 say "done in ${SECONDS} s"
 exit "$failed"

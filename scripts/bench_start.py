@@ -15,7 +15,9 @@ or bytes for the _rss keys):
                 in a fresh process, the checker module loaded from the cache
   monty_c_base  with --baseline OTHER_MONTY: `OTHER_MONTY -c 'print(1)'`
                 likewise (an A/B of the run path's start, e.g. against the
-                binary of an earlier commit)
+                binary of an earlier commit, or the wazero build against
+                the AOT one: scripts/bench_aot.sh); monty_rss_base and
+                monty_idle_base are its _rss and _idle
   upstream_c    with --upstream UPSTREAM_MONTY (upstream Monty's release
                 binary, from pydantic-monty-runtime): its `-c 'print(1)'`
                 likewise, for reference
@@ -333,9 +335,12 @@ def main():
         with tempfile.TemporaryDirectory(prefix="bench-start-") as tmp:
             if args.rss_helper:
                 helper = os.path.abspath(args.rss_helper)
-                for key, binary in binaries:
+                rss_binaries = [(f"{key}_rss", binary) for key, binary in binaries]
+                if args.baseline:
+                    rss_binaries.append(("monty_rss_base", os.path.abspath(args.baseline)))
+                for key, binary in rss_binaries:
                     rss_file = os.path.join(tmp, f"{key}.rss")
-                    commands.append((f"{key}_rss", [helper, "-peak-rss", rss_file, "--", binary, "-c", "pass"],
+                    commands.append((key, [helper, "-peak-rss", rss_file, "--", binary, "-c", "pass"],
                                      b"", rss_file))
             else:
                 log("no --rss-helper: the _rss keys are not measured")
@@ -346,6 +351,8 @@ def main():
 
     def idle():
         binaries = [("monty_idle", monty), ("python_idle", sys.executable)]
+        if args.baseline:
+            binaries.append(("monty_idle_base", os.path.abspath(args.baseline)))
         if args.upstream:
             binaries.append(("upstream_idle", os.path.abspath(args.upstream)))
         for key, value in idle_processes(args.cache_dir, args.runs, binaries).items():

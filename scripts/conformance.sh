@@ -4,6 +4,7 @@
 # side-by-side table (see docs/conformance.md).
 #
 #   scripts/conformance.sh [flags for scripts/conformance, e.g. -quiet, -run NAME]
+#   MONTY_CONFORMANCE_AOT=1 scripts/conformance.sh   # the Go side on the AOT engine
 #
 # Needs Go and Rust 1.96 (Debian's, in /usr/bin, is preferred: see
 # scripts/native/build.sh). Exits non-zero when a case that passes natively
@@ -37,5 +38,13 @@ trap 'rm -rf "$tmp"' EXIT
 echo "conformance.sh: native run of $cases" >&2
 "$native_bin" conformance "$cases" >"$tmp/native.jsonl"
 
+if [ "${MONTY_CONFORMANCE_AOT:-}" = 1 ]; then
+  # The Go side on the module translated to Go (wasm/aot; make aot first
+  # generates it; docs/building.md#the-ahead-of-time-engine).
+  echo "conformance.sh: Go run on the ahead-of-time engine" >&2
+  make -s aot
+  scripts/aotgo.sh run ./scripts/conformance -cases "$cases" -native "$tmp/native.jsonl" "$@"
+  exit
+fi
 echo "conformance.sh: Go run" >&2
 go run ./scripts/conformance -cases "$cases" -native "$tmp/native.jsonl" "$@"

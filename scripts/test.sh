@@ -48,6 +48,16 @@ go test -count=1 -run '^TestEngineClosed$' ./runtime/ >/dev/null
 go test -count=1 -run '^TestSameMontyVersionAsTheInterpreter$' ./runtime/typecheck/ >/dev/null
 echo "== go test -race" >&2
 go test -race -count=1 -timeout 20m "$@" ./...
+echo "== the runtime and session tests on the ahead-of-time engine (make test-aot; MONTY_TEST_AOT=0 leaves them out)" >&2
+# The module translated to Go (wasm/aot) is generated and checked byte for
+# byte, and the translated package compiled once into Go's build cache
+# (about 10 GB of memory and minutes on 2 cores, with DWARF off and one
+# compiler worker; later runs only link). Without -race: see the Makefile.
+if [ "${MONTY_TEST_AOT:-1}" != 0 ]; then
+  make -s test-aot
+else
+  echo "   MONTY_TEST_AOT=0: not run" >&2
+fi
 echo "== nested modules (adapters with their own go.mod): go vet, go test -race" >&2
 # Each adapter is a module of its own so the main module does not pull in
 # its SDK; every go.mod under session/agent/adapters is tested here.

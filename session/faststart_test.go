@@ -20,7 +20,7 @@ import (
 func TestSessionMovesToCompiledCode(t *testing.T) {
 	ctx := context.Background()
 	dir, release := runtimetest.GatedCache(t)
-	e, err := runtime.NewEngine(ctx, runtime.WithFastStart(), runtime.WithCacheDir(dir))
+	e, err := runtime.NewEngine(ctx, runtime.WithWazero(), runtime.WithFastStart(), runtime.WithCacheDir(dir))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close(ctx) })
 	s := open(t, "early", session.Options{Store: memstore.New(memstore.Options{}), Engine: e})

@@ -1,7 +1,9 @@
 // Package runtimetest helps test code built on package runtime: it prepares
 // compilation caches in which an engine's compilation is quick, or, for a
 // fast start (runtime.WithFastStart), finishes exactly when the test says
-// so. The machine code comes from runtime.Default's cache, which must be on.
+// so. The machine code comes from runtime.Default's cache (a wazero
+// engine's on the same cache when the module translated to Go is linked),
+// which must be on.
 package runtimetest
 
 import (
@@ -46,13 +48,22 @@ func UnfinishedCache(t testing.TB) string {
 }
 
 // entry returns a new cache directory and, for each machine-code file in
-// runtime.Default's entry (one per engine configuration that was used),
+// the default cache's entry (one per engine configuration that was used),
 // the path it would have in the new one (directories created).
 func entry(t testing.TB) (dir string, files map[string]string) {
 	t.Helper()
-	def, err := runtime.Default(context.Background())
+	ctx := context.Background()
+	def, err := runtime.Default(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if def.CompileInfo().AOT {
+		// The default engine runs the module translated to Go: the machine
+		// code is that of a wazero engine on the same cache.
+		if def, err = runtime.NewEngine(ctx, runtime.WithWazero()); err != nil {
+			t.Fatal(err)
+		}
+		defer def.Close(ctx)
 	}
 	dir = t.TempDir()
 	from := def.CompileInfo().CacheDir

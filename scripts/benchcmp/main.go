@@ -18,6 +18,9 @@
 //
 // The columns (a flag left out leaves its column out):
 //
+//   - aot: only when built by scripts/aotgo.sh (scripts/bench_aot.sh):
+//     the go column on the module translated to Go (wasm/aot), in this
+//     process; the go column then stays on wazero;
 //   - go: this runtime in this process: runtime.Default's engine, a warm
 //     interpreter per program, compiled once, one Program.Run per run;
 //   - wasmtime: scripts/wasmtime/bench.py --serve run by the given Python
@@ -78,6 +81,10 @@ import (
 	"github.com/monty-go/monty/runtime"
 )
 
+// aotLinked says whether the module translated to Go is linked (by the
+// file scripts/aotgo.sh adds).
+var aotLinked bool
+
 // A workload is one row of the comparison: a program of the bench
 // directory (NAME.py) or an operation of the runtime, and the columns that
 // run it.
@@ -90,8 +97,8 @@ type workload struct {
 // upstream's process per run can neither resolve tiny.py's microsecond nor
 // run an operation.
 var (
-	programColumns = []string{"go", "wasmtime", "native", "upstream", "cpython"}
-	callColumns    = []string{"go", "wasmtime", "native", "cpython"}
+	programColumns = []string{"go", "aot", "wasmtime", "native", "upstream", "cpython"}
+	callColumns    = []string{"go", "aot", "wasmtime", "native", "cpython"}
 )
 
 var workloads = []workload{
@@ -123,13 +130,13 @@ var workloads = []workload{
 	{"dump_load_1mb", callColumns},
 	// A fresh interpreter (wasmtime: a store and instance; native: a new
 	// REPL fed tiny.py).
-	{"new_interpreter", []string{"go", "wasmtime", "native"}},
+	{"new_interpreter", []string{"go", "aot", "wasmtime", "native"}},
 	// A warm interpreter from a runtime.Pool, and back.
-	{"pool_get", []string{"go"}},
+	{"pool_get", []string{"go", "aot"}},
 	// A fresh process that runs 1 + 1: this program started with
 	// -first-result (the module loaded from the warm cache), or
 	// `python3 -c '1+1'`.
-	{"first_result", []string{"go", "cpython"}},
+	{"first_result", []string{"go", "aot", "cpython"}},
 }
 
 // A column runs workloads, one sample at a time.
@@ -150,6 +157,7 @@ func noBaseline(string) string { return "" }
 
 func main() {
 	firstResult := flag.Bool("first-result", false, "be the fresh process of the first_result workload")
+	firstResultWazero := flag.Bool("wazero", false, "with -first-result: on wazero even when the AOT module is linked")
 	peakRSS := flag.String("peak-rss", "", "run the command after the flags; write its peak resident memory to this file")
 	dir := flag.String("dir", filepath.Join("testdata", "bench"), "the workloads' Python files")
 	benchtime := flag.Duration("benchtime", 3*time.Second, "rounds of a workload go on at least this long")
@@ -163,7 +171,7 @@ func main() {
 	python := flag.String("python", "", "the python3 for the cpython column")
 	flag.Parse()
 	if *firstResult {
-		os.Exit(runFirstResult())
+		os.Exit(runFirstResult(*firstResultWazero))
 	}
 	if *peakRSS != "" {
 		os.Exit(runPeakRSS(*peakRSS, flag.Args()))
@@ -182,7 +190,12 @@ func main() {
 		}
 		columns = append(columns, c)
 	}
-	add(newGoColumn(*dir))
+	if aotLinked {
+		add(newGoColumn(*dir, "go", runtime.WithWazero()))
+		add(newGoColumn(*dir, "aot"))
+	} else {
+		add(newGoColumn(*dir, "go"))
+	}
 	if *wasmtimePython != "" {
 		argv := []string{*wasmtimePython, filepath.Join("scripts", "wasmtime", "bench.py"), "--serve", "--dir", *dir}
 		if *wasmtimeCache != "" {
@@ -414,6 +427,7 @@ func fatalf(format string, args ...any) {
 type goColumn struct {
 	dir    string
 	engine *runtime.Engine
+	wazero bool // on wazero though the AOT module is linked
 	op     string
 	// runOnce is one run; it returns the program's value, nil for the
 	// other workloads.
@@ -421,14 +435,22 @@ type goColumn struct {
 	release func()
 }
 
-func newGoColumn(dir string) (*column, error) {
-	c := &column{name: "go", batch: true, baseline: noBaseline}
-	logf("go: loading the module (compiling it first if the cache is cold)")
-	e, err := runtime.Default(context.Background())
+// newGoColumn is this runtime's column: on runtime.Default's engine, or on
+// one made with opts.
+func newGoColumn(dir, name string, opts ...runtime.EngineOption) (*column, error) {
+	c := &column{name: name, batch: true, baseline: noBaseline}
+	logf("%s: loading the module (compiling it first if the cache is cold)", name)
+	var e *runtime.Engine
+	var err error
+	if len(opts) == 0 {
+		e, err = runtime.Default(context.Background())
+	} else {
+		e, err = runtime.NewEngine(context.Background(), opts...)
+	}
 	if err != nil {
 		return c, err
 	}
-	g := &goColumn{dir: dir, engine: e, release: func() {}}
+	g := &goColumn{dir: dir, engine: e, wazero: !e.CompileInfo().AOT && aotLinked, release: func() {}}
 	c.run = g.run
 	c.close = func() { g.release() }
 	return c, nil
@@ -534,8 +556,12 @@ func (g *goColumn) prepare(op string) (func() (object.Value, error), func(), err
 		if err != nil {
 			return nil, closeAll, err
 		}
+		args := []string{"-first-result"}
+		if g.wazero {
+			args = append(args, "-wazero")
+		}
 		return func() (object.Value, error) {
-			out, err := exec.Command(self, "-first-result").CombinedOutput()
+			out, err := exec.Command(self, args...).CombinedOutput()
 			if err != nil {
 				return nil, fmt.Errorf("%s -first-result: %v: %s", self, err, out)
 			}
@@ -558,10 +584,14 @@ func (g *goColumn) prepare(op string) (func() (object.Value, error), func(), err
 }
 
 // runFirstResult is the fresh process of first_result: the module from the
-// warm cache, a new interpreter, `1 + 1`.
-func runFirstResult() int {
+// warm cache (or the AOT module, when linked and not wazero), a new
+// interpreter, `1 + 1`.
+func runFirstResult(wazero bool) int {
 	ctx := context.Background()
 	e, err := runtime.Default(ctx)
+	if wazero {
+		e, err = runtime.NewEngine(ctx, runtime.WithWazero())
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

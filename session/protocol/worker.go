@@ -629,7 +629,7 @@ func (w *Worker) failed(err error) *pb.ChildEvent {
 		w.repl, w.exec = nil, nil
 		excType := "RuntimeError"
 		var trap *runtime.TrapError
-		if errors.As(err, &trap) && (trap.MemoryCeiling() || strings.Contains(trap.Stderr, "allocation of")) {
+		if errors.As(err, &trap) && (errors.Is(err, runtime.ErrMemoryLimit) || strings.Contains(trap.Stderr, "allocation of")) {
 			// Out of memory, as upstream's worker reports by dying.
 			excType = "MemoryError"
 		}

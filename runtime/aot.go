@@ -1,0 +1,332 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// AOTInstance is one instance of the interpreter module translated to Go
+// ahead of time by wasm2go: the module's exports under the names wasm2go
+// gives them. Only github.com/monty-go/monty/wasm/aot implements it;
+// programs opt in by importing that module and never use this type.
+type AOTInstance interface {
+	X_initialize()
+	Xmonty_abi_version() int32
+	Xmonty_reserve(n int32) int32
+	Xmonty_call(op, handle, n int32) int64
+	Xmonty_release()
+	Xmemory() AOTMemory
+}
+
+// AOTMemory is the linear memory of an [AOTInstance].
+type AOTMemory = interface {
+	Slice() *[]byte
+	Grow(delta, max int64) int64
+}
+
+// AOTImports are the functions an [AOTInstance] imports (docs/abi.md):
+// monty.print and the six WASI calls. This package implements them.
+type AOTImports interface {
+	Xprint(stream, ptr, n int32) int32
+	Xclock_time_get(id int32, precision int64, result int32) int32
+	Xenviron_get(environ, buf int32) int32
+	Xenviron_sizes_get(count, size int32) int32
+	Xfd_write(fd, iovs, iovsLen, written int32) int32
+	Xproc_exit(code int32)
+	Xrandom_get(buf, n int32) int32
+}
+
+// translatedModule is what RegisterAOT received.
+type translatedModule struct {
+	sha256      string
+	newInstance func(AOTImports) AOTInstance
+}
+
+var registeredAOT atomic.Pointer[translatedModule]
+
+// RegisterAOT makes engines run the interpreter module translated to Go
+// instead of compiling the embedded monty.wasm with wazero: no compilation,
+// no cache, an interpreter ready in milliseconds. moduleSHA256 is the
+// SHA-256 of the monty.wasm it was translated from; NewEngine refuses a
+// translation of another module. Engines given [WithModule] still use
+// wazero.
+//
+// It is called by the init function of github.com/monty-go/monty/wasm/aot,
+// which a program imports to opt in (docs/building.md); nothing else
+// should call it. It is safe for concurrent use.
+func RegisterAOT(moduleSHA256 string, newInstance func(AOTImports) AOTInstance) {
+	registeredAOT.Store(&translatedModule{sha256: moduleSHA256, newInstance: newInstance})
+}
+
+// WASI errno values the imports return.
+const (
+	errnoSuccess = 0
+	errnoBadf    = 8
+	errnoFault   = 21
+	errnoInval   = 28
+)
+
+// aotModule is the translated module. Each instance's linear memory is a
+// reservation of its maximum size that grows in place.
+type aotModule struct {
+	newInstance func(AOTImports) AOTInstance
+	maxBytes    uint64
+
+	pagesOnce sync.Once
+	pages     []int // offsets of the initial memory's pages that are not all zeros
+}
+
+func (m *aotModule) machine() bool { return true }
+
+func (m *aotModule) close(context.Context) {}
+
+func (m *aotModule) instantiate(ctx context.Context, it *Interpreter) (instance, error) {
+	a := &aotInstance{it: it, maxBytes: m.maxBytes}
+	err := a.run(ctx, func() {
+		a.mod = m.newInstance(a)
+		a.mem = a.mod.Xmemory().Slice()
+		if r := reserveMemory(m.maxBytes); r != nil {
+			a.reserved = r
+			*a.mem = m.moveMemory(r, *a.mem)
+		}
+		a.mod.X_initialize()
+	})
+	if err != nil {
+		_ = a.close(ctx)
+		return nil, fmt.Errorf("monty: instantiate interpreter: %w", err)
+	}
+	return a, nil
+}
+
+// memPage is the unit in which moveMemory skips zeros.
+const memPage = 4096
+
+// moveMemory copies a new instance's memory (src, the same in every
+// instance) to the start of dst, fresh and so all zeros, and returns dst
+// cut to its length. Only the pages that are not zeros are copied, found
+// once: the others cost no memory until the guest touches them.
+func (m *aotModule) moveMemory(dst, src []byte) []byte {
+	m.pagesOnce.Do(func() {
+		var zero [memPage]byte
+		for off := 0; off < len(src); off += memPage {
+			page := src[off:min(off+memPage, len(src))]
+			if string(page) != string(zero[:len(page)]) {
+				m.pages = append(m.pages, off)
+			}
+		}
+	})
+	for _, off := range m.pages {
+		copy(dst[off:], src[off:min(off+memPage, len(src))])
+	}
+	return dst[:len(src)]
+}
+
+// aotInstance is one instance of the translated module, and the imports
+// that serve it.
+type aotInstance struct {
+	it       *Interpreter
+	mod      AOTInstance
+	mem      *[]byte // the instance's linear memory
+	reserved []byte  // the reservation behind *mem, nil without one
+	maxBytes uint64
+	ctx      context.Context // of the call in progress
+}
+
+// aotExit is the panic by which proc_exit leaves the module.
+type aotExit int32
+
+// run calls f, the only way into the module: a panic inside it (a trap of
+// the translated code, proc_exit, linear memory past the engine's cap)
+// becomes an error.
+func (a *aotInstance) run(ctx context.Context, f func()) (err error) {
+	a.ctx = ctx
+	defer func() {
+		a.ctx = nil
+		if r := recover(); r != nil {
+			err = trapOf(r)
+		}
+	}()
+	f()
+	a.checkMemory()
+	return nil
+}
+
+// checkMemory traps when the linear memory grew past the engine's cap (the
+// trap matches ErrMemoryLimit). The translated code grows up to wasm32's
+// 4 GiB, where wazero refuses to grow past the cap, so a smaller cap is
+// checked after every call and at every clock read (which the guest makes
+// every 255 bytecode instructions while a time budget is armed).
+func (a *aotInstance) checkMemory() {
+	if a.mem != nil && uint64(len(*a.mem)) > a.maxBytes {
+		panic(fmt.Errorf("%w: linear memory grew past %d pages (WithMaxMemoryPages)", ErrMemoryLimit, a.maxBytes>>16))
+	}
+}
+
+// trapOf describes a panic of the translated module like wazero describes
+// the same trap ("wasm error: unreachable").
+func trapOf(r any) error {
+	switch r := r.(type) {
+	case aotExit:
+		return fmt.Errorf("module closed with exit_code(%d)", int32(r))
+	case string:
+		return errors.New("wasm error: " + r)
+	case error:
+		return fmt.Errorf("wasm error: %w", r)
+	}
+	return fmt.Errorf("wasm error: %v", r)
+}
+
+func (a *aotInstance) abiVersion(ctx context.Context) (v uint32, err error) {
+	err = a.run(ctx, func() { v = uint32(a.mod.Xmonty_abi_version()) })
+	return v, err
+}
+
+func (a *aotInstance) reserve(ctx context.Context, n uint32) (ptr uint32, err error) {
+	err = a.run(ctx, func() { ptr = uint32(a.mod.Xmonty_reserve(int32(n))) })
+	return ptr, err
+}
+
+func (a *aotInstance) call(ctx context.Context, op, handle, n uint32) (packed uint64, err error) {
+	err = a.run(ctx, func() { packed = uint64(a.mod.Xmonty_call(int32(op), int32(handle), int32(n))) })
+	return packed, err
+}
+
+func (a *aotInstance) release(ctx context.Context) error {
+	return a.run(ctx, a.mod.Xmonty_release)
+}
+
+func (a *aotInstance) read(ptr, n uint32) ([]byte, bool) { return a.span(uint64(ptr), uint64(n)) }
+
+// span returns n bytes of linear memory at ptr; false when they are
+// outside it.
+func (a *aotInstance) span(ptr, n uint64) ([]byte, bool) {
+	mem := *a.mem
+	if ptr+n > uint64(len(mem)) {
+		return nil, false
+	}
+	return mem[ptr : ptr+n : ptr+n], true
+}
+
+func (a *aotInstance) write(ptr uint32, b []byte) bool {
+	dst, ok := a.span(uint64(ptr), uint64(len(b)))
+	copy(dst, b)
+	return ok
+}
+
+func (a *aotInstance) close(context.Context) error {
+	if a.reserved != nil {
+		*a.mem = nil
+		freeMemory(a.reserved)
+		a.reserved = nil
+	}
+	a.mod = nil
+	return nil
+}
+
+// The imports.
+
+// Xprint is monty.print.
+func (a *aotInstance) Xprint(stream, ptr, n int32) int32 {
+	b, ok := a.read(uint32(ptr), uint32(n))
+	if !ok {
+		return 1
+	}
+	ctx := a.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return int32(a.it.printOutput(ctx, uint32(stream), b))
+}
+
+// Xclock_time_get serves the wall clock and the interpreter's monotonic
+// clock, which cancellation moves (docs/abi.md).
+func (a *aotInstance) Xclock_time_get(id int32, _ int64, result int32) int32 {
+	var t int64
+	switch id {
+	case 0:
+		t = time.Now().UnixNano()
+	case 1:
+		a.checkMemory()
+		t = a.it.nanotime()
+	default:
+		return errnoInval
+	}
+	return a.putUint64(result, uint64(t))
+}
+
+// Xenviron_get writes the (empty) environment.
+func (a *aotInstance) Xenviron_get(_, _ int32) int32 { return errnoSuccess }
+
+// Xenviron_sizes_get reports an empty environment.
+func (a *aotInstance) Xenviron_sizes_get(count, size int32) int32 {
+	if e := a.putUint32(count, 0); e != errnoSuccess {
+		return e
+	}
+	return a.putUint32(size, 0)
+}
+
+// Xfd_write serves the guest's stderr (panic messages), kept for a trap's
+// explanation; stdout is discarded, as with wazero.
+func (a *aotInstance) Xfd_write(fd, iovs, iovsLen, written int32) int32 {
+	var w io.Writer
+	switch fd {
+	case 1:
+		w = io.Discard
+	case 2:
+		w = &a.it.stderr
+	default:
+		return errnoBadf
+	}
+	vecs, ok := a.span(uint64(uint32(iovs)), uint64(uint32(iovsLen))*8)
+	if !ok {
+		return errnoFault
+	}
+	var total uint32
+	for i := 0; i < len(vecs); i += 8 {
+		b, ok := a.read(binary.LittleEndian.Uint32(vecs[i:]), binary.LittleEndian.Uint32(vecs[i+4:]))
+		if !ok {
+			return errnoFault
+		}
+		_, _ = w.Write(b)
+		total += uint32(len(b))
+	}
+	return a.putUint32(written, total)
+}
+
+// Xproc_exit ends the instance.
+func (a *aotInstance) Xproc_exit(code int32) { panic(aotExit(code)) }
+
+// Xrandom_get fills the buffer from crypto/rand.
+func (a *aotInstance) Xrandom_get(buf, n int32) int32 {
+	b, ok := a.read(uint32(buf), uint32(n))
+	if !ok {
+		return errnoFault
+	}
+	_, _ = rand.Read(b)
+	return errnoSuccess
+}
+
+func (a *aotInstance) putUint32(ptr int32, v uint32) int32 {
+	b, ok := a.read(uint32(ptr), 4)
+	if !ok {
+		return errnoFault
+	}
+	binary.LittleEndian.PutUint32(b, v)
+	return errnoSuccess
+}
+
+func (a *aotInstance) putUint64(ptr int32, v uint64) int32 {
+	b, ok := a.read(uint32(ptr), 8)
+	if !ok {
+		return errnoFault
+	}
+	binary.LittleEndian.PutUint64(b, v)
+	return errnoSuccess
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs a go command (build, test, run) with the interpreter translated to Go
+# ahead of time linked in (docs/building.md#the-ahead-of-time-engine):
+#
+#   scripts/aotgo.sh build -o monty-aot ./cmd/monty
+#   scripts/aotgo.sh test ./runtime/...
+#
+# It adds, through go's -overlay, the files of wasm/aot/testdata/overlay
+# that import github.com/monty-go/monty/wasm/aot to the packages that link
+# it (cmd/monty, scripts/benchcmp, scripts/conformance, and the tests of
+# runtime, session and session/protocol), and resolves that module through
+# wasm/aot/go.work. No file of the main module imports it: `go build
+# ./...`, `go vet ./...` and `go mod tidy` of the main module, and of every
+# module that requires it, never see it. The translated package is compiled
+# with the same flags every time (no DWARF, one compiler worker, one package
+# at a time: about 10 GB of memory), so that Go's build cache keeps it; run
+# `make aot` (scripts/aot.sh) first to generate it.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+[ $# -ge 1 ] || { echo "usage: scripts/aotgo.sh build|test|run [go flags] packages" >&2; exit 2; }
+cmd=$1
+shift
+from=$repo/wasm/aot/testdata/overlay
+overlay=$(mktemp)
+trap 'rm -f "$overlay"' EXIT
+cat >"$overlay" <<JSON
+{"Replace": {
+  "$repo/cmd/monty/aot.go": "$from/cmd_monty_aot.go",
+  "$repo/scripts/benchcmp/aot.go": "$from/benchcmp_aot.go",
+  "$repo/scripts/conformance/aot.go": "$from/conformance_aot.go",
+  "$repo/runtime/aot_test.go": "$from/runtime_aot_test.go",
+  "$repo/session/aot_test.go": "$from/session_aot_test.go",
+  "$repo/session/protocol/aot_test.go": "$from/protocol_aot_test.go"
+}}
+JSON
+GOWORK=$repo/wasm/aot/go.work GOFLAGS=-p=1 go "$cmd" -overlay="$overlay" \
+  -gcflags='github.com/monty-go/monty/wasm/aot/internal/translated=-dwarf=false -c=1' -ldflags=-w "$@"

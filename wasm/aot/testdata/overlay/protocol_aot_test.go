@@ -1,0 +1,5 @@
+package protocol_test
+
+// scripts/aotgo.sh adds this file to session/protocol's tests (make
+// test-aot): they then run on the module translated to Go.
+import _ "github.com/monty-go/monty/wasm/aot"
