@@ -71,9 +71,14 @@ func upstreamWorker(t testing.TB) *parent {
 	cmd.Env = []string{} // as pydantic-monty starts it
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
-	out, err := cmd.StdoutPipe()
+	// A pipe of our own rather than StdoutPipe: Wait closes that one when
+	// the process exits, which can be before its last events are read.
+	out, w, err := os.Pipe()
 	require.NoError(t, err)
+	cmd.Stdout = w
 	require.NoError(t, cmd.Start())
+	_ = w.Close() // the worker holds the write end; its exit is our EOF
+	t.Cleanup(func() { _ = out.Close() })
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	p := &parent{t: t, conn: protocol.NewStreamConn(out, in, 0), raw: in, done: done}
