@@ -7,7 +7,7 @@
 #
 # It adds, through go's -overlay, the files of wasm/aot/testdata/overlay
 # that import github.com/monty-go/monty/wasm/aot to the packages that link
-# it (cmd/monty, scripts/benchcmp, scripts/conformance, and the tests of
+# it (cmd/monty, examples/serverless, scripts/benchcmp, scripts/conformance, and the tests of
 # runtime, session and session/protocol), and resolves that module through
 # wasm/aot/go.work. No file of the main module imports it: `go build
 # ./...`, `go vet ./...` and `go mod tidy` of the main module, and of every
@@ -26,6 +26,7 @@ trap 'rm -f "$overlay"' EXIT
 cat >"$overlay" <<JSON
 {"Replace": {
   "$repo/cmd/monty/aot.go": "$from/cmd_monty_aot.go",
+  "$repo/examples/serverless/aot.go": "$from/serverless_aot.go",
   "$repo/scripts/benchcmp/aot.go": "$from/benchcmp_aot.go",
   "$repo/scripts/conformance/aot.go": "$from/conformance_aot.go",
   "$repo/runtime/aot_test.go": "$from/runtime_aot_test.go",
