@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -323,7 +324,7 @@ var errBadState = errors.New("mcpserver: requestState is not one this server gav
 func (a *approver) answered(ctx context.Context, req *mcp.CallToolRequest, start time.Time) *mcp.CallToolResult {
 	st, err := a.h.verify(req.Params.RequestState)
 	if err != nil || st.Tool != req.Params.Name {
-		a.h.log.Warn("approval: refused a retry", "tool", req.Params.Name, "error", cmpErr(err, errBadState))
+		a.h.log.Warn("approval: refused a retry", "tool", req.Params.Name, "error", cmp.Or(err, errBadState))
 		return toolError("the answers to the approval requests could not be used: " + errBadState.Error() +
 			". Nothing was approved; the run stays paused: call " + agent.ResumeToolName + " with its run_id and results [{\"id\": ...}] to ask the user again")
 	}
@@ -336,13 +337,6 @@ func (a *approver) answered(ctx context.Context, req *mcp.CallToolRequest, start
 	}
 	res, err := a.decide(ctx, p, decisions)
 	return a.settle(ctx, st.Tool, res, err, start)
-}
-
-func cmpErr(err, def error) error {
-	if err != nil {
-		return err
-	}
-	return def
 }
 
 // newStateKey is a random key that signs this server's request states.
