@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/telemetry"
 )
@@ -275,15 +273,7 @@ func (r *pausedRun) uncertainDecisions(sid string, now time.Time) []Decision {
 // text is the call as Python spells it, named name.
 func (c storedCall) text(name string) string {
 	args, kwargs, _ := c.decode() // checked when stored or loaded
-	parts := make([]string, 0, len(args)+len(kwargs))
-	for _, a := range args {
-		parts = append(parts, object.Repr(a))
-	}
-	for _, kw := range kwargs {
-		k, _ := kw.Key.(object.Str)
-		parts = append(parts, string(k)+"="+object.Repr(kw.Value))
-	}
-	return name + "(" + strings.Join(parts, ", ") + ")"
+	return ToolCall{Args: args, Kwargs: kwargs}.Text(name)
 }
 
 func newClaimToken() string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -62,6 +63,21 @@ type ToolCall struct {
 	// it in its request's _meta, so that a server can deduplicate. Empty
 	// in Inspection.Paused.
 	IdempotencyKey string
+}
+
+// Text is the call as Python spells it, named name (the function, or the
+// method as the code calls it, "github.delete_repo"): its arguments'
+// reprs, keyword arguments last.
+func (c ToolCall) Text(name string) string {
+	parts := make([]string, 0, len(c.Args)+len(c.Kwargs))
+	for _, a := range c.Args {
+		parts = append(parts, object.Repr(a))
+	}
+	for _, kw := range c.Kwargs {
+		k, _ := kw.Key.(object.Str)
+		parts = append(parts, string(k)+"="+object.Repr(kw.Value))
+	}
+	return name + "(" + strings.Join(parts, ", ") + ")"
 }
 
 // Paused describes a run stopped at client tool calls.

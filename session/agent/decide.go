@@ -3,12 +3,10 @@ package agent
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/telemetry"
 )
@@ -65,23 +63,10 @@ func loggerFrom(ctx context.Context) *slog.Logger {
 	return slog.Default()
 }
 
-// callText is call c as Python spells it, named name.
-func callText(name string, c session.ToolCall) string {
-	parts := make([]string, 0, len(c.Args)+len(c.Kwargs))
-	for _, a := range c.Args {
-		parts = append(parts, object.Repr(a))
-	}
-	for _, kw := range c.Kwargs {
-		k, _ := kw.Key.(object.Str)
-		parts = append(parts, string(k)+"="+object.Repr(kw.Value))
-	}
-	return name + "(" + strings.Join(parts, ", ") + ")"
-}
-
 // newDecision starts the record of a decision on call c (tool name) by
 // the decider ctx names.
 func newDecision(ctx context.Context, name string, c session.ToolCall, approve bool) session.Decision {
-	return session.Decision{Who: DeciderFrom(ctx), RunID: c.RunID, CallID: c.ID, Tool: name, Args: telemetry.Clip(callText(name, c)),
+	return session.Decision{Who: DeciderFrom(ctx), RunID: c.RunID, CallID: c.ID, Tool: name, Args: telemetry.Clip(c.Text(name)),
 		IdempotencyKey: c.IdempotencyKey, Approved: approve}
 }
 

@@ -66,17 +66,14 @@ func pausedOf(p *session.Paused, sessionID string, reg *tools.Registry) *PausedR
 		pc := PausedCall{ID: c.ID, Name: c.Name, Blocking: c.Blocking, MayHaveRun: c.MayHaveRun,
 			Args: make([]json.RawMessage, len(c.Args)), Kwargs: map[string]json.RawMessage{}}
 		pc.Name, pc.Approval = ApprovalName(reg, c)
-		parts := make([]string, 0, len(c.Args)+len(c.Kwargs))
 		for i, a := range c.Args {
 			pc.Args[i] = tools.ValueJSON(a)
-			parts = append(parts, object.Repr(a))
 		}
 		for _, kw := range c.Kwargs {
 			k, _ := kw.Key.(object.Str)
 			pc.Kwargs[string(k)] = tools.ValueJSON(kw.Value)
-			parts = append(parts, string(k)+"="+object.Repr(kw.Value))
 		}
-		pc.Call = pc.Name + "(" + strings.Join(parts, ", ") + ")"
+		pc.Call = c.Text(pc.Name)
 		out.Calls = append(out.Calls, pc)
 	}
 	return out
