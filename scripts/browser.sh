@@ -47,22 +47,7 @@ install_chromium() {
 }
 
 [ "${1:-}" = env ] || die "usage: $0 env"
-command -v "$PY" >/dev/null || die "$PY is missing: install Python 3.10 or newer"
-"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || die "$PY is older than 3.10"
 install_chromium
-
-# One environment per set of pins and interpreter version, so that a change
-# of either makes a new one and an interrupted install is never taken for done.
-key=$( (cat "$REQUIREMENTS"; "$PY" -V) | sha256sum | cut -c1-16)
-venv=$ROOT/$key
-if [ ! -f "$venv/.complete" ]; then
-  log "installing Playwright from PyPI into $venv (once)"
-  rm -rf "$venv"
-  mkdir -p "$ROOT"
-  "$PY" -m venv "$venv" >&2
-  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$REQUIREMENTS" >&2 ||
-    { rm -rf "$venv"; die "pip install failed (is PyPI reachable?)"; }
-  touch "$venv/.complete"
-fi
+venv=$(PYTHON=$PY scripts/venv.sh "$ROOT" "$REQUIREMENTS" "Playwright")
 echo "export MONTY_TEST_BROWSER_PYTHON=$venv/bin/python"
 echo "export MONTY_TEST_CHROMIUM=$(chromium_path)"
