@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -32,8 +31,13 @@ type AOTMemory = interface {
 }
 
 // AOTImports are the functions an [AOTInstance] imports (docs/abi.md):
-// monty.print and the six WASI calls. This package implements them.
+// monty.print and the six WASI calls, and NewMemory, which gives a new
+// instance its linear memory. This package implements them.
 type AOTImports interface {
+	// NewMemory returns size bytes of zeros for a new instance's linear
+	// memory, with capacity up to the engine's memory limit to grow into
+	// in place; nil when the instance should allocate its own.
+	NewMemory(size int) []byte
 	Xprint(stream, ptr, n int32) int32
 	Xclock_time_get(id int32, precision int64, result int32) int32
 	Xenviron_get(environ, buf int32) int32
@@ -78,9 +82,6 @@ const (
 type aotModule struct {
 	newInstance func(AOTImports) AOTInstance
 	maxBytes    uint64
-
-	pagesOnce sync.Once
-	pages     []int // offsets of the initial memory's pages that are not all zeros
 }
 
 func (m *aotModule) machine() bool { return true }
@@ -92,10 +93,6 @@ func (m *aotModule) instantiate(ctx context.Context, it *Interpreter) (instance,
 	err := a.run(ctx, func() {
 		a.mod = m.newInstance(a)
 		a.mem = a.mod.Xmemory().Slice()
-		if r := reserveMemory(m.maxBytes); r != nil {
-			a.reserved = r
-			*a.mem = m.moveMemory(r, *a.mem)
-		}
 		a.mod.X_initialize()
 	})
 	if err != nil {
@@ -105,36 +102,13 @@ func (m *aotModule) instantiate(ctx context.Context, it *Interpreter) (instance,
 	return a, nil
 }
 
-// memPage is the unit in which moveMemory skips zeros.
-const memPage = 4096
-
-// moveMemory copies a new instance's memory (src, the same in every
-// instance) to the start of dst, fresh and so all zeros, and returns dst
-// cut to its length. Only the pages that are not zeros are copied, found
-// once: the others cost no memory until the guest touches them.
-func (m *aotModule) moveMemory(dst, src []byte) []byte {
-	m.pagesOnce.Do(func() {
-		var zero [memPage]byte
-		for off := 0; off < len(src); off += memPage {
-			page := src[off:min(off+memPage, len(src))]
-			if string(page) != string(zero[:len(page)]) {
-				m.pages = append(m.pages, off)
-			}
-		}
-	})
-	for _, off := range m.pages {
-		copy(dst[off:], src[off:min(off+memPage, len(src))])
-	}
-	return dst[:len(src)]
-}
-
 // aotInstance is one instance of the translated module, and the imports
 // that serve it.
 type aotInstance struct {
 	it       *Interpreter
 	mod      AOTInstance
 	mem      *[]byte // the instance's linear memory
-	reserved []byte  // the reservation behind *mem, nil without one
+	reserved []byte  // the reservation behind *mem, nil without one (NewMemory)
 	maxBytes uint64
 	ctx      context.Context // of the call in progress
 }
@@ -222,12 +196,31 @@ func (a *aotInstance) write(ptr uint32, b []byte) bool {
 
 func (a *aotInstance) close(context.Context) error {
 	if a.reserved != nil {
-		*a.mem = nil
+		if a.mem != nil {
+			*a.mem = nil
+		}
 		freeMemory(a.reserved)
 		a.reserved = nil
 	}
 	a.mod = nil
 	return nil
+}
+
+// NewMemory reserves the engine's memory limit of address space for the
+// new instance's linear memory and returns its first size bytes: the
+// instance writes its data segments there and grows in place, and only
+// the pages it writes cost memory. nil (the instance then allocates on the
+// Go heap) when the system refuses the mapping or size is past the limit.
+func (a *aotInstance) NewMemory(size int) []byte {
+	if a.reserved != nil || uint64(size) > a.maxBytes {
+		return nil
+	}
+	r := reserveMemory(a.maxBytes)
+	if r == nil {
+		return nil
+	}
+	a.reserved = r
+	return r[:size]
 }
 
 // The imports.

@@ -13,7 +13,9 @@
 #     cached build shows only the link) and both binaries' sizes;
 #   * runs scripts/bench_start.py on the AOT CLI with the wazero CLI as its
 #     baseline (warm cache): a fresh process to `print(1)`, the peak memory
-#     of `-c 'pass'` and an idle process's memory, against python3;
+#     of `-c 'pass'` and an idle process's memory, against python3, and the
+#     idle memory of a program holding only an interpreter (benchcmp
+#     -first-result -c, built on each engine);
 #   * runs scripts/benchcmp built by scripts/aotgo.sh: the kernels in its
 #     go column (wazero) and its aot column, in one process, interleaved;
 # and prints a markdown table with the targets: a fresh process to its first
@@ -47,7 +49,8 @@ echo "build wazero_size $(stat -c %s "$tmp/monty")" >>"$results"
 failed=0
 say "scripts/bench_start.py: the AOT CLI, the wazero CLI as its baseline"
 if ! "$python" scripts/bench_start.py "$tmp/monty-aot" "$warm_cache" --baseline "$tmp/monty" \
-  --rss-helper "$tmp/benchcmp" --cold-runs 1 >>"$results"; then
+  --rss-helper "$tmp/benchcmp" --idle-program "$tmp/benchcmp-aot" --idle-program-base "$tmp/benchcmp" \
+  --cold-runs 1 >>"$results"; then
   failed=1
 fi
 say "scripts/benchcmp with the AOT module: go (wazero) and aot columns"
@@ -94,6 +97,9 @@ aot, wz, py = get("start", "monty_rss"), get("start", "monty_rss_base"), get("st
 row("peak memory of `-c 'pass'`", aot, wz, py, size, "", None)
 aot, wz, py = get("start", "monty_idle"), get("start", "monty_idle_base"), get("start", "python_idle")
 row("idle memory after `print(1)`", aot, wz, py, size, "≤ 35 MiB", None if aot is None else aot <= 35 * 2**20)
+aot, wz = get("start", "program_idle"), get("start", "program_idle_base")
+row("idle memory after `print(1)`, a program holding only an interpreter (benchcmp)", aot, wz, None, size, "≤ 35 MiB",
+    None if aot is None else aot <= 35 * 2**20)
 for k in ["tiny", "fib25", "loop", "sort", "join", "words", "fannkuch", "nbody", "json_loads", "regex_extract",
           "dump_load_1mb", "new_interpreter", "first_result"]:
     aot, wz = get("aot", k), get("go", k)

@@ -78,12 +78,12 @@ def first_exec(binary, cache_dir):
         took = time.perf_counter() - start
         if answer.get("result") != 2:
             sys.exit(f"bench_serverless: {binary} answered {answer}")
-        rss = 0
+        rss = {}
         with open(f"/proc/{proc.pid}/status") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
-                    rss = int(line.split()[1]) * 1024
-        return took, rss
+                if line.startswith(("VmHWM:", "VmRSS:")):
+                    rss[line[:5]] = int(line.split()[1]) * 1024
+        return took, rss["VmHWM"], rss["VmRSS"]
     finally:
         proc.terminate()
         try:
@@ -104,20 +104,24 @@ def main():
     first_exec(a.wazero, a.cache_dir)
     times = {"aot": [], "wazero": []}
     rss = {"aot": [], "wazero": []}
+    idle = {"aot": [], "wazero": []}
     for i in range(a.runs):
         order = [("aot", a.aot, None), ("wazero", a.wazero, a.cache_dir)]
         if i % 2:
             order.reverse()
         for name, binary, cache in order:
-            t, r = first_exec(binary, cache)
+            t, r, i = first_exec(binary, cache)
             times[name].append(t)
             rss[name].append(r)
+            idle[name].append(i)
     for name in ("aot", "wazero"):
         ts = times[name]
         print(f"{name:7s} first /exec from a fresh process: median {statistics.median(ts) * 1000:.1f} ms "
-              f"(range {min(ts) * 1000:.1f}-{max(ts) * 1000:.1f}, {len(ts)} runs); peak RSS {statistics.median(rss[name]) / 2**20:.1f} MiB")
+              f"(range {min(ts) * 1000:.1f}-{max(ts) * 1000:.1f}, {len(ts)} runs); peak RSS {statistics.median(rss[name]) / 2**20:.1f} MiB, "
+              f"RSS once answered {statistics.median(idle[name]) / 2**20:.1f} MiB")
     print(f"ratio aot/wazero: {statistics.median(times['aot']) / statistics.median(times['wazero']):.2f}x time, "
-          f"{statistics.median(rss['aot']) / statistics.median(rss['wazero']):.2f}x peak RSS")
+          f"{statistics.median(rss['aot']) / statistics.median(rss['wazero']):.2f}x peak RSS, "
+          f"{statistics.median(idle['aot']) / statistics.median(idle['wazero']):.2f}x RSS once answered")
 
 
 if __name__ == "__main__":

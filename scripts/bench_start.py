@@ -2,6 +2,7 @@
 
     python3 scripts/bench_start.py MONTY_BINARY WARM_CACHE_DIR [--runs N] [--cold-runs N]
         [--baseline OTHER_MONTY] [--upstream UPSTREAM_MONTY] [--rss-helper BENCHCMP]
+        [--idle-program BENCHCMP] [--idle-program-base BENCHCMP]
 
 Prints lines in bench.sh's results format, "start <key> <value>" (ns,
 or bytes for the _rss keys):
@@ -35,6 +36,10 @@ or bytes for the _rss keys):
                 process holds, where the _rss keys are the high-water mark
                 reached while starting; the median of --runs runs
   python_idle   likewise of python3
+  program_idle  with --idle-program BENCHCMP (scripts/benchcmp built):
+                likewise of `BENCHCMP -first-result -c`, a program that
+                holds only an engine and an interpreter (no CLI);
+                program_idle_base likewise with --idle-program-base
   upstream_idle likewise of UPSTREAM_MONTY, with --upstream
   serve_cold    `monty serve` with a fresh, empty MONTY_CACHE_DIR: from
                 starting the process to the first successful `POST /exec`
@@ -130,16 +135,17 @@ def idle_rss(argv, env):
 
 
 def idle_processes(cache_dir, runs, binaries):
-    """idle_rss of each (key, binary) `runs` times, interleaved like
-    fresh_processes; returns {key: median bytes}."""
+    """idle_rss of each (key, argv) `runs` times, with `-c IDLE_CODE`
+    added to argv, interleaved like fresh_processes; returns {key: median
+    bytes}."""
     env = base_env(cache_dir)
     values = {key: [] for key, _ in binaries}
     for r in range(runs):
         first = r % len(binaries)
-        for key, binary in binaries[first:] + binaries[:first]:
-            values[key].append(idle_rss([binary, "-c", IDLE_CODE], env))
-    for key, binary in binaries:
-        log(f"{binary} -c ... (sleeping): " + ", ".join(f"{x / (1 << 20):.1f}" for x in sorted(values[key])) + " MiB resident")
+        for key, argv in binaries[first:] + binaries[:first]:
+            values[key].append(idle_rss(argv + ["-c", IDLE_CODE], env))
+    for key, argv in binaries:
+        log(f"{' '.join(argv)} -c ... (sleeping): " + ", ".join(f"{x / (1 << 20):.1f}" for x in sorted(values[key])) + " MiB resident")
     return {key: statistics.median(v) for key, v in values.items()}
 
 
@@ -310,6 +316,8 @@ def main():
     p.add_argument("--baseline", help="another monty binary whose -c start is measured alongside (monty_c_base)")
     p.add_argument("--upstream", help="upstream Monty's monty binary, measured alongside (upstream_c, upstream_rss)")
     p.add_argument("--rss-helper", help="scripts/benchcmp built, which measures the _rss keys (none without it)")
+    p.add_argument("--idle-program", help="scripts/benchcmp built, whose idle memory with `-first-result -c` is program_idle")
+    p.add_argument("--idle-program-base", help="another such build (e.g. without the AOT module): program_idle_base")
     args = p.parse_args()
     monty = os.path.abspath(args.monty)
     failed = False
@@ -350,11 +358,15 @@ def main():
     attempt("monty -c / python3 -c / monty check -c and their memory (warm cache)", fresh)
 
     def idle():
-        binaries = [("monty_idle", monty), ("python_idle", sys.executable)]
+        binaries = [("monty_idle", [monty]), ("python_idle", [sys.executable])]
         if args.baseline:
-            binaries.append(("monty_idle_base", os.path.abspath(args.baseline)))
+            binaries.append(("monty_idle_base", [os.path.abspath(args.baseline)]))
         if args.upstream:
-            binaries.append(("upstream_idle", os.path.abspath(args.upstream)))
+            binaries.append(("upstream_idle", [os.path.abspath(args.upstream)]))
+        if args.idle_program:
+            binaries.append(("program_idle", [os.path.abspath(args.idle_program), "-first-result"]))
+        if args.idle_program_base:
+            binaries.append(("program_idle_base", [os.path.abspath(args.idle_program_base), "-first-result"]))
         for key, value in idle_processes(args.cache_dir, args.runs, binaries).items():
             report(key, value)
 

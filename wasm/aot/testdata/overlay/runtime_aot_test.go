@@ -2,7 +2,9 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	goruntime "runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -109,5 +111,41 @@ func TestDumpsMoveBetweenEngines(t *testing.T) {
 			require.NoError(t, cont.Resume(ctx, runtime.Return(object.Int(30))))
 			assert.Equal(t, object.Int(60), cont.Value())
 		})
+	}
+}
+
+// TestAOTMemoryOffTheGoHeap: a new interpreter's linear memory (10 MB
+// when the module starts) lives in the engine's reservation, not on the Go
+// heap: the translated New takes it from the engine (scripts/aot.sh's edit),
+// so making interpreters allocates little Go memory, and they stay usable
+// after growing.
+func TestAOTMemoryOffTheGoHeap(t *testing.T) {
+	ctx := context.Background()
+	e, err := runtime.NewEngine(ctx)
+	require.NoError(t, err)
+	defer e.Close(ctx)
+	warm, err := e.NewInterpreter(ctx)
+	require.NoError(t, err)
+	require.NoError(t, warm.Close(ctx))
+
+	const n = 4
+	var before, after goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&before)
+	its := make([]*runtime.Interpreter, n)
+	for i := range its {
+		its[i], err = e.NewInterpreter(ctx)
+		require.NoError(t, err)
+	}
+	goruntime.ReadMemStats(&after)
+	perInterpreter := (after.TotalAlloc - before.TotalAlloc) / n
+	t.Logf("Go heap allocated per new interpreter: %d bytes", perInterpreter)
+	assert.Less(t, perInterpreter, uint64(1<<20),
+		"a new interpreter allocated %d bytes on the Go heap: its linear memory is not the engine's reservation", perInterpreter)
+	for i, it := range its {
+		v, err := run(t, it, fmt.Sprintf("s = 'x' * 20_000_000\nlen(s) + %d", i))
+		require.NoError(t, err)
+		assert.Equal(t, object.Int(20_000_000+i), v)
+		require.NoError(t, it.Close(ctx))
 	}
 }

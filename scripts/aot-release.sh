@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Releases github.com/monty-go/monty/wasm/aot so that `go get` fetches it
+# from the module proxy (docs/building.md#releasing-the-ahead-of-time-module).
+#
+#   scripts/aot-release.sh VERSION         # e.g. v0.3.0, at HEAD of main
+#   scripts/aot-release.sh --check [--build]
+#
+# The translated package (78.7 MB of generated Go) is never committed on
+# main. A release commits it on a commit of its own, a child of the
+# released main commit that no branch holds, and tags that commit
+# wasm/aot/VERSION; the main module is tagged VERSION at HEAD (made here
+# when missing). The release commit's wasm/aot/go.mod requires
+# github.com/monty-go/monty at VERSION, without the replace that main's
+# workspace uses, so the pair resolves from the proxy like any modules.
+# Nothing is pushed: the script prints the push to make.
+#
+# --check makes a release of HEAD in a temporary clone (version
+# v0.0.0-check, from the translation `make aot` generated here), serves both
+# modules from a file proxy written by scripts/modproxy the way the public
+# proxy makes module zips, and in a new module outside this repository runs
+# `go get github.com/monty-go/monty/wasm/aot@v0.0.0-check`, `go mod tidy`
+# and `go list` of a program importing it, then checks the translated files
+# in the module cache against wasm/aot/translated.sha256. With --build it
+# also builds that program (the translated package compiles again: about
+# 10 GB and minutes) and runs print(1) on it. `make test-aot` runs --check.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+say() { echo "aot-release: $*" >&2; }
+die() { say "$*"; exit 1; }
+gen=wasm/aot/internal/translated
+
+# release REPO VERSION: tags VERSION at REPO's HEAD (when missing) and
+# makes the release commit tagged wasm/aot/VERSION, with REPO's generated
+# translation.
+release() {
+  local dir=$1 version=$2 head tree wt
+  git -C "$dir" diff --quiet HEAD -- || die "$dir has uncommitted changes: release a commit"
+  head=$(git -C "$dir" rev-parse HEAD)
+  if git -C "$dir" rev-parse -q --verify "refs/tags/$version" >/dev/null; then
+    [ "$(git -C "$dir" rev-parse "$version^{commit}")" = "$head" ] ||
+      die "tag $version exists and is not HEAD ($head): release the commit it tags, or choose another version"
+  else
+    git -C "$dir" tag "$version" "$head"
+  fi
+  ! git -C "$dir" rev-parse -q --verify "refs/tags/wasm/aot/$version" >/dev/null ||
+    die "tag wasm/aot/$version exists already"
+  (cd "$dir" && sha256sum --quiet -c wasm/aot/translated.sha256) ||
+    die "$dir/$gen is missing or not the translation of the committed monty.wasm: run 'make aot' first"
+  wt=$(mktemp -d)
+  git -C "$dir" worktree add -q --detach "$wt" "$head"
+  mkdir -p "$wt/$gen"
+  cp "$dir/$gen"/*.go "$wt/$gen/"
+  (cd "$wt/wasm/aot" &&
+    GOWORK=off go mod edit -dropreplace=github.com/monty-go/monty -require="github.com/monty-go/monty@$version")
+  git -C "$wt" add -f "$gen" wasm/aot/go.mod
+  git -C "$wt" -c user.name="${GIT_AUTHOR_NAME:-monty-go release}" -c user.email="${GIT_AUTHOR_EMAIL:-release@monty-go.invalid}" \
+    commit -q -m "wasm/aot $version: the interpreter translated to Go, for the module proxy
+
+The generated package (scripts/aot.sh, checked against
+wasm/aot/translated.sha256) is committed here only, on this release
+commit that no branch holds; wasm/aot/go.mod requires
+github.com/monty-go/monty $version, the commit this one follows."
+  git -C "$dir" tag "wasm/aot/$version" "$(git -C "$wt" rev-parse HEAD)"
+  git -C "$dir" worktree remove --force "$wt"
+}
+
+if [ "${1:-}" != --check ]; then
+  [ $# -eq 1 ] || { echo "usage: scripts/aot-release.sh VERSION | --check [--build]" >&2; exit 2; }
+  version=$1
+  [[ $version =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] || die "$version is not a version like v0.3.0"
+  cd "$repo"
+  scripts/aot.sh
+  release "$repo" "$version"
+  say "tagged $version (the main module) and wasm/aot/$version (its translation)"
+  say "check them with: go run ./scripts/modproxy -repo . -out /tmp/proxy $version wasm/aot/$version"
+  say "publish with:    git push origin $version wasm/aot/$version"
+  exit 0
+fi
+
+build=false
+[ "${2:-}" = --build ] && build=true
+version=v0.0.0-check
+tmp=$(mktemp -d)
+trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+cd "$repo"
+scripts/aot.sh
+say "a release of HEAD as $version in a temporary clone"
+git clone -q --shared "$repo" "$tmp/repo"
+mkdir -p "$tmp/repo/$gen"
+cp "$gen"/*.go "$tmp/repo/$gen/"
+release "$tmp/repo" "$version"
+[ -z "$(git -C "$tmp/repo" branch --contains "wasm/aot/$version")" ] || die "a branch holds the release commit"
+git -C "$tmp/repo" cat-file -e "$version:$gen/module.go" 2>/dev/null && die "the main module's commit holds $gen"
+
+go run ./scripts/modproxy -repo "$tmp/repo" -out "$tmp/proxy" "$version" "wasm/aot/$version"
+
+# A program of another module, resolving everything offline: our two
+# modules from the file proxy, the rest from this machine's module cache
+# (its download directory is a proxy too), into a module cache of its own.
+app=$tmp/app
+mkdir -p "$app"
+cat >"$app/main.go" <<'GO'
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/monty-go/monty/runtime"
+	_ "github.com/monty-go/monty/wasm/aot"
+)
+
+func main() {
+	ctx := context.Background()
+	engine, err := runtime.NewEngine(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	it, err := engine.NewInterpreter(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	prog, err := it.Compile(ctx, "print(1)")
+	if err == nil {
+		_, err = prog.Run(ctx)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Print(it.Output(), engine.CompileInfo().AOT)
+}
+GO
+export GOWORK=off GOFLAGS=-mod=mod GOSUMDB=off GOMODCACHE=$tmp/modcache \
+  GOPROXY="file://$tmp/proxy,file://$(go env GOMODCACHE)/cache/download"
+cd "$app"
+go mod init example.com/app >/dev/null 2>&1
+go get "github.com/monty-go/monty/wasm/aot@$version" >&2
+go mod tidy >&2
+grep -q "github.com/monty-go/monty $version" go.mod || die "go get did not resolve github.com/monty-go/monty at $version: $(cat go.mod)"
+dir=$(go list -f '{{.Dir}}' github.com/monty-go/monty/wasm/aot/internal/translated)
+case $dir in "$GOMODCACHE"/*) ;; *) die "the translated package resolved to $dir, not the module cache" ;; esac
+grep " $gen/" "$repo/wasm/aot/translated.sha256" | sed "s# $gen/# #" >"$tmp/translated.sha256"
+(cd "$dir" && sha256sum --quiet -c "$tmp/translated.sha256") ||
+  die "the translated files fetched from the proxy differ from wasm/aot/translated.sha256"
+go list -deps . | grep -qx github.com/monty-go/monty/wasm/aot/internal/translated ||
+  die "the program does not link the translated package"
+say "go get, go mod tidy and go list of a program importing wasm/aot@$version: ok"
+if $build; then
+  say "building that program (compiles the translated package: about 10 GB, minutes)"
+  GOFLAGS="$GOFLAGS -p=1" go build \
+    -gcflags='github.com/monty-go/monty/wasm/aot/internal/translated=-dwarf=false -c=1' -ldflags=-w -o app .
+  out=$(./app)
+  [ "$out" = $'1\ntrue' ] || die "the program printed $out (want 1, then true: the AOT engine)"
+  say "the program built from the proxy printed 1 on the AOT engine"
+fi
