@@ -46,14 +46,13 @@ AOT_BIN ?= wasm/aot/bin/monty
 monty-aot: aot
 	scripts/aotgo.sh build -o $(AOT_BIN) ./cmd/monty
 
-# The runtime, session and monty.v1 tests on the ahead-of-time engine, the
-# serverless example built on it, and a release of wasm/aot fetched by go get
-# from a local module proxy (scripts/aot-release.sh --check)
-# (without -race: the race detector would compile the translated package
-# once more, and run it many times slower).
+# The runtime, session and monty.v1 tests on the ahead-of-time engine with
+# the race detector (which compiles the translated package once more: about
+# 9 GB), the serverless example built on it, and a release of wasm/aot
+# fetched by go get from a local module proxy (scripts/aot-release.sh --check).
 AOT_TESTS ?= ./runtime/... ./session/ ./session/protocol/
 test-aot: aot
-	scripts/aotgo.sh test -count=1 -timeout 30m $(AOT_TESTS)
+	scripts/aotgo.sh test -race -count=1 -timeout 30m $(AOT_TESTS)
 	scripts/aotgo.sh build -o /dev/null ./examples/serverless
 	scripts/aot-release.sh --check
 

@@ -50,9 +50,11 @@ echo "== go test -race" >&2
 go test -race -count=1 -timeout 20m "$@" ./...
 echo "== the runtime and session tests on the ahead-of-time engine (make test-aot; MONTY_TEST_AOT=0 leaves them out)" >&2
 # The module translated to Go (wasm/aot) is generated and checked byte for
-# byte, and the translated package compiled once into Go's build cache
-# (about 10 GB of memory and minutes on 2 cores, with DWARF off and one
-# compiler worker; later runs only link). Without -race: see the Makefile.
+# byte, and the translated package compiled into Go's build cache with and
+# without -race (about 9 and 10 GB of memory and 8 minutes each on 2 cores,
+# with DWARF off and one compiler worker; later runs only link); then the
+# tests run with -race, the serverless example builds on it, and a release
+# of wasm/aot is fetched with go get from a local module proxy.
 if [ "${MONTY_TEST_AOT:-1}" != 0 ]; then
   make -s test-aot
 else
