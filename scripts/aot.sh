@@ -14,7 +14,7 @@ cd "$repo"
 WASM2GO=github.com/ncruces/wasm2go@v0.4.21
 dir=wasm/aot/internal/translated
 sums=wasm/aot/translated.sha256
-if [ "${1:-}" != --stamp ] && [ -f "$dir/module.go" ] && sha256sum --quiet -c "$sums" 2>/dev/null; then
+if [ "${1:-}" != --stamp ] && [ -f "$dir/module.go" ] && sha256sum --quiet -c "$sums" >/dev/null 2>&1; then
   echo "aot: $dir is up to date" >&2
   exit 0
 fi
