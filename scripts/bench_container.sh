@@ -17,8 +17,8 @@
 # tagged with those names, and the report says so: golang:1.26 as Debian
 # bookworm (debootstrap, minbase with make, git, curl and CA certificates)
 # with this machine's Go toolchain in /usr/local/go, like the official
-# image; distroless/static as CA certificates, time zones and a passwd file
-# on scratch.
+# image, and this machine's CA certificates; distroless/static as CA
+# certificates, time zones and a passwd file on scratch.
 #
 # Then scripts/bench_serverless.py --container times each image from a
 # fresh runc container to the answer of its first `POST /exec`, the two
@@ -64,6 +64,10 @@ if ! timeout 60 buildah pull -q "$golang" >/dev/null 2>&1; then
   debootstrap --variant=minbase --include=make,ca-certificates,git,curl bookworm "$tmp/golang" \
     http://deb.debian.org/debian >"$tmp/debootstrap.log" 2>&1 || { tail -20 "$tmp/debootstrap.log" >&2; exit 1; }
   cp -a "$(go env GOROOT)" "$tmp/golang/usr/local/go"
+  # This machine's trust store: its egress to the module proxy is
+  # re-signed by a CA of its own (a builder behind such a proxy adds its CA
+  # to any base image the same way).
+  cp /etc/ssl/certs/ca-certificates.crt "$tmp/golang/etc/ssl/certs/ca-certificates.crt"
   tar -C "$tmp/golang" -c . | podman import -q \
     --change 'ENV PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'ENV GOPATH=/go' --change 'WORKDIR /go' - "$golang" >/dev/null
