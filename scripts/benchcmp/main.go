@@ -158,7 +158,7 @@ func noBaseline(string) string { return "" }
 func main() {
 	firstResult := flag.Bool("first-result", false, "be the fresh process of the first_result workload")
 	firstResultWazero := flag.Bool("wazero", false, "with -first-result: on wazero even when the AOT module is linked")
-	code := flag.String("c", "", "with -first-result: run this Python instead of 1 + 1, its output printed as it comes (what a program holding only an interpreter idles at, scripts/bench_start.py --rss-helper)")
+	code := flag.String("c", "", "with -first-result: run this Python instead of 1 + 1, its output printed as it comes (how much memory a program holding only an interpreter idles at: scripts/bench_start.py --idle-program)")
 	peakRSS := flag.String("peak-rss", "", "run the command after the flags; write its peak resident memory to this file")
 	dir := flag.String("dir", filepath.Join("testdata", "bench"), "the workloads' Python files")
 	benchtime := flag.Duration("benchtime", 3*time.Second, "rounds of a workload go on at least this long")
@@ -586,7 +586,7 @@ func (g *goColumn) prepare(op string) (func() (object.Value, error), func(), err
 
 // runFirstResult is the fresh process of first_result: the module from the
 // warm cache (or the AOT module, when linked and not wazero), a new
-// interpreter, `1 + 1`.
+// interpreter, `1 + 1`; or, given code, that code with its output streamed.
 func runFirstResult(wazero bool, code string) int {
 	ctx := context.Background()
 	e, err := runtime.Default(ctx)
