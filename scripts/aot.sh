@@ -5,8 +5,8 @@
 # checks both against the committed wasm/aot/translated.sha256, which also
 # names the monty.wasm they come from. Nothing is done when they already
 # match. With --stamp (after `make wasm`), regenerates them and rewrites the
-# checksum file instead. The generated files are not committed
-# (docs/building.md says why).
+# checksum file instead. The generated files are not committed on main; a
+# release commits them (scripts/aot-release.sh; docs/building.md says why).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
