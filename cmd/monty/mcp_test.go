@@ -17,6 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/session/mcpclient/mcptest"
 )
 
 // mcpClient starts `monty mcp` with args as a child process and connects
@@ -36,17 +38,8 @@ func mcpClient(t *testing.T, args ...string) *mcp.ClientSession {
 // call calls a tool and returns its text and whether it is a tool error.
 func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (string, bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	require.NoError(t, err)
-	var text strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			text.WriteString(tc.Text)
-		}
-	}
-	return text.String(), res.IsError
+	text, res := mcptest.CallTool(t, cs, tool, args)
+	return text, res.IsError
 }
 
 func TestMCPConversation(t *testing.T) {

@@ -137,17 +137,7 @@ func mcpSession(t *testing.T, args ...string) *mcp.ClientSession {
 // whether it is a tool error.
 func callTool(t *testing.T, cs *mcp.ClientSession, code string) (string, bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_python", Arguments: map[string]any{"code": code}})
-	require.NoError(t, err)
-	var text strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			text.WriteString(tc.Text)
-		}
-	}
-	return text.String(), res.IsError
+	return callToolArgs(t, cs, map[string]any{"code": code})
 }
 
 // TestLimitFlagErrors: a limit flag with a value that is not one exits 2

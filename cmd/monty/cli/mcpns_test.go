@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -15,6 +14,7 @@ import (
 	"github.com/monty-go/monty/cmd/monty/cli"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/apikey"
+	"github.com/monty-go/monty/session/mcpclient/mcptest"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/storeurl"
 )
@@ -33,17 +33,8 @@ func writeFile(t *testing.T, name, text string) string {
 // text and whether it is a tool error.
 func callToolArgs(t *testing.T, cs *mcp.ClientSession, args map[string]any) (string, bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_python", Arguments: args})
-	require.NoError(t, err)
-	var text strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			text.WriteString(tc.Text)
-		}
-	}
-	return text.String(), res.IsError
+	text, res := mcptest.CallTool(t, cs, "execute_python", args)
+	return text, res.IsError
 }
 
 // TestMCPAPIKeyRefused: monty mcp --api-key refuses to start (exit 2,

@@ -39,19 +39,10 @@ type mcpPaused struct {
 // structured result and whether it is a tool error.
 func mcpCall(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (string, []byte, bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	require.NoError(t, err)
-	var text strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			text.WriteString(tc.Text)
-		}
-	}
+	text, res := mcptest.CallTool(t, cs, tool, args)
 	raw, err := json.Marshal(res.StructuredContent)
 	require.NoError(t, err)
-	return text.String(), raw, res.IsError
+	return text, raw, res.IsError
 }
 
 // consoleDecide is the Approve/Deny form of a paused approval call on the

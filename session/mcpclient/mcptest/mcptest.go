@@ -8,6 +8,8 @@
 //     streamable HTTP;
 //   - Time: mcp-server-time from PyPI over stdio (structured output).
 //
+// CallTool is the client side's call of a tool, for tests of servers.
+//
 // The command lines come from the MONTY_TEST_MCP_* variables that
 // `eval "$(scripts/mcpservers.sh env)"` sets (scripts/test.sh does this);
 // when one is unset the test fails and says so.
@@ -15,6 +17,7 @@ package mcptest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -24,6 +27,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The variables scripts/mcpservers.sh exports, each a command line whose
@@ -178,4 +183,24 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// CallTool calls tool with args through cs, waiting a minute at most, and
+// returns the text of the result's text contents joined and the result;
+// it fails t when the call itself fails (a tool error is a result).
+func CallTool(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any) (string, *mcp.CallToolResult) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("calling %s: %v", tool, err)
+	}
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	return text.String(), res
 }
