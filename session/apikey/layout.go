@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -23,12 +22,20 @@ var ErrBadSessionID = errors.New("apikey: not a valid session id")
 // MaxSessionID is the longest session id, in bytes.
 const MaxSessionID = 128
 
-// sessionIDPattern is what ValidSessionID accepts.
-var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
-
 // ValidSessionID reports whether id is a session id of the API: 1 to
 // MaxSessionID letters, digits, '_', '-' or '.', not starting with '.'.
-func ValidSessionID(id string) bool { return sessionIDPattern.MatchString(id) }
+func ValidSessionID(id string) bool {
+	if len(id) == 0 || len(id) > MaxSessionID || id[0] == '.' {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
 
 // NamespaceOf is the namespace of key when key is configured (see
 // Set.Namespace): "k" and 24 hex digits of its SHA-256.

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/monty-go/monty/object"
@@ -139,7 +140,7 @@ type Frame struct {
 	Source   string `json:"source,omitempty"`
 }
 
-var identPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+var identPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`) })
 
 const maxInputs = 256
 
@@ -337,7 +338,7 @@ func parseInputs(in map[string]json.RawMessage) ([]runtime.Input, *apiError) {
 	slices.Sort(names)
 	out := make([]runtime.Input, 0, len(in))
 	for _, name := range names {
-		if !identPattern.MatchString(name) {
+		if !identPattern().MatchString(name) {
 			return nil, &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: fmt.Sprintf("input name %q is not a Python identifier", name)}
 		}
 		v, err := object.FromJSON(in[name])

@@ -263,9 +263,9 @@ func storeKind(st store.Store) string {
 }
 
 // urlUserinfo matches the user and password of a URL.
-var urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@`)
+var urlUserinfo = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@`) })
 
 // redactSecrets blanks the user and password of every URL in s.
 func redactSecrets(s string) string {
-	return urlUserinfo.ReplaceAllString(s, "${1}***@")
+	return urlUserinfo().ReplaceAllString(s, "${1}***@")
 }

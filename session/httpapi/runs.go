@@ -112,7 +112,7 @@ func parseTools(specs []ToolSpec) ([]session.ClientTool, *apiError) {
 	out := make([]session.ClientTool, 0, len(specs))
 	for _, t := range specs {
 		switch {
-		case !identPattern.MatchString(t.Name):
+		case !identPattern().MatchString(t.Name):
 			return nil, badRequest(fmt.Sprintf("tool name %q is not a Python identifier", t.Name))
 		case seen[t.Name]:
 			return nil, badRequest(fmt.Sprintf("tool %q is declared twice", t.Name))
@@ -190,7 +190,7 @@ func toolResults(specs []ToolResultSpec) ([]session.ToolResult, *apiError) {
 		case r.Error != nil && len(r.Value) > 0:
 			return nil, badRequest(fmt.Sprintf("result %q has both a value and an error", r.ID))
 		case r.Error != nil:
-			if !identPattern.MatchString(r.Error.Type) {
+			if !identPattern().MatchString(r.Error.Type) {
 				return nil, badRequest(fmt.Sprintf("result %q: error type %q is not a Python exception name", r.ID, r.Error.Type))
 			}
 			res.Error = &runtime.Exception{Type: r.Error.Type, Message: r.Error.Message}

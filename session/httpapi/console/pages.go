@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -24,15 +25,19 @@ import (
 //go:embed templates/*.html static/*
 var assets embed.FS
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"size":       byteSize,
-	"ago":        ago,
-	"clipArgs":   func(s string) string { return clip(s, maxArgs) },
-	"time":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
-	"query":      pageURL,
-	"fileURL":    fileURL,
-	"answerable": answerable,
-}).ParseFS(assets, "templates/*.html"))
+// pages are the console's templates, parsed at first use: not at every
+// start of a process that never serves the console.
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"size":       byteSize,
+		"ago":        ago,
+		"clipArgs":   func(s string) string { return clip(s, maxArgs) },
+		"time":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+		"query":      pageURL,
+		"fileURL":    fileURL,
+		"answerable": answerable,
+	}).ParseFS(assets, "templates/*.html"))
+})
 
 // Bounds of what a page shows.
 const (
@@ -179,7 +184,7 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request, s signIn) {
 // a 500 rather than half a page.
 func (c *Console) render(w http.ResponseWriter, status int, name string, v view) {
 	var buf bytes.Buffer
-	if err := pages.ExecuteTemplate(&buf, name, v); err != nil {
+	if err := pages().ExecuteTemplate(&buf, name, v); err != nil {
 		http.Error(w, "the console failed to render this page: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
