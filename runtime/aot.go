@@ -2,13 +2,12 @@ package runtime
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
 	"time"
+
+	"github.com/monty-go/monty/runtime/internal/guest"
 )
 
 // AOTInstance is one instance of the interpreter module translated to Go
@@ -69,13 +68,9 @@ func RegisterAOT(moduleSHA256 string, newInstance func(AOTImports) AOTInstance) 
 	registeredAOT.Store(&translatedModule{sha256: moduleSHA256, newInstance: newInstance})
 }
 
-// WASI errno values the imports return.
-const (
-	errnoSuccess = 0
-	errnoBadf    = 8
-	errnoFault   = 21
-	errnoInval   = 28
-)
+// AOTLinked reports whether engines made with the default options run the
+// interpreter translated to Go ahead of time ([RegisterAOT]).
+func AOTLinked() bool { return registeredAOT.Load() != nil }
 
 // aotModule is the translated module. Each instance's linear memory is a
 // reservation of its maximum size that grows in place.
@@ -89,10 +84,10 @@ func (m *aotModule) machine() bool { return true }
 func (m *aotModule) close(context.Context) {}
 
 func (m *aotModule) instantiate(ctx context.Context, it *Interpreter) (instance, error) {
-	a := &aotInstance{it: it, maxBytes: m.maxBytes}
+	a := &aotInstance{it: it, maxBytes: m.maxBytes, WASI: guest.WASI{Stderr: &it.stderr}}
 	err := a.run(ctx, func() {
 		a.mod = m.newInstance(a)
-		a.mem = a.mod.Xmemory().Slice()
+		a.Mem = a.mod.Xmemory().Slice()
 		a.mod.X_initialize()
 	})
 	if err != nil {
@@ -105,16 +100,13 @@ func (m *aotModule) instantiate(ctx context.Context, it *Interpreter) (instance,
 // aotInstance is one instance of the translated module, and the imports
 // that serve it.
 type aotInstance struct {
-	it       *Interpreter
-	mod      AOTInstance
-	mem      *[]byte // the instance's linear memory
-	reserved []byte  // the reservation behind *mem, nil without one (NewMemory)
-	maxBytes uint64
-	ctx      context.Context // of the call in progress
+	guest.WASI // the WASI calls but the clock; WASI.Mem is the linear memory
+	it         *Interpreter
+	mod        AOTInstance
+	reserved   []byte // the reservation behind *Mem, nil without one (NewMemory)
+	maxBytes   uint64
+	ctx        context.Context // of the call in progress
 }
-
-// aotExit is the panic by which proc_exit leaves the module.
-type aotExit int32
 
 // run calls f, the only way into the module: a panic inside it (a trap of
 // the translated code, proc_exit, linear memory past the engine's cap)
@@ -138,7 +130,7 @@ func (a *aotInstance) run(ctx context.Context, f func()) (err error) {
 // checked after every call and at every clock read (which the guest makes
 // every 255 bytecode instructions while a time budget is armed).
 func (a *aotInstance) checkMemory() {
-	if a.mem != nil && uint64(len(*a.mem)) > a.maxBytes {
+	if a.Mem != nil && uint64(len(*a.Mem)) > a.maxBytes {
 		panic(fmt.Errorf("%w: linear memory grew past %d pages (WithMaxMemoryPages)", ErrMemoryLimit, a.maxBytes>>16))
 	}
 }
@@ -147,7 +139,7 @@ func (a *aotInstance) checkMemory() {
 // the same trap ("wasm error: unreachable").
 func trapOf(r any) error {
 	switch r := r.(type) {
-	case aotExit:
+	case guest.Exit:
 		return fmt.Errorf("module closed with exit_code(%d)", int32(r))
 	case string:
 		return errors.New("wasm error: " + r)
@@ -176,30 +168,20 @@ func (a *aotInstance) release(ctx context.Context) error {
 	return a.run(ctx, a.mod.Xmonty_release)
 }
 
-func (a *aotInstance) read(ptr, n uint32) ([]byte, bool) { return a.span(uint64(ptr), uint64(n)) }
-
-// span returns n bytes of linear memory at ptr; false when they are
-// outside it.
-func (a *aotInstance) span(ptr, n uint64) ([]byte, bool) {
-	mem := *a.mem
-	if ptr+n > uint64(len(mem)) {
-		return nil, false
-	}
-	return mem[ptr : ptr+n : ptr+n], true
-}
+func (a *aotInstance) read(ptr, n uint32) ([]byte, bool) { return a.Span(uint64(ptr), uint64(n)) }
 
 func (a *aotInstance) write(ptr uint32, b []byte) bool {
-	dst, ok := a.span(uint64(ptr), uint64(len(b)))
+	dst, ok := a.Span(uint64(ptr), uint64(len(b)))
 	copy(dst, b)
 	return ok
 }
 
 func (a *aotInstance) close(context.Context) error {
 	if a.reserved != nil {
-		if a.mem != nil {
-			*a.mem = nil
+		if a.Mem != nil {
+			*a.Mem = nil
 		}
-		freeMemory(a.reserved)
+		guest.Free(a.reserved)
 		a.reserved = nil
 	}
 	a.mod = nil
@@ -215,7 +197,7 @@ func (a *aotInstance) NewMemory(size int) []byte {
 	if a.reserved != nil || uint64(size) > a.maxBytes {
 		return nil
 	}
-	r := reserveMemory(a.maxBytes)
+	r := guest.Reserve(a.maxBytes)
 	if r == nil {
 		return nil
 	}
@@ -223,7 +205,7 @@ func (a *aotInstance) NewMemory(size int) []byte {
 	return r[:size]
 }
 
-// The imports.
+// The imports guest.WASI does not serve.
 
 // Xprint is monty.print.
 func (a *aotInstance) Xprint(stream, ptr, n int32) int32 {
@@ -249,77 +231,7 @@ func (a *aotInstance) Xclock_time_get(id int32, _ int64, result int32) int32 {
 		a.checkMemory()
 		t = a.it.nanotime()
 	default:
-		return errnoInval
+		return guest.ErrnoInval
 	}
-	return a.putUint64(result, uint64(t))
-}
-
-// Xenviron_get writes the (empty) environment.
-func (a *aotInstance) Xenviron_get(_, _ int32) int32 { return errnoSuccess }
-
-// Xenviron_sizes_get reports an empty environment.
-func (a *aotInstance) Xenviron_sizes_get(count, size int32) int32 {
-	if e := a.putUint32(count, 0); e != errnoSuccess {
-		return e
-	}
-	return a.putUint32(size, 0)
-}
-
-// Xfd_write serves the guest's stderr (panic messages), kept for a trap's
-// explanation; stdout is discarded, as with wazero.
-func (a *aotInstance) Xfd_write(fd, iovs, iovsLen, written int32) int32 {
-	var w io.Writer
-	switch fd {
-	case 1:
-		w = io.Discard
-	case 2:
-		w = &a.it.stderr
-	default:
-		return errnoBadf
-	}
-	vecs, ok := a.span(uint64(uint32(iovs)), uint64(uint32(iovsLen))*8)
-	if !ok {
-		return errnoFault
-	}
-	var total uint32
-	for i := 0; i < len(vecs); i += 8 {
-		b, ok := a.read(binary.LittleEndian.Uint32(vecs[i:]), binary.LittleEndian.Uint32(vecs[i+4:]))
-		if !ok {
-			return errnoFault
-		}
-		_, _ = w.Write(b)
-		total += uint32(len(b))
-	}
-	return a.putUint32(written, total)
-}
-
-// Xproc_exit ends the instance.
-func (a *aotInstance) Xproc_exit(code int32) { panic(aotExit(code)) }
-
-// Xrandom_get fills the buffer from crypto/rand.
-func (a *aotInstance) Xrandom_get(buf, n int32) int32 {
-	b, ok := a.read(uint32(buf), uint32(n))
-	if !ok {
-		return errnoFault
-	}
-	_, _ = rand.Read(b)
-	return errnoSuccess
-}
-
-func (a *aotInstance) putUint32(ptr int32, v uint32) int32 {
-	b, ok := a.read(uint32(ptr), 4)
-	if !ok {
-		return errnoFault
-	}
-	binary.LittleEndian.PutUint32(b, v)
-	return errnoSuccess
-}
-
-func (a *aotInstance) putUint64(ptr int32, v uint64) int32 {
-	b, ok := a.read(uint32(ptr), 8)
-	if !ok {
-		return errnoFault
-	}
-	binary.LittleEndian.PutUint64(b, v)
-	return errnoSuccess
+	return a.PutUint64(result, uint64(t))
 }

@@ -5,8 +5,9 @@
 #   scripts/aot-release.sh VERSION         # e.g. v0.3.0, at HEAD of main
 #   scripts/aot-release.sh --check [--build]
 #
-# The translated package (78.7 MB of generated Go) is never committed on
-# main. A release commits it on a commit of its own, a child of the
+# The translated packages (78.7 MB of generated Go for the interpreter,
+# 108 MB for the type checker, in files under GitHub's 100 MB limit) are
+# never committed on main. A release commits them on a commit of its own, a child of the
 # released main commit that no branch holds, and tags that commit
 # wasm/aot/VERSION; the main module is tagged VERSION at HEAD (made here
 # when missing). The release commit's wasm/aot/go.mod requires
@@ -19,15 +20,16 @@
 # modules from a file proxy written by scripts/modproxy the way the public
 # proxy makes module zips, and in a new module outside this repository runs
 # `go get github.com/monty-go/monty/wasm/aot@v0.0.0-check`, `go mod tidy`
-# and `go list` of a program importing it, then checks the translated files
-# in the module cache against wasm/aot/translated.sha256. With --build it
-# also builds that program (the translated package compiles again: about
+# and `go list` of a program importing it and wasm/aot/checker, then checks
+# the translated files in the module cache against
+# wasm/aot/translated.sha256. With --build it also builds that program
+# (the translated packages compile again: about
 # 10 GB and minutes) and runs print(1) on it. `make test-aot` runs --check.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 say() { echo "aot-release: $*" >&2; }
 die() { say "$*"; exit 1; }
-gen=wasm/aot/internal/translated
+gens=(wasm/aot/internal/translated wasm/aot/internal/checker)
 
 # release REPO VERSION: tags VERSION at REPO's HEAD (when missing) and
 # makes the release commit tagged wasm/aot/VERSION, with REPO's generated
@@ -45,18 +47,20 @@ release() {
   ! git -C "$dir" rev-parse -q --verify "refs/tags/wasm/aot/$version" >/dev/null ||
     die "tag wasm/aot/$version exists already"
   (cd "$dir" && sha256sum --quiet -c wasm/aot/translated.sha256) ||
-    die "$dir/$gen is missing or not the translation of the committed monty.wasm: run 'make aot' first"
+    die "$dir/wasm/aot/internal is missing or not the translation of the committed modules: run 'make aot' first"
   wt=$(mktemp -d)
   git -C "$dir" worktree add -q --detach "$wt" "$head"
-  mkdir -p "$wt/$gen"
-  cp "$dir/$gen"/*.go "$wt/$gen/"
+  for gen in "${gens[@]}"; do
+    mkdir -p "$wt/$gen"
+    cp "$dir/$gen"/*.go "$wt/$gen/"
+  done
   (cd "$wt/wasm/aot" &&
     GOWORK=off go mod edit -dropreplace=github.com/monty-go/monty -require="github.com/monty-go/monty@$version")
-  git -C "$wt" add -f "$gen" wasm/aot/go.mod
+  git -C "$wt" add -f "${gens[@]}" wasm/aot/go.mod
   git -C "$wt" -c user.name="${GIT_AUTHOR_NAME:-monty-go release}" -c user.email="${GIT_AUTHOR_EMAIL:-release@monty-go.invalid}" \
-    commit -q -m "wasm/aot $version: the interpreter translated to Go, for the module proxy
+    commit -q -m "wasm/aot $version: the interpreter and type checker translated to Go, for the module proxy
 
-The generated package (scripts/aot.sh, checked against
+The generated packages (scripts/aot.sh, checked against
 wasm/aot/translated.sha256) is committed here only, on this release
 commit that no branch holds; wasm/aot/go.mod requires
 github.com/monty-go/monty $version, the commit this one follows."
@@ -86,11 +90,15 @@ cd "$repo"
 scripts/aot.sh
 say "a release of HEAD as $version in a temporary clone"
 git clone -q --shared "$repo" "$tmp/repo"
-mkdir -p "$tmp/repo/$gen"
-cp "$gen"/*.go "$tmp/repo/$gen/"
+for gen in "${gens[@]}"; do
+  mkdir -p "$tmp/repo/$gen"
+  cp "$gen"/*.go "$tmp/repo/$gen/"
+done
 release "$tmp/repo" "$version"
 [ -z "$(git -C "$tmp/repo" branch --contains "wasm/aot/$version")" ] || die "a branch holds the release commit"
-git -C "$tmp/repo" cat-file -e "$version:$gen/module.go" 2>/dev/null && die "the main module's commit holds $gen"
+for gen in "${gens[@]}"; do
+  git -C "$tmp/repo" cat-file -e "$version:$gen/module.go" 2>/dev/null && die "the main module's commit holds $gen"
+done
 
 go run ./scripts/modproxy -repo "$tmp/repo" -out "$tmp/proxy" "$version" "wasm/aot/$version"
 
@@ -108,7 +116,9 @@ import (
 	"os"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
 	_ "github.com/monty-go/monty/wasm/aot"
+	_ "github.com/monty-go/monty/wasm/aot/checker"
 )
 
 func main() {
@@ -131,7 +141,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Print(it.Output(), engine.CompileInfo().AOT)
+	checker, err := typecheck.New(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Print(it.Output(), engine.CompileInfo().AOT, " ", checker.CompileInfo().AOT)
 }
 GO
 export GOWORK=off GOFLAGS=-mod=mod GOSUMDB=off GOMODCACHE=$tmp/modcache \
@@ -141,19 +156,22 @@ go mod init example.com/app >/dev/null 2>&1
 go get "github.com/monty-go/monty/wasm/aot@$version" >&2
 go mod tidy >&2
 grep -q "github.com/monty-go/monty $version" go.mod || die "go get did not resolve github.com/monty-go/monty at $version: $(cat go.mod)"
-dir=$(go list -f '{{.Dir}}' github.com/monty-go/monty/wasm/aot/internal/translated)
-case $dir in "$GOMODCACHE"/*) ;; *) die "the translated package resolved to $dir, not the module cache" ;; esac
-grep " $gen/" "$repo/wasm/aot/translated.sha256" | sed "s# $gen/# #" >"$tmp/translated.sha256"
-(cd "$dir" && sha256sum --quiet -c "$tmp/translated.sha256") ||
-  die "the translated files fetched from the proxy differ from wasm/aot/translated.sha256"
-go list -deps . | grep -qx github.com/monty-go/monty/wasm/aot/internal/translated ||
-  die "the program does not link the translated package"
-say "go get, go mod tidy and go list of a program importing wasm/aot@$version: ok"
+for gen in "${gens[@]}"; do
+  pkg=github.com/monty-go/monty/$gen
+  dir=$(go list -f '{{.Dir}}' "$pkg")
+  case $dir in "$GOMODCACHE"/*) ;; *) die "$pkg resolved to $dir, not the module cache" ;; esac
+  grep " $gen/" "$repo/wasm/aot/translated.sha256" | sed "s# $gen/# #" >"$tmp/translated.sha256"
+  (cd "$dir" && sha256sum --quiet -c "$tmp/translated.sha256") ||
+    die "the files of $pkg fetched from the proxy differ from wasm/aot/translated.sha256"
+  go list -deps . | grep -qx "$pkg" || die "the program does not link $pkg"
+done
+say "go get, go mod tidy and go list of a program importing wasm/aot@$version and wasm/aot/checker: ok"
 if $build; then
-  say "building that program (compiles the translated package: about 10 GB, minutes)"
+  say "building that program (compiles the translated packages: about 10 and 13 GB, one at a time, many minutes)"
   GOFLAGS="$GOFLAGS -p=1" go build \
-    -gcflags='github.com/monty-go/monty/wasm/aot/internal/translated=-dwarf=false -c=1' -ldflags=-w -o app .
+    -gcflags='github.com/monty-go/monty/wasm/aot/internal/translated=-dwarf=false -c=1' \
+    -gcflags='github.com/monty-go/monty/wasm/aot/internal/checker=-dwarf=false -c=1 -l' -ldflags=-w -o app .
   out=$(./app)
-  [ "$out" = $'1\ntrue' ] || die "the program printed $out (want 1, then true: the AOT engine)"
-  say "the program built from the proxy printed 1 on the AOT engine"
+  [ "$out" = $'1\ntrue true' ] || die "the program printed $out (want 1, then true true: both on the AOT engine)"
+  say "the program built from the proxy printed 1 on the AOT engine, and its type checker runs translated too"
 fi

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Runs a go command (build, test, run) with the interpreter translated to Go
-# ahead of time linked in (docs/building.md#the-ahead-of-time-engine):
+# Runs a go command (build, test, run) with the interpreter and the type
+# checker translated to Go ahead of time linked in
+# (docs/building.md#the-ahead-of-time-engine):
 #
 #   scripts/aotgo.sh build -o monty-aot ./cmd/monty
 #   scripts/aotgo.sh test ./runtime/...
 #
 # It adds, through go's -overlay, the files of wasm/aot/testdata/overlay
-# that import github.com/monty-go/monty/wasm/aot to the packages that link
-# it (cmd/monty, examples/serverless, scripts/benchcmp, scripts/conformance, and the tests of
-# runtime, session and session/protocol), and resolves that module through
+# that import github.com/monty-go/monty/wasm/aot (the interpreter) to the
+# packages that link it (cmd/monty, examples/serverless, scripts/benchcmp,
+# scripts/conformance, and the tests of runtime, session and
+# session/protocol) and github.com/monty-go/monty/wasm/aot/checker (the
+# type checker) to those that link that (cmd/monty, scripts/typecheckconf,
+# the tests of runtime/typecheck and cmd/monty), and resolves that module through
 # wasm/aot/go.work. No file of the main module imports it: `go build
 # ./...`, `go vet ./...` and `go mod tidy` of the main module, and of every
 # module that requires it, never see it. The translated package is compiled
@@ -29,10 +33,14 @@ cat >"$overlay" <<JSON
   "$repo/examples/serverless/aot.go": "$from/serverless_aot.go",
   "$repo/scripts/benchcmp/aot.go": "$from/benchcmp_aot.go",
   "$repo/scripts/conformance/aot.go": "$from/conformance_aot.go",
+  "$repo/scripts/typecheckconf/aot.go": "$from/typecheckconf_aot.go",
+  "$repo/runtime/typecheck/aot_test.go": "$from/typecheck_aot_test.go",
+  "$repo/cmd/monty/aot_test.go": "$from/cmd_monty_aot_test.go",
   "$repo/runtime/aot_test.go": "$from/runtime_aot_test.go",
   "$repo/session/aot_test.go": "$from/session_aot_test.go",
   "$repo/session/protocol/aot_test.go": "$from/protocol_aot_test.go"
 }}
 JSON
 GOWORK=$repo/wasm/aot/go.work GOFLAGS=-p=1 go "$cmd" -overlay="$overlay" \
-  -gcflags='github.com/monty-go/monty/wasm/aot/internal/translated=-dwarf=false -c=1' -ldflags=-w "$@"
+  -gcflags='github.com/monty-go/monty/wasm/aot/internal/translated=-dwarf=false -c=1' \
+  -gcflags='github.com/monty-go/monty/wasm/aot/internal/checker=-dwarf=false -c=1 -l' -ldflags=-w "$@"

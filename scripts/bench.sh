@@ -6,9 +6,11 @@
 #
 #   scripts/bench.sh            # each workload measured for >= 3 s (all columns)
 #   BENCHTIME=10s scripts/bench.sh
-#   MONTY_BENCH_AOT=1 scripts/bench.sh   # then scripts/bench_aot.sh: the
-#                               # ahead-of-time engine against wazero (its
-#                               # first build needs about 10 GB)
+#   MONTY_BENCH_AOT=1 scripts/bench.sh   # then scripts/bench_aot.sh too: the
+#                               # kernels on the ahead-of-time engine against
+#                               # wazero
+#   MONTY_BENCH_AOT=0 scripts/bench.sh   # without the CLI on the ahead-of-time
+#                               # engine (its first build needs about 13 GB)
 #
 # One command on a fresh machine: it first installs what it needs, saying so
 # once per step: the pinned Rust toolchain when no Rust 1.96 is there
@@ -36,6 +38,13 @@
 #                 the run of an empty file, sampled in the same rounds
 #       CPython   scripts/benchcmp/cpython.py: python3 running the same
 #                 files in-process
+#   * the CLI releases ship, on the ahead-of-time engine (make monty-aot;
+#     MONTY_BENCH_AOT_BIN=PATH to use one built already, MONTY_BENCH_AOT=0
+#     to leave it out): its start, idle memory and first type check
+#     beside the others in bench_start.py, and as a pydantic-monty worker;
+#   * scripts/bench_worker.py: a new pydantic-monty pool to its first
+#     result, plain and type-checked, on upstream's worker, the AOT CLI and
+#     the wazero CLI, interleaved;
 #   * scripts/bench_start.py with the monty command built from ./cmd/monty:
 #     `monty -c 'print(1)'` against upstream's and `python3 -c 'print(1)'`
 #     and the peak memory of each one's `-c 'pass'` (warm cache, median of
@@ -160,12 +169,53 @@ else
   failed=1
 fi
 
+# --- the CLI releases ship: the ahead-of-time engine --------------------------
+# make monty-aot: the first build on a machine compiles both translated
+# packages (about 10 and 13 GB, one at a time; many minutes on 2 cores);
+# Go's build cache keeps them. MONTY_BENCH_AOT_BIN=PATH uses a CLI built
+# already; MONTY_BENCH_AOT=0 leaves the AOT rows out.
+aot_bin=""
+if [ "${MONTY_BENCH_AOT:-1}" != 0 ]; then
+  if [ -n "${MONTY_BENCH_AOT_BIN:-}" ]; then
+    aot_bin=$MONTY_BENCH_AOT_BIN
+  else
+    say "make monty-aot (the CLI on the ahead-of-time engine; its first build takes many minutes and about 13 GB)"
+    if make -s monty-aot AOT_BIN="$tmp/monty-aot" >&2; then
+      aot_bin=$tmp/monty-aot
+    else
+      say "make monty-aot failed; the AOT rows are missing"
+      failed=1
+    fi
+  fi
+fi
+
 # --- start time -------------------------------------------------------------
 if [ -x "$tmp/monty" ] && [ -n "$python" ]; then
   say "scripts/bench_start.py: monty -c vs upstream's and python3 -c, and their memory (warm cache), then serve, mcp and -c with no cache (about a minute)"
   if ! "$python" scripts/bench_start.py "$tmp/monty" "$warm_cache" --rss-helper "$tmp/benchcmp" \
-    ${upstream:+--upstream "$upstream"} >>"$tmp/results"; then
+    ${aot_bin:+--aot "$aot_bin"} ${upstream:+--upstream "$upstream"} >>"$tmp/results"; then
     say "some start-time measurements failed (above)"
+    failed=1
+  fi
+fi
+
+# --- a new pydantic-monty worker to its first result ----------------------------
+# What an integration that opens a pool per call pays: upstream's worker,
+# ours on the ahead-of-time engine and ours on wazero, interleaved
+# (scripts/bench_worker.py, from scripts/pyclients.sh's venv).
+if [ -x "$tmp/monty" ]; then
+  if pyclients_env=$(scripts/pyclients.sh env) && eval "$pyclients_env"; then
+    workers=(wazero="$tmp/monty")
+    [ -n "$aot_bin" ] && workers+=(aot="$aot_bin")
+    upstream_worker=$(dirname "$MONTY_TEST_PYTHON")/monty
+    [ -x "$upstream_worker" ] && workers+=(upstream="$upstream_worker")
+    say "scripts/bench_worker.py: a new pool, a checkout and feed_run('1 + 1'), plain and type-checked: ${workers[*]%%=*}"
+    if ! MONTY_CACHE_DIR=$warm_cache "$MONTY_TEST_PYTHON" scripts/bench_worker.py "${workers[@]}" >>"$tmp/results"; then
+      say "scripts/bench_worker.py failed (above)"
+      failed=1
+    fi
+  else
+    say "no pydantic-monty (scripts/pyclients.sh); the worker rows are missing"
     failed=1
   fi
 fi
@@ -296,6 +346,14 @@ monty -c 'print(1)', warm cache|ns|start/monty_c|-|-|start/upstream_c|start/pyth
 idle RSS, monty -c waiting after its first print|B|start/monty_idle|-|-|start/upstream_idle|start/python_idle|abs 52428800
 peak RSS, monty -c 'pass'|B|start/monty_rss|-|-|start/upstream_rss|start/python_rss|-
 monty check -c 'print(1)', warm cache|ns|start/check_c|-|-|-|-|-
+AOT CLI: monty -c 'print(1)'|ns|start/aot_c|-|-|start/upstream_c|start/python_c|upstream 3
+AOT CLI: monty check -c 'print(1)'|ns|start/aot_check_c|-|-|-|-|-
+AOT CLI: idle RSS after its first print|B|start/aot_idle|-|-|start/upstream_idle|start/python_idle|abs 26214400
+AOT CLI: peak RSS, monty -c 'pass'|B|start/aot_rss|-|-|start/upstream_rss|start/python_rss|-
+new pydantic-monty worker to feed_run('1 + 1'), AOT CLI|ns|worker/aot_first|-|-|worker/upstream_first|-|upstream 3
+same, type-checked (checkout(type_check=True)), AOT CLI|ns|worker/aot_typed|-|-|worker/upstream_typed|-|upstream 10
+new pydantic-monty worker to feed_run('1 + 1'), wazero CLI|ns|worker/wazero_first|-|-|worker/upstream_first|-|-
+same, type-checked, wazero CLI|ns|worker/wazero_typed|-|-|worker/upstream_typed|-|-
 first result, no cache: monty serve|ns|start/serve_cold|-|-|-|-|abs 2000000000
 first result, no cache: monty mcp|ns|start/mcp_cold|-|-|-|-|abs 2000000000
 monty -c 'print(1)', no cache (compiles)|ns|start/cli_cold|-|-|-|-|-

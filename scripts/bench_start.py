@@ -2,7 +2,7 @@
 
     python3 scripts/bench_start.py MONTY_BINARY WARM_CACHE_DIR [--runs N] [--cold-runs N]
         [--baseline OTHER_MONTY] [--upstream UPSTREAM_MONTY] [--rss-helper BENCHCMP]
-        [--idle-program BENCHCMP] [--idle-program-base BENCHCMP]
+        [--idle-program BENCHCMP] [--idle-program-base BENCHCMP] [--aot AOT_MONTY]
 
 Prints lines in bench.sh's results format, "start <key> <value>" (ns,
 or bytes for the _rss keys):
@@ -19,6 +19,9 @@ or bytes for the _rss keys):
                 binary of an earlier commit, or the wazero build against
                 the AOT one: scripts/bench_aot.sh); monty_rss_base and
                 monty_idle_base are its _rss and _idle
+  aot_c         with --aot AOT_MONTY (the CLI `make monty-aot` builds, which
+                releases ship): its `-c 'print(1)'` likewise; aot_check_c,
+                aot_rss and aot_idle are its check_c, _rss and _idle
   upstream_c    with --upstream UPSTREAM_MONTY (upstream Monty's release
                 binary, from pydantic-monty-runtime): its `-c 'print(1)'`
                 likewise, for reference
@@ -314,6 +317,7 @@ def main():
     p.add_argument("--runs", type=int, default=15)
     p.add_argument("--cold-runs", type=int, default=3)
     p.add_argument("--baseline", help="another monty binary whose -c start is measured alongside (monty_c_base)")
+    p.add_argument("--aot", help="the CLI built on the ahead-of-time engine (make monty-aot), measured alongside (aot_c, aot_check_c, aot_rss, aot_idle)")
     p.add_argument("--upstream", help="upstream Monty's monty binary, measured alongside (upstream_c, upstream_rss)")
     p.add_argument("--rss-helper", help="scripts/benchcmp built, which measures the _rss keys (none without it)")
     p.add_argument("--idle-program", help="scripts/benchcmp built, whose idle memory with `-first-result -c` is program_idle")
@@ -332,11 +336,15 @@ def main():
 
     def fresh():
         binaries = [("monty", monty), ("python", sys.executable)]
+        if args.aot:
+            binaries.append(("aot", os.path.abspath(args.aot)))
         if args.upstream:
             binaries.append(("upstream", os.path.abspath(args.upstream)))
         # (key, argv, want, rss_file): each binary's -c 'print(1)' is timed
         # as KEY_c; the peak resident memory of its -c 'pass' is KEY_rss.
         commands = [("check_c", [monty, "check", "-c", "print(1)"], b"", None)]
+        if args.aot:
+            commands.append(("aot_check_c", [os.path.abspath(args.aot), "check", "-c", "print(1)"], b"", None))
         commands += [(f"{key}_c", [binary, "-c", "print(1)"], b"1\n", None) for key, binary in binaries]
         if args.baseline:
             commands.append(("monty_c_base", [os.path.abspath(args.baseline), "-c", "print(1)"], b"1\n", None))
@@ -361,6 +369,8 @@ def main():
         binaries = [("monty_idle", [monty]), ("python_idle", [sys.executable])]
         if args.baseline:
             binaries.append(("monty_idle_base", [os.path.abspath(args.baseline)]))
+        if args.aot:
+            binaries.append(("aot_idle", [os.path.abspath(args.aot)]))
         if args.upstream:
             binaries.append(("upstream_idle", [os.path.abspath(args.upstream)]))
         if args.idle_program:

@@ -7,6 +7,11 @@
 #
 #   scripts/typecheck-conformance.sh            native and Go
 #   scripts/typecheck-conformance.sh --go-only  Go only (no Rust needed)
+#   MONTY_TYPECHECK_AOT=1 scripts/typecheck-conformance.sh --go-only
+#                                               the Go side on the checker
+#                                               translated to Go (make aot;
+#                                               its first build needs about
+#                                               CHECKER_GB GB)
 #
 # The native build takes several minutes the first time (its target
 # directory is kept in ~/.cache/monty-go/typecheck-native).
@@ -37,5 +42,11 @@ if [ "${1:-}" != --go-only ]; then
   native_args=(-native "$out")
 fi
 
+if [ "${MONTY_TYPECHECK_AOT:-}" = 1 ]; then
+  echo "typecheck-conformance: Go run on the ahead-of-time engine" >&2
+  make -s aot
+  scripts/aotgo.sh run ./scripts/typecheckconf -crate "$crate" "${native_args[@]}"
+  exit
+fi
 echo "typecheck-conformance: Go run" >&2
 go run ./scripts/typecheckconf -crate "$crate" "${native_args[@]}"

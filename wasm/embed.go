@@ -24,3 +24,9 @@ var checksumFile string
 // package's tests check against Module), so that users keying caches by
 // the module need not hash 11 MB at every start.
 var SHA256, _, _ = strings.Cut(checksumFile, " ")
+
+// MontyVersion is the version of the monty crates the module is built
+// from (wasm/Cargo.toml pins it; the package's tests check that), for
+// programs that name it without starting an engine (monty version).
+// runtime.Engine.MontyVersion is the version the module itself reports.
+const MontyVersion = "1.4.0"

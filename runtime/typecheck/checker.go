@@ -2,7 +2,6 @@ package typecheck
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,10 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/monty-go/monty/runtime"
@@ -87,14 +82,32 @@ type Checker struct {
 	closed  bool
 }
 
-// compiled is the checker module compiled into its wazero runtime.
+// compiled is the checker module ready to make instances, on wazero or
+// translated to Go ahead of time.
 type compiled struct {
 	maxPages uint32
-	rt       wazero.Runtime
-	module   wazero.CompiledModule
-	cache    wazero.CompilationCache
+	code     code
 	version  string
 	info     CompileInfo
+}
+
+// code makes instances of the checker module on one engine.
+type code interface {
+	instantiate(ctx context.Context, stderr *guest.Stderr) (backend, error)
+	close(ctx context.Context) error
+}
+
+// backend is one instance of the checker module on its engine. Not safe
+// for concurrent use.
+type backend interface {
+	abiVersion(ctx context.Context) (uint32, error)
+	reserve(ctx context.Context, n uint32) (uint32, error)
+	// call runs checker_call(op, n) and returns its packed response
+	// pointer and length.
+	call(ctx context.Context, op, n uint32) (uint64, error)
+	read(ptr, n uint32) ([]byte, bool)
+	write(ptr uint32, b []byte) bool
+	close(ctx context.Context)
 }
 
 // CompileInfo tells how a Checker got its code ready.
@@ -105,6 +118,9 @@ type CompileInfo struct {
 	Cached bool
 	// Ready is how long New took.
 	Ready time.Duration
+	// AOT reports that the checker runs translated to Go ahead of time
+	// (RegisterAOT): nothing was compiled or cached.
+	AOT bool
 }
 
 // Option configures New.
@@ -115,6 +131,7 @@ type config struct {
 	module      []byte
 	memoryPages uint32
 	log         *slog.Logger
+	wazero      bool
 }
 
 // WithCacheDir caches the checker's machine code in dir (default
@@ -124,6 +141,10 @@ func WithCacheDir(dir string) Option { return func(c *config) { c.cacheDir = dir
 // WithModule replaces the embedded checker module (for testing other
 // builds).
 func WithModule(wasmBytes []byte) Option { return func(c *config) { c.module = wasmBytes } }
+
+// WithWazero keeps the Checker on wazero even when the checker translated
+// to Go ahead of time is linked (see [RegisterAOT]): to compare the two.
+func WithWazero() Option { return func(c *config) { c.wazero = true } }
 
 // WithMaxMemoryPages caps each instance's linear memory, in 64 KiB pages
 // (default 16384, 1 GiB).
@@ -211,7 +232,9 @@ func (c *Checker) compile(done chan struct{}) {
 	start := time.Now()
 	cfg, log := &c.cfg, c.cfg.log
 	var entry *modcache.Entry
-	if cfg.cacheDir != "" {
+	t := registeredAOT.Load()
+	aot := t != nil && guest.CanInterrupt && !cfg.wazero && sameBytes(cfg.module, checker.Module)
+	if cfg.cacheDir != "" && !aot {
 		hash := checker.SHA256
 		if !sameBytes(cfg.module, checker.Module) {
 			hash = modcache.Hash(cfg.module)
@@ -223,7 +246,14 @@ func (c *Checker) compile(done chan struct{}) {
 			entry = nil
 		}
 	}
-	m, first, err := compileModule(ctx, cfg, entry, log)
+	var m *compiled
+	var first *instance
+	var err error
+	if aot {
+		m, first, err = startAOT(ctx, cfg, t)
+	} else {
+		m, first, err = compileModule(ctx, cfg, entry, log)
+	}
 	if err != nil && entry != nil && entry.Warm {
 		// A damaged entry: write it afresh.
 		log.Warn("the compilation cache entry is damaged; compiling the type checker again",
@@ -247,67 +277,44 @@ func (c *Checker) compile(done chan struct{}) {
 		c.loaded, c.loadErr = m, nil
 		c.idle = append(c.idle, first)
 	}
-	if err == nil && sameBytes(cfg.module, checker.Module) {
+	if err == nil && !aot && sameBytes(cfg.module, checker.Module) {
 		pages.Release(cfg.module)
 	}
 }
 
 func sameBytes(a, b []byte) bool { return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) }
 
-// compileModule builds the runtime, compiles the module and checks it
+// startAOT makes the translated module the checker's code and checks it
 // with a first instance, which stays idle for the first check.
-func compileModule(ctx context.Context, cfg *config, entry *modcache.Entry, log *slog.Logger) (*compiled, *instance, error) {
-	start := time.Now()
-	c := &compiled{maxPages: cfg.memoryPages}
-	// The checker has no clock-driven stop of its own (ty runs each query
-	// to the end), so time limits and cancellation use wazero's: the
-	// compiled code checks the context in its loops and calls.
-	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).WithMemoryLimitPages(cfg.memoryPages)
-	if entry != nil {
-		cc, err := wazero.NewCompilationCacheWithDir(entry.Dir)
-		if err != nil {
-			return nil, nil, fmt.Errorf("monty: type checker compilation cache: %w", err)
-		}
-		c.cache = cc
-		rc = rc.WithCompilationCache(cc)
-		c.info.CacheDir, c.info.Cached = entry.Dir, entry.Warm
-		if !entry.Warm {
-			log.Info("compiling the type checker to machine code; this takes several seconds, once per module version",
-				"event", "compile_start", "module", "checker", "cache_dir", entry.Root)
-		}
-	} else {
-		log.Info("compiling the type checker to machine code; this takes several seconds (no cache)", "event", "compile_start", "module", "checker")
+func startAOT(ctx context.Context, cfg *config, t *translatedChecker) (*compiled, *instance, error) {
+	if t.sha256 != checker.SHA256 {
+		return nil, nil, fmt.Errorf("monty: the linked AOT type checker was translated from checker.wasm %.12s, this package embeds %.12s: "+
+			"regenerate it (make aot) or use the matching versions", t.sha256, checker.SHA256)
 	}
-	c.rt = wazero.NewRuntimeWithConfig(ctx, rc)
-	fail := func(err error) (*compiled, *instance, error) {
-		_ = c.close(context.Background())
+	c := &compiled{maxPages: cfg.memoryPages, code: &aotCode{newInstance: t.newInstance, maxBytes: uint64(cfg.memoryPages) << 16}}
+	c.info.AOT = true
+	in, err := c.start(ctx)
+	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, c.rt); err != nil {
-		return fail(fmt.Errorf("monty: type checker: instantiate WASI: %w", err))
-	}
-	var err error
-	c.module, err = c.rt.CompileModule(experimental.WithCompilationWorkers(ctx, goruntime.GOMAXPROCS(0)), cfg.module)
-	if err != nil {
-		return fail(fmt.Errorf("monty: compile type checker module: %w", err))
-	}
-	for _, name := range []string{"checker_abi_version", "checker_reserve", "checker_call"} {
-		if _, ok := c.module.ExportedFunctions()[name]; !ok {
-			return fail(fmt.Errorf("monty: module does not export %s: not a monty-go type checker module", name))
-		}
-	}
+	return c, in, nil
+}
+
+// start makes the first instance, checks that it speaks this package's
+// ABI and reads the module's version.
+func (c *compiled) start(ctx context.Context) (*instance, error) {
 	in, err := c.instantiate(ctx)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	abi, err := in.mod.ExportedFunction("checker_abi_version").Call(ctx)
+	abi, err := in.b.abiVersion(ctx)
 	if err != nil {
 		in.close(ctx)
-		return fail(fmt.Errorf("monty: read type checker ABI version: %w", err))
+		return nil, fmt.Errorf("monty: read type checker ABI version: %w", err)
 	}
-	if abi[0] != ABIVersion {
+	if abi != ABIVersion {
 		in.close(ctx)
-		return fail(fmt.Errorf("monty: type checker module speaks ABI version %d, this package speaks %d: rebuild it (make wasm) or update the package", abi[0], ABIVersion))
+		return nil, fmt.Errorf("monty: type checker module speaks ABI version %d, this package speaks %d: rebuild it (make wasm) or update the package", abi, ABIVersion)
 	}
 	in.req.Reset()
 	r, err := in.call(ctx, opInfo)
@@ -325,17 +332,9 @@ func compileModule(ctx context.Context, cfg *config, entry *modcache.Entry, log 
 	}
 	if err != nil {
 		in.close(ctx)
-		return fail(fmt.Errorf("monty: type checker info: %w", err))
+		return nil, fmt.Errorf("monty: type checker info: %w", err)
 	}
-	if entry != nil && !entry.Warm {
-		if err := entry.MarkReady(); err != nil {
-			log.Warn("the compilation cache entry could not be marked ready", "event", "cache_unusable", "module", "checker", "error", err)
-		}
-	}
-	if !c.info.Cached {
-		log.Info("type checker compiled", "event", "compile_done", "module", "checker", "took", time.Since(start).Round(time.Millisecond))
-	}
-	return c, in, nil
+	return in, nil
 }
 
 // MontyVersion is the version of the monty crates the checker was built
@@ -432,9 +431,11 @@ func classify(ctx, callCtx context.Context, err error, in *instance, req *Reques
 	msg, _, _ := strings.Cut(err.Error(), "\n")
 	if s := strings.TrimSpace(in.stderr.String()); s != "" {
 		msg += " (" + s + ")"
-	} else if strings.Contains(msg, "out of bounds memory access") {
+	} else if strings.Contains(msg, "out of bounds memory access") || strings.Contains(msg, "index out of range") {
 		// The module's stack sits below its data, so a stack overflow
-		// (deep recursion in ty on deeply nested code) ends up here.
+		// (deep recursion in ty on deeply nested code) ends up here: on
+		// wazero as an out-of-bounds access, translated to Go as an index
+		// out of range.
 		msg += " (most likely a stack overflow: the code nests too deeply to check; split long expressions or nested literals)"
 	}
 	return &CheckerError{Message: "the checker crashed: " + msg}
@@ -615,48 +616,26 @@ func (c *Checker) Close(ctx context.Context) error {
 	return m.close(ctx)
 }
 
-func (c *compiled) close(ctx context.Context) error {
-	err := c.rt.Close(ctx)
-	if c.cache != nil {
-		err = errors.Join(err, c.cache.Close(ctx))
-	}
-	return err
-}
+func (c *compiled) close(ctx context.Context) error { return c.code.close(ctx) }
 
 // instance is one instance of the checker module. Not safe for concurrent
 // use; the Checker hands it to one check at a time.
 type instance struct {
 	maxPages       uint32
 	retained       uint64 // bytes held above the baseline after the last check
-	mod            api.Module
-	mem            api.Memory
-	fnRes, fnCall  api.Function
-	stack          [2]uint64
+	b              backend
 	reqPtr, reqCap uint32
 	req            wire.Writer
-	stderr         guest.Stderr
+	stderr         *guest.Stderr
 }
 
 func (c *compiled) instantiate(ctx context.Context) (*instance, error) {
-	in := &instance{stderr: guest.Stderr{Max: 4096}, maxPages: c.maxPages}
-	cfg := wazero.NewModuleConfig().
-		WithName("").
-		WithStartFunctions("_initialize").
-		WithSysWalltime().
-		WithSysNanotime().
-		WithRandSource(rand.Reader).
-		WithStderr(&in.stderr)
-	mod, err := c.rt.InstantiateModule(ctx, c.module, cfg)
+	in := &instance{stderr: &guest.Stderr{Max: 4096}, maxPages: c.maxPages}
+	b, err := c.code.instantiate(ctx, in.stderr)
 	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: %w", runtime.ErrCancelled, context.Cause(ctx))
-		}
-		return nil, fmt.Errorf("monty: instantiate type checker: %w", err)
+		return nil, err
 	}
-	in.mod = mod
-	in.mem = mod.Memory()
-	in.fnRes = mod.ExportedFunction("checker_reserve")
-	in.fnCall = mod.ExportedFunction("checker_call")
+	in.b = b
 	return in, nil
 }
 
@@ -665,28 +644,27 @@ func (c *compiled) instantiate(ctx context.Context) (*instance, error) {
 func (in *instance) call(ctx context.Context, op uint32) (*wire.Reader, error) {
 	req := in.req.Buf
 	if uint32(len(req)) > in.reqCap {
-		ptr, err := in.fnRes.Call(ctx, uint64(len(req)))
+		ptr, err := in.b.reserve(ctx, uint32(len(req)))
 		if err != nil {
 			return nil, err
 		}
-		in.reqPtr, in.reqCap = api.DecodeU32(ptr[0]), uint32(len(req))
+		in.reqPtr, in.reqCap = ptr, uint32(len(req))
 	}
-	if len(req) > 0 && !in.mem.Write(in.reqPtr, req) {
+	if len(req) > 0 && !in.b.write(in.reqPtr, req) {
 		return nil, errors.New("request buffer outside memory")
 	}
-	in.stack[0], in.stack[1] = uint64(op), uint64(len(req))
-	if err := in.fnCall.CallWithStack(ctx, in.stack[:]); err != nil {
+	packed, err := in.b.call(ctx, op, uint32(len(req)))
+	if err != nil {
 		return nil, err
 	}
-	packed := in.stack[0]
-	b, ok := in.mem.Read(uint32(packed>>32), uint32(packed))
+	b, ok := in.b.read(uint32(packed>>32), uint32(packed))
 	if !ok {
 		return nil, errors.New("response outside memory")
 	}
 	return wire.NewReader(append([]byte(nil), b...)), nil
 }
 
-func (in *instance) close(ctx context.Context) { _ = in.mod.Close(ctx) }
+func (in *instance) close(ctx context.Context) { in.b.close(ctx) }
 
 var defaultChecker = sync.OnceValue(func() *Checker { return Lazy() })
 

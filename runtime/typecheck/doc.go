@@ -19,6 +19,15 @@
 // process-wide one. A process that never checks never loads it, and a
 // program that does not import this package does not embed it.
 //
+// A program that imports github.com/monty-go/monty/wasm/aot/checker runs
+// the checker translated to Go ahead of time instead ([RegisterAOT]): no
+// compilation and no cache, a first check in milliseconds. A check there
+// cannot look at its context, so one that must stop (its time limit, its
+// context cancelled) is stopped by taking its linear memory's access
+// rights away: its next load or store faults, and the fault, turned into
+// a panic (debug.SetPanicOnFault) on the goroutine running it, ends the
+// check with the same errors as on wazero.
+//
 // A check runs in its own module instance, never the interpreter's: a
 // crash of the checker ([ErrCheckerFailed]), a time or memory limit
 // (runtime.ErrTimeLimit, runtime.ErrMemoryLimit) or cancellation ends that

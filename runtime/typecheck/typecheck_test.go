@@ -15,6 +15,7 @@ import (
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/wasm"
 )
 
 // checker is the package's shared Checker: compiling the module (or loading
@@ -300,6 +301,7 @@ func TestSameMontyVersionAsTheInterpreter(t *testing.T) {
 	e, err := runtime.Default(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, e.MontyVersion(), checker(t).MontyVersion())
+	assert.Equal(t, wasm.MontyVersion, e.MontyVersion(), "wasm.MontyVersion is not the version the module reports")
 }
 
 // TestLazy: a Lazy checker compiles at its first use; a caller that gives

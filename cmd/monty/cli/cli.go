@@ -35,6 +35,7 @@ const usage = `usage: monty [flags] -c CODE
        monty check [flags] FILE.py...  (type-check only; monty check -h)
        monty subprocess           (a monty.v1 worker on stdio for pydantic-monty)
        monty precompile [--cache-dir DIR]
+       monty version              (versions, and the engines linked in)
 
 Runs Python code in Monty's sandbox. print() output goes to stdout as it is
 produced; an uncaught exception prints a traceback to stderr and exits 1.
@@ -63,6 +64,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if len(args) > 0 && args[0] == "subprocess" {
 		return subprocessCommand(ctx, args[1:], stdin, stdout, stderr)
+	}
+	if len(args) > 0 && (args[0] == "version" || args[0] == "--version") {
+		return versionCommand(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "precompile" {
 		return precompileCommand(ctx, args[1:], stdout, stderr)

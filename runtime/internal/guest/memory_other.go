@@ -1,10 +1,19 @@
 //go:build !(linux || darwin)
 
-package runtime
+package guest
 
-// reserveMemory reserves nothing on systems without mmap: a translated
+import "errors"
+
+// CanInterrupt reports whether Interrupt can stop code running in a
+// reservation: not on systems without mmap.
+const CanInterrupt = false
+
+// Reserve reserves nothing on systems without mmap: a translated
 // instance's linear memory lives on the Go heap.
-func reserveMemory(uint64) []byte { return nil }
+func Reserve(uint64) []byte { return nil }
 
-// freeMemory has nothing to free.
-func freeMemory([]byte) {}
+// Interrupt cannot take access rights away here.
+func Interrupt([]byte) error { return errors.New("no memory protection on this system") }
+
+// Free has nothing to free.
+func Free([]byte) {}

@@ -1,0 +1,59 @@
+package main_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// scripts/aotgo.sh adds this file to cmd/monty's tests; make test-aot runs
+// it on the CLI `make monty-aot` built, named by MONTY_TEST_AOT_BIN.
+
+// TestAOTBinary: the CLI releases ship says it runs both modules
+// translated to Go, and runs code and type checks without wazero: with
+// an empty cache directory, nothing is compiled into it.
+func TestAOTBinary(t *testing.T) {
+	bin := os.Getenv("MONTY_TEST_AOT_BIN")
+	require.NotEmpty(t, bin, "MONTY_TEST_AOT_BIN names the CLI make monty-aot built (make test-aot sets it)")
+	cache := t.TempDir()
+	monty := func(args ...string) (int, string, string) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "MONTY_CACHE_DIR="+cache)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), out.String(), errOut.String()
+		}
+		require.NoError(t, err)
+		return 0, out.String(), errOut.String()
+	}
+
+	code, out, _ := monty("version")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "\nengine: aot\n")
+	assert.Contains(t, out, "\ntype checker: aot\n")
+	assert.Contains(t, out, "\nmonty: 1.4.0\n")
+
+	code, out, errOut := monty("-c", "print(sum(range(10)))")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "45\n", out)
+
+	bad := filepath.Join(t.TempDir(), "bad.py")
+	require.NoError(t, os.WriteFile(bad, []byte("def add(x: int) -> int:\n    return x\n\nadd('1')\n"), 0o644))
+	code, out, errOut = monty("check", bad)
+	assert.Equal(t, 1, code, errOut)
+	assert.Contains(t, out+errOut, "invalid-argument-type")
+	code, _, errOut = monty("--type-check", "-c", "x: int = 1\nprint(x)")
+	assert.Equal(t, 0, code, errOut)
+
+	entries, err := os.ReadDir(cache)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the AOT CLI compiled a module with wazero into its cache")
+}
