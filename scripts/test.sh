@@ -48,13 +48,16 @@ go test -count=1 -run '^TestEngineClosed$' ./runtime/ >/dev/null
 go test -count=1 -run '^TestSameMontyVersionAsTheInterpreter$' ./runtime/typecheck/ >/dev/null
 echo "== go test -race" >&2
 go test -race -count=1 -timeout 20m "$@" ./...
-echo "== the runtime and session tests on the ahead-of-time engine (make test-aot; MONTY_TEST_AOT=0 leaves them out)" >&2
-# The module translated to Go (wasm/aot) is generated and checked byte for
-# byte, and the translated package compiled into Go's build cache with and
-# without -race (about 9 and 10 GB of memory and 8 minutes each on 2 cores,
-# with DWARF off and one compiler worker; later runs only link); then the
-# tests run with -race, the serverless example builds on it, and a release
-# of wasm/aot is fetched with go get from a local module proxy.
+echo "== the tests on the ahead-of-time engine (make test-aot; MONTY_TEST_AOT=0 leaves them out)" >&2
+# The two modules translated to Go (wasm/aot) are generated and checked
+# byte for byte, and the translated packages compiled into Go's build
+# cache: the interpreter's with and without -race, the type checker's
+# without (about 10 GB of memory at most, one package at a time, and
+# several minutes each on 2 cores; later runs only link); then the
+# runtime, session and monty.v1 tests run with -race, the type checker's
+# without, the CLI make monty-aot builds is checked (TestAOTBinary), the
+# serverless example builds on it, and a release of wasm/aot is fetched
+# with go get from a local module proxy.
 if [ "${MONTY_TEST_AOT:-1}" != 0 ]; then
   make -s test-aot
 else
