@@ -11,7 +11,7 @@
 #                                               the Go side on the checker
 #                                               translated to Go (make aot;
 #                                               its first build needs about
-#                                               CHECKER_GB GB)
+#                                               10 GB)
 #
 # The native build takes several minutes the first time (its target
 # directory is kept in ~/.cache/monty-go/typecheck-native).

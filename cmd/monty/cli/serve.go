@@ -743,6 +743,8 @@ func precompileCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	case info.CacheError != nil:
 		fmt.Fprintf(stderr, "monty precompile: the cache could not be filled: %v\n", info.CacheError)
 		return ExitException
+	case info.AOT:
+		fmt.Fprintf(stdout, "Monty %s is translated to Go ahead of time in this binary: nothing to compile\n", engine.MontyVersion())
 	case info.Cached:
 		fmt.Fprintf(stdout, "Monty %s is already compiled in %s\n", engine.MontyVersion(), info.CacheDir)
 	default:
@@ -761,7 +763,9 @@ func precompileCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		return ExitException
 	}
 	defer checker.Close(ctx)
-	if ci := checker.CompileInfo(); ci.Cached {
+	if ci := checker.CompileInfo(); ci.AOT {
+		fmt.Fprintln(stdout, "the type checker is translated to Go ahead of time in this binary: nothing to compile")
+	} else if ci.Cached {
 		fmt.Fprintf(stdout, "the type checker is already compiled in %s\n", ci.CacheDir)
 	} else {
 		fmt.Fprintf(stdout, "compiled the type checker into %s in %s\n", ci.CacheDir, ci.Ready.Round(time.Millisecond))

@@ -53,6 +53,11 @@ func TestAOTBinary(t *testing.T) {
 	code, _, errOut = monty("--type-check", "-c", "x: int = 1\nprint(x)")
 	assert.Equal(t, 0, code, errOut)
 
+	code, out, errOut = monty("precompile", "--cache-dir", cache)
+	assert.Equal(t, 0, code, errOut)
+	assert.Equal(t, "Monty 1.4.0 is translated to Go ahead of time in this binary: nothing to compile\n"+
+		"the type checker is translated to Go ahead of time in this binary: nothing to compile\n", out)
+
 	entries, err := os.ReadDir(cache)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "the AOT CLI compiled a module with wazero into its cache")
