@@ -128,11 +128,11 @@ func run() error {
 			passed++
 		}
 	}
-	engine := "wazero"
+	engine := "on wazero"
 	if checker.CompileInfo().AOT {
 		engine = "translated to Go ahead of time"
 	}
-	fmt.Printf("\nfile cases through Go (the checker on %s): %d of %d pass; native tests: %d listed\n",
+	fmt.Printf("\nfile cases through Go (the checker %s): %d of %d pass; native tests: %d listed\n",
 		engine, passed, len(fileCases), len(nativeResults))
 	if len(unexpected) > 0 || len(stale) > 0 {
 		return fmt.Errorf("unexpected differences: %v; listed as known but no longer different: %v", unexpected, stale)
