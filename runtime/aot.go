@@ -84,7 +84,7 @@ func (m *aotModule) machine() bool { return true }
 func (m *aotModule) close(context.Context) {}
 
 func (m *aotModule) instantiate(ctx context.Context, it *Interpreter) (instance, error) {
-	a := &aotInstance{it: it, maxBytes: m.maxBytes, WASI: guest.WASI{Stderr: &it.stderr}}
+	a := &aotInstance{it: it, Reservation: guest.Reservation{Max: m.maxBytes}, WASI: guest.WASI{Stderr: &it.stderr}}
 	err := a.run(ctx, func() {
 		a.mod = m.newInstance(a)
 		a.Mem = a.mod.Xmemory().Slice()
@@ -100,12 +100,11 @@ func (m *aotModule) instantiate(ctx context.Context, it *Interpreter) (instance,
 // aotInstance is one instance of the translated module, and the imports
 // that serve it.
 type aotInstance struct {
-	guest.WASI // the WASI calls but the clock; WASI.Mem is the linear memory
-	it         *Interpreter
-	mod        AOTInstance
-	reserved   []byte // the reservation behind *Mem, nil without one (NewMemory)
-	maxBytes   uint64
-	ctx        context.Context // of the call in progress
+	guest.WASI        // the WASI calls but the clock; WASI.Mem is the linear memory
+	guest.Reservation // behind *Mem unless the system refused it (NewMemory)
+	it                *Interpreter
+	mod               AOTInstance
+	ctx               context.Context // of the call in progress
 }
 
 // run calls f, the only way into the module: a panic inside it (a trap of
@@ -130,8 +129,8 @@ func (a *aotInstance) run(ctx context.Context, f func()) (err error) {
 // checked after every call and at every clock read (which the guest makes
 // every 255 bytecode instructions while a time budget is armed).
 func (a *aotInstance) checkMemory() {
-	if a.Mem != nil && uint64(len(*a.Mem)) > a.maxBytes {
-		panic(fmt.Errorf("%w: linear memory grew past %d pages (WithMaxMemoryPages)", ErrMemoryLimit, a.maxBytes>>16))
+	if a.Mem != nil && uint64(len(*a.Mem)) > a.Max {
+		panic(fmt.Errorf("%w: linear memory grew past %d pages (WithMaxMemoryPages)", ErrMemoryLimit, a.Max>>16))
 	}
 }
 
@@ -177,32 +176,9 @@ func (a *aotInstance) write(ptr uint32, b []byte) bool {
 }
 
 func (a *aotInstance) close(context.Context) error {
-	if a.reserved != nil {
-		if a.Mem != nil {
-			*a.Mem = nil
-		}
-		guest.Free(a.reserved)
-		a.reserved = nil
-	}
+	a.Free(a.Mem)
 	a.mod = nil
 	return nil
-}
-
-// NewMemory reserves the engine's memory limit of address space for the
-// new instance's linear memory and returns its first size bytes: the
-// instance writes its data segments there and grows in place, and only
-// the pages it writes cost memory. nil (the instance then allocates on the
-// Go heap) when the system refuses the mapping or size is past the limit.
-func (a *aotInstance) NewMemory(size int) []byte {
-	if a.reserved != nil || uint64(size) > a.maxBytes {
-		return nil
-	}
-	r := guest.Reserve(a.maxBytes)
-	if r == nil {
-		return nil
-	}
-	a.reserved = r
-	return r[:size]
 }
 
 // The imports guest.WASI does not serve.

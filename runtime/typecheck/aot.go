@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/tetratelabs/wazero/sys"
 
@@ -90,12 +88,17 @@ type aotCode struct {
 func (c *aotCode) close(context.Context) error { return nil }
 
 func (c *aotCode) instantiate(ctx context.Context, stderr *guest.Stderr) (backend, error) {
-	a := &aotInstance{maxBytes: c.maxBytes, epoch: time.Now(), WASI: guest.WASI{Stderr: stderr}}
-	err := a.run(ctx, func() {
+	a := &aotInstance{Reservation: guest.Reservation{Max: c.maxBytes}, epoch: time.Now(), WASI: guest.WASI{Stderr: stderr}}
+	// Not stopped by ctx: the memory is being reserved (a short, fixed
+	// amount of work); ctx is looked at afterwards.
+	err := a.run(context.WithoutCancel(ctx), func() {
 		a.mod = c.newInstance(a)
 		a.Mem = a.mod.Xmemory().Slice()
 		a.mod.X_initialize()
 	})
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		a.close(ctx)
 		if ctx.Err() != nil {
@@ -112,11 +115,10 @@ func (c *aotCode) instantiate(ctx context.Context, stderr *guest.Stderr) (backen
 // (its context ends) is stopped by taking the reservation's access rights
 // away, so that its next load or store faults (see run).
 type aotInstance struct {
-	guest.WASI // the WASI calls but the clock and sched_yield; WASI.Mem is the linear memory
-	mod        AOTInstance
-	reserved   []byte
-	maxBytes   uint64
-	epoch      time.Time
+	guest.WASI        // the WASI calls but the clock and sched_yield; WASI.Mem is the linear memory
+	guest.Reservation // behind *Mem
+	mod               AOTInstance
+	epoch             time.Time
 }
 
 // errInterrupted is the panic value of a check stopped by its context.
@@ -130,24 +132,21 @@ var errInterrupted = errors.New("interrupted")
 // outside the reservation (and past the nil page) is not the module's and
 // crashes the process, as it would without this.
 func (a *aotInstance) run(ctx context.Context, f func()) (err error) {
-	var interrupted sync.WaitGroup
+	interrupted := make(chan struct{})
 	stopped := false
 	stop := context.AfterFunc(ctx, func() {
-		interrupted.Add(1)
-		defer interrupted.Done()
-		if a.reserved != nil {
-			_ = guest.Interrupt(a.reserved)
-		}
+		defer close(interrupted)
+		a.Interrupt()
 	})
 	defer func() {
 		r := recover()
-		if f, ok := r.(interface{ Addr() uintptr }); ok && !a.inReservation(f.Addr()) && f.Addr() >= nilPage {
+		if f, ok := r.(interface{ Addr() uintptr }); ok && !a.Contains(f.Addr()) && f.Addr() >= nilPage {
 			panic(r) // not the module's memory
 		}
 		if !stop() {
 			// ctx ended while f ran: the reservation is (being made)
 			// unusable, whether or not f saw it.
-			interrupted.Wait()
+			<-interrupted
 			stopped = true
 		}
 		switch {
@@ -188,15 +187,6 @@ func (a *aotInstance) trap(r any) error {
 // in the translated code is a trap, as it is without SetPanicOnFault.
 const nilPage = 1 << 16
 
-// inReservation reports whether addr is in the instance's reservation.
-func (a *aotInstance) inReservation(addr uintptr) bool {
-	if len(a.reserved) == 0 {
-		return false
-	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(a.reserved)))
-	return addr >= start && addr-start < uintptr(len(a.reserved))
-}
-
 func (a *aotInstance) reserve(ctx context.Context, n uint32) (ptr uint32, err error) {
 	err = a.run(ctx, func() { ptr = uint32(a.mod.Xchecker_reserve(int32(n))) })
 	return ptr, err
@@ -221,27 +211,8 @@ func (a *aotInstance) write(ptr uint32, b []byte) bool {
 }
 
 func (a *aotInstance) close(context.Context) {
-	if a.reserved != nil {
-		if a.Mem != nil {
-			*a.Mem = nil
-		}
-		guest.Free(a.reserved)
-		a.reserved = nil
-	}
+	a.Free(a.Mem)
 	a.mod = nil
-}
-
-// NewMemory reserves the checker's memory limit of address space for the
-// new instance's linear memory and returns its first size bytes; nil when
-// the system refuses the mapping (the instance then cannot start).
-func (a *aotInstance) NewMemory(size int) []byte {
-	if a.reserved != nil || uint64(size) > a.maxBytes {
-		return nil
-	}
-	if a.reserved = guest.Reserve(a.maxBytes); a.reserved == nil {
-		return nil
-	}
-	return a.reserved[:size]
 }
 
 // Xclock_time_get serves the wall clock and a monotonic clock.
