@@ -48,19 +48,17 @@ AOT_BIN ?= wasm/aot/bin/monty
 monty-aot: aot
 	scripts/aotgo.sh build -o $(AOT_BIN) ./cmd/monty
 
-# The tests on the ahead-of-time engine: the runtime, session and monty.v1
-# tests with the race detector (which compiles the interpreter's
-# translation once more: about 9 GB), the type checker's tests without it
-# (a race build of the checker's translation would cost CI another
-# quarter of an hour: docs/building.md), the CLI make monty-aot builds
-# (cmd/monty's TestAOTBinary), the serverless example built on it, and a
-# release of wasm/aot fetched by go get from a local module proxy
-# (scripts/aot-release.sh --check).
-AOT_TESTS ?= ./runtime/ ./runtime/internal/... ./session/ ./session/protocol/
-AOT_CHECKER_TESTS ?= ./runtime/typecheck/
+# The tests on the ahead-of-time engine: the runtime, session, monty.v1
+# and type checker tests, the CLI make monty-aot builds (cmd/monty's
+# TestAOTBinary), the serverless example built on it, and a release of
+# wasm/aot fetched by go get from a local module proxy
+# (scripts/aot-release.sh --check). Without the race detector: each race
+# build of a translated package is another compile of it, which CI cannot
+# afford beside the checker's (docs/building.md); AOT_RACE=-race adds it.
+AOT_TESTS ?= ./runtime/ ./runtime/internal/... ./runtime/typecheck/ ./session/ ./session/protocol/
+AOT_RACE ?=
 test-aot: aot
-	scripts/aotgo.sh test -race -count=1 -timeout 30m $(AOT_TESTS)
-	scripts/aotgo.sh test -count=1 -timeout 20m $(AOT_CHECKER_TESTS)
+	scripts/aotgo.sh test $(AOT_RACE) -count=1 -timeout 30m $(AOT_TESTS)
 	@bin=$$(mktemp -d) && trap 'rm -rf $$bin' EXIT && \
 	$(MAKE) -s monty-aot AOT_BIN=$$bin/monty && \
 	MONTY_TEST_AOT_BIN=$$bin/monty scripts/aotgo.sh test -count=1 -run '^TestAOTBinary$$' ./cmd/monty

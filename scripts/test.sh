@@ -51,11 +51,11 @@ go test -race -count=1 -timeout 20m "$@" ./...
 echo "== the tests on the ahead-of-time engine (make test-aot; MONTY_TEST_AOT=0 leaves them out)" >&2
 # The two modules translated to Go (wasm/aot) are generated and checked
 # byte for byte, and the translated packages compiled into Go's build
-# cache: the interpreter's with and without -race, the type checker's
-# without (about 10 GB of memory at most, one package at a time, and
-# several minutes each on 2 cores; later runs only link); then the
-# runtime, session and monty.v1 tests run with -race, the type checker's
-# without, the CLI make monty-aot builds is checked (TestAOTBinary), the
+# cache once each, without -race (about 10 GB of memory at most, one
+# package at a time, and 8 to 20 minutes each on 2 cores; later runs only
+# link; docs/building.md says why no race build); then the runtime,
+# session, monty.v1 and type checker tests run on it, the CLI make
+# monty-aot builds is checked (TestAOTBinary), the
 # serverless example builds on it, and a release of wasm/aot is fetched
 # with go get from a local module proxy.
 if [ "${MONTY_TEST_AOT:-1}" != 0 ]; then
