@@ -40,7 +40,17 @@ func TestMain(m *testing.M) {
 // run runs the built monty with args in a process of its own.
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	return runBinary(t, binary, nil, args...)
+}
+
+// runBinary runs bin with args and env added to this process's
+// environment, in a process of its own.
+func runBinary(t *testing.T, bin string, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

@@ -25,9 +25,6 @@ func (r *Reservation) NewMemory(size int) []byte {
 	return r.mem[:size]
 }
 
-// Reserved reports whether NewMemory reserved the memory.
-func (r *Reservation) Reserved() bool { return r.mem != nil }
-
 // Interrupt takes the reservation's access rights away (see Interrupt);
 // it does nothing when nothing is reserved.
 func (r *Reservation) Interrupt() {

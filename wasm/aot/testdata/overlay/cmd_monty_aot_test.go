@@ -1,9 +1,7 @@
 package main_test
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -23,16 +21,7 @@ func TestAOTBinary(t *testing.T) {
 	cache := t.TempDir()
 	monty := func(args ...string) (int, string, string) {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "MONTY_CACHE_DIR="+cache)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode(), out.String(), errOut.String()
-		}
-		require.NoError(t, err)
-		return 0, out.String(), errOut.String()
+		return runBinary(t, bin, []string{"MONTY_CACHE_DIR=" + cache}, args...)
 	}
 
 	code, out, _ := monty("version")
