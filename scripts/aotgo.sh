@@ -13,11 +13,13 @@
 # session/protocol) and github.com/monty-go/monty/wasm/aot/checker (the
 # type checker) to those that link that (cmd/monty, scripts/typecheckconf,
 # the tests of runtime/typecheck and cmd/monty), and resolves that module through
-# wasm/aot/go.work. No file of the main module imports it: `go build
+# wasm/aot/go.work. MONTY_AOT_CHECKER=0 leaves the type checker's
+# translation out of cmd/monty. No file of the main module imports it: `go build
 # ./...`, `go vet ./...` and `go mod tidy` of the main module, and of every
 # module that requires it, never see it. The translated package is compiled
 # with the same flags every time (no DWARF, one compiler worker, one package
-# at a time: about 10 GB of memory), so that Go's build cache keeps it; run
+# at a time: about 10 GB of memory; -trimpath, as releases build it), so
+# that Go's build cache keeps it across tests and releases; run
 # `make aot` (scripts/aot.sh) first to generate it.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,10 +28,17 @@ cmd=$1
 shift
 from=$repo/wasm/aot/testdata/overlay
 overlay=$(mktemp)
-trap 'rm -f "$overlay"' EXIT
+cmd_monty=$from/cmd_monty_aot.go
+trap 'rm -f "$overlay" "$overlay.go"' EXIT
+if [ "${MONTY_AOT_CHECKER:-1}" = 0 ]; then
+  # The CLI with the interpreter's translation only (the type checker on
+  # wazero): what scripts/release.sh builds for Windows.
+  grep -v 'wasm/aot/checker' "$cmd_monty" >"$overlay.go"
+  cmd_monty=$overlay.go
+fi
 cat >"$overlay" <<JSON
 {"Replace": {
-  "$repo/cmd/monty/aot.go": "$from/cmd_monty_aot.go",
+  "$repo/cmd/monty/aot.go": "$cmd_monty",
   "$repo/examples/serverless/aot.go": "$from/serverless_aot.go",
   "$repo/scripts/benchcmp/aot.go": "$from/benchcmp_aot.go",
   "$repo/scripts/conformance/aot.go": "$from/conformance_aot.go",
@@ -41,6 +50,6 @@ cat >"$overlay" <<JSON
   "$repo/session/protocol/aot_test.go": "$from/protocol_aot_test.go"
 }}
 JSON
-GOWORK=$repo/wasm/aot/go.work GOFLAGS=-p=1 go "$cmd" -overlay="$overlay" \
+GOWORK=$repo/wasm/aot/go.work GOFLAGS=-p=1 go "$cmd" -overlay="$overlay" -trimpath \
   -gcflags='github.com/monty-go/monty/wasm/aot/internal/translated=-dwarf=false -c=1' \
   -gcflags='github.com/monty-go/monty/wasm/aot/internal/checker=-dwarf=false -c=1 -l' -ldflags=-w "$@"

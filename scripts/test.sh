@@ -63,10 +63,21 @@ if [ "${MONTY_TEST_AOT:-1}" != 0 ]; then
 else
   echo "   MONTY_TEST_AOT=0: not run" >&2
 fi
-echo "== nested modules (adapters with their own go.mod): go vet, go test -race" >&2
+echo "== a release: the wheel in a fresh venv beside pydantic-monty-client, two archives byte for byte (scripts/release.sh check)" >&2
+# On the ahead-of-time engine, whose translations test-aot compiled into
+# Go's build cache (release builds use the same flags, so they only link);
+# with MONTY_TEST_AOT=0, on wazero.
+if [ "${MONTY_TEST_AOT:-1}" != 0 ]; then
+  scripts/release.sh check
+else
+  scripts/release.sh check --engine wazero
+fi
+echo "== nested modules (adapters and examples with their own go.mod): go vet, go test -race" >&2
 # Each adapter is a module of its own so the main module does not pull in
-# its SDK; every go.mod under session/agent/adapters is tested here.
-for mod in $(find session/agent/adapters -name go.mod -not -path '*/testdata/*' | sort); do
+# its SDK, and the Kubernetes example so that it does not pull in k8s.io;
+# every go.mod under session/agent/adapters and examples/kubernetes is
+# tested here.
+for mod in $(find session/agent/adapters examples/kubernetes -name go.mod -not -path '*/testdata/*' | sort); do
   dir=$(dirname "$mod")
   echo "   $dir" >&2
   (cd "$dir" && go vet ./... && go test -race -count=1 -timeout 20m "$@" ./...)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,7 +34,8 @@ import (
 
 const serveUsage = `usage: monty serve [flags]
 
-Serves the HTTP API (docs/http.md): POST /exec, POST /runs/{run_id}/resume,
+Serves the HTTP API (docs/http.md): GET / (liveness: what this binary is,
+answered while draining too), POST /exec, POST /runs/{run_id}/resume,
 GET|POST|DELETE /state/{id}, GET /state/{id}/info, GET|PUT|DELETE
 /state/{id}/files[/PATH], GET /healthz, GET /health, GET /health/store,
 GET /metrics. Every flag can also be set with the environment variable named
@@ -621,11 +623,14 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 		return err
 	}
 	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if server.IsUpgrade(r) {
+		switch {
+		case server.IsUpgrade(r):
 			ws.ServeHTTP(w, r)
-			return
+		case r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+			serveAbout(w, h.Draining())
+		default:
+			h.ServeHTTP(w, r)
 		}
-		h.ServeHTTP(w, r)
 	})
 
 	ln, err := net.Listen("tcp", c.addr)
@@ -801,4 +806,28 @@ func serviceEngine(ctx context.Context, cacheDir string, log *slog.Logger) (*run
 	log.Info("interpreter ready", "monty_version", engine.MontyVersion(), "took", info.Ready.Round(time.Millisecond),
 		"cached", info.Cached, "fast_start", info.FastStart, "cache_dir", info.CacheDir)
 	return engine, nil
+}
+
+// liveness is GET / of monty serve: what this binary is, and whether it
+// is draining. It answers 200 while draining (a liveness probe must not
+// restart a server finishing its work; GET /health is the readiness
+// probe, 503 then) and needs no API key.
+type liveness struct {
+	buildAbout
+	Status string `json:"status"`
+}
+
+func serveAbout(w http.ResponseWriter, draining bool) {
+	out := liveness{buildAbout: about(), Status: "ok"}
+	if draining {
+		out.Status = "draining"
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(append(body, '\n'))
 }

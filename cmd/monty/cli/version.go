@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
 	goruntime "runtime"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/session/protocol"
 	"github.com/monty-go/monty/wasm"
 )
 
@@ -22,25 +24,38 @@ var Version string
 // records it unless -buildvcs=false).
 var Commit string
 
-const versionUsage = `usage: monty version
+const versionUsage = `usage: monty version [--json]
 
 Prints the version of monty-go and of the Monty it runs, the engine of the
 interpreter and of the type checker (aot: translated to Go ahead of time and
 linked in; wazero: compiled to machine code at first use and cached), the
-commit it was built from and the Go version.
+monty.v1 protocol versions it speaks (the worker protocol of pydantic-monty
+and the WebSocket subprotocol of monty serve), the commit it was built from
+and the Go version. --json prints the same as one JSON object.
+
+flags:
 `
 
-// versionCommand is `monty version` (and `monty --version`). It starts no
-// engine: a worker pool probing the binary pays nothing.
-func versionCommand(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("monty version", versionUsage, stderr)
-	if exit, ok := parseFlags(fs, args); !ok {
-		return exit
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "monty version: unexpected argument %q\n", fs.Arg(0))
-		return ExitUsage
-	}
+// buildAbout is what monty version prints and what monty serve answers at
+// GET /.
+type buildAbout struct {
+	Name        string `json:"name"`
+	Version     string `json:"version"`
+	Monty       string `json:"monty"`
+	Engine      string `json:"engine"`
+	TypeChecker string `json:"type_checker"`
+	// Protocol is monty.v1's version (protocol.Version); older peers down
+	// to MinProtocol are served too.
+	Protocol    int    `json:"protocol_version"`
+	MinProtocol int    `json:"min_protocol_version"`
+	Commit      string `json:"commit"`
+	Go          string `json:"go"`
+	Platform    string `json:"platform"`
+}
+
+// about describes this binary. It starts no engine: a worker pool probing
+// the binary, or a liveness probe, pays nothing.
+func about() buildAbout {
 	version, commit := Version, Commit
 	if bi, ok := debug.ReadBuildInfo(); ok && (version == "" || commit == "") {
 		if version == "" {
@@ -61,15 +76,48 @@ func versionCommand(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	version, commit = cmp.Or(version, "(devel)"), cmp.Or(commit, "unknown")
 	engine := func(aot bool) string {
 		if aot {
 			return "aot"
 		}
 		return "wazero"
 	}
-	fmt.Fprintf(stdout, "monty-go %s\nmonty: %s\nengine: %s\ntype checker: %s\ncommit: %s\ngo: %s %s/%s\n",
-		version, wasm.MontyVersion, engine(runtime.AOTLinked()), engine(typecheck.AOTLinked()),
-		commit, goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
+	return buildAbout{
+		Name:        "monty-go",
+		Version:     cmp.Or(version, "(devel)"),
+		Monty:       wasm.MontyVersion,
+		Engine:      engine(runtime.AOTLinked()),
+		TypeChecker: engine(typecheck.AOTLinked()),
+		Protocol:    protocol.Version,
+		MinProtocol: protocol.MinVersion,
+		Commit:      cmp.Or(commit, "unknown"),
+		Go:          goruntime.Version(),
+		Platform:    goruntime.GOOS + "/" + goruntime.GOARCH,
+	}
+}
+
+// versionCommand is `monty version` (and `monty --version`).
+func versionCommand(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("monty version", versionUsage, stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object (name, version, monty, engine, type_checker, protocol_version, min_protocol_version, commit, go, platform)")
+	if exit, ok := parseFlags(fs, args); !ok {
+		return exit
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "monty version: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
+	a := about()
+	if *asJSON {
+		out, err := json.MarshalIndent(a, "", "  ")
+		if err != nil {
+			fmt.Fprintln(stderr, "monty version:", err)
+			return ExitException
+		}
+		fmt.Fprintf(stdout, "%s\n", out)
+		return ExitOK
+	}
+	fmt.Fprintf(stdout, "%s %s\nmonty: %s\nengine: %s\ntype checker: %s\nprotocol: monty.v1 version %d (serves %d-%d)\ncommit: %s\ngo: %s %s\n",
+		a.Name, a.Version, a.Monty, a.Engine, a.TypeChecker, a.Protocol, a.MinProtocol, a.Protocol, a.Commit, a.Go, a.Platform)
 	return ExitOK
 }

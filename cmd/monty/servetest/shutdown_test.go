@@ -10,7 +10,8 @@ import (
 
 // TestSIGTERMFinishesRunning: on SIGTERM monty serve lets a running
 // execution finish and store its state, then exits 0; a new process over
-// the same store continues the session.
+// the same store continues the session. While it drains, GET /health (the
+// readiness probe) answers 503 and GET / (liveness) still 200.
 func TestSIGTERMFinishesRunning(t *testing.T) {
 	storeDir := filepath.Join(t.TempDir(), "sessions")
 	srv := serve(t, "--store", storeDir)
@@ -29,8 +30,23 @@ func TestSIGTERMFinishesRunning(t *testing.T) {
 		done <- answer{status, data, err}
 	}()
 	time.Sleep(300 * time.Millisecond)
+	if got := liveness(t, srv); got != "ok" {
+		t.Fatalf("GET / before SIGTERM: status %q, want ok", got)
+	}
 	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		status, _, _, err := srv.do("GET", "/health", nil)
+		if err == nil && status == 503 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /health never answered 503 while draining: %d %v", status, err)
+		}
+	}
+	if got := liveness(t, srv); got != "draining" {
+		t.Fatalf("GET / while draining: status %q, want draining", got)
 	}
 	a := <-done
 	var r execResult
@@ -50,4 +66,22 @@ func TestSIGTERMFinishesRunning(t *testing.T) {
 	if err != nil || status != 200 || json.Unmarshal(data, &r) != nil || string(r.Result) != "2" {
 		t.Fatalf("after restart: %d %s %v", status, data, err)
 	}
+}
+
+// liveness asks GET / and returns its status, failing t unless it answered
+// 200 with what the binary is.
+func liveness(t *testing.T, srv *instance) string {
+	t.Helper()
+	status, header, data, err := srv.do("GET", "/", nil)
+	var page struct {
+		Name, Monty, Engine, Status string
+		Protocol                    int `json:"protocol_version"`
+	}
+	if err != nil || status != 200 || json.Unmarshal(data, &page) != nil {
+		t.Fatalf("GET /: %d %s %v", status, data, err)
+	}
+	if page.Name != "monty-go" || page.Monty == "" || page.Engine == "" || page.Protocol == 0 || header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET / does not say what this binary is: %s (%s)", data, header.Get("Content-Type"))
+	}
+	return page.Status
 }

@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""Packs release artifacts for scripts/release.sh (docs/building.md#releasing).
+
+    pack.py notices  --binary B --out FILE
+    pack.py sbom     --raw FILE --version V --out FILE
+    pack.py wheel    --binary B --target GOOS/GOARCH --version V --sbom F --notices F --out DIR
+    pack.py archive  --binary B --target GOOS/GOARCH --version V --sbom F --notices F --out DIR
+    pack.py sums     DIR
+
+Everything it writes is a function of its inputs and of the commit (whose
+time, SOURCE_DATE_EPOCH, stamps every entry): entries sorted, owners and
+modes fixed, no build time, so that the same commit packs the same bytes.
+"""
+
+import argparse
+import base64
+import gzip
+import hashlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent.parent
+LICENSE = REPO / "docs" / "LICENSE"
+WHEEL_README = REPO / "scripts" / "release" / "wheel-README.md"
+PROJECT_URL = "https://github.com/monty-go/monty"
+MODULE = "github.com/monty-go/monty"
+
+# Wheel platform tags of each release target. A Go binary built with
+# CGO_ENABLED=0 links no libc, so one Linux wheel is both manylinux (any
+# glibc) and musllinux; Go 1.25 and later need macOS 12.
+WHEEL_PLATFORMS = {
+    "linux/amd64": ["manylinux_2_17_x86_64", "manylinux2014_x86_64", "musllinux_1_1_x86_64"],
+    "linux/arm64": ["manylinux_2_17_aarch64", "manylinux2014_aarch64", "musllinux_1_1_aarch64"],
+    "darwin/arm64": ["macosx_12_0_arm64"],
+    "darwin/amd64": ["macosx_12_0_x86_64"],
+    "windows/amd64": ["win_amd64"],
+}
+
+# PEP 440 versions that are also valid Go module versions once prefixed
+# with v: 1.2.3, 1.2.3rc1, 1.2.3.dev4.
+VERSION_RE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+((a|b|rc)[0-9]+)?(\.dev[0-9]+)?$")
+
+
+def die(msg):
+    sys.exit(f"pack.py: {msg}")
+
+
+def epoch():
+    """The time every entry carries: SOURCE_DATE_EPOCH (the commit's time,
+    which release.sh sets); zip cannot say anything before 1980."""
+    value = os.environ.get("SOURCE_DATE_EPOCH")
+    if not value:
+        die("SOURCE_DATE_EPOCH is not set (release.sh sets it to the commit's time)")
+    return max(int(value), 315532800)
+
+
+def exe_name(target):
+    return "monty.exe" if target.startswith("windows/") else "monty"
+
+
+def check_version(version):
+    if not VERSION_RE.match(version):
+        die(f"version {version!r} is not MAJOR.MINOR.PATCH with an optional aN, bN, rcN or .devN (no leading v)")
+    return version
+
+
+# --- third-party notices -------------------------------------------------
+
+
+def linked_modules(binary):
+    """The modules a Go binary links, from its build information, without
+    the replaced ones (ours, resolved from the workspace)."""
+    out = subprocess.run(["go", "version", "-m", str(binary)], check=True, capture_output=True, text=True).stdout
+    mods = []
+    for line in out.splitlines():
+        fields = line.split("\t")
+        if len(fields) >= 4 and fields[1] == "dep" and not fields[2].startswith(MODULE):
+            mods.append((fields[2], fields[3]))
+        if len(fields) >= 3 and fields[1] == "=>":
+            die(f"{binary} links a replaced module ({line.strip()}): release a build of published modules")
+    return sorted(mods)
+
+
+LICENSE_FILE = re.compile(r"^(LICEN[CS]E|COPYING|NOTICE|PATENTS)(\..*)?$", re.I)
+
+
+def notices(args):
+    mods = linked_modules(args.binary)
+    env = dict(os.environ, GOFLAGS="-mod=mod", GOWORK="off")
+    out = subprocess.run(["go", "mod", "download", "-json"] + [f"{p}@{v}" for p, v in mods],
+                         check=True, capture_output=True, text=True, env=env, cwd="/").stdout
+    dirs = {}
+    for doc in re.split(r"(?m)^(?=\{)", out):
+        if doc.strip():
+            m = json.loads(doc)
+            if m.get("Error"):
+                die(f"go mod download {m['Path']}@{m['Version']}: {m['Error']}")
+            dirs[(m["Path"], m["Version"])] = Path(m["Dir"])
+    parts = [
+        "# Third-party notices of monty-go\n\n"
+        "The `monty` binary links the Go modules below (with the Go standard library, BSD-3-Clause)\n"
+        "and embeds Monty's interpreter and type checker, compiled from Rust crates listed after them.\n",
+        "## Go modules\n",
+    ]
+    for path, version in mods:
+        files = sorted(f for f in dirs[(path, version)].iterdir() if f.is_file() and LICENSE_FILE.match(f.name))
+        if not files:
+            die(f"{path}@{version} has no license file at its root: add its notice by hand before releasing")
+        parts.append(f"### {path} {version}\n")
+        for f in files:
+            parts.append(f"{f.name}:\n\n```\n{f.read_text(errors='replace').rstrip()}\n```\n")
+    for rel, title in (("wasm/THIRD_PARTY_LICENSES.md", "the interpreter (monty.wasm)"),
+                       ("wasm/checker/THIRD_PARTY_LICENSES.md", "the type checker (checker.wasm)")):
+        body = (REPO / rel).read_text().split("\n", 1)[1].lstrip()
+        body = re.sub(r"(?m)^## ", "### ", body)
+        parts.append(f"## Rust crates of {title}\n\n{body.rstrip()}\n")
+    Path(args.out).write_text("\n".join(parts))
+
+
+# --- SBOM ----------------------------------------------------------------
+
+
+def sbom(args):
+    """Completes cyclonedx-gomod's SBOM of the binary with what it cannot
+    look up for monty-go's own modules, which come from this checkout and
+    not from the module proxy: their license, and the version of
+    wasm/aot (resolved from the workspace, so "(devel)")."""
+    doc = json.loads(Path(args.raw).read_text())
+    renamed = {}
+
+    def fix(component):
+        if component.get("name", "").startswith(MODULE):
+            old_ref = component["bom-ref"]
+            version = "v" + args.version
+            component["version"] = version
+            component["bom-ref"] = re.sub(r"@[^?#]*", "@" + version, old_ref, count=1)
+            component["purl"] = re.sub(r"@[^?#]*", "@" + version, component["purl"], count=1)
+            component["licenses"] = [{"license": {"id": "MIT"}}]
+            component.pop("evidence", None)
+            renamed[old_ref] = component["bom-ref"]
+        for sub in component.get("components", []):
+            fix(sub)
+
+    fix(doc["metadata"]["component"])
+    for component in doc.get("components", []):
+        fix(component)
+    # Dependencies and compositions name components by bom-ref.
+    text = json.dumps(doc, indent=2, sort_keys=True)
+    for old, new in renamed.items():
+        text = text.replace(json.dumps(old), json.dumps(new))
+    Path(args.out).write_text(text + "\n")
+
+
+# --- wheel ---------------------------------------------------------------
+
+
+def record_hash(data):
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def zip_entry(name, mode):
+    info = zipfile.ZipInfo(name, time.gmtime(epoch())[:6])
+    info.external_attr = (0o100000 | mode) << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.create_system = 3  # Unix, so that the modes are read
+    return info
+
+
+def wheel(args):
+    version, target = check_version(args.version), args.target
+    if target not in WHEEL_PLATFORMS:
+        die(f"no wheel platform for {target} (one of {', '.join(WHEEL_PLATFORMS)})")
+    tags = WHEEL_PLATFORMS[target]
+    name = f"monty_go-{version}"
+    dist = f"{name}.dist-info"
+    readme = WHEEL_README.read_text()
+    metadata = "\n".join([
+        "Metadata-Version: 2.4",
+        "Name: monty-go",
+        f"Version: {version}",
+        "Summary: Monty, pydantic's sandboxed Python interpreter, run by a Go binary: the worker pydantic-monty starts",
+        "License-Expression: MIT",
+        "License-File: LICENSE",
+        "License-File: THIRD_PARTY_NOTICES.md",
+        f"Project-URL: Homepage, {PROJECT_URL}",
+        f"Project-URL: Documentation, {PROJECT_URL}/tree/main/docs",
+        f"Project-URL: Changelog, {PROJECT_URL}/blob/main/docs/CHANGES.md",
+        f"Project-URL: Issues, {PROJECT_URL}/issues",
+        "Keywords: python,sandbox,interpreter,monty,pydantic,llm,agents",
+        "Classifier: Development Status :: 4 - Beta",
+        "Classifier: Intended Audience :: Developers",
+        "Classifier: Programming Language :: Go",
+        "Classifier: Programming Language :: Python :: 3",
+        "Classifier: Topic :: Software Development :: Interpreters",
+        "Description-Content-Type: text/markdown",
+        "",
+        readme,
+    ])
+    wheel_meta = "Wheel-Version: 1.0\nGenerator: monty-go scripts/release/pack.py\nRoot-Is-Purelib: false\n" + \
+        "".join(f"Tag: py3-none-{t}\n" for t in tags)
+    files = [
+        (f"{name}.data/scripts/{exe_name(target)}", Path(args.binary).read_bytes(), 0o755),
+        (f"{dist}/METADATA", metadata.encode(), 0o644),
+        (f"{dist}/WHEEL", wheel_meta.encode(), 0o644),
+        (f"{dist}/licenses/LICENSE", LICENSE.read_bytes(), 0o644),
+        (f"{dist}/licenses/THIRD_PARTY_NOTICES.md", Path(args.notices).read_bytes(), 0o644),
+        # PEP 770: SBOMs of what a wheel contains live in dist-info/sboms.
+        (f"{dist}/sboms/monty-go.cyclonedx.json", Path(args.sbom).read_bytes(), 0o644),
+    ]
+    record = "".join(f"{n},{record_hash(d)},{len(d)}\n" for n, d, _ in files) + f"{dist}/RECORD,,\n"
+    files.append((f"{dist}/RECORD", record.encode(), 0o644))
+    out = Path(args.out) / f"{name}-py3-none-{'.'.join(tags)}.whl"
+    write_zip(out, files)
+    print(out)
+
+
+def write_zip(out, files):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data, mode in files:
+            z.writestr(zip_entry(name, mode), data, compresslevel=6)
+    out.write_bytes(buf.getvalue())
+
+
+# --- archives ------------------------------------------------------------
+
+
+def archive(args):
+    version, target = check_version(args.version), args.target
+    goos, goarch = target.split("/")
+    top = f"monty-go_{version}_{goos}_{goarch}"
+    files = sorted([
+        (f"{top}/{exe_name(target)}", Path(args.binary).read_bytes(), 0o755),
+        (f"{top}/LICENSE", LICENSE.read_bytes(), 0o644),
+        (f"{top}/THIRD_PARTY_NOTICES.md", Path(args.notices).read_bytes(), 0o644),
+        (f"{top}/monty-go.cyclonedx.json", Path(args.sbom).read_bytes(), 0o644),
+    ])
+    if goos == "windows":
+        out = Path(args.out) / f"{top}.zip"
+        write_zip(out, files)
+    else:
+        out = Path(args.out) / f"{top}.tar.gz"
+        tar = io.BytesIO()
+        with tarfile.open(fileobj=tar, mode="w", format=tarfile.USTAR_FORMAT) as t:
+            for name, data, mode in files:
+                info = tarfile.TarInfo(name)
+                info.size, info.mode, info.mtime = len(data), mode, epoch()
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                t.addfile(info, io.BytesIO(data))
+        gz = io.BytesIO()
+        # No file name and a fixed time in the gzip header.
+        with gzip.GzipFile(filename="", mode="wb", fileobj=gz, mtime=epoch(), compresslevel=6) as g:
+            g.write(tar.getvalue())
+        out.write_bytes(gz.getvalue())
+    print(out)
+
+
+def sums(args):
+    d = Path(args.dir)
+    lines = []
+    for f in sorted(d.iterdir()):
+        if f.is_file() and f.name != "SHA256SUMS":
+            lines.append(f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.name}\n")
+    (d / "SHA256SUMS").write_text("".join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("notices")
+    p.add_argument("--binary", required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=notices)
+    p = sub.add_parser("sbom")
+    p.add_argument("--raw", required=True)
+    p.add_argument("--version", required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=sbom)
+    for name, run in (("wheel", wheel), ("archive", archive)):
+        p = sub.add_parser(name)
+        for flag in ("--binary", "--target", "--version", "--sbom", "--notices", "--out"):
+            p.add_argument(flag, required=True)
+        p.set_defaults(run=run)
+    p = sub.add_parser("sums")
+    p.add_argument("dir")
+    p.set_defaults(run=sums)
+    args = ap.parse_args()
+    args.run(args)
+
+
+if __name__ == "__main__":
+    main()
