@@ -220,8 +220,14 @@ case $cmd in
     [ ${#args[@]} -eq 0 ] || die "check takes no argument"
     eng=$(engine_for linux/amd64)
     [ "$(go env GOOS)/$(go env GOARCH)" = linux/amd64 ] || die "check runs on linux/amd64"
-    # The wheel, in a fresh venv beside pydantic-monty-client only.
+    # Bad input is refused before anything is built.
+    ! "$0" wheel --out "$out/bad" --platform plan9/amd64 2>/dev/null || die "an unknown platform was accepted"
+    ! "$0" archives --out "$out/bad" 1.2 2>/dev/null || die "version 1.2 was accepted"
+    ! "$0" archives --out "$out/bad" --engine fast 1.2.3 2>/dev/null || die "engine fast was accepted"
+    # The wheel: its contents, then in a fresh venv beside
+    # pydantic-monty-client only.
     "$0" wheel --out "$out/wheel" --engine "$eng" --version 0.0.1 >/dev/null
+    python3 scripts/release/pack.py verify-wheel "$out"/wheel/monty_go-0.0.1-*.whl >&2 || die "the wheel is not what it should be"
     venv=$out/venv
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check pydantic-monty-client==1.4.0 >&2

@@ -6,6 +6,7 @@
     pack.py wheel    --binary B --target GOOS/GOARCH --version V --sbom F --notices F --out DIR
     pack.py archive  --binary B --target GOOS/GOARCH --version V --sbom F --notices F --out DIR
     pack.py sums     DIR
+    pack.py verify-wheel WHEEL
 
 Everything it writes is a function of its inputs and of the commit (whose
 time, SOURCE_DATE_EPOCH, stamps every entry): entries sorted, owners and
@@ -273,6 +274,61 @@ def sums(args):
     (d / "SHA256SUMS").write_text("".join(lines))
 
 
+def verify_wheel(args):
+    """Checks a wheel as an installer and an SBOM reader would see it:
+    every file in RECORD with its hash and size, the metadata, no
+    dependency on upstream's runtime, the license and notices, and an SBOM
+    that describes exactly the binary it ships."""
+    problems = []
+    with zipfile.ZipFile(args.wheel) as z:
+        names = z.namelist()
+        dist = next(n.split("/")[0] for n in names if n.endswith(".dist-info/RECORD"))
+        record = z.read(f"{dist}/RECORD").decode().splitlines()
+        listed = set()
+        for line in record:
+            name, digest, size = line.rsplit(",", 2)
+            listed.add(name)
+            if name == f"{dist}/RECORD":
+                continue
+            data = z.read(name)
+            if digest != record_hash(data) or int(size) != len(data):
+                problems.append(f"{name}: RECORD says {digest} {size}, the file is {record_hash(data)} {len(data)}")
+        if listed != set(names):
+            problems.append(f"files not in RECORD, or missing: {sorted(listed ^ set(names))}")
+        meta = z.read(f"{dist}/METADATA").decode()
+        headers = meta.split("\n\n", 1)[0].splitlines()
+        for want in ("Name: monty-go", "License-Expression: MIT", "License-File: LICENSE"):
+            if want not in headers:
+                problems.append(f"METADATA has no {want!r}")
+        if any(h.startswith("Requires-Dist:") for h in headers):
+            problems.append("the wheel depends on something: " + ", ".join(h for h in headers if h.startswith("Requires-Dist:")))
+        if "pydantic-monty-client" not in meta:
+            problems.append("the readme does not say how to use it with pydantic-monty")
+        binary = next((n for n in names if "/scripts/monty" in n), None)
+        if binary is None or (z.getinfo(binary).external_attr >> 16) & 0o111 == 0:
+            problems.append(f"no executable monty in the scripts directory ({binary})")
+        sbom = json.loads(z.read(f"{dist}/sboms/monty-go.cyclonedx.json"))
+        component = sbom["metadata"]["component"]
+        deps = {c["name"] for c in sbom.get("components", [])}
+        props = {p["name"]: p["value"] for p in sbom["metadata"].get("properties", [])}
+        version = "v" + dist.removesuffix(".dist-info").split("-", 1)[1]
+        if sbom.get("bomFormat") != "CycloneDX" or component.get("name") != MODULE or component.get("version") != version:
+            problems.append(f"the SBOM does not describe {MODULE} {version}: {component.get('name')} {component.get('version')}")
+        if "github.com/tetratelabs/wazero" not in deps:
+            problems.append("the SBOM does not list wazero")
+        if binary and props.get("cdx:gomod:binary:hash:SHA-256") != hashlib.sha256(z.read(binary)).hexdigest():
+            problems.append("the SBOM's binary hash is not the shipped binary's")
+        notices = z.read(f"{dist}/licenses/THIRD_PARTY_NOTICES.md").decode()
+        for want in ("### github.com/tetratelabs/wazero", "## Rust crates of the interpreter", "## Rust crates of the type checker"):
+            if want not in notices:
+                problems.append(f"the notices have no {want!r}")
+    for p in problems:
+        print("verify-wheel:", p, file=sys.stderr)
+    if problems:
+        sys.exit(1)
+    print(f"verify-wheel: {Path(args.wheel).name}: {len(names)} files as RECORD says, metadata, SBOM of its binary, notices")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -290,6 +346,9 @@ def main():
         for flag in ("--binary", "--target", "--version", "--sbom", "--notices", "--out"):
             p.add_argument(flag, required=True)
         p.set_defaults(run=run)
+    p = sub.add_parser("verify-wheel")
+    p.add_argument("wheel")
+    p.set_defaults(run=verify_wheel)
     p = sub.add_parser("sums")
     p.add_argument("dir")
     p.set_defaults(run=sums)
