@@ -40,7 +40,8 @@ aot:
 	scripts/aot.sh
 
 # The CLI on the ahead-of-time engine (interpreter and type checker), in
-# $(AOT_BIN): the binary releases ship. Compiling the translated packages
+# $(AOT_BIN): what releases ship, which scripts/release.sh builds the same
+# way, static and stamped with the version and commit (docs/building.md). Compiling the translated packages
 # needs about 10 and 13 GB (one at a time) and minutes on 2 cores, once:
 # Go's build cache keeps them as long as the flags stay those of
 # scripts/aotgo.sh.

@@ -198,6 +198,11 @@ case $cmd in
     ctx=$work/context
     mkdir -p "$ctx"
     cp "$dir/monty" scripts/release/Dockerfile docs/LICENSE "$dir/THIRD_PARTY_NOTICES.md" "$dir/monty-go.cyclonedx.json" "$ctx/"
+    # TLS roots for S3, Redis, OTLP and MCP servers: the Mozilla set of
+    # Debian's ca-certificates package, not this machine's trust store
+    # (which may hold local additions).
+    [ -d /usr/share/ca-certificates/mozilla ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -q ca-certificates >&2
+    cat /usr/share/ca-certificates/mozilla/*.crt >"$ctx/ca-certificates.crt"
     image=localhost/monty-go:$version
     archive=$out/monty-go_${version}_${target/\//_}.oci.tar
     # chroot isolation: the Dockerfile runs nothing, and this machine's

@@ -10,7 +10,8 @@ the environment as a deployment would. Then it must answer GET / (liveness:
 monty-go on the ahead-of-time engine), GET /health, refuse /exec without
 the key, say it runs on ENGINE (aot by default, as releases build it), run a monty.v1 session over WebSocket through upstream's client
 (pydantic_monty.AsyncMontyWebsocket, with PYTHON), and on SIGTERM drain:
-/health 503 while GET / still answers, then exit 0. It prints what it saw.
+/health 503 while GET / still answers and a running execution finishes,
+then exit 0. It prints what it saw.
 """
 
 import json
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -109,6 +111,8 @@ def main():
             die(f"the image runs as {config.get('User')!r}, want 65532:65532")
         if (root / "bin" / "sh").exists():
             die("the image has a shell")
+        if not (root / "etc/ssl/certs/ca-certificates.crt").is_file():
+            die("the image has no CA roots")
         env = [f"MONTY_ADDR=127.0.0.1:{port}", "MONTY_SIGNING_KEY=image-check-signing-key", f"MONTY_API_KEYS={key}"]
         (bundle / "config.json").write_text(json.dumps(spec(config, root, env)))
         cid = f"monty-image-check-{os.getpid()}"
@@ -151,8 +155,23 @@ def check(base, key, python, engine, cid, proc):
     print(f"monty.v1 session through AsyncMontyWebsocket: {out.stdout.strip()} {out.stderr.strip()[-500:]}")
     if out.returncode != 0 or out.stdout.strip() != "42":
         die("the monty.v1 session failed")
+    # SIGTERM while an execution runs: it drains (readiness 503, liveness
+    # still 200), lets the execution finish, then exits 0.
+    running = {}
+
+    def execute():
+        req = urllib.request.Request(base + "/exec", method="POST", headers={"x-api-key": key, "Content-Type": "application/json"},
+                                     data=json.dumps({"session_id": "drain", "code": "import time\ntime.sleep(1)\n'finished'"}).encode())
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                running["answer"] = (r.status, json.loads(r.read()).get("result"))
+        except Exception as e:  # noqa: BLE001 (reported below)
+            running["answer"] = repr(e)
+
+    worker = threading.Thread(target=execute)
+    worker.start()
+    time.sleep(0.3)
     subprocess.run(["runc", "kill", cid, "TERM"], check=True)
-    # It drains: readiness goes 503, liveness stays 200, then it exits 0.
     saw_drain = False
     while proc.poll() is None:
         try:
@@ -163,9 +182,12 @@ def check(base, key, python, engine, cid, proc):
         except OSError:
             pass
         time.sleep(0.01)
-    print(f"after SIGTERM: exit {proc.returncode}, drain seen: {saw_drain}")
+    worker.join()
+    print(f"after SIGTERM: exit {proc.returncode}, drain seen: {saw_drain}, the running execution: {running['answer']}")
     if proc.returncode != 0:
         die(f"monty serve exited {proc.returncode} after SIGTERM")
+    if not saw_drain or running["answer"] != (200, "finished"):
+        die("SIGTERM did not drain: readiness 503 and liveness 200 while the running execution finished")
 
 
 if __name__ == "__main__":
