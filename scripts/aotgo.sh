@@ -18,8 +18,9 @@
 # ./...`, `go vet ./...` and `go mod tidy` of the main module, and of every
 # module that requires it, never see it. The translated package is compiled
 # with the same flags every time (no DWARF, one compiler worker, one package
-# at a time: about 10 GB of memory; -trimpath, as releases build it), so
-# that Go's build cache keeps it across tests and releases; run
+# at a time: about 10 GB of memory; -trimpath and CGO_ENABLED=0, as
+# releases build it), so that Go's build cache keeps it across tests and
+# releases; run
 # `make aot` (scripts/aot.sh) first to generate it.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,6 +51,11 @@ cat >"$overlay" <<JSON
   "$repo/session/protocol/aot_test.go": "$from/protocol_aot_test.go"
 }}
 JSON
-GOWORK=$repo/wasm/aot/go.work GOFLAGS=-p=1 go "$cmd" -overlay="$overlay" -trimpath \
+# CGO_ENABLED=0 unless the caller says otherwise or asks for -race (which
+# needs cgo): releases are static, and with cgo every package, the
+# translations included, would be another entry in Go's build cache.
+cgo=0
+for arg in "$@"; do [ "$arg" != -race ] || cgo=1; done
+CGO_ENABLED=${CGO_ENABLED:-$cgo} GOWORK=$repo/wasm/aot/go.work GOFLAGS=-p=1 go "$cmd" -overlay="$overlay" -trimpath \
   -gcflags='github.com/monty-go/monty/wasm/aot/internal/translated=-dwarf=false -c=1' \
   -gcflags='github.com/monty-go/monty/wasm/aot/internal/checker=-dwarf=false -c=1 -l' -ldflags=-w "$@"
