@@ -29,13 +29,13 @@
 # the commit; every file packed carries the commit's time: the same commit,
 # toolchain and flags give the same bytes.
 #
-# Engines (-engine, default by target): aot links the interpreter and the
-# type checker translated to Go ahead of time (make aot; compiling them
-# takes about 10 and 10 GB, and minutes, once per target: Go's build cache
-# keeps them); aot-interp links the interpreter only, the type checker on
-# wazero (Windows: a running check can only be stopped on wazero there);
-# wazero links neither (seconds to build; the module compiles at first
-# use). The SBOM comes from cyclonedx-gomod (installed at a pinned
+# Engines (--engine, default by target): aot links the interpreter and the
+# type checker translated to Go ahead of time (make aot; compiling each
+# translation needs about 10 GB and 15 to 20 minutes here, once per target:
+# Go's build cache keeps them); aot-interp links the interpreter only, the
+# type checker on wazero (Windows, where only wazero can stop a running
+# check); wazero links neither (seconds to build; the modules compile at
+# first use). The SBOM comes from cyclonedx-gomod (installed at a pinned
 # version into ~/.cache/monty-go/tools) and scripts/release/pack.py, which packs everything.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -131,7 +131,11 @@ build() {
     say "generating the translated modules (make aot)"
     scripts/aot.sh >&2
   fi
-  say "building $target on the $eng engine (an ahead-of-time build compiles the translations once per target: minutes and about 10 GB)"
+  if [ "$eng" = wazero ]; then
+    say "building $target on the wazero engine"
+  else
+    say "building $target on the $eng engine (the first build for a target compiles the translations: about 10 GB and 15 to 20 minutes each)"
+  fi
   case $eng in
     wazero) env "${goenv[@]}" go build -trimpath -buildvcs=false -ldflags="$ldflags" -o "$dir/$exe" ./cmd/monty ;;
     aot) env "${goenv[@]}" scripts/aotgo.sh build -buildvcs=false -ldflags="$ldflags" -o "$dir/$exe" ./cmd/monty ;;
