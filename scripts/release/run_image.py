@@ -113,6 +113,9 @@ def main():
             die("the image has a shell")
         if not (root / "etc/ssl/certs/ca-certificates.crt").is_file():
             die("the image has no CA roots")
+        baked = [e.split("=")[0] for e in config.get("Env", []) if "KEY" in e.split("=")[0]]
+        if baked:
+            die(f"the image sets {baked}: keys must come from the container's environment")
         env = [f"MONTY_ADDR=127.0.0.1:{port}", "MONTY_SIGNING_KEY=image-check-signing-key", f"MONTY_API_KEYS={key}"]
         (bundle / "config.json").write_text(json.dumps(spec(config, root, env)))
         cid = f"monty-image-check-{os.getpid()}"
