@@ -118,7 +118,7 @@ sbom_tool() {
 }
 
 # build TARGET VERSION: the monty binary for TARGET into $work/TARGET/,
-# with its notices and SBOM beside it; prints its directory.
+# with its notices and SBOM beside it; prints the binary's path.
 build() {
   local target=$1 version=$2 eng dir start=$SECONDS exe=monty
   eng=$(engine_for "$target")
@@ -149,7 +149,7 @@ build() {
     { cat "$dir/cyclonedx.log" >&2; die "cyclonedx-gomod failed on $target"; }
   python3 scripts/release/pack.py sbom --raw "$dir/raw.cdx.json" --version "$version" --out "$dir/monty-go.cyclonedx.json"
   python3 scripts/release/pack.py notices --binary "$dir/$exe" --out "$dir/THIRD_PARTY_NOTICES.md"
-  echo "$dir"
+  echo "$dir/$exe"
 }
 
 default_version() {
@@ -162,10 +162,9 @@ case $cmd in
     version=${version:-$(default_version)}
     check_version "$version"
     target=$(target_of "${platform:-$(go env GOOS)/$(go env GOARCH)}")
-    dir=$(build "$target" "$version")
-    exe=monty
-    [ "${target%/*}" = windows ] && exe=monty.exe
-    python3 scripts/release/pack.py wheel --binary "$dir/$exe" --target "$target" --version "$version" \
+    bin=$(build "$target" "$version")
+    dir=$(dirname "$bin")
+    python3 scripts/release/pack.py wheel --binary "$bin" --target "$target" --version "$version" \
       --sbom "$dir/monty-go.cyclonedx.json" --notices "$dir/THIRD_PARTY_NOTICES.md" --out "$out"
     ;;
   archives)
@@ -177,10 +176,9 @@ case $cmd in
     for t in "${list[@]}"; do
       target=$(target_of "$t")
       start=$SECONDS
-      dir=$(build "$target" "$version")
-      exe=monty
-      [ "${target%/*}" = windows ] && exe=monty.exe
-      python3 scripts/release/pack.py archive --binary "$dir/$exe" --target "$target" --version "$version" \
+      bin=$(build "$target" "$version")
+      dir=$(dirname "$bin")
+      python3 scripts/release/pack.py archive --binary "$bin" --target "$target" --version "$version" \
         --sbom "$dir/monty-go.cyclonedx.json" --notices "$dir/THIRD_PARTY_NOTICES.md" --out "$out"
       say "$target done in $((SECONDS - start)) s"
     done
@@ -198,10 +196,11 @@ case $cmd in
       DEBIAN_FRONTEND=noninteractive apt-get install -y -q buildah >&2
     }
     target=linux/$(go env GOARCH)
-    dir=$(build "$target" "$version")
+    bin=$(build "$target" "$version")
+    dir=$(dirname "$bin")
     ctx=$work/context
     mkdir -p "$ctx"
-    cp "$dir/monty" scripts/release/Dockerfile docs/LICENSE "$dir/THIRD_PARTY_NOTICES.md" "$dir/monty-go.cyclonedx.json" "$ctx/"
+    cp "$bin" scripts/release/Dockerfile docs/LICENSE "$dir/THIRD_PARTY_NOTICES.md" "$dir/monty-go.cyclonedx.json" "$ctx/"
     # TLS roots for S3, Redis, OTLP and MCP servers: the Mozilla set of
     # Debian's ca-certificates package, not this machine's trust store
     # (which may hold local additions).

@@ -8,9 +8,11 @@
     pack.py sums     DIR
     pack.py verify-wheel WHEEL
 
-Everything it writes is a function of its inputs and of the commit (whose
-time, SOURCE_DATE_EPOCH, stamps every entry): entries sorted, owners and
-modes fixed, no build time, so that the same commit packs the same bytes.
+release.sh checks the version (MAJOR.MINOR.PATCH with an optional aN, bN,
+rcN or .devN) before it builds. Everything written is a function of the
+inputs and of the commit, whose time (SOURCE_DATE_EPOCH) stamps every
+entry: entries sorted, owners and modes fixed, no build time, so that the
+same commit packs the same bytes.
 """
 
 import argparse
@@ -45,9 +47,8 @@ WHEEL_PLATFORMS = {
     "windows/amd64": ["win_amd64"],
 }
 
-# PEP 440 versions that are also valid Go module versions once prefixed
-# with v: 1.2.3, 1.2.3rc1, 1.2.3.dev4.
-VERSION_RE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+((a|b|rc)[0-9]+)?(\.dev[0-9]+)?$")
+# monty-go's license (docs/LICENSE), as an SPDX identifier.
+LICENSE_ID = "MIT"
 
 
 def die(msg):
@@ -67,18 +68,13 @@ def exe_name(target):
     return "monty.exe" if target.startswith("windows/") else "monty"
 
 
-def check_version(version):
-    if not VERSION_RE.match(version):
-        die(f"version {version!r} is not MAJOR.MINOR.PATCH with an optional aN, bN, rcN or .devN (no leading v)")
-    return version
-
-
 # --- third-party notices -------------------------------------------------
 
 
 def linked_modules(binary):
-    """The modules a Go binary links, from its build information, without
-    the replaced ones (ours, resolved from the workspace)."""
+    """The modules a Go binary links, from its build information, but
+    monty-go's own; a replaced module is refused (a release is built from
+    published modules)."""
     out = subprocess.run(["go", "version", "-m", str(binary)], check=True, capture_output=True, text=True).stdout
     mods = []
     for line in out.splitlines():
@@ -144,7 +140,7 @@ def sbom(args):
             component["version"] = version
             component["bom-ref"] = re.sub(r"@[^?#]*", "@" + version, old_ref, count=1)
             component["purl"] = re.sub(r"@[^?#]*", "@" + version, component["purl"], count=1)
-            component["licenses"] = [{"license": {"id": "MIT"}}]
+            component["licenses"] = [{"license": {"id": LICENSE_ID}}]
             component.pop("evidence", None)
             renamed[old_ref] = component["bom-ref"]
         for sub in component.get("components", []):
@@ -176,7 +172,7 @@ def zip_entry(name, mode):
 
 
 def wheel(args):
-    version, target = check_version(args.version), args.target
+    version, target = args.version, args.target
     if target not in WHEEL_PLATFORMS:
         die(f"no wheel platform for {target} (one of {', '.join(WHEEL_PLATFORMS)})")
     tags = WHEEL_PLATFORMS[target]
@@ -188,7 +184,7 @@ def wheel(args):
         "Name: monty-go",
         f"Version: {version}",
         "Summary: Monty, pydantic's sandboxed Python interpreter, run by a Go binary: the worker pydantic-monty starts",
-        "License-Expression: MIT",
+        f"License-Expression: {LICENSE_ID}",
         "License-File: LICENSE",
         "License-File: THIRD_PARTY_NOTICES.md",
         f"Project-URL: Homepage, {PROJECT_URL}",
@@ -235,7 +231,7 @@ def write_zip(out, files):
 
 
 def archive(args):
-    version, target = check_version(args.version), args.target
+    version, target = args.version, args.target
     goos, goarch = target.split("/")
     top = f"monty-go_{version}_{goos}_{goarch}"
     files = sorted([
@@ -297,7 +293,7 @@ def verify_wheel(args):
             problems.append(f"files not in RECORD, or missing: {sorted(listed ^ set(names))}")
         meta = z.read(f"{dist}/METADATA").decode()
         headers = meta.split("\n\n", 1)[0].splitlines()
-        for want in ("Name: monty-go", "License-Expression: MIT", "License-File: LICENSE"):
+        for want in ("Name: monty-go", f"License-Expression: {LICENSE_ID}", "License-File: LICENSE"):
             if want not in headers:
                 problems.append(f"METADATA has no {want!r}")
         if any(h.startswith("Requires-Dist:") for h in headers):
