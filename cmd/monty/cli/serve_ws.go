@@ -20,6 +20,7 @@ import (
 type wsFlags struct {
 	maxConns, maxConnsPerKey int
 	idleTimeout, turnTimeout time.Duration
+	frameTimeout             time.Duration
 	maxFrame                 string
 	profilesFile             string
 }
@@ -30,7 +31,8 @@ func addWSFlags(fs *flag.FlagSet) *wsFlags {
 	fs.IntVar(&w.maxConnsPerKey, "ws-max-conns-per-key", server.DefaultMaxConnsPerKey, "monty.v1 WebSocket connections of one API key open at once")
 	fs.DurationVar(&w.idleTimeout, "ws-idle-timeout", server.DefaultIdleTimeout, "close a monty.v1 connection whose client sends nothing for this long (its session is parked in the store)")
 	fs.DurationVar(&w.turnTimeout, "ws-turn-timeout", server.DefaultTurnTimeout, "close a monty.v1 connection whose request runs longer than this")
-	fs.StringVar(&w.maxFrame, "ws-max-frame", "16MiB", "largest monty.v1 request frame, refused before it is read")
+	fs.StringVar(&w.maxFrame, "ws-max-frame", "16MiB", "largest monty.v1 request frame: a larger one is refused (close 1009) as soon as its header arrives")
+	fs.DurationVar(&w.frameTimeout, "ws-frame-timeout", server.DefaultFrameTimeout, "close a monty.v1 connection whose request frame has not fully arrived this long after its first byte")
 	fs.StringVar(&w.profilesFile, "profiles", "", "monty.v1 session profiles, a JSON `FILE`: {\"NAME\": {\"max_memory\": \"64MiB\", \"max_duration\": \"5s\", \"max_recursion\": 200, \"mounts\": [\"HOST:GUEST:ro\"], \"connect\": [\"NAME=COMMAND\"]}} (docs/protocol.md)")
 	return w
 }
@@ -158,14 +160,14 @@ func (w *wsFlags) options() (server.Options, error) {
 	if w.maxConns <= 0 || w.maxConnsPerKey <= 0 {
 		return o, usageError{errors.New("--ws-max-conns and --ws-max-conns-per-key must be positive")}
 	}
-	if w.idleTimeout <= 0 || w.turnTimeout <= 0 {
-		return o, usageError{errors.New("--ws-idle-timeout and --ws-turn-timeout must be positive")}
+	if w.idleTimeout <= 0 || w.turnTimeout <= 0 || w.frameTimeout <= 0 {
+		return o, usageError{errors.New("--ws-idle-timeout, --ws-turn-timeout and --ws-frame-timeout must be positive")}
 	}
 	n, err := parseBytes(w.maxFrame)
 	if err != nil || n < 1024 || n > 1<<30 {
 		return o, usageError{fmt.Errorf("--ws-max-frame %q: want a size between 1KiB and 1GiB", w.maxFrame)}
 	}
 	o.MaxConns, o.MaxConnsPerKey = w.maxConns, w.maxConnsPerKey
-	o.IdleTimeout, o.TurnTimeout, o.MaxFrame = w.idleTimeout, w.turnTimeout, n
+	o.IdleTimeout, o.TurnTimeout, o.FrameTimeout, o.MaxFrame = w.idleTimeout, w.turnTimeout, w.frameTimeout, n
 	return o, nil
 }

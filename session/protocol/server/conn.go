@@ -105,10 +105,20 @@ func (c *conn) serve() {
 			closeCode, reason = websocket.StatusPolicyViolation, "idle timeout"
 			return
 		case err != nil:
-			if websocket.CloseStatus(err) == -1 && ctx.Err() == nil {
-				s.log.Debug("monty.v1 connection ended", "error", err)
+			var tooBig *frameTooBigError
+			switch {
+			case errors.As(err, &tooBig):
+				s.log.Warn("monty.v1 request frame over the cap; closing the connection", "session_id", c.sid, "announced", tooBig.announced, "max_frame", tooBig.limit)
+				closeCode, reason = websocket.StatusMessageTooBig, fmt.Sprintf("frame of %d bytes over the cap of %d", tooBig.announced, tooBig.limit)
+			case errors.Is(err, errFrameStalled):
+				s.log.Warn("monty.v1 request frame stopped arriving; closing the connection", "session_id", c.sid, "frame_timeout", s.opts.FrameTimeout)
+				closeCode, reason = websocket.StatusPolicyViolation, "frame stalled"
+			default:
+				if websocket.CloseStatus(err) == -1 && ctx.Err() == nil {
+					s.log.Debug("monty.v1 connection ended", "error", err)
+				}
+				closeCode, reason = websocket.StatusGoingAway, ""
 			}
-			closeCode, reason = websocket.StatusGoingAway, ""
 			return
 		case typ != websocket.MessageBinary:
 			_ = c.send(ctx, protocol.FatalEvent("malformed request frame: a text message; monty.v1 frames are binary messages"))

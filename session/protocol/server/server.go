@@ -60,6 +60,7 @@ const (
 	DefaultIdleTimeout    = 5 * time.Minute
 	DefaultTurnTimeout    = 5 * time.Minute
 	DefaultMaxFrame       = 16 << 20
+	DefaultFrameTimeout   = 30 * time.Second
 )
 
 // MinSigningKey is the shortest signing key accepted.
@@ -119,9 +120,17 @@ type Options struct {
 	// TurnTimeout closes a connection whose request runs longer than this
 	// (DefaultTurnTimeout); the session keeps what was last parked.
 	TurnTimeout time.Duration
-	// MaxFrame bounds one request frame, refused before it is read
-	// (DefaultMaxFrame).
+	// MaxFrame bounds one request frame (DefaultMaxFrame): a frame whose
+	// header announces more is refused as soon as the header is in, before
+	// any of it is read, and the connection closed with 1009 (message too
+	// big).
 	MaxFrame int64
+	// FrameTimeout bounds how long a request frame (a fragmented message:
+	// all of its frames) may take to arrive once its first byte has
+	// (DefaultFrameTimeout); a client whose frame stops arriving midway is
+	// disconnected (close 1008) rather than holding its connection until
+	// IdleTimeout.
+	FrameTimeout time.Duration
 	// Checker type-checks for sessions that ask (typecheck.Default when nil).
 	Checker *typecheck.Checker
 	// Telemetry reports spans and metrics (telemetry.Default when nil).
@@ -173,6 +182,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if opts.MaxFrame <= 0 {
 		opts.MaxFrame = DefaultMaxFrame
+	}
+	if opts.FrameTimeout <= 0 {
+		opts.FrameTimeout = DefaultFrameTimeout
 	}
 	if opts.PoolSize <= 0 {
 		opts.PoolSize = 4
@@ -238,7 +250,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.release(c)
-	ws, err := websocket.Accept(w, r, nil)
+	ws, err := websocket.Accept(&guardWriter{ResponseWriter: w, limit: s.opts.MaxFrame, timeout: s.opts.FrameTimeout}, r, nil)
 	if err != nil {
 		s.log.Info("monty.v1 upgrade failed", "error", err)
 		return

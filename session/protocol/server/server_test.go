@@ -261,7 +261,7 @@ func TestHostileFramesEndOnlyTheirConnection(t *testing.T) {
 	value(t, good.turn(feed("n = 1")))
 
 	huge := s.dial(t)
-	require.NoError(t, huge.sendRaw(websocket.MessageBinary, make([]byte, 100_000)))
+	_ = huge.sendRaw(websocket.MessageBinary, make([]byte, 100_000)) // refused at its header: the write may fail midway
 	assert.Nil(t, huge.next(), "an oversized frame closes the connection")
 
 	text := s.dial(t)
@@ -512,5 +512,33 @@ func TestLoadRightAfterClose(t *testing.T) {
 		ev := c.turn(load(sid))
 		require.NotNil(t, ev.GetOk(), "round %d: %v", i, ev)
 		assert.Equal(t, object.Int(i), value(t, c.turn(feed("n"))))
+	}
+}
+
+// TestDurationCeilings: the server's duration ceiling is a feed budget: it
+// bounds a session that asks for none, or for more, or only for a turn
+// budget, and the TimeoutError names it; a turn budget the client asks
+// below it fires as the turn's. (The turn timeout, the other ceiling,
+// closes the connection: TestTurnTimeoutClosesOnlyThatConnection.)
+func TestDurationCeilings(t *testing.T) {
+	s := start(t, memstore.New(memstore.Options{}), func(o *server.Options) {
+		o.Profiles = map[string]server.Profile{"": {Limits: runtime.Limits{MaxDuration: 300 * time.Millisecond}}}
+	})
+	ms := func(n uint64) *uint64 { return proto.Uint64(n * 1000) }
+	for _, tc := range []struct {
+		asked *pb.ResourceLimits
+		want  string
+	}{
+		{nil, `^feed time limit exceeded: [0-9.]+m?s > 300ms$`},
+		{&pb.ResourceLimits{MaxFeedDurationMicros: ms(10_000)}, `^feed time limit exceeded: [0-9.]+m?s > 300ms$`},
+		{&pb.ResourceLimits{MaxTurnDurationMicros: ms(10_000)}, `^feed time limit exceeded: [0-9.]+m?s > 300ms$`},
+		{&pb.ResourceLimits{MaxTurnDurationMicros: ms(100)}, `^turn time limit exceeded: [0-9.]+m?s > 100ms$`},
+	} {
+		c := s.dial(t)
+		require.NotNil(t, c.turn(configure(&pb.Configure{Limits: tc.asked})).GetOk())
+		exc := c.turn(feed("while True:\n    pass")).GetError().GetException()
+		require.NotNil(t, exc, "asked %v", tc.asked)
+		assert.Equal(t, "TimeoutError", exc.GetExcType())
+		assert.Regexp(t, tc.want, exc.GetMessage(), "asked %v", tc.asked)
 	}
 }
