@@ -228,7 +228,7 @@ func (it *Interpreter) interrupt() {
 func (it *Interpreter) writeLimits(ctx context.Context, cancellable bool) {
 	w := &it.req
 	l := &it.limits
-	w.Array(7)
+	w.Array(8)
 	w.OptUint(uint64(max(l.MaxDuration, 0)))
 	w.OptUint(uint64(max(l.MaxMemory, 0)))
 	w.OptUint(uint64(max(l.MaxRecursion, 0)))
@@ -236,6 +236,7 @@ func (it *Interpreter) writeLimits(ctx context.Context, cancellable bool) {
 	w.OptUint(uint64(l.valueCap()))
 	w.OptUint(uint64(l.intBits()))
 	w.Bool(cancellable)
+	w.OptUint(uint64(max(l.MaxTurnDuration, 0)))
 }
 
 // releaseAbove is the request or response size past which the module's

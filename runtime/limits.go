@@ -13,6 +13,14 @@ type Limits struct {
 	// time between your Resume calls is yours and does not count; the time
 	// Python runs still does.
 	MaxDuration time.Duration
+	// MaxTurnDuration bounds each turn of an execution you drive yourself:
+	// the Python execution time from a Start, Feed or Resume to the next
+	// pause or the end, time paused on the host excluded (Monty's
+	// max_turn_duration; MaxDuration is then its max_feed_duration, summed
+	// over the turns). Code running past it is stopped with TimeoutError
+	// "turn time limit exceeded: …" (ErrTimeLimit); the message of
+	// MaxDuration's says "feed time limit". Zero: no turn limit.
+	MaxTurnDuration time.Duration
 	// MaxMemory bounds the interpreter's heap, in bytes, including the heap
 	// of state loaded from a dump (a REPL whose heap is already larger is
 	// refused with ErrMemoryLimit when loaded). Exceeding it raises

@@ -13,9 +13,11 @@ import (
 // a Path.
 const DefaultPath = "main.py"
 
-// StubsPath is the file name of Request.Stubs inside the checker; code may
-// not use it as its own Path.
-const StubsPath = "type_stubs.pyi"
+// StubsPath is the file name of Request.Stubs inside the checker, which
+// diagnostics about the stubs name (upstream Monty's name for a session's
+// stubs, so that both report the same text); code may not use it as its
+// own Path.
+const StubsPath = "repl_type_stubs.pyi"
 
 // Request is one snippet to check and what it is checked against.
 type Request struct {

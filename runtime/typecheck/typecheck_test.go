@@ -145,7 +145,7 @@ func TestChecksDoNotLeak(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Check(ctx, typecheck.Request{Code: "PASSWORD = 'x'\n", Path: "other.py", Stubs: "KEY: str\n"})
 	require.NoError(t, err)
-	for _, code := range []string{"import secret\n", "import other\n", "from type_stubs import KEY\n"} {
+	for _, code := range []string{"import secret\n", "import other\n", "from " + strings.TrimSuffix(typecheck.StubsPath, ".pyi") + " import KEY\n"} {
 		res, err := c.Check(ctx, typecheck.Request{Code: code})
 		require.NoError(t, err)
 		require.Len(t, res.Diagnostics, 1, code)
@@ -196,7 +196,7 @@ func TestDeclarations(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	for _, p := range []string{"../x.py", "dir/x.py", "x.txt", ".py", "type_stubs.pyi", "x\x00.py"} {
+	for _, p := range []string{"../x.py", "dir/x.py", "x.txt", ".py", typecheck.StubsPath, "x\x00.py"} {
 		_, err := checker(t).Check(context.Background(), typecheck.Request{Code: "1", Path: p})
 		require.ErrorIs(t, err, runtime.ErrInvalidOption, p)
 	}
@@ -323,4 +323,13 @@ func TestLazy(t *testing.T) {
 	closed := typecheck.Lazy()
 	require.NoError(t, closed.Close(context.Background()))
 	require.ErrorIs(t, closed.Load(context.Background()), typecheck.ErrClosed)
+}
+
+// TestDiagnosticsNameTheStubsFile: a diagnostic that points into the stubs
+// names them as upstream Monty's worker does (repl_type_stubs.pyi), so that
+// clients comparing messages see the same text.
+func TestDiagnosticsNameTheStubsFile(t *testing.T) {
+	res := check(t, typecheck.Request{Code: "lookup(1)\n", Stubs: "from typing import Any\n\ndef lookup(key: str) -> int: ...\n"})
+	require.Len(t, res.Diagnostics, 1, res.Text)
+	assert.Contains(t, res.Text, "--> repl_type_stubs.pyi:3:5", res.Text)
 }

@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"bytes"
 	"math/big"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -40,9 +41,14 @@ func (tr *transcript) add(evs ...*pb.ChildEvent) {
 		if d := ev.GetDumpResult(); d != nil {
 			d.State = []byte("<dump>")
 		}
-		tr.lines = append(tr.lines, strings.Join(strings.Fields(prototext.Format(ev)), " "))
+		line := strings.Join(strings.Fields(prototext.Format(ev)), " ")
+		tr.lines = append(tr.lines, elapsed.ReplaceAllString(line, "${1}<elapsed>"))
 	}
 }
+
+// elapsed is the time a TimeoutError says was used: measured, so not
+// compared (the limit it names is).
+var elapsed = regexp.MustCompile(`(time limit exceeded: )[0-9.]+(?:ns|µs|ms|s)`)
 
 // dropPosition clears the position of a suspension event and reports
 // whether it had one.
@@ -229,6 +235,28 @@ var streams = map[string]stream{
 		tr.add(p.turn(load([]byte("not a dump")))...)
 		tr.add(p.turn(request("reset"))...)
 		tr.add(p.turn(feed("1"))...)
+	},
+	"duration limits": func(p *parent, tr *transcript) {
+		// Each budget firing alone names itself and its value: the feed's
+		// alone, the turn's alone, then both set, the turn's firing after
+		// a resume (which starts a new turn) and the feed's while the turn
+		// has room.
+		ms := func(n uint64) *uint64 { return proto.Uint64(n * 1000) }
+		for _, l := range []*pb.ResourceLimits{
+			{MaxFeedDurationMicros: ms(300)},
+			{MaxTurnDurationMicros: ms(300)},
+			{MaxFeedDurationMicros: ms(30_000), MaxTurnDurationMicros: ms(300)},
+			{MaxFeedDurationMicros: ms(300), MaxTurnDurationMicros: ms(30_000)},
+		} {
+			tr.add(p.turn(configure(&pb.Configure{Limits: l}))...)
+			evs := p.turn(feed("f()\nwhile True:\n    pass"))
+			tr.add(evs...)
+			if c := evs[len(evs)-1].GetFunctionCall(); c != nil {
+				a, r := str("answer")
+				tr.add(p.turn(resumeReturn(c.GetCallId(), a, r))...)
+			}
+			tr.add(p.turn(request("reset"))...)
+		}
 	},
 	"hostile values": func(p *parent, tr *transcript) {
 		tr.add(p.turn(configure(nil))...)

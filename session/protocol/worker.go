@@ -240,6 +240,9 @@ func (w *Worker) handle(ctx context.Context, req *pb.ParentRequest) (*pb.ChildEv
 			return errorEvent("ValueError", err.Error()), Continue
 		}
 		w.cfg = k.Configure
+		if w.cfg.GetTypeCheck() {
+			w.warmChecker(ctx)
+		}
 		return okEvent(), Continue
 	case *pb.ParentRequest_Feed:
 		return w.feed(ctx, k.Feed), Continue
@@ -421,8 +424,11 @@ func (w *Worker) ensureREPL(ctx context.Context, cwd string) error {
 	return nil
 }
 
-// limits are the interpreter limits of the next slice of execution: the
-// turn budget, and what is left of the feed budget.
+// limits are the interpreter limits of the feed: its budget and each
+// turn's, which the module keeps as Monty's own max_feed_duration (counted
+// across the feed's turns, time suspended on the parent excluded) and
+// max_turn_duration (reset at every resume), so that the TimeoutError names
+// the budget that ran out, as upstream's worker does.
 func (w *Worker) limits() runtime.Limits {
 	l := runtime.DefaultLimits()
 	l.MaxOutput = 0 // output streams to the parent as it is made
@@ -434,17 +440,12 @@ func (w *Worker) limits() runtime.Limits {
 	if cl.MaxRecursionDepth != nil {
 		l.MaxRecursion = int(min(*cl.MaxRecursionDepth, 1<<30))
 	}
-	var budget time.Duration
-	if cl.MaxTurnDurationMicros != nil {
-		budget = micros(*cl.MaxTurnDurationMicros)
-	}
 	if cl.MaxFeedDurationMicros != nil {
-		left := max(micros(*cl.MaxFeedDurationMicros)-w.feedExec, time.Microsecond)
-		if budget == 0 || left < budget {
-			budget = left
-		}
+		l.MaxDuration = max(micros(*cl.MaxFeedDurationMicros), time.Microsecond)
 	}
-	l.MaxDuration = budget
+	if cl.MaxTurnDurationMicros != nil {
+		l.MaxTurnDuration = max(micros(*cl.MaxTurnDurationMicros), time.Microsecond)
+	}
 	return l
 }
 
@@ -525,13 +526,31 @@ func (w *Worker) chdir(ctx context.Context, dir string) *pb.ChildEvent {
 	return nil
 }
 
+// checker is the type checker of the worker's sessions.
+func (w *Worker) checker(ctx context.Context) (*typecheck.Checker, error) {
+	if w.opts.Checker != nil {
+		return w.opts.Checker, nil
+	}
+	return typecheck.Default(ctx)
+}
+
+// warmChecker readies the type checker when a session that type-checks is
+// configured: a process's first check loads the checker and analyses the
+// standard library's stubs (half a second, more on a busy machine), and
+// the client times a feed from when it sends it, with the feed's duration
+// limit and a second of grace, so the first feed must not pay for it. The
+// client waits for the Configure's answer under no such limit. A failure
+// here is the first feed's to report.
+func (w *Worker) warmChecker(ctx context.Context) {
+	if checker, err := w.checker(ctx); err == nil {
+		_, _ = checker.Check(ctx, typecheck.Request{Code: "pass\n"})
+	}
+}
+
 func (w *Worker) typeCheck(ctx context.Context, code string) *pb.ChildEvent {
-	checker := w.opts.Checker
-	if checker == nil {
-		var err error
-		if checker, err = typecheck.Default(ctx); err != nil {
-			return errorEvent("RuntimeError", "type checking is unavailable: "+err.Error())
-		}
+	checker, err := w.checker(ctx)
+	if err != nil {
+		return errorEvent("RuntimeError", "type checking is unavailable: "+err.Error())
 	}
 	format := formatOf(w.cfg.GetTypeCheckFormat())
 	req := typecheck.Request{Code: code, Path: w.scriptName(), Stubs: w.cfg.GetTypeCheckStubs(), Modules: w.moduleStubs(),

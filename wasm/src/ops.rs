@@ -125,7 +125,7 @@ type OpResult = Result<(), Failure>;
 
 /// Per-call limits sent by the host:
 /// `[duration, memory, recursion, line_buffered, value_cap?, int_bits?,
-/// cancellable?]` (the last three, added later, are optional).
+/// cancellable?, turn_duration?]` (the last four, added later, are optional).
 #[derive(Clone, Copy)]
 struct Limits {
     duration: Option<Duration>,
@@ -139,13 +139,16 @@ struct Limits {
     /// Whether the host may cancel the call (by advancing this instance's
     /// clock), so that a budget must be armed even without `duration`.
     cancellable: bool,
+    /// The budget of each turn (from a start or resume to the next pause),
+    /// Monty's `max_turn_duration`; `duration` is the feed's.
+    turn_duration: Option<Duration>,
 }
 
 impl Limits {
     fn read(r: &mut Reader<'_>) -> Result<Self, Failure> {
         let n = r.array()?;
-        if n != 4 && n != 6 && n != 7 {
-            return Err(Failure::Api("bad request: limits need 4, 6 or 7 items".to_owned()));
+        if !matches!(n, 4 | 6 | 7 | 8) {
+            return Err(Failure::Api("bad request: limits need 4, 6, 7 or 8 items".to_owned()));
         }
         let usize_of = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
         let mut limits = Self {
@@ -156,13 +159,17 @@ impl Limits {
             value_cap: None,
             int_bits: None,
             cancellable: true,
+            turn_duration: None,
         };
         if n >= 6 {
             limits.value_cap = r.opt_uint()?.map(usize_of);
             limits.int_bits = r.opt_uint()?;
         }
-        if n == 7 {
+        if n >= 7 {
             limits.cancellable = r.bool()?;
+        }
+        if n == 8 {
+            limits.turn_duration = r.opt_uint()?.map(Duration::from_nanos);
         }
         Ok(limits)
     }
@@ -202,6 +209,7 @@ impl Limits {
         };
         let mut limits = ResourceLimits {
             max_feed_duration: budget,
+            max_turn_duration: self.turn_duration,
             max_memory: self.memory,
             // Suspensions are counted and bounded by the host.
             max_suspensions: usize::MAX,
