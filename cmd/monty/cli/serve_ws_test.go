@@ -57,14 +57,16 @@ func TestProfilesFile(t *testing.T) {
 }
 
 func TestWSFlags(t *testing.T) {
-	w := &wsFlags{maxConns: 10, maxConnsPerKey: 2, idleTimeout: time.Minute, turnTimeout: time.Minute, maxFrame: "1MiB"}
+	w := &wsFlags{maxConns: 10, maxConnsPerKey: 2, idleTimeout: time.Minute, turnTimeout: time.Minute, frameTimeout: time.Second, maxFrame: "1MiB"}
 	o, err := w.options()
 	require.NoError(t, err)
 	assert.Equal(t, int64(1<<20), o.MaxFrame)
+	assert.Equal(t, time.Second, o.FrameTimeout)
 	for _, bad := range []wsFlags{
-		{maxConns: 0, maxConnsPerKey: 1, idleTimeout: time.Minute, turnTimeout: time.Minute, maxFrame: "1MiB"},
-		{maxConns: 1, maxConnsPerKey: 1, idleTimeout: 0, turnTimeout: time.Minute, maxFrame: "1MiB"},
-		{maxConns: 1, maxConnsPerKey: 1, idleTimeout: time.Minute, turnTimeout: time.Minute, maxFrame: "10"},
+		{maxConns: 0, maxConnsPerKey: 1, idleTimeout: time.Minute, turnTimeout: time.Minute, frameTimeout: time.Second, maxFrame: "1MiB"},
+		{maxConns: 1, maxConnsPerKey: 1, idleTimeout: 0, turnTimeout: time.Minute, frameTimeout: time.Second, maxFrame: "1MiB"},
+		{maxConns: 1, maxConnsPerKey: 1, idleTimeout: time.Minute, turnTimeout: time.Minute, frameTimeout: 0, maxFrame: "1MiB"},
+		{maxConns: 1, maxConnsPerKey: 1, idleTimeout: time.Minute, turnTimeout: time.Minute, frameTimeout: time.Second, maxFrame: "10"},
 	} {
 		_, err := bad.options()
 		assert.Error(t, err)
