@@ -134,3 +134,42 @@ func TestReferenceServerToolNames(t *testing.T) {
 	require.ErrorAs(t, err, &u)
 	assert.Contains(t, u.Tools, "get-sum")
 }
+
+// TestIntegersReachServersExactly: JSON carries integers exactly, and the
+// code's integers go to MCP tools so, however far past a float's 53 bits,
+// nested or not: a server on the official Python SDK reads them as the
+// ints they were. Where a tool's schema says number, the server converts
+// as its schema asks (the Python server to float, the JavaScript reference
+// server, like every JavaScript JSON reader, to a double); where it says
+// string, the call is refused before it is sent.
+func TestIntegersReachServersExactly(t *testing.T) {
+	ctx := context.Background()
+	reg, err := tools.NewRegistry()
+	require.NoError(t, err)
+	for name, argv := range map[string][]string{"py": mcptest.PythonEcho(t), "everything": mcptest.Everything(t)} {
+		ns, err := mcpclient.Add(ctx, reg, mcpclient.Server{Name: name, Transport: command(argv)})
+		require.NoError(t, err, name)
+		t.Cleanup(func() { _ = ns.Close() })
+	}
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg})
+	out := agenttest.OK(t, e, "t", `for r in [
+    await py.echo(x=2**200),
+    await py.echo(x=-(2**64) - 1),
+    await py.echo(x={"n": [2**70, 2**53 + 1], "f": 0.5}),
+    await py.as_float(x=2**200),
+    await everything.get_sum(a=2**53 + 1, b=0),
+]:
+    print(r["result"] if isinstance(r, dict) else r)  # the Python SDK's structured result
+try:
+    await everything.echo(message=2**200)
+except TypeError as e:
+    print(e)`)
+	assert.Equal(t, strings.Join([]string{
+		"int 1606938044258990275541962092341162602522202993782792835301376",
+		"int -18446744073709551617",
+		"dict {'n': [1180591620717411303424, 9007199254740993], 'f': 0.5}",
+		"float 1.6069380442589903e+60",
+		"The sum of 9007199254740992 and 0 is 9007199254740992.",
+		"everything.echo() argument 'message' must be str, not int",
+	}, "\n"), out)
+}

@@ -26,6 +26,20 @@ func Python(t testing.TB) string {
 	return py
 }
 
+// IntegrationsPython returns MONTY_TEST_INTEGRATIONS_PYTHON, the Python
+// 3.12 interpreter of the environment scripts/pyclients.sh makes for the
+// integrations built on pydantic-monty (testdata/clients/integrations),
+// failing t when it is unset.
+func IntegrationsPython(t testing.TB) string {
+	t.Helper()
+	py := os.Getenv("MONTY_TEST_INTEGRATIONS_PYTHON")
+	if py == "" {
+		t.Fatal(`MONTY_TEST_INTEGRATIONS_PYTHON is not set: this test drives monty through integrations from PyPI; run ` +
+			"`eval \"$(scripts/pyclients.sh env)\"` from the repository root (scripts/test.sh does this), then run the tests again")
+	}
+	return py
+}
+
 // UpstreamMonty is upstream Monty's `monty` binary, its monty.v1 worker,
 // which pydantic-monty-runtime installs beside the environment's Python.
 func UpstreamMonty(t testing.TB) string {
@@ -48,9 +62,15 @@ func Script(name string) string {
 // within the timeout. It returns the script's stdout.
 func Run(t testing.TB, timeout time.Duration, env []string, script string, args ...string) string {
 	t.Helper()
+	return RunWith(t, Python(t), timeout, env, script, args...)
+}
+
+// RunWith is Run under the interpreter python.
+func RunWith(t testing.TB, python string, timeout time.Duration, env []string, script string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, Python(t), append([]string{Script(script)}, args...)...)
+	cmd := exec.CommandContext(ctx, python, append([]string{Script(script)}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -6,7 +6,9 @@
 //     (@modelcontextprotocol/server-everything from npm) over stdio;
 //   - EverythingHTTP and StartEverythingHTTP: the same server over
 //     streamable HTTP;
-//   - Time: mcp-server-time from PyPI over stdio (structured output).
+//   - Time: mcp-server-time from PyPI over stdio (structured output);
+//   - PythonEcho: a server of ours on the official MCP Python SDK, which
+//     says what it received.
 //
 // CallTool is the client side's call of a tool, for tests of servers.
 //
@@ -22,6 +24,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,6 +166,17 @@ func freePort() (int, error) {
 func Time(t testing.TB) []string {
 	t.Helper()
 	return Env(t, TimeVar)
+}
+
+// PythonEcho returns the argv that starts testdata/mcp/echo_server.py on
+// stdio under the Python of mcp-server-time's environment (which has the
+// official MCP Python SDK): its tools echo(x) and as_float(x: float)
+// return the type and repr of what the server received.
+func PythonEcho(t testing.TB) []string {
+	t.Helper()
+	python := filepath.Join(filepath.Dir(Time(t)[0]), "python")
+	_, file, _, _ := goruntime.Caller(0)
+	return []string{python, filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "mcp", "echo_server.py")}
 }
 
 // lockedBuffer is a bytes.Buffer that a child process's output may be
