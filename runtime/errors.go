@@ -244,7 +244,12 @@ func stopError(ctx context.Context, interrupted *Error) error {
 // cancelledError is returned when the context ended a run.
 type cancelledError struct{ cause error }
 
-func (e *cancelledError) Error() string { return "monty: execution cancelled: " + e.cause.Error() }
+func (e *cancelledError) Error() string {
+	if e.cause == nil {
+		return "monty: execution cancelled"
+	}
+	return "monty: execution cancelled: " + e.cause.Error()
+}
 func (e *cancelledError) Is(target error) bool {
 	return target == ErrCancelled
 }

@@ -287,12 +287,18 @@ func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wir
 		return nil, it.kill(errors.New("request buffer outside memory"))
 	}
 	var stop func() bool
+	var interrupted chan struct{}
 	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, it.interrupt)
+		interrupted = make(chan struct{})
+		stop = context.AfterFunc(ctx, func() { it.interrupt(); close(interrupted) })
 	}
 	packed, err := it.inst.call(ctx, op, handle, uint32(len(req)))
-	if stop != nil {
-		stop()
+	if stop != nil && !stop() {
+		// ctx ended during the call and its interrupt has started: wait
+		// for it, so that its flag is read below rather than left set for
+		// the next call (which would then stop at once, as cancelled by a
+		// context that is not done).
+		<-interrupted
 	}
 	cancelled := it.interrupted.Load()
 	if cancelled {

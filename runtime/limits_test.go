@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -443,4 +444,45 @@ func TestClockOnlyWhenStoppable(t *testing.T) {
 
 	// And the interpreter is fine afterwards.
 	assert.Zero(t, reads(bg))
+}
+
+// TestDeadlineDoesNotLeakIntoTheNextCall: a call whose context ends as it
+// returns (here its time limit, which the module's own budget and the
+// context's deadline reach together) must not leave its interrupt for the
+// next call, which would then stop at once as cancelled by a context that
+// is not done.
+func TestDeadlineDoesNotLeakIntoTheNextCall(t *testing.T) {
+	it := newInterp(t)
+	bg := context.Background()
+	spin, err := it.Compile(bg, "while True:\n    pass")
+	require.NoError(t, err)
+	tiny, err := it.Compile(bg, "1 + 1")
+	require.NoError(t, err)
+	// Busy goroutines delay the deadline's interrupt, as a loaded machine
+	// does: the module then ends on its own budget while the interrupt is
+	// still on its way.
+	done := make(chan struct{})
+	defer close(done)
+	for range 2 * goruntime.GOMAXPROCS(0) {
+		go func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	for i := range 200 {
+		it.SetLimits(runtime.Limits{MaxDuration: time.Duration(1+i%5) * time.Millisecond})
+		_, err := spin.Run(bg)
+		require.ErrorIs(t, err, runtime.ErrTimeLimit)
+		it.SetLimits(runtime.DefaultLimits())
+		ctx, cancel := context.WithCancel(bg)
+		v, err := tiny.Run(ctx)
+		cancel()
+		require.NoError(t, err)
+		require.Equal(t, object.Int(2), v)
+	}
 }
