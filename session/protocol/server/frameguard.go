@@ -76,6 +76,9 @@ type frameGuard struct {
 }
 
 func (g *frameGuard) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
 	for {
 		if len(g.ready) > 0 {
 			n := copy(p, g.ready)
