@@ -1,5 +1,5 @@
 """Known differences between upstream's monty.v1 worker and monty-go's, and
-the comparison monty_v1.py and monty_v1_ws.py share.
+the comparison monty_v1.py, monty_v1_ws.py and integrations/run.py share.
 
 Each entry names a scenario whose outcome differs, with the reason.
 docs/conformance.md lists the same differences for readers.
@@ -8,14 +8,16 @@ docs/conformance.md lists the same differences for readers.
 KNOWN: dict[str, str] = {}
 
 
-def compare(names, ref: dict[str, str], got: dict[str, str], ours: str) -> list[str]:
+def compare(
+    names, ref: dict[str, str], got: dict[str, str], ours: str, known_list: dict[str, str] = KNOWN, where: str = 'monty_v1_known.py'
+) -> list[str]:
     """Compares each scenario's outcome under upstream's worker (ref) with
     ours (got), printing the ones that agree, and returns the problems: a
-    failure on either side, a difference not in KNOWN, an entry of KNOWN
-    that no longer differs."""
+    failure on either side, a difference not in known_list (KNOWN, kept in
+    where), an entry of it that no longer differs."""
     problems = []
     for name in names:
-        r, g, known = ref[name], got[name], KNOWN.get(name)
+        r, g, known = ref[name], got[name], known_list.get(name)
         if r.startswith('FAILED'):
             problems.append(f'{name}: fails under upstream worker:\n{r}')
         elif g.startswith('FAILED'):
@@ -23,7 +25,7 @@ def compare(names, ref: dict[str, str], got: dict[str, str], ours: str) -> list[
         elif r != g and known is None:
             problems.append(f'{name}: differs\n  upstream: {r}\n  ours:     {g}')
         elif r == g and known is not None:
-            problems.append(f'{name}: listed in monty_v1_known.py but no longer differs; remove the entry')
+            problems.append(f'{name}: listed in {where} but no longer differs; remove the entry')
         else:
             print(f'ok {name}' + (' (known difference)' if known else ''))
     return problems

@@ -68,12 +68,14 @@ def side(module: str, binary: str) -> dict:
     return json.loads(lines[-1])
 
 
-def compare(module: str, binaries: dict[str, str], results: dict[str, dict]) -> list[str]:
+def compare_module(module: str, binaries: dict[str, str], results: dict[str, dict]) -> list[str]:
     """The problems of one integration: failures, unexpected executables,
     differences not in known.py and known ones that no longer differ."""
     sys.path.insert(0, str(HERE))
+    sys.path.append(str(HERE.parent))  # monty_v1_known's comparison
     from common import normalize
     from known import KNOWN
+    from monty_v1_known import compare
 
     problems = []
     for who, res in results.items():
@@ -83,19 +85,10 @@ def compare(module: str, binaries: dict[str, str], results: dict[str, dict]) -> 
     ref, got = results['upstream']['outcomes'], results['ours']['outcomes']
     if len(ref) < MIN_SNIPPETS:
         problems.append(f'{module}: {len(ref)} snippets, fewer than {MIN_SNIPPETS}')
-    for name in ref:
-        r, g = normalize(ref[name]), normalize(got[name])
-        known = KNOWN.get((module, name))
-        if r.startswith('FAILED'):
-            problems.append(f'{module}.{name}: fails under upstream worker:\n{r}')
-        elif g.startswith('FAILED'):
-            problems.append(f'{module}.{name}: fails on ours:\n{g}\n(upstream: {r})')
-        elif r != g and known is None:
-            problems.append(f'{module}.{name}: differs\n  upstream: {r}\n  ours:     {g}')
-        elif r == g and known is not None:
-            problems.append(f'{module}.{name}: listed in known.py but no longer differs; remove the entry')
-        else:
-            print(f'ok {module}.{name}' + (' (known difference)' if known else ''), flush=True)
+    names = [f'{module}.{name}' for name in ref]
+    ref = {f'{module}.{n}': normalize(o) for n, o in ref.items()}
+    got = {f'{module}.{n}': normalize(o) for n, o in got.items()}
+    problems += compare(names, ref, got, 'ours', KNOWN, 'integrations/known.py')
     return problems
 
 
@@ -113,7 +106,7 @@ def main(argv: list[str]) -> int:
         # One side after the other, never both at once: the limits snippets
         # measure time.
         results = {who: side(module, binary) for who, binary in binaries.items()}
-        problems += compare(module, binaries, results)
+        problems += compare_module(module, binaries, results)
     for p in problems:
         print('PROBLEM', p, flush=True)
     return 1 if problems else 0
