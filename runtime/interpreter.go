@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,8 +76,13 @@ type Interpreter struct {
 	jump        atomic.Int64 // added to the monotonic clock while cancelling
 	clockReads  atomic.Int64
 	interrupted atomic.Bool
-	dead        error
-	handles     map[uint32]struct{}
+	// interruptCall is what a call's context runs when it ends: interrupt,
+	// then Done on interrupting, which call waits on before it reads
+	// interrupted (made once, so that a call allocates no closure).
+	interruptCall func()
+	interrupting  sync.WaitGroup
+	dead          error
+	handles       map[uint32]struct{}
 }
 
 // NewInterpreter instantiates a fresh interpreter with DefaultLimits and
@@ -102,6 +108,7 @@ func (e *Engine) NewInterpreter(ctx context.Context) (*Interpreter, error) {
 // instantiate makes an interpreter from code, not yet counted.
 func (e *Engine) instantiate(ctx context.Context, code module) (*Interpreter, error) {
 	it := &Interpreter{engine: e, limits: DefaultLimits(), handles: map[uint32]struct{}{}}
+	it.interruptCall = func() { it.interrupt(); it.interrupting.Done() }
 	it.output.max = it.limits.MaxOutput
 	it.stderr.Max = 4096
 	inst, err := code.instantiate(ctx, it)
@@ -287,18 +294,19 @@ func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wir
 		return nil, it.kill(errors.New("request buffer outside memory"))
 	}
 	var stop func() bool
-	var interrupted chan struct{}
 	if ctx.Done() != nil {
-		interrupted = make(chan struct{})
-		stop = context.AfterFunc(ctx, func() { it.interrupt(); close(interrupted) })
+		it.interrupting.Add(1)
+		stop = context.AfterFunc(ctx, it.interruptCall)
 	}
 	packed, err := it.inst.call(ctx, op, handle, uint32(len(req)))
-	if stop != nil && !stop() {
-		// ctx ended during the call and its interrupt has started: wait
-		// for it, so that its flag is read below rather than left set for
-		// the next call (which would then stop at once, as cancelled by a
-		// context that is not done).
-		<-interrupted
+	if stop != nil {
+		if stop() {
+			it.interrupting.Done() // it will not run
+		}
+		// An interrupt that has started finishes before its flag is read
+		// below, rather than leaving it set for the next call (which would
+		// then stop at once, as cancelled by a context that is not done).
+		it.interrupting.Wait()
 	}
 	cancelled := it.interrupted.Load()
 	if cancelled {
