@@ -18,12 +18,7 @@ import (
 // scripts/pyclients.sh makes, failing t when it is unset.
 func Python(t testing.TB) string {
 	t.Helper()
-	py := os.Getenv("MONTY_TEST_PYTHON")
-	if py == "" {
-		t.Fatal(`MONTY_TEST_PYTHON is not set: this test drives monty through Python clients from PyPI; run ` +
-			"`eval \"$(scripts/pyclients.sh env)\"` from the repository root (scripts/test.sh does this), then run the tests again")
-	}
-	return py
+	return pythonFrom(t, "MONTY_TEST_PYTHON", "Python clients")
 }
 
 // IntegrationsPython returns MONTY_TEST_INTEGRATIONS_PYTHON, the Python
@@ -32,9 +27,16 @@ func Python(t testing.TB) string {
 // failing t when it is unset.
 func IntegrationsPython(t testing.TB) string {
 	t.Helper()
-	py := os.Getenv("MONTY_TEST_INTEGRATIONS_PYTHON")
+	return pythonFrom(t, "MONTY_TEST_INTEGRATIONS_PYTHON", "integrations")
+}
+
+// pythonFrom returns the interpreter the variable name holds, failing t
+// with what to run when it is unset; what names the packages it has.
+func pythonFrom(t testing.TB, name, what string) string {
+	t.Helper()
+	py := os.Getenv(name)
 	if py == "" {
-		t.Fatal(`MONTY_TEST_INTEGRATIONS_PYTHON is not set: this test drives monty through integrations from PyPI; run ` +
+		t.Fatal(name + " is not set: this test drives monty through " + what + " from PyPI; run " +
 			"`eval \"$(scripts/pyclients.sh env)\"` from the repository root (scripts/test.sh does this), then run the tests again")
 	}
 	return py
