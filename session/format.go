@@ -24,6 +24,7 @@ import (
 //	[version 4: as 3 (files may be empty) | paused run (u32 len + JSON object)]
 //	[version 5: as 4 (no paused run), the dump in parts (parts.go)]
 //	[version 6: as 4 or 5 (flag bit 3: the dump in parts) | decisions (u32 len + JSON array)]
+//	[version 7: as 6 (decisions may be empty) | driver (u32 len + JSON object)]
 //	| sha256 of everything before (32) | hmac-sha256 of everything before (32, if signed)
 //
 // Version 2 is written only for sessions that record a type check context,
@@ -32,7 +33,9 @@ import (
 // builds that read the earlier versions only. Version 5 is written for an
 // idle session with a dump: the dump in parts, so that a save stores what
 // the call added. Version 6 is written only for a session that keeps
-// decisions on approval calls (Session.Decisions).
+// decisions on approval calls (Session.Decisions). Version 7 is written
+// only for a session another surface drives (a Driven: the monty.v1
+// server's), which keeps that surface's own state beside the dump.
 const (
 	blobMagic        = "MGOS"
 	blobVersion      = 1
@@ -41,12 +44,13 @@ const (
 	blobVersionRun   = 4
 	blobVersionParts = 5
 	blobVersionAudit = 6
-	blobVersionMax   = blobVersionAudit
+	blobVersionDrive = 7
+	blobVersionMax   = blobVersionDrive
 
 	flagSigned     = 1 << 0
 	flagCompressed = 1 << 1
 	flagJSONOnly   = 1 << 2
-	// flagParts (version 6): the dump section holds the dump in parts.
+	// flagParts (versions 6 and 7): the dump section holds the dump in parts.
 	flagParts = 1 << 3
 )
 
@@ -82,7 +86,10 @@ type blob struct {
 	Run *pausedRun
 	// Decisions are the last MaxDecisions decisions on approval calls
 	// (format version 6); nil when none.
-	Decisions  []Decision
+	Decisions []Decision
+	// Driver is what the surface driving the session keeps (format version
+	// 7); nil for a session no other surface drove.
+	Driver     *Driver
 	compressed bool // Dump is zstd-compressed (parseBlob, or a copy of its blob)
 }
 
@@ -141,11 +148,18 @@ func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
 	case tc != nil:
 		parts, version = append(parts, tc), blobVersionTC
 	}
-	if len(b.Decisions) > 0 {
+	if len(b.Decisions) > 0 || b.Driver != nil {
 		if parts, flags, err = b.withDecisions(parts, tc, flags); err != nil {
 			return nil, err
 		}
 		version = blobVersionAudit
+	}
+	if b.Driver != nil {
+		drv, err := json.Marshal(b.Driver)
+		if err != nil {
+			return nil, err
+		}
+		parts, version = append(parts, drv), blobVersionDrive
 	}
 	var out bytes.Buffer
 	out.Grow(64 + len(names) + len(b.JSON) + len(dump) + len(tc) + len(b.Files) + 64)
@@ -170,11 +184,15 @@ func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
 }
 
 // withDecisions are the sections of version 6: those of version 4 or 5
-// (the dump as parts already holds it), then the decisions.
+// (the dump as parts already holds it), then the decisions (an empty
+// section when there are none, which only version 7 writes).
 func (b *blob) withDecisions(parts [][]byte, tc []byte, flags byte) ([][]byte, byte, error) {
-	decisions, err := json.Marshal(b.Decisions)
-	if err != nil {
-		return nil, 0, err
+	var decisions []byte
+	var err error
+	if len(b.Decisions) > 0 {
+		if decisions, err = json.Marshal(b.Decisions); err != nil {
+			return nil, 0, err
+		}
 	}
 	var run []byte
 	if b.Run != nil {
@@ -301,8 +319,10 @@ func parseBlob(data, key []byte) (*blob, error) {
 	if _, err := io.ReadFull(r, b.ModuleSum[:]); err != nil {
 		return nil, corrupt("truncated header")
 	}
-	parts := make([][]byte, 3, 7)
+	parts := make([][]byte, 3, 8)
 	switch data[4] {
+	case blobVersionDrive:
+		parts = parts[:8]
 	case blobVersionAudit:
 		parts = parts[:7]
 	case blobVersionTC:
@@ -334,7 +354,8 @@ func parseBlob(data, key []byte) (*blob, error) {
 	}
 	b.Dump = parts[2]
 	b.compressed = flags&flagCompressed != 0
-	inParts := data[4] == blobVersionParts || data[4] == blobVersionAudit && flags&flagParts != 0
+	audit := data[4] == blobVersionAudit || data[4] == blobVersionDrive // sections as version 6's
+	inParts := data[4] == blobVersionParts || audit && flags&flagParts != 0
 	if inParts {
 		if b.JSONOnly || len(parts[5]) != 0 {
 			return nil, corrupt("a dump in parts with no dump, or with a paused run")
@@ -354,12 +375,18 @@ func parseBlob(data, key []byte) (*blob, error) {
 	if len(parts) >= 5 && len(parts[4]) > 0 {
 		b.Files = parts[4]
 	}
-	if data[4] == blobVersionAudit {
+	if data[4] == blobVersionAudit || audit && len(parts[6]) > 0 {
 		if err := json.Unmarshal(parts[6], &b.Decisions); err != nil || len(b.Decisions) == 0 {
 			return nil, corrupt("decisions: not a non-empty JSON array (%v)", err)
 		}
 	}
-	if data[4] == blobVersionRun || data[4] == blobVersionAudit && !inParts && len(parts[5]) > 0 {
+	if data[4] == blobVersionDrive {
+		b.Driver = &Driver{}
+		if err := json.Unmarshal(parts[7], b.Driver); err != nil || b.Driver.Name == "" {
+			return nil, corrupt("driver: not a JSON object naming its surface (%v)", err)
+		}
+	}
+	if data[4] == blobVersionRun || audit && !inParts && len(parts[5]) > 0 {
 		b.Run = &pausedRun{}
 		if err := json.Unmarshal(parts[5], b.Run); err != nil {
 			return nil, corrupt("paused run: %v", err)

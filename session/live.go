@@ -138,6 +138,10 @@ func (s *Session) restoreBlob(ctx context.Context, b *blob) error {
 	if err := s.newInterpreter(ctx); err != nil {
 		return err
 	}
+	if d := b.Driver; d != nil && d.Feed {
+		return fmt.Errorf("%w: session %s is paused in a %s feed, waiting on that surface's client; continue it over %s",
+			ErrDriverFeed, s.id, d.Name, d.Name)
+	}
 	if b.Run != nil && (b.JSONOnly || s.opts.JSONOnly || b.MontyVersion != s.eng.MontyVersion()) {
 		// Rebuilding from the JSON view would drop the run and let the
 		// next call overwrite it: refuse, leaving the state stored.
@@ -246,7 +250,7 @@ func (s *Session) newInterpreter(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.it, s.repl, s.view = it, nil, nil
+	s.it, s.repl, s.view = it, nil, viewer{}
 	return nil
 }
 
@@ -259,7 +263,7 @@ func (s *Session) injectJSON(ctx context.Context, view object.Dict) error {
 	if err != nil {
 		return err
 	}
-	s.repl, s.view = repl, nil
+	s.repl, s.view = repl, viewer{}
 	if len(view) == 0 {
 		return nil
 	}

@@ -208,11 +208,8 @@ type Session struct {
 	closed bool
 	it     *runtime.Interpreter
 	repl   *runtime.REPL
-	// view is what the last JSON view of repl held, slot by slot
-	// (snapshot); nil for a new REPL, or when it is not to be trusted.
-	view []viewSlot
-	// viewNames is the JSON array of the names in view, as last saved.
-	viewNames []byte
+	// view is what the last JSON view of repl held (snapshot).
+	view viewer
 	// synced is set when Sync checked the state against the store since
 	// the last call, which then need not check again.
 	synced bool
@@ -642,6 +639,9 @@ func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) 
 	res.ViewOmitted = g.omitted
 	b := &blob{MontyVersion: s.state.montyVersion, ModuleSum: s.state.module, Names: g.names, namesJSON: g.namesJSON, JSON: g.json,
 		JSONOnly: s.opts.JSONOnly, TypeCheck: tc, Run: s.runs.record()}
+	if s.state.saved != nil {
+		b.Driver = s.state.saved.Driver // kept for the surface that drove it
+	}
 	if s.state.saved != nil || len(s.decided) > 0 {
 		var older []Decision
 		if s.state.saved != nil {

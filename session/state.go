@@ -171,15 +171,22 @@ func (st *storedState) changed(ctx context.Context) (bool, error) {
 }
 
 // keepAside stores a copy of data, a stored entry that does not load,
-// under an id named after its content (meeting the same blob again keeps
-// one copy), and returns that id.
+// and returns the copy's id (KeepAside).
 func (st *storedState) keepAside(ctx context.Context, data []byte) (string, error) {
+	return KeepAside(ctx, st.opts.Store, st.id, data)
+}
+
+// KeepAside stores a copy of data, the entry stored at id that does not
+// load, under an id named after its content ("<id>.corrupt.<16 hex>";
+// meeting the same blob again keeps one copy), and returns that id. It is
+// how every surface keeps damaged state aside before it reports it.
+func KeepAside(ctx context.Context, st store.Store, id string, data []byte) (string, error) {
 	sum := sha256.Sum256(data)
-	qid := fmt.Sprintf("%s.corrupt.%x", st.id, sum[:8])
+	qid := fmt.Sprintf("%s.corrupt.%x", id, sum[:8])
 	if len(qid) > 200 {
-		qid = fmt.Sprintf("corrupt.%x.%x", sha256.Sum256([]byte(st.id)), sum[:8])
+		qid = fmt.Sprintf("corrupt.%x.%x", sha256.Sum256([]byte(id)), sum[:8])
 	}
-	if _, err := st.opts.Store.Put(ctx, qid, data, store.Cond{IfAbsent: true}); err != nil && !errors.Is(err, store.ErrConflict) {
+	if _, err := st.Put(ctx, qid, data, store.Cond{IfAbsent: true}); err != nil && !errors.Is(err, store.ErrConflict) {
 		return "", err
 	}
 	return qid, nil

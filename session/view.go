@@ -31,6 +31,14 @@ type viewSlot struct {
 	text  []byte // the JSON member ("name": value); nil: not JSON, or omitted
 }
 
+// viewer is what the last JSON view of a live REPL held, slot by slot,
+// and the JSON array of its names; the zero viewer is that of a new REPL,
+// or of one whose view is not to be trusted.
+type viewer struct {
+	slots []viewSlot
+	names []byte
+}
+
 // globalsView is what a save stores of the globals: their names (also as
 // JSON, when known), the JSON view, and the globals left out of it.
 type globalsView struct {
@@ -40,16 +48,30 @@ type globalsView struct {
 	omitted   []string
 }
 
-// snapshot computes the names and JSON view of the public globals, in slot
-// order (the order locals() has). Globals whose JSON does not fit what is
-// left of the view's size cap are left out (omitted), and computed again
-// next time. It runs to completion even when ctx is cancelled (the call it
-// follows has already succeeded).
+// snapshot computes the names and JSON view of the public globals of the
+// session's REPL.
 func (s *Session) snapshot(ctx context.Context) (*globalsView, error) {
+	return s.view.snapshot(ctx, viewTarget{s.it, s.repl, s.opts.Limits}, s.opts.maxViewSize())
+}
+
+// viewTarget is the REPL a view is computed on: its interpreter, and the
+// limits to leave it with.
+type viewTarget struct {
+	it     *runtime.Interpreter
+	repl   *runtime.REPL
+	limits runtime.Limits
+}
+
+// snapshot computes the names and JSON view of the public globals of t,
+// in slot order (the order locals() has), within budget bytes of JSON.
+// Globals whose JSON does not fit what is left of the budget are left out
+// (omitted), and computed again next time. It runs to completion even
+// when ctx is cancelled (the call it follows has already succeeded).
+func (vw *viewer) snapshot(ctx context.Context, t viewTarget, budget int64) (*globalsView, error) {
 	ctx = context.WithoutCancel(ctx)
-	slots, known, namesJSON := s.view, len(s.view), s.viewNames
-	s.view, s.viewNames = nil, nil // until this view is complete
-	marks, err := s.repl.GlobalMarks(ctx, slots == nil)
+	slots, known, namesJSON := vw.slots, len(vw.slots), vw.names
+	*vw = viewer{} // until this view is complete
+	marks, err := t.repl.GlobalMarks(ctx, slots == nil)
 	if err != nil {
 		return nil, fmt.Errorf("session: reading globals: %w", err)
 	}
@@ -72,8 +94,7 @@ func (s *Session) snapshot(ctx context.Context) (*globalsView, error) {
 			todo = append(todo, i)
 		}
 	}
-	budget := s.opts.maxViewSize()
-	members, err := s.viewMembers(ctx, slots, todo, budget)
+	members, err := t.members(ctx, slots, todo, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +134,7 @@ func (s *Session) snapshot(ctx context.Context) (*globalsView, error) {
 		}
 	}
 	g.namesJSON, g.json = namesJSON, b.Bytes()
-	s.view, s.viewNames = slots, namesJSON
+	*vw = viewer{slots: slots, names: namesJSON}
 	return g, nil
 }
 
@@ -136,30 +157,30 @@ type viewMember struct {
 	omitted bool
 }
 
-// viewMembers computes the JSON members of the globals in slots at
+// members computes the JSON members of the globals in slots at
 // indices todo, under the call's time limit and a memory budget of its
 // own: the heap as it is plus a few times the view's size cap, so a view
 // of a huge structure is cut short instead of taking the host's memory.
 // When they do not fit as a whole, each is tried on its own, and those
 // that do not fit are omitted.
-func (s *Session) viewMembers(ctx context.Context, slots []viewSlot, todo []int, budget int64) ([]viewMember, error) {
+func (t viewTarget) members(ctx context.Context, slots []viewSlot, todo []int, budget int64) ([]viewMember, error) {
 	if len(todo) == 0 {
 		return nil, nil
 	}
-	used, err := s.it.MemoryUsage(ctx)
+	used, err := t.it.MemoryUsage(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("session: reading globals: %w", err)
 	}
-	lim := s.opts.Limits
+	lim := t.limits
 	lim.MaxMemory = used + 4*budget + 8<<20
 	lim.MaxResult = 2*budget + 1<<20
-	s.it.SetLimits(lim)
-	defer s.it.SetLimits(s.opts.Limits)
+	t.it.SetLimits(lim)
+	defer t.it.SetLimits(t.limits)
 	names := make([]string, len(todo))
 	for j, i := range todo {
 		names[j] = slots[i].name
 	}
-	out, err := s.viewValues(ctx, names)
+	out, err := t.values(ctx, names)
 	if err == nil || !overBudget(err) {
 		if err != nil {
 			err = fmt.Errorf("session: reading globals: %w", err)
@@ -169,7 +190,7 @@ func (s *Session) viewMembers(ctx context.Context, slots []viewSlot, todo []int,
 	// Too large as a whole: one global at a time.
 	out = make([]viewMember, len(names))
 	for j, name := range names {
-		one, err := s.viewValues(ctx, names[j:j+1])
+		one, err := t.values(ctx, names[j:j+1])
 		switch {
 		case overBudget(err):
 			out[j].omitted = true
@@ -182,14 +203,14 @@ func (s *Session) viewMembers(ctx context.Context, slots []viewSlot, todo []int,
 	return out, nil
 }
 
-// viewValues runs json.dumps over the globals names, at module level,
+// values runs json.dumps over the globals names, at module level,
 // and returns their members. The names are written into the code (Python
 // binds only identifiers as globals; anything else is refused, never
 // written), so it costs what they are, not what all the globals are. The
 // code defines no function and leaves only private globals (__monty_json,
 // __monty_view_*), the values cleared, so a save adds nothing to the
 // session but the code's text.
-func (s *Session) viewValues(ctx context.Context, names []string) ([]viewMember, error) {
+func (t viewTarget) values(ctx context.Context, names []string) ([]viewMember, error) {
 	var code strings.Builder
 	code.WriteString("import json as __monty_json\n__monty_view_values = (")
 	for _, n := range names {
@@ -208,7 +229,7 @@ for __monty_view_v in __monty_view_values:
         __monty_view_out.append(None)
 __monty_view_values = __monty_view_v = None
 __monty_view_out`)
-	v, err := s.repl.Run(ctx, code.String())
+	v, err := t.repl.Run(ctx, code.String())
 	if err != nil {
 		return nil, err
 	}

@@ -234,6 +234,9 @@ func runError(err error, sessionID, runID string) *apiError {
 	case errors.Is(err, session.ErrRunUnloadable):
 		return &apiError{status: http.StatusConflict, code: "run_unloadable", detail: err.Error(), msg: fmt.Sprintf(
 			"session %q holds a run paused by another version of the interpreter, which this server cannot continue; resume it on a server of the version that paused it", sessionID)}
+	case errors.Is(err, session.ErrDriverFeed):
+		return &apiError{status: http.StatusConflict, code: "session_in_feed", detail: err.Error(), msg: fmt.Sprintf(
+			"session %q is paused in a monty.v1 feed, waiting on the client that ran it; that client continues it (load_session), and it runs here once the feed is over", sessionID)}
 	case errors.Is(err, session.ErrStateTooLarge):
 		return &apiError{status: statusTooLarge, code: codeStateTooLarge, detail: err.Error(), msg: fmt.Sprintf(
 			"the run paused at client tool calls, but the state of session %q with the paused run is larger than this server's limit on stored state, so nothing was stored", sessionID)}

@@ -49,6 +49,39 @@ func (w *Worker) dump(ctx context.Context) *pb.ChildEvent {
 
 // Snapshot returns the session as dump bytes (what Dump answers with).
 func (w *Worker) Snapshot(ctx context.Context) ([]byte, error) {
+	live, err := w.Live(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var repl []byte
+	if live.Feed != nil {
+		repl, err = live.Feed.Dump(ctx)
+	} else {
+		repl, err = live.REPL.Dump(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return joinDump(live.Header, repl), nil
+}
+
+// Live is a worker's session as a store keeps it: its header (the
+// configuration and clocks, as a dump holds them) and the interpreter
+// state the worker runs, for a store that dumps the REPL itself
+// (session.Driven).
+type Live struct {
+	Header      []byte
+	Interpreter *runtime.Interpreter
+	REPL        *runtime.REPL
+	// Feed is the suspended feed, nil when the REPL is idle.
+	Feed *runtime.Execution
+	// Limits are the interpreter's limits between feeds.
+	Limits runtime.Limits
+}
+
+// Live returns the session's header and interpreter state, which stay the
+// worker's: use them before the next request.
+func (w *Worker) Live(ctx context.Context) (*Live, error) {
 	switch {
 	case w.cfg == nil:
 		return nil, errors.New("no session")
@@ -59,21 +92,20 @@ func (w *Worker) Snapshot(ctx context.Context) ([]byte, error) {
 	if err := w.ensureREPL(ctx, ""); err != nil {
 		return nil, err
 	}
-	var repl []byte
-	var err error
-	if w.exec != nil {
-		repl, err = w.exec.Dump(ctx)
-	} else {
-		repl, err = w.repl.Dump(ctx)
-	}
+	header, err := w.header()
 	if err != nil {
 		return nil, err
 	}
+	return &Live{Header: header, Interpreter: w.it, REPL: w.repl, Feed: w.exec, Limits: w.limits()}, nil
+}
+
+// header is the session's configuration and clocks, as a dump starts.
+func (w *Worker) header() ([]byte, error) {
 	cfg, err := proto.Marshal(w.cfg)
 	if err != nil {
 		return nil, err
 	}
-	header, err := object.Encode(object.Dict{
+	return object.Encode(object.Dict{
 		{Key: object.Str("configure"), Value: object.Bytes(cfg)},
 		{Key: object.Str("total_us"), Value: object.Int(w.totalExec.Microseconds())},
 		{Key: object.Str("feed_us"), Value: object.Int(w.feedExec.Microseconds())},
@@ -83,13 +115,32 @@ func (w *Worker) Snapshot(ctx context.Context) ([]byte, error) {
 		{Key: object.Str("stubs"), Value: stringDict(w.stubs)},
 		{Key: object.Str("asked"), Value: stringDict(boolsToStrings(w.asked))},
 	})
-	if err != nil {
-		return nil, err
-	}
-	out := append([]byte{}, dumpMagic...)
+}
+
+// joinDump is a dump of header and the REPL's own dump.
+func joinDump(header, repl []byte) []byte {
+	out := make([]byte, 0, len(dumpMagic)+binary.MaxVarintLen64+len(header)+len(repl))
+	out = append(out, dumpMagic...)
 	out = binary.AppendUvarint(out, uint64(len(header)))
 	out = append(out, header...)
-	return append(out, repl...), nil
+	return append(out, repl...)
+}
+
+// LoadLive starts the session from a header and a REPL dump kept apart
+// (Live's, as a store keeps them), as Load does from dump bytes: the event
+// answering the load. A nil header is a session of the default
+// configuration (one another surface made).
+func (w *Worker) LoadLive(ctx context.Context, header, repl []byte) *pb.ChildEvent {
+	if header == nil {
+		cfg, err := proto.Marshal(&pb.Configure{ProtocolVersion: Version})
+		if err == nil {
+			header, err = object.Encode(object.Dict{{Key: object.Str("configure"), Value: object.Bytes(cfg)}})
+		}
+		if err != nil {
+			return errorEvent("RuntimeError", "loading the session failed: "+err.Error())
+		}
+	}
+	return w.load(ctx, joinDump(header, repl))
 }
 
 // restoreMonty restores Monty's own dump bytes, as upstream's worker

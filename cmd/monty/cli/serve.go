@@ -616,7 +616,7 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	wsOpts.Engine, wsOpts.APIKeys, wsOpts.Profiles = engine, opts.APIKeys, profiles
 	wsOpts.Checker, wsOpts.Telemetry, wsOpts.Logger = opts.Checker, opts.Telemetry, log
 	if !opts.DisablePersistence {
-		wsOpts.Store, wsOpts.SigningKey = st, opts.SigningKey
+		wsOpts.Store, wsOpts.SigningKey, wsOpts.MaxStateSize = st, opts.SigningKey, opts.MaxStateSize
 	}
 	ws, err := server.New(ctx, wsOpts)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/protocol"
 	pb "github.com/monty-go/monty/session/protocol/montypb"
 	"github.com/monty-go/monty/session/store"
@@ -31,9 +34,14 @@ type conn struct {
 
 	writeMu sync.Mutex
 
-	sid       string // the stored session's id; "" when not stored
-	version   string // the store version sid was last read or written at
-	announce  bool   // the next turn-ending event carries sid
+	sid string // the stored session's id; "" when not stored
+	// held is session sid as last loaded or parked (nil: not yet, and its
+	// first park stores it only if its id is free).
+	held *session.Driven
+	// legacy is the store id sid was loaded from in the legacy format,
+	// removed once the session is parked in the new one ("" if none).
+	legacy    string
+	announce  bool // the next turn-ending event carries sid
 	ephemeral bool
 
 	mounts *runtime.MountTable // the profile's mounts, opened for this session
@@ -169,8 +177,8 @@ func (c *conn) handle(ctx context.Context, req *pb.ParentRequest) (bool, error) 
 		fresh := !c.w.Configured()
 		outcome, err := c.w.Handle(ctx, req, func(ev *pb.ChildEvent) error {
 			if fresh && ev.GetOk() != nil && !c.ephemeral && s.store != nil {
-				c.sid, c.version, c.announce = newID("s-"), "", true
-				s.hold(storeKey(c.ns, c.sid), c)
+				c.newSession()
+				c.announce = true
 			}
 			return send(ev)
 		})
@@ -187,7 +195,7 @@ func (c *conn) handle(ctx context.Context, req *pb.ParentRequest) (bool, error) 
 		return true, send(ev)
 	case *pb.ParentRequest_Reset_:
 		c.park(ctx, "reset")
-		c.sid, c.version, c.announce, c.ephemeral = "", "", false, false
+		c.sid, c.held, c.legacy, c.announce, c.ephemeral = "", nil, "", false, false
 		outcome, err := c.w.Handle(ctx, req, send)
 		return outcome == protocol.Continue, err
 	case *pb.ParentRequest_Shutdown:
@@ -352,6 +360,12 @@ func errEvent(excType, msg string) *pb.ChildEvent {
 	return &pb.ChildEvent{Kind: &pb.ChildEvent_Error{Error: &pb.Error{Exception: &pb.RaisedException{ExcType: excType, Message: &msg}}}}
 }
 
+// newSession gives the connection's session a new id.
+func (c *conn) newSession() {
+	c.sid, c.held, c.legacy = newID("s-"), nil, ""
+	c.s.hold(c.s.sessionPlace(c.ns, c.sid).storeID, c)
+}
+
 // load starts the session from a stored session or record, by id.
 func (c *conn) load(ctx context.Context, state []byte) *pb.ChildEvent {
 	s := c.s
@@ -362,45 +376,24 @@ func (c *conn) load(ctx context.Context, state []byte) *pb.ChildEvent {
 		return errEvent("RuntimeError", "this server stores no sessions (started without --store), so there is nothing to load by id")
 	}
 	id := string(state)
-	if !validID(id) {
+	record := isRecordID(id)
+	if !record && !apikey.ValidSessionID(id) {
 		return protocol.Violation("failed to load session: this server loads sessions by id (a session_id, or the id dump() returned), not dump bytes")
 	}
-	key := storeKey(c.ns, id)
-	if id[:2] == "s-" { // a session; records are never held by a connection
-		if prev := s.hold(key, c); prev != nil {
-			// A client that closed one connection and loads its session on
-			// the next can be quicker than the server parking it: wait a
-			// moment for the old connection to end.
-			select {
-			case <-prev.done:
-			case <-time.After(holderWait):
-			case <-ctx.Done():
-			}
+	at := s.sessionPlace(c.ns, id)
+	if record {
+		at = s.recordPlace(c.ns, id)
+	} else if prev := s.hold(at.storeID, c); prev != nil {
+		// A client that closed one connection and loads its session on
+		// the next can be quicker than the server parking it: wait a
+		// moment for the old connection to end.
+		select {
+		case <-prev.done:
+		case <-time.After(holderWait):
+		case <-ctx.Done():
 		}
 	}
-	obj, err := s.store.Get(ctx, key)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return protocol.Violation("failed to load session: no session or record %s is stored for this API key", id)
-	case err != nil:
-		s.log.Warn("monty.v1 load failed", "id", id, "error", err)
-		return errEvent("RuntimeError", "the session store could not be read; retry shortly")
-	}
-	payload, err := s.open(key, obj.Data)
-	if err != nil {
-		s.log.Warn("monty.v1 stored session refused", "id", id, "error", err)
-		return protocol.Violation("failed to load session %s: %v", id, err)
-	}
-	var ev *pb.ChildEvent
-	_, herr := c.w.Handle(ctx, &pb.ParentRequest{Kind: &pb.ParentRequest_Load{Load: &pb.Load{State: payload}}}, func(e *pb.ChildEvent) error {
-		if e.GetPrint() == nil {
-			ev = e
-		}
-		return nil
-	})
-	if herr != nil || ev == nil {
-		return errEvent("RuntimeError", "loading the session failed")
-	}
+	ev, held, legacy := c.loadStored(ctx, id, at, record)
 	if ev.GetError() != nil || ev.GetFatalError() != nil {
 		return ev
 	}
@@ -416,17 +409,137 @@ func (c *conn) load(ctx context.Context, state []byte) *pb.ChildEvent {
 	c.ephemeral = cfg.GetPersistence() == pb.Persistence_PERSISTENCE_EPHEMERAL
 	switch {
 	case c.ephemeral:
-		c.sid, c.version = "", ""
-	case id[:2] == "s-":
-		c.sid, c.version = id, obj.Info.Version // continuing that session
+		c.sid, c.held, c.legacy = "", nil, ""
+	case record:
+		c.newSession() // a record starts a new session
 	default:
-		c.sid, c.version = newID("s-"), ""
-		s.hold(storeKey(c.ns, c.sid), c)
+		c.sid, c.held, c.legacy = id, held, legacy // continuing that session
 	}
 	if c.sid != "" {
 		ev.SessionId = []byte(c.sid)
 	}
 	return ev
+}
+
+// loadStored loads what is stored at at into the worker and returns the
+// event answering the load, with the stored session (nil when it was in
+// the legacy format, whose old store id is returned).
+func (c *conn) loadStored(ctx context.Context, id string, at place, record bool) (*pb.ChildEvent, *session.Driven, string) {
+	s := c.s
+	if record {
+		// Records stay where earlier releases wrote them (legacy.go).
+		obj, err := s.store.Get(ctx, at.storeID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return notStored(id), nil, ""
+		case err == nil && isLegacy(obj.Data):
+			return c.loadLegacy(ctx, id, at.storeID, obj.Data), nil, ""
+		}
+	}
+	held, err := session.OpenDriven(ctx, at.storeID, at.opts)
+	if err == nil && !held.Found() {
+		if record {
+			return notStored(id), nil, "" // removed meanwhile
+		}
+		// Parked by an earlier release, in the record space?
+		legacy := s.recordPlace(c.ns, id).storeID
+		obj, err := s.store.Get(ctx, legacy)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return notStored(id), nil, ""
+		case err != nil:
+			return c.storedError(ctx, id, err), nil, ""
+		}
+		return c.loadLegacy(ctx, id, legacy, obj.Data), nil, legacy
+	}
+	if err != nil {
+		return c.storedError(ctx, id, err), nil, ""
+	}
+	dump, err := held.Dump()
+	if err != nil {
+		return c.storedError(ctx, id, err), nil, ""
+	}
+	var header []byte
+	if drv := held.Driver(); drv != nil && drv.Name == driverName {
+		header = drv.State
+	}
+	ev := c.w.LoadLive(ctx, header, dump)
+	if live, err := c.w.Live(ctx); err == nil && ev.GetError() == nil {
+		held.Bind(live.REPL)
+	}
+	return ev, held, ""
+}
+
+func notStored(id string) *pb.ChildEvent {
+	return protocol.Violation("failed to load session: no session or record %s is stored for this API key", id)
+}
+
+// loadLegacy loads data, a session or record stored by an earlier release
+// at storeID.
+func (c *conn) loadLegacy(ctx context.Context, id, storeID string, data []byte) *pb.ChildEvent {
+	s := c.s
+	payload, err := s.openLegacy(storeID, data)
+	if err != nil {
+		qid, kerr := session.KeepAside(ctx, s.store, storeID, data)
+		return c.storedError(ctx, id, &session.CorruptStateError{ID: storeID, QuarantinedAs: qid,
+			Err: fmt.Errorf("%w: %w", session.ErrCorrupt, err), KeepErr: kerr})
+	}
+	var ev *pb.ChildEvent
+	_, _ = c.w.Handle(ctx, &pb.ParentRequest{Kind: &pb.ParentRequest_Load{Load: &pb.Load{State: payload}}}, func(e *pb.ChildEvent) error {
+		if e.GetPrint() == nil {
+			ev = e
+		}
+		return nil
+	})
+	if ev == nil {
+		ev = errEvent("RuntimeError", "loading the session failed")
+	}
+	return ev
+}
+
+// storedError is the answer to a load of id (a session's or a record's)
+// whose stored state could not be read or used.
+func (c *conn) storedError(ctx context.Context, id string, err error) *pb.ChildEvent {
+	log := c.s.log.With("id", id, "error", err)
+	what, advice := "session", fmt.Sprintf("delete the session to use its id again (DELETE /state/%s on the HTTP API), or start a new one", id)
+	if isRecordID(id) {
+		what, advice = "record", "load another record or session, or start a new one"
+	}
+	var corrupt *session.CorruptStateError
+	switch {
+	case errors.As(err, &corrupt) && corrupt.KeepErr == nil:
+		log.WarnContext(ctx, "monty.v1 stored session is corrupt; kept aside", "quarantined_as", corrupt.QuarantinedAs)
+		return errEvent("RuntimeError", fmt.Sprintf("%s %s is corrupt and was not loaded (%s); a copy was kept aside as %q and the original left in place: %s",
+			what, id, corruptReason(corrupt.Err), clientID(corrupt.QuarantinedAs), advice))
+	case errors.As(err, &corrupt):
+		log.ErrorContext(ctx, "monty.v1 stored session is corrupt, and keeping it aside failed", "keep_error", corrupt.KeepErr)
+		return errEvent("RuntimeError", fmt.Sprintf("%s %s is corrupt and was not loaded (%s), and could not be kept aside, so it was left in place: %s",
+			what, id, corruptReason(corrupt.Err), advice))
+	case errors.Is(err, session.ErrRunPaused), errors.Is(err, session.ErrRunUnloadable), errors.Is(err, session.ErrNewerFormat):
+		log.InfoContext(ctx, "monty.v1 stored session cannot be loaded here")
+		return errEvent("RuntimeError", fmt.Sprintf("%s %s cannot be loaded here: %s", what, id, strings.TrimPrefix(err.Error(), "session: ")))
+	case errors.Is(err, runtime.ErrMemoryLimit):
+		return errEvent("MemoryError", fmt.Sprintf("%s %s does not fit this server's memory limit: %v", what, id, err))
+	}
+	log.WarnContext(ctx, "monty.v1 load failed")
+	return errEvent("RuntimeError", "the session store could not be read; retry shortly")
+}
+
+// clientID is a stored id without its namespace, as a client names it.
+func clientID(storeID string) string {
+	if _, id, ok := strings.Cut(storeID, "/"); ok {
+		return id
+	}
+	return storeID
+}
+
+// corruptReason says why stored state is corrupt, in words for a client
+// (a store's own error names host paths; the log has it).
+func corruptReason(err error) string {
+	if errors.Is(err, store.ErrUnreadable) {
+		return "the store cannot read it: its entry is damaged"
+	}
+	return strings.TrimPrefix(err.Error(), session.ErrCorrupt.Error()+": ")
 }
 
 // dump writes the session to a new record and answers with its id.
@@ -438,22 +551,54 @@ func (c *conn) dump(ctx context.Context) *pb.ChildEvent {
 	if s.store == nil {
 		return errEvent("RuntimeError", "this server stores no sessions (started without --store), so dump() has nowhere to write")
 	}
-	snap, err := c.w.Snapshot(ctx)
-	if err != nil {
-		return errEvent("RuntimeError", "dump failed: "+err.Error())
-	}
 	id := newID("r-")
-	key := storeKey(c.ns, id)
-	if _, err := s.store.Put(ctx, key, s.seal(key, snap), store.Cond{IfAbsent: true}); err != nil {
+	at := s.recordPlace(c.ns, id)
+	if _, err := c.saveInto(ctx, at, nil); err != nil {
 		s.log.Warn("monty.v1 dump not stored", "error", err)
-		return errEvent("RuntimeError", "the session store could not be written; retry shortly")
+		if errors.Is(err, session.ErrStateTooLarge) {
+			return errEvent("RuntimeError", "dump failed: the session is larger than this server's limit on stored state")
+		}
+		return errEvent("RuntimeError", "dump failed: "+dumpFailure(err))
 	}
 	return &pb.ChildEvent{Kind: &pb.ChildEvent_DumpResult{DumpResult: &pb.DumpResult{State: []byte(id)}}}
 }
 
+// dumpFailure is why a dump failed, for the client.
+func dumpFailure(err error) string {
+	var se *saveError
+	if errors.As(err, &se) {
+		return se.err.Error()
+	}
+	return "the session store could not be written; retry shortly"
+}
+
+// saveError is a failure of the worker's session, not of the store.
+type saveError struct{ err error }
+
+func (e *saveError) Error() string { return e.err.Error() }
+func (e *saveError) Unwrap() error { return e.err }
+
+// saveInto stores the worker's session at at: into held (nil: a new
+// entry, stored only if at's id is free). It returns the Driven now
+// holding it.
+func (c *conn) saveInto(ctx context.Context, at place, held *session.Driven) (*session.Driven, error) {
+	live, err := c.w.Live(ctx)
+	if err != nil {
+		return nil, &saveError{err}
+	}
+	if held == nil {
+		if held, err = session.NewDriven(ctx, at.storeID, at.opts); err != nil {
+			return nil, err
+		}
+	}
+	r := session.DrivenREPL{Interpreter: live.Interpreter, REPL: live.REPL, Feed: live.Feed, Limits: live.Limits}
+	return held, held.Save(ctx, r, session.Driver{Name: driverName, State: live.Header})
+}
+
 // park stores the session under its id, so that Load continues it on any
-// instance. A session written meanwhile by another connection is not
-// overwritten: this one is kept under a new id.
+// instance (and /exec on the HTTP API). A session written meanwhile by
+// another connection or surface is not overwritten: this one is kept
+// under a new id.
 func (c *conn) park(ctx context.Context, why string) {
 	s := c.s
 	if c.sid == "" || s.store == nil || !c.w.Configured() {
@@ -462,20 +607,11 @@ func (c *conn) park(ctx context.Context, why string) {
 	ctx, span := c.span(ctx, "park")
 	defer span.End()
 	span.SetAttributes(attribute.String("monty.session.park_reason", why))
-	snap, err := c.w.Snapshot(ctx)
-	if err != nil {
-		telemetry.Fail(span, err)
-		s.log.Warn("monty.v1 session not parked", "session_id", c.sid, "why", why, "error", err)
-		return
-	}
 	for range 2 {
-		key := storeKey(c.ns, c.sid)
-		cond := store.Cond{IfAbsent: c.version == "", IfVersion: c.version}
-		info, err := s.store.Put(ctx, key, s.seal(key, snap), cond)
+		held, err := c.saveInto(ctx, s.sessionPlace(c.ns, c.sid), c.held)
 		if errors.Is(err, store.ErrConflict) {
 			old := c.sid
-			c.sid, c.version = newID("s-"), ""
-			s.hold(storeKey(c.ns, c.sid), c)
+			c.newSession()
 			s.log.Warn("monty.v1 session was continued elsewhere meanwhile; parking this one under a new id", "session_id", old, "new_session_id", c.sid)
 			continue
 		}
@@ -484,8 +620,16 @@ func (c *conn) park(ctx context.Context, why string) {
 			s.log.Warn("monty.v1 session not parked", "session_id", c.sid, "why", why, "error", err)
 			return
 		}
-		c.version = info.Version
-		s.log.Debug("monty.v1 session parked", "session_id", c.sid, "why", why, "bytes", len(snap))
+		c.held = held
+		if c.legacy != "" {
+			// Parked in the new format: the legacy entry is not the
+			// session any more.
+			if err := s.store.Delete(ctx, c.legacy); err != nil && !errors.Is(err, store.ErrNotFound) {
+				s.log.Warn("monty.v1 legacy session entry not removed", "session_id", c.sid, "store_id", c.legacy, "error", err)
+			}
+			c.legacy = ""
+		}
+		s.log.Debug("monty.v1 session parked", "session_id", c.sid, "why", why)
 		return
 	}
 }

@@ -15,9 +15,11 @@
 //     when its connection ends, idles out or the server drains. Dump writes
 //     a record that never changes and answers with its id; Load takes a
 //     session id (continuing that session) or a record id (starting a new
-//     session from it), on any instance sharing the store. Everything
-//     stored is signed with the server's key; what does not verify is
-//     never loaded.
+//     session from it), on any instance sharing the store. Sessions are
+//     the API key's sessions of the HTTP API (session-state blobs, package
+//     session): /exec continues one made here, and Load takes one /exec
+//     made. Everything stored is signed with the server's key; what does
+//     not verify is never loaded, but kept aside and reported corrupt.
 //   - Profiles: named ceilings on limits, operator mounts and host
 //     functions (the MCP servers of --connect), chosen by checkout(profile=).
 //   - Drain: after Shutdown starts, each session's next request is not run:
@@ -32,9 +34,7 @@ package server
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -48,6 +48,7 @@ import (
 
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/telemetry"
@@ -102,8 +103,13 @@ type Options struct {
 	// ephemeral (no session ids, Dump and Load by id refused).
 	Store store.Store
 	// SigningKey signs everything stored (required with Store, at least
-	// MinSigningKey bytes); every instance sharing the store needs it.
+	// MinSigningKey bytes); every instance sharing the store needs it, and
+	// an HTTP API sharing the store and its sessions has the same key.
 	SigningKey []byte
+	// MaxStateSize caps a stored session or record
+	// (session.DefaultMaxStateSize when 0): a session over it is not
+	// parked (the log says so), and dump() fails.
+	MaxStateSize int64
 	// APIKeys are the accepted keys; none accepts every client, in one
 	// namespace.
 	APIKeys []string
@@ -343,56 +349,57 @@ func (s *Server) hold(key string, c *conn) *conn {
 
 // ---- stored sessions -------------------------------------------------------
 
-// Session and record ids: "s-" or "r-" and 32 hex digits.
+// Where sessions and records live in the store. A session is one of the
+// API key's sessions (apikey.StoreID and StateKey, the HTTP API's layout),
+// a session-state blob whose Driver section holds the worker's
+// configuration and clocks, so that the HTTP API and MCP continue it and
+// this server loads theirs. A record (dump()) is the same kind of blob in
+// the namespace's record space beside them, never among them. Releases
+// before state format 7 parked sessions in the record space too, in the
+// MV1S format (legacy.go); those still load.
+
+// driverName names this surface in the sessions it stores.
+const driverName = "monty.v1"
+
+// recordSpace follows a namespace to name the space of its records.
+const recordSpace = ".monty-v1"
+
+// newID is a new session ("s-") or record ("r-") id: the prefix and 32 hex
+// digits.
 func newID(prefix string) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
 }
 
-func validID(id string) bool {
-	if len(id) != 34 || (id[:2] != "s-" && id[:2] != "r-") {
+// isRecordID reports whether id is a record's id, as dump() gives them.
+func isRecordID(id string) bool {
+	if len(id) != 34 || id[:2] != "r-" {
 		return false
 	}
 	_, err := hex.DecodeString(id[2:])
 	return err == nil
 }
 
-// storeKey is where id lives in the store: beside the HTTP API's sessions
-// of the same namespace, never among them.
-func storeKey(ns, id string) string { return ns + ".monty-v1/" + id }
-
-// blobMagic starts every stored blob: "MV1S", the HMAC-SHA256 of the key,
-// the store key and the payload, then the payload (a worker snapshot).
-var blobMagic = []byte("MV1S")
-
-func (s *Server) seal(key string, payload []byte) []byte {
-	out := append([]byte{}, blobMagic...)
-	out = append(out, s.mac(key, payload)...)
-	return append(out, payload...)
+// place is where a session or record is stored: its store id and the
+// options of its state.
+type place struct {
+	storeID string
+	opts    session.Options
 }
 
-func (s *Server) mac(key string, payload []byte) []byte {
-	m := hmac.New(sha256.New, s.opts.SigningKey)
-	m.Write([]byte("monty.v1 stored session\x00"))
-	m.Write([]byte(key))
-	m.Write([]byte{0})
-	m.Write(payload)
-	return m.Sum(nil)
+// sessionPlace is where session id of namespace ns lives: among the API
+// key's sessions.
+func (s *Server) sessionPlace(ns, id string) place {
+	return place{apikey.StoreID(ns, id), s.stateOptions(ns, id, apikey.LegacyKeys(s.opts.SigningKey))}
 }
 
-// errUnverified is a stored blob that is not one this server (or one
-// sharing its key) wrote for that id.
-var errUnverified = errors.New("its signature does not verify (damaged, forged, written for another id or API key, or signed with another key); it was not loaded")
+// recordPlace is where record id of namespace ns lives.
+func (s *Server) recordPlace(ns, id string) place {
+	return place{apikey.StoreID(ns+recordSpace, id), s.stateOptions(ns+recordSpace, id, nil)}
+}
 
-func (s *Server) open(key string, blob []byte) ([]byte, error) {
-	n := len(blobMagic) + sha256.Size
-	if len(blob) < n || string(blob[:len(blobMagic)]) != string(blobMagic) {
-		return nil, errUnverified
-	}
-	payload := blob[n:]
-	if !hmac.Equal(blob[len(blobMagic):n], s.mac(key, payload)) {
-		return nil, errUnverified
-	}
-	return payload, nil
+func (s *Server) stateOptions(ns, id string, verify [][]byte) session.Options {
+	return session.Options{Store: s.opts.Store, Engine: s.opts.Engine, Telemetry: s.tel, MaxStateSize: s.opts.MaxStateSize,
+		SigningKey: apikey.StateKey(s.opts.SigningKey, ns, id), VerifyKeys: verify}
 }

@@ -237,15 +237,35 @@ func TestForgedAndDamagedRecordsAreRefused(t *testing.T) {
 		d := s.dial(t)
 		ev := d.turn(load(rec))
 		require.NotNil(t, ev.GetError(), name)
-		assert.Contains(t, ev.GetError().GetException().GetMessage(), "does not verify", name)
+		msg := ev.GetError().GetException().GetMessage()
+		assert.Contains(t, msg, "record "+string(rec)+" is corrupt", name)
+		assertKeptAside(t, st, stored, blob, msg)
 	}
 	// A blob signed with another key is refused the same way.
 	other := start(t, st, func(o *server.Options) { o.SigningKey = []byte("another-signing-key-987") })
 	_, err = st.Put(context.Background(), stored, obj.Data, store.Cond{})
 	require.NoError(t, err)
-	assert.Contains(t, other.dial(t).turn(load(rec)).GetError().GetException().GetMessage(), "does not verify")
+	msg := other.dial(t).turn(load(rec)).GetError().GetException().GetMessage()
+	assert.Contains(t, msg, "signature does not verify")
+	assertKeptAside(t, st, stored, obj.Data, msg)
 	// And dump bytes are never taken in place of an id.
 	assert.Contains(t, s.dial(t).turn(load([]byte("MGW1 raw dump bytes"))).GetError().GetException().GetMessage(), "by id")
+}
+
+// assertKeptAside checks that msg names the copy of blob, the entry at
+// storeID, and that the copy holds it while the original stays in place.
+func assertKeptAside(t *testing.T, st store.Store, storeID string, blob []byte, msg string) {
+	t.Helper()
+	ns, id, _ := strings.Cut(storeID, "/")
+	_, after, ok := strings.Cut(msg, "kept aside as \""+id+".corrupt.")
+	require.True(t, ok, msg)
+	copyID := ns + "/" + id + ".corrupt." + after[:16]
+	kept, err := st.Get(context.Background(), copyID)
+	require.NoError(t, err, msg)
+	assert.Equal(t, blob, kept.Data, "the copy holds the damaged bytes")
+	orig, err := st.Get(context.Background(), storeID)
+	require.NoError(t, err)
+	assert.Equal(t, blob, orig.Data, "the original is left in place")
 }
 
 func flip(b []byte, i int) []byte {

@@ -1,0 +1,235 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session/store"
+)
+
+// Driver is what a session keeps of the surface that drove it last, when
+// that surface runs the interpreter itself (a Driven; format version 7).
+// The HTTP API and MCP carry it unchanged through their own calls, so
+// that the surface finds its configuration again.
+type Driver struct {
+	// Name names the surface ("monty.v1").
+	Name string `json:"name"`
+	// State is the surface's own state of the session (for monty.v1, the
+	// worker's configuration and clocks), opaque to this package.
+	State []byte `json:"state,omitempty"`
+	// Feed is set while the dump holds a feed the surface paused (waiting
+	// on its client): only that surface can continue the session then.
+	Feed bool `json:"feed,omitempty"`
+}
+
+// ErrDriverFeed matches the error of a session that another surface
+// stored paused in a feed (Driver.Feed): it is continued there, not here.
+var ErrDriverFeed = errors.New("session: paused in a feed of another surface")
+
+// Driven is a session whose interpreter another surface runs: the monty.v1
+// server's worker owns the REPL, and a Driven reads the session's stored
+// state for it and saves the REPL back, in the format, and under the
+// signing, compare-and-set and corrupt-state policy, of every session. So
+// the HTTP API and MCP continue what monty.v1 started under the same id,
+// and the other way round. A Driven is not safe for concurrent use.
+type Driven struct {
+	opts  Options
+	state *storedState
+	view  viewer
+	// bound is the REPL that the stored state's parts (state.lineage) are
+	// the dump of: a save of another REPL stores its dump whole.
+	bound *runtime.REPL
+}
+
+// DrivenREPL is the driver's REPL a Driven saves.
+type DrivenREPL struct {
+	// Interpreter runs REPL.
+	Interpreter *runtime.Interpreter
+	REPL        *runtime.REPL
+	// Feed is the feed paused in REPL, nil when it is idle.
+	Feed *runtime.Execution
+	// Limits are the limits to leave Interpreter with after the save
+	// computed the JSON view of REPL's globals (in REPL, under the default
+	// limits and a memory budget of its own).
+	Limits runtime.Limits
+}
+
+// NewDriven is a new session id for a driver: nothing is read, and its
+// first Save stores it only if nothing is stored under id (store.ErrConflict
+// otherwise). Of Options it uses what OpenDriven does.
+func NewDriven(ctx context.Context, id string, opts Options) (*Driven, error) {
+	return openDriven(ctx, id, opts, false)
+}
+
+// OpenDriven reads the state stored under id for a driver; a new session
+// when none is. Of Options it uses the Store, the keys, the size caps,
+// compression, Engine (to join a dump stored in parts) and Telemetry.
+// State that does not load is kept aside and reported as a
+// *CorruptStateError naming the copy, whatever Options.FreshOnCorrupt says:
+// the driver decides. A session paused at client tool calls (Session.Paused)
+// or kept as a JSON view only is refused with ErrRunPaused or
+// ErrRunUnloadable: a driver continues only what it can run.
+func OpenDriven(ctx context.Context, id string, opts Options) (*Driven, error) {
+	return openDriven(ctx, id, opts, true)
+}
+
+func openDriven(ctx context.Context, id string, opts Options, read bool) (*Driven, error) {
+	if opts.Store == nil {
+		return nil, errors.New("session: Options.Store is required")
+	}
+	if err := store.CheckID(id); err != nil {
+		return nil, err
+	}
+	eng := opts.Engine
+	if eng == nil {
+		var err error
+		if eng, err = runtime.Default(ctx); err != nil {
+			return nil, err
+		}
+	}
+	opts.Engine, opts.Files = eng, nil
+	opts.Store = opts.Telemetry.Or().Store(opts.Store)
+	d := &Driven{opts: opts}
+	d.state = newStoredState(id, &d.opts, eng)
+	if !read {
+		return d, nil
+	}
+	obj, err := d.state.get(ctx)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return d, nil
+	case errors.Is(err, store.ErrUnreadable):
+		data, _, serr := d.state.salvage(ctx)
+		if errors.Is(serr, store.ErrNotFound) {
+			return d, nil
+		}
+		cause := fmt.Errorf("%w: the store cannot read it: %w", ErrCorrupt, err)
+		if serr != nil {
+			return nil, &CorruptStateError{ID: id, Err: cause, KeepErr: serr}
+		}
+		return nil, d.keepAside(ctx, data, cause)
+	case err != nil:
+		return nil, err
+	}
+	b, err := d.state.decode(obj.Data)
+	if errors.Is(err, ErrCorrupt) {
+		return nil, d.keepAside(ctx, obj.Data, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	switch {
+	case b.Run != nil:
+		return nil, fmt.Errorf("%w: session %s, run %s is paused at client tool calls; resume it with the surface that paused it (POST /runs/%s/resume)", ErrRunPaused, id, b.Run.ID, b.Run.ID)
+	case b.JSONOnly:
+		return nil, fmt.Errorf("%w: session %s keeps only the JSON view of its globals, not an interpreter's state to continue", ErrRunUnloadable, id)
+	case b.MontyVersion != eng.MontyVersion():
+		return nil, fmt.Errorf("%w: session %s was stored by Monty %s and this is Monty %s; continue it through the HTTP API, which rebuilds it from its JSON view", ErrRunUnloadable, id, b.MontyVersion, eng.MontyVersion())
+	}
+	d.state.adopt(obj.Info, b)
+	return d, nil
+}
+
+// keepAside stores data, the entry that did not load, aside and returns
+// the *CorruptStateError naming the copy.
+func (d *Driven) keepAside(ctx context.Context, data []byte, cause error) error {
+	qid, err := d.state.keepAside(ctx, data)
+	if err != nil {
+		return &CorruptStateError{ID: d.state.id, Err: cause, KeepErr: err}
+	}
+	return &CorruptStateError{ID: d.state.id, QuarantinedAs: qid, Err: cause}
+}
+
+// ID is the session id.
+func (d *Driven) ID() string { return d.state.id }
+
+// Found reports whether state is stored under the id (as loaded or last
+// saved).
+func (d *Driven) Found() bool { return d.state.saved != nil }
+
+// Driver returns the stored Driver section (nil: none, as for a session
+// the HTTP API made).
+func (d *Driven) Driver() *Driver {
+	if d.state.saved == nil {
+		return nil
+	}
+	return d.state.saved.Driver
+}
+
+// Dump returns the stored REPL dump, whole (nil when nothing is stored).
+// A driver that loads it into a REPL passes that REPL to Bind.
+func (d *Driven) Dump() ([]byte, error) {
+	b := d.state.saved
+	if b == nil || b.Parts == nil {
+		if b == nil {
+			return nil, nil
+		}
+		return b.Dump, nil
+	}
+	return b.Parts.join(d.opts.Engine, d.opts.Limits.MaxMemory)
+}
+
+// Bind says that repl was loaded from Dump, so that the next Save of it
+// stores only what it added since.
+func (d *Driven) Bind(repl *runtime.REPL) {
+	d.bound = repl
+	if b := d.state.saved; b != nil {
+		d.state.lineage = b.Parts
+	}
+}
+
+// Save stores r as the session's state with drv, under compare-and-set on
+// the version last loaded or saved: an error matching store.ErrConflict
+// when another writer stored the session since (nothing is stored), and
+// ErrStateTooLarge over Options.MaxStateSize. An idle REPL is stored with
+// its JSON view, computed again, and in parts (what it added since the
+// last save); a paused feed is stored whole, with the view of the last
+// save, and drv.Feed set. The type check context, the decisions and the
+// files of the stored state are kept.
+func (d *Driven) Save(ctx context.Context, r DrivenREPL, drv Driver) error {
+	st := d.state
+	b := &blob{MontyVersion: st.montyVersion, ModuleSum: st.module, Driver: &drv}
+	if saved := st.saved; saved != nil {
+		b.TypeCheck, b.Decisions = saved.TypeCheck, saved.Decisions
+		b.Names, b.JSON = saved.Names, saved.JSON
+	} else {
+		b.Names, b.JSON = []string{}, []byte("{}")
+	}
+	if r.REPL != d.bound {
+		st.lineage, d.view, d.bound = nil, viewer{}, r.REPL
+	}
+	var err error
+	if r.Feed != nil {
+		drv.Feed = true
+		b.Dump, err = r.Feed.Dump(ctx)
+	} else {
+		var g *globalsView
+		g, err = d.view.snapshot(ctx, viewTarget{r.Interpreter, r.REPL, runtime.DefaultLimits()}, d.opts.maxViewSize())
+		r.Interpreter.SetLimits(r.Limits)
+		if err != nil {
+			return fmt.Errorf("session %s: %w", st.id, err)
+		}
+		b.Names, b.namesJSON, b.JSON = g.names, g.namesJSON, g.json
+		var delta *runtime.Delta
+		var since runtime.DumpMarks
+		if st.lineage != nil {
+			since = st.lineage.marks
+		}
+		if delta, err = r.REPL.DumpDelta(ctx, since); err == nil {
+			b.Parts, err = st.lineage.next(delta, !d.opts.NoCompression)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("session %s: %w", st.id, err)
+	}
+	mark := st.filesSection(b)
+	if _, err := st.put(ctx, b, mark); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("session %s: %w: another writer stored this session since it was loaded", st.id, err)
+		}
+		return fmt.Errorf("session %s: %w", st.id, err)
+	}
+	return nil
+}
