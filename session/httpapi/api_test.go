@@ -367,13 +367,16 @@ func TestHealthAndMetrics(t *testing.T) {
 	for _, want := range []string{
 		`monty_executions_total{outcome="ok"} 1`,
 		`monty_executions_total{outcome="exception"} 1`,
-		`monty_http_requests_total{endpoint="exec",code="200"} 2`,
-		`monty_http_requests_total{endpoint="state_upload",code="400"} 1`,
-		`monty_execution_duration_seconds_count 2`,
+		`monty_http_requests_total{code="200",endpoint="exec"} 2`,
+		`monty_http_requests_total{code="400",endpoint="state_upload"} 1`,
+		`monty_execution_duration_seconds_count{monty_outcome="ok"} 1`,
+		`monty_execution_duration_seconds_count{monty_outcome="exception"} 1`,
 		`monty_state_size_bytes_count 1`,
 		`monty_state_uploads_invalid_total 1`,
 		"# TYPE monty_execution_duration_seconds histogram",
-		`monty_execution_duration_seconds_bucket{le="+Inf"} 2`,
+		`monty_execution_duration_seconds_bucket{monty_outcome="exception",le="+Inf"} 1`,
+		`monty_executions_capacity `,
+		`monty_executions_running 0`,
 	} {
 		if !strings.Contains(string(m), want) {
 			t.Errorf("metrics lack %q", want)

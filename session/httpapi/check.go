@@ -100,7 +100,7 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request, ns string) *apiE
 		if diags == nil {
 			diags = []typecheck.Diagnostic{}
 		}
-		h.metrics.checks.inc(map[bool]string{true: "clean", false: "problems"}[res.Clean()])
+		h.metrics.check(map[bool]string{true: "clean", false: "problems"}[res.Clean()])
 		writeJSON(w, http.StatusOK, &CheckResponse{Clean: res.Clean(), Diagnostics: diags, Text: res.Text, DurationMS: durationMS(time.Since(start))})
 		return nil
 	})

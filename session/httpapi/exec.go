@@ -248,18 +248,17 @@ func (h *Handler) execute(ctx context.Context, ns, sessionID string, op sessionO
 	elapsed := time.Since(start)
 	var refused *apiError
 	if errors.As(err, &refused) {
-		h.metrics.execs.inc("error")
+		h.metrics.execution("error")
 		return nil, refused
 	}
 	if aerr := typeCheckError(err); aerr != nil {
-		h.metrics.execs.inc("type_error")
+		h.metrics.execution("type_error")
 		aerr.body.SessionID, aerr.body.DurationMS = sessionID, durationMS(elapsed)
 		return nil, aerr
 	}
-	h.metrics.execDuration.observe(elapsed.Seconds())
 	if aerr := execLimitError(err, out.pyErr, out.resp != nil, limits, h.opts.Limits); aerr != nil {
-		h.metrics.execs.inc("limit")
-		h.metrics.limits.inc(aerr.code)
+		h.metrics.execution("limit")
+		h.metrics.limit(aerr.code)
 		aerr.body = &ErrorResponse{SessionID: sessionID, DurationMS: durationMS(elapsed)}
 		if resp := out.resp; resp != nil {
 			b := aerr.body
@@ -269,7 +268,7 @@ func (h *Handler) execute(ctx context.Context, ns, sessionID string, op sessionO
 		return nil, aerr.named(ns, sessionID)
 	}
 	if err != nil {
-		h.metrics.execs.inc("error")
+		h.metrics.execution("error")
 		if aerr := runError(err, sessionID, op.run); aerr != nil {
 			return nil, aerr
 		}
@@ -280,17 +279,17 @@ func (h *Handler) execute(ctx context.Context, ns, sessionID string, op sessionO
 	resp.DurationMS = durationMS(elapsed)
 	if out.paused != nil {
 		setPaused(resp, sessionID, out.paused, h.opts.Functions)
-		h.metrics.execs.inc("paused")
+		h.metrics.execution("paused")
 		return resp, nil
 	}
 	resp.DurationMS = durationMS(elapsed)
 	if resp.Error != nil {
-		h.metrics.execs.inc("exception")
+		h.metrics.execution("exception")
 	} else {
-		h.metrics.execs.inc("ok")
+		h.metrics.execution("ok")
 	}
 	if resp.HasState {
-		h.metrics.stateSize.observe(float64(resp.StateSize))
+		h.metrics.state(resp.StateSize)
 	}
 	return resp, nil
 }

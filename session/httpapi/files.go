@@ -153,7 +153,7 @@ func (h *Handler) getFile(w http.ResponseWriter, r *http.Request, ns string) *ap
 		if r.Method != http.MethodHead {
 			_, _ = w.Write(data)
 		}
-		h.metrics.fileDownloads.Add(1)
+		count(h.metrics.fileDownloads)
 		return nil
 	})
 }
@@ -183,8 +183,8 @@ func (h *Handler) putFile(w http.ResponseWriter, r *http.Request, ns string) *ap
 		if err != nil {
 			return fileError(err, ns, id)
 		}
-		h.metrics.fileUploads.Add(1)
-		h.metrics.stateSize.observe(float64(up.State.Size))
+		count(h.metrics.fileUploads)
+		h.metrics.state(up.State.Size)
 		status := http.StatusOK
 		if up.Created {
 			status = http.StatusCreated
@@ -206,7 +206,7 @@ func (h *Handler) deleteFile(w http.ResponseWriter, r *http.Request, ns string) 
 		if err != nil {
 			return fileError(err, ns, id)
 		}
-		h.metrics.stateSize.observe(float64(up.State.Size))
+		h.metrics.state(up.State.Size)
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	})

@@ -79,10 +79,12 @@ import (
 	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/telemetry"
+	"github.com/monty-go/monty/session/telemetry/scrape"
 	"github.com/monty-go/monty/session/tools"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -180,8 +182,16 @@ type Options struct {
 	// traceparent of the request, when it has one), the spans of the
 	// executions and store operations below it, and the HTTP and
 	// execution metrics; nil means telemetry.Default (the global
-	// OpenTelemetry providers). GET /metrics is served either way.
+	// OpenTelemetry providers), except that with Metrics nil too the
+	// metrics go to a MeterProvider of the Handler's own, served at GET
+	// /metrics.
 	Telemetry *telemetry.Telemetry
+	// Metrics serves GET /metrics: the Prometheus exposition of
+	// Telemetry's MeterProvider, as package scrape makes it (its reader
+	// given to that provider). Nil with a Telemetry: GET /metrics answers
+	// 404 metrics_not_served, the metrics going to Telemetry's provider
+	// only.
+	Metrics http.Handler
 	// Checker type-checks the code of requests that ask for it (POST
 	// /check, "type_check" on POST /exec); nil means typecheck.Default,
 	// compiled at the first such request.
@@ -318,9 +328,27 @@ func New(opts Options) (*Handler, error) {
 	if opts.HealthTimeout <= 0 {
 		opts.HealthTimeout = DefaultHealthTimeout
 	}
+	serveMetrics := metricsNotServed
+	if opts.Metrics == nil && opts.Telemetry == nil {
+		// Metrics of its own, served at /metrics; spans go to the global
+		// tracer provider.
+		reader, handler, err := scrape.New()
+		if err != nil {
+			return nil, err
+		}
+		opts.Telemetry = telemetry.New(telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+		opts.Metrics = handler
+	}
+	if opts.Metrics != nil {
+		serveMetrics = func(w http.ResponseWriter, r *http.Request) *apiError {
+			opts.Metrics.ServeHTTP(w, r)
+			return nil
+		}
+	}
 	opts.Telemetry = opts.Telemetry.Or()
 	opts.Store = opts.Telemetry.Store(opts.Store)
-	h := &Handler{opts: opts, log: opts.Logger, slots: make(chan struct{}, opts.MaxConcurrent), metrics: newMetrics()}
+	h := &Handler{opts: opts, log: opts.Logger, slots: make(chan struct{}, opts.MaxConcurrent)}
+	h.metrics = newMetrics(opts.Telemetry.MeterProvider(), h)
 	if opts.HotSessions >= 0 && !opts.DisablePersistence {
 		h.hot = newHotSessions(cmp.Or(opts.HotSessions, defaultHotSessions))
 	}
@@ -364,7 +392,7 @@ func New(opts Options) (*Handler, error) {
 	h.mux.HandleFunc("GET /healthz", h.instrument("healthz", h.healthz))
 	h.mux.HandleFunc("GET /health", h.instrument("health", h.health))
 	h.route("GET /health/store", "health_store", h.healthStore)
-	h.mux.HandleFunc("GET /metrics", h.instrument("metrics", h.serveMetrics))
+	h.mux.HandleFunc("GET /metrics", h.instrument("metrics", serveMetrics))
 	for path, allow := range map[string]string{"/exec": "POST", "/check": "POST", "/state/{id}": "GET, POST, DELETE", "/state/{id}/info": "GET",
 		"/state/{id}/files": "GET", "/state/{id}/files/{path...}": "GET, PUT, DELETE", "/runs/{run_id}/resume": "POST", "/healthz": "GET", "/metrics": "GET",
 		"/health": "GET", "/health/store": "GET"} {
@@ -530,7 +558,7 @@ func (h *Handler) withSlot(work func() *apiError) *apiError {
 	case h.slots <- struct{}{}:
 	default:
 		h.mu.Unlock()
-		h.metrics.rejected.Add(1)
+		count(h.metrics.rejected)
 		return &apiError{status: http.StatusTooManyRequests, code: "at_capacity", msg: fmt.Sprintf("all %d execution slots are busy; retry shortly", cap(h.slots)), retryAfter: 1}
 	}
 	h.inflight.Add(1)

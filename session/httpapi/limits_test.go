@@ -146,7 +146,7 @@ func TestLimitMetrics(t *testing.T) {
 	for _, want := range []string{
 		`monty_executions_total{outcome="limit"} 1`,
 		`monty_execution_limits_total{limit="int_size_limit"} 1`,
-		`monty_http_requests_total{endpoint="exec",code="422"} 1`,
+		`monty_http_requests_total{code="422",endpoint="exec"} 1`,
 	} {
 		if !strings.Contains(string(m), want) {
 			t.Errorf("metrics lack %q:\n%s", want, m)

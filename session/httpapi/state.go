@@ -90,7 +90,7 @@ func (h *Handler) getState(w http.ResponseWriter, r *http.Request, ns string) *a
 		w.Header().Set("Content-Length", fmt.Sprint(len(obj.Data)))
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(obj.Data)
-		h.metrics.downloads.Add(1)
+		count(h.metrics.downloads)
 		return nil
 	})
 }
@@ -115,7 +115,7 @@ func (h *Handler) uploadState(w http.ResponseWriter, r *http.Request, ns string)
 	}
 	max := h.opts.MaxStateSize
 	if r.ContentLength > max {
-		h.metrics.largeUploads.Add(1)
+		count(h.metrics.largeUploads)
 		return tooLarge(codeStateTooLarge, "the state", r.ContentLength, max)
 	}
 	// The body is held in memory (up to MaxStateSize) and hashed: an upload
@@ -125,7 +125,7 @@ func (h *Handler) uploadState(w http.ResponseWriter, r *http.Request, ns string)
 		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			h.metrics.largeUploads.Add(1)
+			count(h.metrics.largeUploads)
 			return tooLarge(codeStateTooLarge, "the state", -1, max)
 		}
 		if err != nil {
@@ -137,7 +137,7 @@ func (h *Handler) uploadState(w http.ResponseWriter, r *http.Request, ns string)
 		// dump: its cost is the blob's size, whatever the dump expands to.
 		in, err := session.Inspect(data, h.stateKey(ns, id))
 		if err != nil {
-			h.metrics.invalidUploads.Add(1)
+			count(h.metrics.invalidUploads)
 			msg := err.Error()
 			if strings.Contains(msg, "signature") {
 				msg += "; a blob is accepted only by the session id (and API key) it was downloaded from"
@@ -146,7 +146,7 @@ func (h *Handler) uploadState(w http.ResponseWriter, r *http.Request, ns string)
 		}
 		if mem := h.opts.Limits.MaxMemory; mem > 0 && in.DumpSize > mem {
 			// It could never be loaded: refuse it now rather than at every /exec.
-			h.metrics.largeUploads.Add(1)
+			count(h.metrics.largeUploads)
 			return &apiError{status: statusTooLarge, code: codeStateTooLarge, msg: fmt.Sprintf(
 				"the state's interpreter dump is %s, more than the server's memory limit of %s per execution, so it could never be loaded; nothing was stored",
 				byteSize(in.DumpSize), byteSize(mem))}
@@ -167,8 +167,8 @@ func (h *Handler) uploadState(w http.ResponseWriter, r *http.Request, ns string)
 		if err != nil {
 			return storeError(err)
 		}
-		h.metrics.uploads.Add(1)
-		h.metrics.stateSize.observe(float64(info.Size))
+		count(h.metrics.uploads)
+		h.metrics.state(info.Size)
 		w.Header().Set("ETag", `"`+info.SHA256+`"`)
 		writeJSON(w, http.StatusCreated, UploadResponse{Message: "state_uploaded", Size: info.Size, Hash: info.SHA256})
 		return nil

@@ -8,12 +8,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/telemetry"
+	"github.com/monty-go/monty/session/telemetry/scrape"
 )
 
 // TestTraceparent: a request's W3C traceparent is the parent of its server
@@ -24,7 +26,10 @@ func TestTraceparent(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	s := newServer(t, httpapi.Options{Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp})})
+	reader, metrics, err := scrape.New()
+	require.NoError(t, err)
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	s := newServer(t, httpapi.Options{Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp, MeterProvider: mp}), Metrics: metrics})
 	c := s.client("")
 
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
@@ -85,6 +90,16 @@ func TestTraceparent(t *testing.T) {
 	status, _, _ = c.do("HEAD", "/health", nil)
 	require.Equal(t, http.StatusOK, status)
 	assert.Empty(t, names(exp), "probes and scrapes are not traced")
+}
+
+// TestMetricsGoWhereTheyAreGiven: with a Telemetry of its own and no
+// Metrics, the server serves no metrics (they go to that MeterProvider),
+// and says so.
+func TestMetricsGoWhereTheyAreGiven(t *testing.T) {
+	c := newServer(t, httpapi.Options{Telemetry: telemetry.New(telemetry.Options{})}).client("")
+	status, _, body := c.do("GET", "/metrics", nil)
+	assert.Equal(t, http.StatusNotFound, status)
+	assert.Contains(t, string(body), "metrics_not_served")
 }
 
 func names(exp *tracetest.InMemoryExporter) string {

@@ -173,11 +173,16 @@ func New(opts Options) *Telemetry {
 	return t
 }
 
+// secondBuckets are the bucket boundaries of the duration histograms, in
+// seconds: a millisecond to a minute (OpenTelemetry's default boundaries
+// are made for milliseconds).
+var secondBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
 // histogram makes a float64 histogram in seconds. The API's instruments
 // never fail for a valid name; a provider that does fail returns a no-op
 // instrument with its error, which is the right fallback here.
 func histogram(m metric.Meter, name, desc string) metric.Float64Histogram {
-	h, err := m.Float64Histogram(name, metric.WithDescription(desc), metric.WithUnit("s"))
+	h, err := m.Float64Histogram(name, metric.WithDescription(desc), metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(secondBuckets...))
 	if err != nil {
 		otel.Handle(err)
 	}

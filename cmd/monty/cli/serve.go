@@ -30,6 +30,7 @@ import (
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/storeurl"
 	"github.com/monty-go/monty/session/store/tiered"
+	"github.com/monty-go/monty/session/telemetry/scrape"
 )
 
 const serveUsage = `usage: monty serve [flags]
@@ -513,12 +514,20 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	}
 	// First, so that the last spans are flushed after everything else
 	// has stopped.
-	tel, stopTelemetry, err := startTelemetry(ctx, log)
+	scraped, metrics, err := scrape.New()
+	if err != nil {
+		return err
+	}
+	tel, stopTelemetry, err := startTelemetry(ctx, log, scraped)
 	if err != nil {
 		return usageError{err}
 	}
 	defer stopTelemetry()
-	opts.Telemetry = tel.Telemetry
+	if opts.Telemetry = tel.Telemetry; opts.Telemetry != nil {
+		// GET /metrics serves every instrument, OTLP or not (without the
+		// SDK, OTEL_SDK_DISABLED, the API keeps metrics of its own).
+		opts.Metrics = metrics
+	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return usageError{errors.New("--tls-cert and --tls-key go together")}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/monty-go/monty/session/telemetry/otlpenv"
 )
@@ -32,17 +33,17 @@ const telemetryServiceName = "monty"
 const telemetryFlushTimeout = 5 * time.Second
 
 // startTelemetry sets up OpenTelemetry export from the OTEL_* variables
-// (package otlpenv) and logs where it goes. stop flushes and stops the
+// (package otlpenv), metrics going to readers too, and logs where it goes. stop flushes and stops the
 // exporters, logging a failure; call it after everything that makes spans
 // has stopped. When nothing is configured the Telemetry of the providers is
 // nil and stop does nothing.
-func startTelemetry(ctx context.Context, log *slog.Logger) (p *otlpenv.Providers, stop func(), err error) {
-	p, err = otlpenv.Setup(ctx, telemetryServiceName)
+func startTelemetry(ctx context.Context, log *slog.Logger, readers ...sdkmetric.Reader) (p *otlpenv.Providers, stop func(), err error) {
+	p, err = otlpenv.Setup(ctx, telemetryServiceName, readers...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("OpenTelemetry: %w", err)
 	}
 	if !p.Enabled() {
-		return p, func() {}, nil
+		return p, func() { _ = p.Shutdown(context.Background()) }, nil
 	}
 	// Export failures are reported through the global error handler:
 	// into the log, not onto bare stderr.

@@ -133,10 +133,12 @@ func (p *Providers) Shutdown(ctx context.Context) error {
 // makes the providers and exporters they ask for, with service.name
 // serviceName unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES name
 // another. It fails on a configuration it cannot follow, naming the
-// variable. When nothing is to be exported it returns Providers with a nil
+// variable. Metrics also go to readers (the Prometheus exporter of
+// package scrape, say), unless OTEL_SDK_DISABLED is true. When nothing is
+// to be exported and there are no readers it returns Providers with a nil
 // Telemetry and changes no global. Call Shutdown before the program exits,
 // so that the last spans are sent.
-func Setup(ctx context.Context, serviceName string) (*Providers, error) {
+func Setup(ctx context.Context, serviceName string, readers ...sdkmetric.Reader) (*Providers, error) {
 	p := &Providers{}
 	disabled, err := sdkDisabled()
 	switch {
@@ -151,7 +153,7 @@ func Setup(ctx context.Context, serviceName string) (*Providers, error) {
 	if p.Metrics, err = signalFromEnv(metrics); err != nil {
 		return nil, err
 	}
-	if !p.Enabled() {
+	if !p.Enabled() && len(readers) == 0 {
 		return p, nil
 	}
 	res, err := newResource(ctx, serviceName)
@@ -171,7 +173,14 @@ func Setup(ctx context.Context, serviceName string) (*Providers, error) {
 			_ = p.Shutdown(ctx)
 			return nil, fmt.Errorf("the OTLP metric exporter: %w", err)
 		}
-		p.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
+		readers = append(readers, sdkmetric.NewPeriodicReader(exp))
+	}
+	if len(readers) > 0 {
+		opts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+		for _, r := range readers {
+			opts = append(opts, sdkmetric.WithReader(r))
+		}
+		p.mp = sdkmetric.NewMeterProvider(opts...)
 	}
 	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	cfg := telemetry.Options{Propagator: prop}
