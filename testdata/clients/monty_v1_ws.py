@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import sys
 import time
 import traceback
+import urllib.error
+import urllib.request
 
 import pydantic_monty as pm
 
@@ -242,6 +245,19 @@ async def server_features(url: str, key: str, other_key: str) -> list[str]:
             check(isinstance(snap, pm.AsyncFunctionSnapshot) and snap.args == (6,), f'reannounced suspension {snap!r}')
             done = await snap.resume({'return_value': 'g'})
             check(done.output == 'g', 'a loaded suspension resumes')
+        # One session on every surface: /exec continues a parked session by its id, and
+        # load_session takes a session /exec made.
+        out = await asyncio.to_thread(http_exec, url, key, sid.decode(), 'x.append(10)\nf()')
+        check(out.get('result') == 16, f'/exec continues the monty.v1 session: {out}')
+        async with p.checkout() as s:
+            await s.load_session(sid)
+            check(await s.feed_run('f()') == 16, "the session holds what /exec did")
+        out = await asyncio.to_thread(http_exec, url, key, 'made-by-exec', "h = 'from /exec'")
+        check('error' not in out, f'/exec: {out}')
+        async with p.checkout() as s:
+            await s.load_session(b'made-by-exec')
+            check(s.session_id == b'made-by-exec', f'session id of /exec: {s.session_id!r}')
+            check(await s.feed_run('h') == 'from /exec', "load_session takes /exec's session")
         # Unknown, forged and malformed ids are refused, never loaded.
         for bad in (b'r-' + b'0' * 32, b's-' + b'f' * 32, b'garbage', rec[:-1] + b'x'):
             async with p.checkout() as s:
@@ -291,6 +307,18 @@ async def server_features(url: str, key: str, other_key: str) -> list[str]:
         except pm.MontyError as e:
             check('failed to load session' in str(e), f'foreign record refusal: {e}')
     return problems
+
+
+def http_exec(url: str, key: str, session_id: str, code: str) -> dict:
+    """POST /exec on the HTTP API beside the monty.v1 server."""
+    base = 'http' + url.removeprefix('ws').rstrip('/')
+    body = json.dumps({'code': code, 'session_id': session_id}).encode()
+    req = urllib.request.Request(base + '/exec', data=body, headers={'x-api-key': key, 'content-type': 'application/json'})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.load(r)
+    except urllib.error.HTTPError as e:
+        return json.load(e)
 
 
 async def main() -> int:
