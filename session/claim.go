@@ -157,17 +157,6 @@ type Decision struct {
 	Exception string `json:"exception,omitempty"`
 }
 
-// Decisions returns the decisions on the session's approval calls, oldest
-// first: the last MaxDecisions stored with its state.
-func (s *Session) Decisions() []Decision {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state.saved == nil {
-		return nil
-	}
-	return slices.Clone(s.state.saved.Decisions)
-}
-
 // IdempotencyKey is the key of call callID of the execution origin of
 // session sid (ToolCall.IdempotencyKey): the same for every resume of the
 // call, in every process.
@@ -280,89 +269,6 @@ func newClaimToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// putRun stores the saved state with rec as its paused run (a claim, or
-// the run listed again), under the same compare-and-set as every save,
-// with decisions added; the live run becomes rec.
-func (s *Session) putRun(ctx context.Context, rec *pausedRun, decisions []Decision) error {
-	saved := s.state.saved
-	if saved == nil || saved.Run == nil {
-		return fmt.Errorf("%w: session %s: the paused run is not stored", ErrRunNotPaused, s.id)
-	}
-	b := *saved
-	b.Run, b.Decisions = rec, withDecisions(saved.Decisions, decisions)
-	if _, err := s.state.put(ctx, &b, filesMark{gen: s.state.filesGen, cache: s.state.filesCache}); err != nil {
-		return err
-	}
-	s.runs.paused.rec = rec
-	return nil
-}
-
-// claim stores run claimed by this resume for the calls o.Claim (ids),
-// and returns the claim's token. A resume that got there first (the store
-// moved) refuses it with ErrRunClaimed.
-func (s *Session) claim(ctx context.Context, run *activeRun, ids []uint32, o ResumeOptions) (string, error) {
-	lease := o.Lease
-	if lease <= 0 {
-		lease = DefaultClaimLease
-	}
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	rec := *run.rec
-	rec.Claim = &runClaim{Token: newClaimToken(), Who: o.Who, At: now, Until: now.Add(lease), Calls: ids}
-	if o.Name != nil {
-		p := run.rec.public(s.id)
-		for _, id := range ids {
-			name := ""
-			for _, c := range p.Calls {
-				if c.ID == strconv.FormatUint(uint64(id), 10) {
-					name = o.Name(c)
-				}
-			}
-			rec.Claim.Names = append(rec.Claim.Names, name)
-		}
-	}
-	err := s.putRun(ctx, &rec, nil)
-	if isConflict(err) {
-		_ = s.reload(ctx)
-		return "", fmt.Errorf("%w: session %s, run %s: another resume claimed or resumed it at the same moment, and makes its calls", ErrRunClaimed, s.id, run.rec.ID)
-	}
-	if err != nil {
-		return "", err
-	}
-	return rec.Claim.Token, nil
-}
-
-// relist lists the claimed paused run again (relisted), recording its
-// claimed calls as may have run, and returns the new pause. It is what a
-// resume does on finding a claim whose holder died, and what a claiming
-// resume does when it fails after its claim.
-func (s *Session) relist(ctx context.Context) (*Paused, error) {
-	rec := s.runs.paused.rec
-	next := rec.relisted()
-	if err := s.putRun(ctx, next, rec.uncertainDecisions(s.id, time.Now().UTC())); err != nil {
-		if isConflict(err) {
-			_ = s.reload(ctx)
-			return nil, fmt.Errorf("%w: session %s, run %s: another resume got there first", ErrRunClaimed, s.id, rec.ID)
-		}
-		return nil, err
-	}
-	return next.public(s.id), nil
-}
-
-// checkClaim lets this resume go on with run, unless another resume's
-// claim holds (ErrRunClaimed) or lapsed (the run is listed again: the
-// new pause is returned).
-func (s *Session) checkClaim(ctx context.Context, run *activeRun) (*Paused, error) {
-	c := run.rec.Claim
-	switch {
-	case c == nil:
-		return nil, nil
-	case time.Now().Before(c.Until):
-		return nil, fmt.Errorf("%w: session %s, run %s: claimed by %s at %s to make its approved calls, until %s; its outcome is stored when it is done",
-			ErrRunClaimed, s.id, run.rec.ID, c.Who, c.At.Format(time.RFC3339), c.Until.Format(time.RFC3339))
-	}
-	return s.relist(ctx)
 }
 
 // isConflict reports a lost compare-and-set.

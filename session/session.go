@@ -1040,3 +1040,14 @@ func outcomeOf(res *Result, err error) telemetry.Outcome {
 	}
 	return o
 }
+
+// Decisions returns the decisions on the session's approval calls, oldest
+// first: the last MaxDecisions stored with its state.
+func (s *Session) Decisions() []Decision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state.saved == nil {
+		return nil
+	}
+	return slices.Clone(s.state.saved.Decisions)
+}

@@ -48,12 +48,6 @@ type globalsView struct {
 	omitted   []string
 }
 
-// snapshot computes the names and JSON view of the public globals of the
-// session's REPL.
-func (s *Session) snapshot(ctx context.Context) (*globalsView, error) {
-	return s.view.snapshot(ctx, viewTarget{s.it, s.repl, s.opts.Limits}, s.opts.maxViewSize())
-}
-
 // viewTarget is the REPL a view is computed on: its interpreter, and the
 // limits to leave it with.
 type viewTarget struct {
