@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"time"
 
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session/store"
@@ -41,6 +44,8 @@ type Driven struct {
 	// bound is the REPL that the stored state's parts (state.lineage) are
 	// the dump of: a save of another REPL stores its dump whole.
 	bound *runtime.REPL
+	// decided are the decisions the next save adds (Record).
+	decided []Decision
 }
 
 // DrivenREPL is the driver's REPL a Driven saves.
@@ -60,7 +65,7 @@ type DrivenREPL struct {
 // first Save stores it only if nothing is stored under id (store.ErrConflict
 // otherwise). Of Options it uses what OpenDriven does.
 func NewDriven(ctx context.Context, id string, opts Options) (*Driven, error) {
-	return openDriven(ctx, id, opts, false)
+	return openDriven(ctx, id, opts, false, false)
 }
 
 // OpenDriven reads the state stored under id for a driver; a new session
@@ -72,10 +77,12 @@ func NewDriven(ctx context.Context, id string, opts Options) (*Driven, error) {
 // or kept as a JSON view only is refused with ErrRunPaused or
 // ErrRunUnloadable: a driver continues only what it can run.
 func OpenDriven(ctx context.Context, id string, opts Options) (*Driven, error) {
-	return openDriven(ctx, id, opts, true)
+	return openDriven(ctx, id, opts, true, false)
 }
 
-func openDriven(ctx context.Context, id string, opts Options, read bool) (*Driven, error) {
+// openDriven is OpenDriven (NewDriven when not read); anyRun takes a
+// state with any paused run.
+func openDriven(ctx context.Context, id string, opts Options, read, anyRun bool) (*Driven, error) {
 	if opts.Store == nil {
 		return nil, errors.New("session: Options.Store is required")
 	}
@@ -121,6 +128,10 @@ func openDriven(ctx context.Context, id string, opts Options, read bool) (*Drive
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
 	switch {
+	case anyRun:
+	case b.Run != nil && b.Run.Driver != "":
+		// A driver's approval whose wait ended with its holder (the
+		// process stopped): the feed waits on it again.
 	case b.Run != nil:
 		return nil, fmt.Errorf("%w: session %s, run %s is paused at client tool calls; resume it with the surface that paused it (POST /runs/%s/resume)", ErrRunPaused, id, b.Run.ID, b.Run.ID)
 	case b.JSONOnly:
@@ -197,6 +208,7 @@ func (d *Driven) Save(ctx context.Context, r DrivenREPL, drv Driver) error {
 	} else {
 		b.Names, b.JSON = []string{}, []byte("{}")
 	}
+	b.Decisions = withDecisions(b.Decisions, d.decided)
 	if r.REPL != d.bound {
 		st.lineage, d.view, d.bound = nil, viewer{}, r.REPL
 	}
@@ -231,5 +243,177 @@ func (d *Driven) Save(ctx context.Context, r DrivenREPL, drv Driver) error {
 		}
 		return fmt.Errorf("session %s: %w", st.id, err)
 	}
+	d.decided = nil
 	return nil
+}
+
+// Errors of a driver's approvals.
+var (
+	// ErrApprovalPending: the wait for a decision ended (its context did:
+	// the feed's turn time limit) before anyone decided; the run was taken
+	// back, so a later decision finds no run.
+	ErrApprovalPending = errors.New("session: no decision on the approval before the wait ended")
+	// ErrNotDriven: the run is not one a driver waits on (DecideDriven):
+	// resume it as any other.
+	ErrNotDriven = errors.New("session: the run is not a driver's")
+)
+
+// Verdict is a decision a driver's approval got (AwaitApproval).
+type Verdict struct {
+	Approved bool
+	// Who decided: the name or fingerprint of the API key, or the console
+	// user, as the deciding surface names them. Never a secret.
+	Who string
+	// Call is the call as the run listed it, with its idempotency key.
+	Call ToolCall
+}
+
+// approvalPoll bounds how often AwaitApproval looks for a decision.
+const approvalPoll = 250 * time.Millisecond
+
+// AwaitApproval stores the session with its feed paused at call, a method
+// of a host object whose calls wait for a person's approval, as a run
+// waiting for that approval: Session.Paused and Inspect list it as any
+// other, the console shows it, and the HTTP API's resume decides it
+// (DecideDriven stores the decision; the driver makes the call). It then
+// waits until the decision is stored, and returns it; async says the
+// method is async (the run is not stopped at it). When ctx ends first
+// (the feed's turn time limit), the run is taken back (the session is
+// stored without it: a later decision finds no run) and the error matches
+// ErrApprovalPending; a decision stored at that moment wins. Errors of
+// the store, and store.ErrConflict when the session was changed
+// elsewhere meanwhile, end the wait too.
+func (d *Driven) AwaitApproval(ctx context.Context, r DrivenREPL, drv Driver, call *runtime.FunctionCall, async bool) (*Verdict, error) {
+	st := d.state
+	rec := &pausedRun{ID: newRunID(), Calls: []storedCall{storeCall(call)}, TTL: int64(DefaultRunTTL), Driver: drv.Name}
+	rec.Origin = rec.ID
+	rec.Expires = time.Now().Add(DefaultRunTTL).UTC()
+	if dl, ok := ctx.Deadline(); ok {
+		rec.Expires = dl.UTC()
+	}
+	if !async {
+		rec.Blocking = &call.CallID
+	}
+	if err := d.putFeed(ctx, r, drv, rec); err != nil {
+		return nil, err
+	}
+	wait := time.NewTicker(approvalPoll)
+	defer wait.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			// Take the run back, unless a decision got there first.
+			bg := context.WithoutCancel(ctx)
+			err := d.putFeed(bg, r, drv, nil)
+			if !errors.Is(err, store.ErrConflict) {
+				if err == nil {
+					err = fmt.Errorf("%w: run %s", ErrApprovalPending, rec.ID)
+				}
+				return nil, err
+			}
+			return d.verdict(bg, rec)
+		case <-wait.C:
+			changed, err := st.changed(ctx)
+			if err != nil || !changed {
+				if err != nil && ctx.Err() == nil {
+					return nil, err
+				}
+				continue
+			}
+			return d.verdict(ctx, rec)
+		}
+	}
+}
+
+// verdict reads the decision on rec, once the store holds another state
+// than the one AwaitApproval stored.
+func (d *Driven) verdict(ctx context.Context, rec *pausedRun) (*Verdict, error) {
+	st := d.state
+	obj, err := st.get(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: reading the decision on run %s: %w", st.id, rec.ID, err)
+	}
+	b, err := st.decode(obj.Data)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: reading the decision on run %s: %w", st.id, rec.ID, err)
+	}
+	if b.Run == nil || b.Run.ID != rec.ID || len(b.Run.Decided) == 0 {
+		return nil, fmt.Errorf("session %s: %w: it was changed elsewhere while run %s waited for approval", st.id, store.ErrConflict, rec.ID)
+	}
+	st.adopt(obj.Info, b)
+	dec := b.Run.Decided[0]
+	return &Verdict{Approved: dec.Approve, Who: dec.Who, Call: b.Run.public(st.id).Calls[0]}, nil
+}
+
+// putFeed stores the session with its paused feed, and with rec as the
+// run waiting for approval (nil: none), under compare-and-set.
+func (d *Driven) putFeed(ctx context.Context, r DrivenREPL, drv Driver, rec *pausedRun) error {
+	st := d.state
+	drv.Feed = true
+	b := &blob{MontyVersion: st.montyVersion, ModuleSum: st.module, Driver: &drv, Run: rec, Names: []string{}, JSON: []byte("{}")}
+	if saved := st.saved; saved != nil {
+		b.TypeCheck, b.Decisions, b.Names, b.JSON = saved.TypeCheck, saved.Decisions, saved.Names, saved.JSON
+	}
+	b.Decisions = withDecisions(b.Decisions, d.decided)
+	var err error
+	if b.Dump, err = r.Feed.Dump(ctx); err != nil {
+		return fmt.Errorf("session %s: %w", st.id, err)
+	}
+	if _, err := st.put(ctx, b, st.filesSection(b)); err != nil {
+		return fmt.Errorf("session %s: %w", st.id, err)
+	}
+	d.decided = nil
+	return nil
+}
+
+// Record adds a decision the driver carried out to those the session
+// keeps (Session.Decisions), stored with its next save.
+func (d *Driven) Record(dec Decision) { d.decided = append(d.decided, dec) }
+
+// DecideDriven stores decisions (approve or not, by call id) on run runID
+// of the session stored under id when a driver's feed waits on that run
+// (AwaitApproval): the driver makes the approved calls, and the session's
+// Decisions get what came of them. who decided. It returns the run as it
+// was listed. ErrNotDriven when the run is not a driver's (resume it as
+// usual); ErrRunNotPaused when no such run waits (decided already, or
+// taken back); ErrRunExpired past its wait; ErrBadResults when decisions
+// do not answer its calls; store.ErrConflict when another decision got
+// there at the same moment. Of Options it uses what OpenDriven does.
+func DecideDriven(ctx context.Context, id string, opts Options, runID string, decisions map[string]bool, who string) (*Paused, error) {
+	d, err := openDriven(ctx, id, opts, true, true)
+	if err != nil {
+		return nil, err
+	}
+	b := d.state.saved
+	switch {
+	case b != nil && b.Run == nil && b.Driver != nil && b.Driver.Feed:
+		// A driver's feed waits on nothing stored: the wait ended.
+		return nil, fmt.Errorf("%w: session %s has no run %s waiting (decided already, or its wait ended)", ErrRunNotPaused, id, runID)
+	case b == nil || b.Run == nil || b.Run.Driver == "":
+		return nil, ErrNotDriven
+	case b.Run.ID != runID || len(b.Run.Decided) > 0:
+		return nil, fmt.Errorf("%w: session %s has no run %s waiting (decided already, or its wait ended)", ErrRunNotPaused, id, runID)
+	case !time.Now().Before(b.Run.Expires):
+		return nil, fmt.Errorf("%w: session %s, run %s", ErrRunExpired, id, runID)
+	}
+	listed := b.Run.public(id)
+	now := time.Now().UTC()
+	rec := *b.Run
+	rec.Decided = nil
+	for callID, approve := range decisions {
+		n, err := strconv.ParseUint(callID, 10, 32)
+		if err != nil || callID != strconv.FormatUint(n, 10) || !slices.ContainsFunc(rec.Calls, func(c storedCall) bool { return c.ID == uint32(n) }) {
+			return nil, fmt.Errorf("%w: %q is not a call of this run", ErrBadResults, callID)
+		}
+		rec.Decided = append(rec.Decided, drivenDecision{Call: uint32(n), Approve: approve, Who: who, At: now})
+	}
+	if len(rec.Decided) != len(rec.Calls) {
+		return nil, fmt.Errorf("%w: the run waits on %d call(s); decide each, with approve", ErrBadResults, len(rec.Calls))
+	}
+	nb := *b
+	nb.Run = &rec
+	if _, err := d.state.put(ctx, &nb, d.state.filesSection(&nb)); err != nil {
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	return listed, nil
 }

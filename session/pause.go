@@ -156,6 +156,22 @@ type pausedRun struct {
 	Claim *runClaim `json:"claim,omitempty"`
 	// Uncertain are the ids of calls that may have run (a claim lost).
 	Uncertain []uint32 `json:"may_have_run,omitempty"`
+	// Driver names the surface whose feed waits on this run's approval
+	// (a Driven's, AwaitApproval): a resume stores its decisions
+	// (Decided) for that surface, which makes the approved calls; it
+	// continues nothing itself.
+	Driver string `json:"driver,omitempty"`
+	// Decided are the decisions a resume stored for the driver.
+	Decided []drivenDecision `json:"decided,omitempty"`
+}
+
+// drivenDecision is a decision on a call of a driver's run, stored for
+// the driver to carry out.
+type drivenDecision struct {
+	Call    uint32    `json:"call"`
+	Approve bool      `json:"approve"`
+	Who     string    `json:"who"`
+	At      time.Time `json:"at"`
 }
 
 // storedCall is a ToolCall as stored: its arguments CBOR-encoded.

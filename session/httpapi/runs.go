@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -99,6 +100,11 @@ type ToolError struct {
 const (
 	StatusCompleted = "completed"
 	StatusPaused    = "paused"
+	// StatusDecided answers (202) a resume of a run a monty.v1 feed waits
+	// on for a person's approval: the decisions were stored for that
+	// feed, which makes the approved calls and goes on; its client gets
+	// the outcome.
+	StatusDecided = "decided"
 )
 
 const maxTools = 64
@@ -368,6 +374,9 @@ func (h *Handler) resumeRun(w http.ResponseWriter, r *http.Request, ns, apiRun s
 		} else if err != nil {
 			return storeError(err)
 		}
+		if aerr, done := h.decideDriven(ctx, w, ns, sessionID, run, apiRun, req.Results); done {
+			return aerr
+		}
 		op := sessionOp{
 			run: apiRun,
 			refuse: func(s *session.Session) *apiError {
@@ -401,6 +410,39 @@ func (h *Handler) resumeRun(w http.ResponseWriter, r *http.Request, ns, apiRun s
 		}
 		return h.answer(ctx, w, r, ns, sessionID, op, limits, time.Now())
 	})
+}
+
+// decideDriven answers a resume of run (apiRun to the client) of session
+// sessionID when a monty.v1 feed waits on it for a person's approval
+// (session.DecideDriven): the decisions are stored for that feed, which
+// makes the approved calls and goes on; the answer is 202 "decided". done
+// is false when the run is not such a run: it is resumed as any other.
+func (h *Handler) decideDriven(ctx context.Context, w http.ResponseWriter, ns, sessionID, run, apiRun string, specs []ToolResultSpec) (aerr *apiError, done bool) {
+	decisions := map[string]bool{}
+	for _, r := range specs {
+		if r.Approve == nil {
+			decisions = nil // not only decisions: DecideDriven refuses them
+			break
+		}
+		decisions[r.ID] = *r.Approve
+	}
+	_, err := session.DecideDriven(ctx, storeID(ns, sessionID), h.fileOptions(ns, sessionID), run, decisions, h.decider(ns))
+	switch {
+	case errors.Is(err, session.ErrNotDriven):
+		return nil, false
+	case errors.Is(err, session.ErrBadResults):
+		return invalidResults(apiRun, strings.TrimPrefix(err.Error(), session.ErrBadResults.Error()+": ")+
+			" (a monty.v1 feed waits on this run: answer each of its calls with {\"id\": ..., \"approve\": true} or false)"), true
+	case err != nil:
+		if aerr := runError(err, sessionID, apiRun); aerr != nil {
+			return aerr, true
+		}
+		return storeError(err).named(ns, sessionID), true
+	}
+	h.log.LogAttrs(ctx, slog.LevelInfo, "approval decided for a monty.v1 feed", slog.String("session_id", sessionID), slog.String("run_id", apiRun),
+		slog.String("who", h.decider(ns)))
+	writeJSON(w, http.StatusAccepted, ExecResponse{Status: StatusDecided, SessionID: sessionID, RunID: apiRun, Result: json.RawMessage("null")})
+	return nil, true
 }
 
 // decider is who decides the approval calls a request of namespace ns

@@ -36,6 +36,18 @@ type StateInfo struct {
 	// cannot be read, or while it is in a tiered store's archive (reading
 	// it would restore it).
 	Decisions []session.Decision `json:"decisions,omitempty"`
+	// Paused is the run the session waits on, as a paused /exec answers
+	// it (run_id, calls, run_expires): client tools or a person's
+	// approval, also of a monty.v1 feed's call. Absent when none, and
+	// when Decisions would be.
+	Paused *PausedInfo `json:"paused,omitempty"`
+}
+
+// PausedInfo is the run a session waits on (StateInfo.Paused).
+type PausedInfo struct {
+	RunID      string         `json:"run_id"`
+	Calls      []ToolCallInfo `json:"calls"`
+	RunExpires string         `json:"run_expires"`
 }
 
 // UploadResponse is the body of a 201 answer to POST /state/{id}.
@@ -207,23 +219,30 @@ func (h *Handler) stateInfo(w http.ResponseWriter, r *http.Request, ns string) *
 	out.ExpiresAt = timePtr(info.Expires)
 	if info.Source != tiered.SourceArchive {
 		// Reading an archived state would restore it to the hot tier.
-		out.Decisions = h.decisions(r.Context(), ns, id, sid)
+		if in := h.inspect(r.Context(), ns, id, sid); in != nil {
+			out.Decisions = in.Decisions
+			if p := in.Paused; p != nil {
+				out.Paused = &PausedInfo{RunID: runID(id, p.RunID), RunExpires: p.Expires.UTC().Format(time.RFC3339)}
+				for _, c := range p.Calls {
+					out.Paused.Calls = append(out.Paused.Calls, callInfo(c, h.opts.Functions))
+				}
+			}
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-// decisions are the decisions stored with session id (store id sid) of
-// namespace ns, read from its blob once its signature verifies; nil when
-// none or when the blob cannot be read.
-func (h *Handler) decisions(ctx context.Context, ns, id, sid string) []session.Decision {
+// inspect describes the blob of session id (store id sid) of namespace
+// ns once its signature verifies; nil when it cannot be read.
+func (h *Handler) inspect(ctx context.Context, ns, id, sid string) *session.Inspection {
 	obj, err := h.opts.Store.Get(ctx, sid)
 	if err != nil {
 		return nil
 	}
 	for _, key := range append([][]byte{h.stateKey(ns, id)}, h.legacyKeys()...) {
 		if in, err := session.Inspect(obj.Data, key); err == nil {
-			return in.Decisions
+			return in
 		}
 	}
 	return nil

@@ -206,16 +206,32 @@ func (w *Worker) load(ctx context.Context, state []byte) *pb.ChildEvent {
 	if err := w.restore(ctx, state); err != nil {
 		return Violation("failed to load session: %v", err)
 	}
+	if w.opts.Restored != nil {
+		w.opts.Restored(w.cfg)
+	}
 	ev := okEvent()
 	if w.exec != nil {
 		var err error
-		if ev, err = w.suspension(w.exec.Pause()); err != nil {
+		if ev, err = w.reannounce(ctx); err != nil {
 			return errorEvent("RuntimeError", err.Error())
 		}
 	}
 	name := w.scriptName()
 	ev.RestoredScriptName = &name
 	return ev
+}
+
+// reannounce is the event answering the load of a suspended feed: its
+// suspension, announced again, unless it is a call that waits for a
+// person's approval, which the worker asks about again (WorkerOptions.Approve)
+// before the feed goes on to its next suspension or its end.
+func (w *Worker) reannounce(ctx context.Context) (*pb.ChildEvent, error) {
+	if c, ok := w.exec.Pause().(*runtime.FunctionCall); ok && c.ObjectID != nil && w.opts.Host != nil {
+		if a, ok := w.hostAnswer(ctx, c); ok {
+			return w.resume(ctx, a), nil
+		}
+	}
+	return w.suspension(w.exec.Pause())
 }
 
 // restore replaces the worker's session with the one in state (dump bytes).

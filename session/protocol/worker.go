@@ -69,6 +69,19 @@ type WorkerOptions struct {
 	// parent). A server uses it for a profile's MCP servers and mounts. Nil
 	// forwards every pause.
 	Host *runtime.Host
+	// Approve answers the calls of Host's methods that wait for a
+	// person's approval (an External method of Host.Objects, as package
+	// tools makes them): it returns the call's outcome once a person
+	// decided, or an error the call raises (PermissionError when nobody
+	// did in time). It runs while the feed is suspended at the call
+	// (Live gives it). Nil: such a call raises PermissionError, there
+	// being nobody to ask.
+	Approve func(ctx context.Context, call *runtime.FunctionCall, async bool) (object.Value, error)
+	// Restored, when set, is called with the configuration of a session
+	// Load restored, before the load goes on: a server sets the session's
+	// Host there (SetHost), which a feed loaded suspended at a call that
+	// waits for approval needs to ask again.
+	Restored func(cfg *pb.Configure)
 }
 
 // Worker serves one monty.v1 session: the requests of one parent, in
@@ -789,12 +802,19 @@ func (w *Worker) hostAnswer(ctx context.Context, p runtime.Pause) (runtime.Answe
 				return runtime.Answer{}, false
 			}
 		}
-		if f.Func == nil || f.External {
+		var v object.Value
+		var err error
+		switch {
+		case f.External && p.ObjectID != nil:
+			// A method that waits for a person's approval.
+			v, err = w.approve(ctx, p, f.Async)
+		case f.Func == nil || f.External:
 			return runtime.Answer{}, false
+		default:
+			v, err = f.Func(ctx, p.Args, p.Kwargs)
 		}
 		// Called here, to its end: an async function's outcome becomes a
 		// future that is already settled.
-		v, err := f.Func(ctx, p.Args, p.Kwargs)
 		if f.Async {
 			w.settle(p.CallID, v, err)
 			return runtime.Pending(), true
@@ -811,6 +831,16 @@ func (w *Worker) hostAnswer(ctx context.Context, p runtime.Pause) (runtime.Answe
 		return answerOf(v, err), true
 	}
 	return runtime.Answer{}, false
+}
+
+// approve answers call, of a host method that waits for a person's
+// approval.
+func (w *Worker) approve(ctx context.Context, call *runtime.FunctionCall, async bool) (object.Value, error) {
+	if w.opts.Approve == nil {
+		return nil, &runtime.Exception{Type: "PermissionError", Message: fmt.Sprintf(
+			"%s waits for a person's approval, and this session has nobody to ask (it is not stored by a server); it was not called", call.Name)}
+	}
+	return w.opts.Approve(ctx, call, async)
 }
 
 // hostObject reports whether id is one of the host's objects (an instance

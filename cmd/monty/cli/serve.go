@@ -616,7 +616,7 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	def := server.Profile{Limits: opts.Limits, Mounts: opts.Mounts, Host: servers.host()}
+	def := server.Profile{Limits: opts.Limits, Mounts: opts.Mounts, Host: servers.host(), Tools: servers.reg}
 	profiles, closeProfiles, err := wsProfiles(ctx, specs, def, c.connect.timeout, log)
 	if err != nil {
 		return err

@@ -149,7 +149,7 @@ func buildProfile(ctx context.Context, name string, spec profileSpec, timeout ti
 	if err != nil {
 		return p, nil, fmt.Errorf("--profiles: profile %s: %w", name, err)
 	}
-	p.Host = servers.host()
+	p.Host, p.Tools = servers.host(), servers.reg
 	return p, servers, nil
 }
 

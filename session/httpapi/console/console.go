@@ -153,8 +153,9 @@ type Decision struct {
 
 // Outcome is how a resumed run went on.
 type Outcome struct {
-	// Status is "completed" or "paused" for a run that went on; empty
-	// when the resume was refused (Error says why).
+	// Status is "completed" or "paused" for a run that went on,
+	// "decided" for one a monty.v1 feed waits on (the feed goes on);
+	// empty when the resume was refused (Error says why).
 	Status string
 	// RunID is the new run_id of a run that paused again.
 	RunID          string

@@ -22,6 +22,7 @@ import (
 	pb "github.com/monty-go/monty/session/protocol/montypb"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/telemetry"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // conn is one connection: one session, served by its own worker.
@@ -45,6 +46,7 @@ type conn struct {
 	ephemeral bool
 
 	mounts *runtime.MountTable // the profile's mounts, opened for this session
+	tools  *tools.Registry     // the profile's, for the calls that wait for approval
 
 	cancelMu sync.Mutex
 	cancel   context.CancelFunc
@@ -81,7 +83,8 @@ func (c *conn) serve() {
 	c.cancel = cancel
 	c.cancelMu.Unlock()
 	defer cancel()
-	c.w = protocol.NewWorker(protocol.WorkerOptions{Interpreters: s.pool, Checker: s.opts.Checker, Logger: s.log})
+	c.w = protocol.NewWorker(protocol.WorkerOptions{Interpreters: s.pool, Checker: s.opts.Checker, Logger: s.log,
+		Approve: c.approve, Restored: c.restored})
 	closeCode, reason := websocket.StatusNormalClosure, ""
 	broken := false
 	defer func() {
@@ -286,6 +289,7 @@ func (c *conn) useProfile(cfg *pb.Configure) error {
 	p := c.s.opts.Profiles[cfg.GetProfile()]
 	c.s.applyProfile(cfg)
 	c.closeMounts()
+	c.tools = p.Tools
 	var host runtime.Host
 	if p.Host != nil {
 		host = *p.Host

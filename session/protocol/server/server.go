@@ -52,6 +52,7 @@ import (
 	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/telemetry"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // Defaults of Options.
@@ -91,6 +92,14 @@ type Profile struct {
 	// must be safe for concurrent use. Nil forwards everything to the
 	// client.
 	Host *runtime.Host
+	// Tools is the registry behind Host's host objects (Registry.Host),
+	// when it has methods that wait for a person's approval (an MCP
+	// server's tools, mcpclient): such a call pauses the session durably
+	// until a person decides it (the console, POST /runs/{run_id}/resume
+	// of the HTTP API sharing the store), within the feed's turn time
+	// limit, and the server makes the approved call. Nil: such calls raise
+	// PermissionError.
+	Tools *tools.Registry
 }
 
 // Options configure a Server.
