@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/object"
-	pb "github.com/monty-go/monty/session/protocol/montypb"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/mcpclient"
+	pb "github.com/monty-go/monty/session/protocol/montypb"
 	"github.com/monty-go/monty/session/protocol/server"
 	"github.com/monty-go/monty/session/store/memstore"
 	"github.com/monty-go/monty/session/tools"
