@@ -416,7 +416,8 @@ type Inspection struct {
 	// see docs/state-format.md); 0 without files.
 	FilesSize int64
 	// Paused is the run the state holds paused at client tool calls or
-	// approvals (its calls and their arguments), nil when none: what an
+	// approvals (its calls and their arguments), nil when none (or when a
+	// driver's run was decided, for the driver to carry out): what an
 	// operator needs to answer it, read without an interpreter. Its
 	// calls' IdempotencyKey is empty (the blob does not say its session).
 	Paused *Paused
@@ -448,7 +449,8 @@ func Inspect(data, key []byte) (*Inspection, error) {
 	}
 	in := &Inspection{MontyVersion: b.MontyVersion, Globals: b.Names, JSON: b.JSON, JSONOnly: b.JSONOnly, DumpSize: size, FilesSize: int64(len(b.Files)),
 		Decisions: b.Decisions}
-	if b.Run != nil {
+	if b.Run != nil && len(b.Run.Decided) == 0 {
+		// (A driver's run already decided is the driver's to carry out.)
 		in.Paused = b.Run.public("")
 	}
 	return in, nil

@@ -13,7 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/session/httpapi"
+	wsserver "github.com/monty-go/monty/session/protocol/server"
+	"github.com/monty-go/monty/session/store/memstore"
 )
 
 // TestConsoleInBrowser drives the console in a real Chromium (Debian's
@@ -21,6 +24,8 @@ import (
 // both, and scripts/test.sh exports where they are). The runs it decides
 // are paused through POST /exec at an MCP tool that waits for approval;
 // testdata/console/browser.py signs in, approves one and sees its result,
+// approves the call a monty.v1 client's feed waits on and sees it handed
+// to the feed (which then completes),
 // denies another and sees the PermissionError, has a forged CSRF token
 // refused, sees a script tag in a global stay text, and runs code in the
 // run box.
@@ -31,8 +36,15 @@ func TestConsoleInBrowser(t *testing.T) {
 			"`eval \"$(scripts/browser.sh env)\"` from the repository root (scripts/test.sh does this), then run the tests again")
 	}
 	m := newMCPTools()
-	s := newServer(t, httpapi.Options{APIKeys: consoleKeys, Functions: m.approvalRegistry(t)})
+	reg := m.approvalRegistry(t)
+	st := memstore.New(memstore.Options{})
+	s := newServer(t, httpapi.Options{APIKeys: consoleKeys, Functions: reg, Store: st})
 	c := s.client(consoleKeys[0])
+	// A monty.v1 client's feed waits on the same kind of call, in a
+	// session of the same key, served beside the API as monty serve does.
+	v1 := newMontyV1(t, wsserver.Options{Store: st, SigningKey: testKey, APIKeys: consoleKeys,
+		Profiles: map[string]wsserver.Profile{"": {Host: reg.Host(), Tools: reg}}})
+	v1Session, v1Done := v1.feedWaiting(t, 2*time.Minute, `await everything.echo(message="from monty.v1")`)
 	for _, id := range []string{"approve-me", "deny-me", "forge-me"} {
 		body, _ := json.Marshal(map[string]any{"session_id": id, "code": `await everything.echo(message="hello <b>console</b>")`})
 		status, _, data := c.do("POST", "/exec", body)
@@ -42,14 +54,19 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, py, filepath.Join("..", "..", "testdata", "console", "browser.py"), s.srv.URL, consoleKeys[0])
+	require.Eventually(t, func() bool {
+		_, _, data := c.do("GET", "/state/"+v1Session+"/info", nil)
+		return bytes.Contains(data, []byte(`"paused"`))
+	}, 20*time.Second, 10*time.Millisecond, "the monty.v1 feed's call waits for approval")
+	cmd := exec.CommandContext(ctx, py, filepath.Join("..", "..", "testdata", "console", "browser.py"), s.srv.URL, consoleKeys[0], v1Session)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("browser.py: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	assert.Equal(t, "ok\n", stdout.String())
-	assert.Equal(t, int32(1), m.echoes.Load(), "the approved call was made once; the denied and the forged were not")
+	assert.Equal(t, object.Str("echo: from monty.v1"), v1.value(t, <-v1Done), "approved in the console, the monty.v1 client's feed completes")
+	assert.Equal(t, int32(2), m.echoes.Load(), "each approved call was made once; the denied and the forged were not")
 	// The forged decision left its run paused, for a person to decide.
 	status, _, data := c.do("POST", "/exec", []byte(`{"session_id": "forge-me", "code": "1"}`))
 	require.Equal(t, 409, status, string(data))

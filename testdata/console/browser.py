@@ -5,7 +5,11 @@ an MCP server whose echo tool waits for approval and, through POST /exec,
 pauses the sessions "approve-me", "deny-me" and "forge-me" at a call of it
 and leaves a global holding a script tag in the session "hostile".
 
-    browser.py URL API_KEY
+    browser.py URL API_KEY [MONTY_V1_SESSION]
+
+With MONTY_V1_SESSION, a monty.v1 client's feed in that session waits on a
+call of the echo tool too: the script approves it and sees it handed to the
+feed.
 
 Chromium is the system's (MONTY_TEST_CHROMIUM, Debian's package), driven by
 Playwright for Python (scripts/browser.sh installs both): no browser build
@@ -21,7 +25,7 @@ from playwright.sync_api import expect, sync_playwright
 TIMEOUT_MS = 10_000
 
 
-def main(base, key):
+def main(base, key, v1_session=None):
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=os.environ["MONTY_TEST_CHROMIUM"],
@@ -29,12 +33,12 @@ def main(base, key):
             chromium_sandbox=False,  # the tests may run as root
         )
         try:
-            run(browser, base, key)
+            run(browser, base, key, v1_session)
         finally:
             browser.close()
 
 
-def run(browser, base, key):
+def run(browser, base, key, v1_session):
     page = browser.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     expect.set_options(timeout=TIMEOUT_MS)
@@ -76,6 +80,18 @@ def run(browser, base, key):
     expect(page.locator("#status")).to_have_text("The run completed.")
     expect(page.locator("#result")).to_have_text("'echo: hello <b>console</b>'")
     expect(page.locator("#result b")).to_have_count(0)
+
+    # A monty.v1 client's feed waits on its call: approved here, the
+    # decision is handed to the feed, which makes the call and goes on.
+    if v1_session:
+        page.goto(base + "/ui/approvals")
+        row = page.locator('tr.approval[data-session="%s"]' % v1_session)
+        expect(row.locator("code.tool")).to_have_text("everything.echo")
+        expect(row.locator("code.args")).to_contain_text('"message":"from monty.v1"')
+        row.locator("button.approve").click()
+        expect(page.locator("#status")).to_contain_text("handed to the monty.v1 client's feed")
+        page.goto(base + "/ui/approvals")
+        expect(page.locator('tr.approval[data-session="%s"]' % v1_session)).to_have_count(0)
 
     # Deny another: PermissionError in the code.
     page.goto(base + "/ui/approvals")
@@ -132,6 +148,6 @@ def run(browser, base, key):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: browser.py URL API_KEY")
-    main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: browser.py URL API_KEY [MONTY_V1_SESSION]")
+    main(*sys.argv[1:])
