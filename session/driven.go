@@ -83,18 +83,9 @@ func OpenDriven(ctx context.Context, id string, opts Options) (*Driven, error) {
 // openDriven is OpenDriven (NewDriven when not read); anyRun takes a
 // state with any paused run.
 func openDriven(ctx context.Context, id string, opts Options, read, anyRun bool) (*Driven, error) {
-	if opts.Store == nil {
-		return nil, errors.New("session: Options.Store is required")
-	}
-	if err := store.CheckID(id); err != nil {
+	eng, err := opts.check(ctx, id)
+	if err != nil {
 		return nil, err
-	}
-	eng := opts.Engine
-	if eng == nil {
-		var err error
-		if eng, err = runtime.Default(ctx); err != nil {
-			return nil, err
-		}
 	}
 	opts.Engine, opts.Files = eng, nil
 	opts.Store = opts.Telemetry.Or().Store(opts.Store)

@@ -129,6 +129,21 @@ func (o *Options) readKeys() [][]byte {
 	return append([][]byte{o.SigningKey}, o.VerifyKeys...)
 }
 
+// check refuses options without a Store and an invalid id, and returns
+// the engine the session runs on (Engine, or runtime.Default).
+func (o *Options) check(ctx context.Context, id string) (*runtime.Engine, error) {
+	if o.Store == nil {
+		return nil, errors.New("session: Options.Store is required")
+	}
+	if err := store.CheckID(id); err != nil {
+		return nil, err
+	}
+	if o.Engine != nil {
+		return o.Engine, nil
+	}
+	return runtime.Default(ctx)
+}
+
 func (o *Options) maxStateSize() int64 {
 	if o.MaxStateSize > 0 {
 		return o.MaxStateSize
@@ -229,18 +244,9 @@ type Session struct {
 
 // Open returns the session stored under id, or a new empty one.
 func Open(ctx context.Context, id string, opts Options) (*Session, error) {
-	if opts.Store == nil {
-		return nil, errors.New("session: Options.Store is required")
-	}
-	if err := store.CheckID(id); err != nil {
+	eng, err := opts.check(ctx, id)
+	if err != nil {
 		return nil, err
-	}
-	eng := opts.Engine
-	if eng == nil {
-		var err error
-		if eng, err = runtime.Default(ctx); err != nil {
-			return nil, err
-		}
 	}
 	s := &Session{id: id, opts: opts, eng: eng}
 	s.opts.Store = opts.Telemetry.Or().Store(opts.Store)
