@@ -211,71 +211,22 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 	return res, err
 }
 
-// approvals is how a resume answers the calls that wait for approval:
-// every answer is checked (CheckAnswer) before anything is done, the run
-// is claimed when a call is approved, then the calls are made (Approve),
-// so that no call is made for a resume that is refused, and of racing
-// resumes only one makes them. The decider is the one ctx names
-// (WithDecider). The claim's lease is the run's timeout (which bounds the
-// approved calls and the run together) and session.ClaimMargin; without a
-// timeout, session.DefaultClaimLease.
+// approvals is how a resume answers the calls that wait for approval
+// (the Approvals policy): the decider is the one ctx names (WithDecider);
+// the claim's lease is the run's timeout (which bounds the approved calls
+// and the run together) and session.ClaimMargin, without a timeout
+// session.DefaultClaimLease.
 func (e *Executor) approvals(ctx context.Context, a ResumeArgs) session.ResumeOptions {
-	o := session.ResumeOptions{Who: DeciderFrom(ctx), Lease: session.DefaultClaimLease, Name: e.approvalName}
+	p := Approvals{Functions: e.fns, Who: DeciderFrom(ctx), Refuse: func(_ session.ToolCall, err error) error {
+		return &ArgsError{Tool: ResumeToolName, Err: err}
+	}}
 	if e.timeout > 0 {
-		o.Lease = e.timeout + session.ClaimMargin
+		p.Lease = e.timeout + session.ClaimMargin
 	}
-	o.Check = func(p *session.Paused) error {
-		calls := callsByID(p)
-		for _, r := range a.Results {
-			if err := CheckAnswer(e.fns, calls[r.ID], r.Approve != nil); err != nil {
-				return &ArgsError{Tool: ResumeToolName, Err: err}
-			}
-		}
-		return nil
-	}
-	decided := false
 	for _, r := range a.Results {
-		if r.Approve != nil {
-			decided = true
-			if *r.Approve {
-				o.Claim = append(o.Claim, r.ID)
-			}
-		}
+		p.Answers = append(p.Answers, Answer{ID: r.ID, Approve: r.Approve})
 	}
-	if !decided {
-		return o
-	}
-	o.Make = func(ctx context.Context, p *session.Paused, results []session.ToolResult) ([]session.ToolResult, error) {
-		calls := callsByID(p)
-		results = slices.Clone(results)
-		for i, r := range a.Results {
-			if r.Approve == nil {
-				continue
-			}
-			res, err := Approve(ctx, e.fns, calls[r.ID], *r.Approve)
-			if err != nil {
-				return nil, err
-			}
-			results[i] = res
-		}
-		return results, nil
-	}
-	return o
-}
-
-// approvalName names a call as the code calls it.
-func (e *Executor) approvalName(c session.ToolCall) string {
-	name, _ := ApprovalName(e.fns, c)
-	return name
-}
-
-// callsByID are the calls of p by id.
-func callsByID(p *session.Paused) map[string]session.ToolCall {
-	calls := make(map[string]session.ToolCall, len(p.Calls))
-	for _, c := range p.Calls {
-		calls[c.ID] = c
-	}
-	return calls
+	return p.ResumeOptions()
 }
 
 // runRefusal is the error of a resume the model can correct, told in the

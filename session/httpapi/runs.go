@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -401,7 +400,7 @@ func (h *Handler) resumeRun(w http.ResponseWriter, r *http.Request, ns, apiRun s
 			do: func(ctx context.Context, s *session.Session) (*session.Result, error) {
 				who := h.decider(ns)
 				ctx = agent.WithLogger(agent.WithDecider(ctx, who), h.log)
-				res, err := s.ResumeOptions(ctx, run, results, h.approvals(who, sessionID, run, req.Results, limits))
+				res, err := s.ResumeOptions(ctx, run, results, h.approvalPolicy(who, runID(sessionID, run), req.Results, limits).ResumeOptions())
 				if errors.Is(err, store.ErrConflict) {
 					err = fmt.Errorf("%w: %w", errResumeRaced, err)
 				}
@@ -472,27 +471,12 @@ func runClaimed(sessionID, runID string) *apiError {
 
 // checkApprovals checks that the results answer the calls of paused run p
 // that wait for a person's approval with approve, and only those, and
-// that this server can make the approved calls (agent.CheckAnswer).
+// that this server can make the approved calls (agent.Approvals.Check).
 // specs are the resume's results; calls they name that p does not have
 // are CheckResults' to refuse.
 func (h *Handler) checkApprovals(p *session.Paused, specs []ToolResultSpec, apiRun string) *apiError {
-	calls := make(map[string]session.ToolCall, len(p.Calls))
-	for _, c := range p.Calls {
-		calls[c.ID] = c
-	}
-	for _, r := range specs {
-		c, known := calls[r.ID]
-		if !known {
-			continue
-		}
-		err := agent.CheckAnswer(h.opts.Functions, c, r.Approve != nil)
-		switch {
-		case errors.Is(err, agent.ErrApprovalUnavailable):
-			name, _ := agent.ApprovalName(h.opts.Functions, c)
-			return approvalUnavailable(apiRun, r.ID, name)
-		case err != nil:
-			return invalidResults(apiRun, err.Error())
-		}
+	if err := h.approvalPolicy("", apiRun, specs, runtime.Limits{}).Check(p); err != nil {
+		return err.(*apiError)
 	}
 	return nil
 }
@@ -504,75 +488,43 @@ func approvalUnavailable(runID, id, name string) *apiError {
 		"call %q of run %q (%s) waits for a person's approval, but this server does not connect the MCP server that makes it; nothing was done: resume the run on a server that connects it under the same name", id, runID, name)}
 }
 
-// approvals is how a resume of run of session sessionID (as the client
-// names it), decided by who, answers the calls that wait for a person's approval: the
-// answers are checked (checkApprovals) before anything is done; when a
-// call is approved the run is claimed in the store, then the approved
-// calls are made, by this server, each within the request's time limit
-// (the run's events report them as host calls); a refused call raises
-// PermissionError in the code. The claim's lease covers what the resume
-// may take: the time limit for each approved call and for the run, and
+// approvalPolicy is how a resume of run apiRun (of session sessionID, as
+// the client names it), decided by who, answers the calls that wait for a
+// person's approval (agent.Approvals): the approved calls are made by this
+// server, each within the request's time limit (the run's events report
+// them as host calls). The claim's lease covers what the resume may take:
+// the time limit for each approved call and for the run, and
 // session.ClaimMargin (session.DefaultClaimLease without a time limit).
-func (h *Handler) approvals(who, sessionID, run string, specs []ToolResultSpec, limits runtime.Limits) session.ResumeOptions {
-	apiRun := runID(sessionID, run)
-	o := session.ResumeOptions{Who: who, Lease: session.DefaultClaimLease, Name: func(c session.ToolCall) string {
-		name, _ := agent.ApprovalName(h.opts.Functions, c)
-		return name
-	}}
-	o.Check = func(p *session.Paused) error {
-		if aerr := h.checkApprovals(p, specs, apiRun); aerr != nil {
-			return aerr
-		}
-		return nil
-	}
-	decided := false
+// Its refusals are *apiError.
+func (h *Handler) approvalPolicy(who, apiRun string, specs []ToolResultSpec, limits runtime.Limits) agent.Approvals {
+	p := agent.Approvals{Functions: h.opts.Functions, Who: who, CallTimeout: limits.MaxDuration}
 	for _, r := range specs {
-		if r.Approve != nil {
-			decided = true
-			if *r.Approve {
-				o.Claim = append(o.Claim, r.ID)
-			}
+		p.Answers = append(p.Answers, agent.Answer{ID: r.ID, Approve: r.Approve})
+	}
+	claims := 0
+	for _, a := range p.Answers {
+		if a.Approve != nil && *a.Approve {
+			claims++
 		}
 	}
 	switch {
 	case h.opts.ClaimLease > 0:
-		o.Lease = h.opts.ClaimLease
+		p.Lease = h.opts.ClaimLease
 	case limits.MaxDuration > 0:
-		o.Lease = time.Duration(len(o.Claim)+1)*limits.MaxDuration + session.ClaimMargin
+		p.Lease = time.Duration(claims+1)*limits.MaxDuration + session.ClaimMargin
 	}
-	if !decided {
-		return o
-	}
-	o.Make = func(ctx context.Context, p *session.Paused, results []session.ToolResult) ([]session.ToolResult, error) {
-		calls := make(map[string]session.ToolCall, len(p.Calls))
-		for _, c := range p.Calls {
-			calls[c.ID] = c
+	p.Refuse = func(c session.ToolCall, err error) error {
+		if errors.Is(err, agent.ErrApprovalUnavailable) {
+			name, _ := agent.ApprovalName(h.opts.Functions, c)
+			return approvalUnavailable(apiRun, c.ID, name)
 		}
-		results = slices.Clone(results)
-		for i, r := range specs {
-			if r.Approve == nil {
-				continue
-			}
-			c := calls[r.ID]
-			callCtx, cancel := ctx, context.CancelFunc(func() {})
-			if limits.MaxDuration > 0 {
-				callCtx, cancel = context.WithTimeout(ctx, limits.MaxDuration)
-			}
-			res, err := agent.Approve(callCtx, h.opts.Functions, c, *r.Approve)
-			timedOut := callCtx.Err() != nil && ctx.Err() == nil
-			cancel()
-			switch {
-			case err != nil && timedOut:
-				name, _ := agent.ApprovalName(h.opts.Functions, c)
-				return nil, &apiError{status: statusLimit, code: runtime.TimeLimit.String(), body: &ErrorResponse{SessionID: sessionID}, msg: fmt.Sprintf(
-					"the approved call %s (call %q) took longer than the time limit of %s and was stopped, and may have had its effect before it was stopped; the run is paused again under a new run_id, the call marked may_have_run: resume run %q to get it and decide again",
-					name, r.ID, limits.MaxDuration, apiRun)}
-			case err != nil:
-				return nil, err
-			}
-			results[i] = res
-		}
-		return results, nil
+		return invalidResults(apiRun, err.Error())
 	}
-	return o
+	p.TimedOut = func(c session.ToolCall, name string) error {
+		sessionID, _, _ := parseRunID(apiRun)
+		return &apiError{status: statusLimit, code: runtime.TimeLimit.String(), body: &ErrorResponse{SessionID: sessionID}, msg: fmt.Sprintf(
+			"the approved call %s (call %q) took longer than the time limit of %s and was stopped, and may have had its effect before it was stopped; the run is paused again under a new run_id, the call marked may_have_run: resume run %q to get it and decide again",
+			name, c.ID, limits.MaxDuration, apiRun)}
+	}
+	return p
 }
