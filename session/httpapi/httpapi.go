@@ -68,6 +68,7 @@ import (
 	"log/slog"
 	"net/http"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -292,76 +293,13 @@ const shutdownGrace = 5 * time.Second
 
 // New checks opts and returns a Handler.
 func New(opts Options) (*Handler, error) {
-	if opts.Store == nil {
-		return nil, fmt.Errorf("%w: Options.Store is required", ErrConfig)
+	if err := opts.withDefaults(); err != nil {
+		return nil, err
 	}
-	if len(opts.SigningKey) < MinSigningKey {
-		return nil, fmt.Errorf("%w: Options.SigningKey must be at least %d bytes (uploaded state is trusted only when its signature verifies)", ErrConfig, MinSigningKey)
-	}
-	if opts.Limits == (runtime.Limits{}) {
-		opts.Limits = DefaultLimits()
-	}
-	if opts.Limits.MaxDuration < 0 || opts.Limits.MaxMemory < 0 || opts.Limits.MaxRecursion < 0 || opts.Limits.MaxOutput < 0 || opts.Limits.MaxResult < 0 {
-		return nil, fmt.Errorf("%w: Options.Limits must not be negative (0 means the default)", ErrConfig)
-	}
-	if opts.Limits.MaxOutput == 0 {
-		opts.Limits.MaxOutput = DefaultMaxOutput
-	}
-	if opts.Limits.MaxResult == 0 {
-		opts.Limits.MaxResult = DefaultMaxResult
-		if m := opts.Limits.MaxMemory; m > 0 {
-			opts.Limits.MaxResult = min(opts.Limits.MaxResult, m)
-		}
-	}
-	if opts.MaxStateSize <= 0 {
-		opts.MaxStateSize = session.DefaultMaxStateSize
-	}
-	if opts.MaxBody <= 0 {
-		opts.MaxBody = DefaultMaxBody
-	}
-	if opts.MaxFileBytes == 0 {
-		opts.MaxFileBytes = session.DefaultMaxFileBytes
-	}
-	if opts.MaxConcurrent <= 0 {
-		opts.MaxConcurrent = 2 * goruntime.GOMAXPROCS(0)
-	}
-	if opts.HealthTimeout <= 0 {
-		opts.HealthTimeout = DefaultHealthTimeout
-	}
-	serveMetrics := metricsNotServed
-	if opts.Metrics == nil && opts.Telemetry == nil {
-		// Metrics of its own, served at /metrics; spans go to the global
-		// tracer provider.
-		reader, handler, err := scrape.New()
-		if err != nil {
-			return nil, err
-		}
-		opts.Telemetry = telemetry.New(telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
-		opts.Metrics = handler
-	}
-	if opts.Metrics != nil {
-		serveMetrics = func(w http.ResponseWriter, r *http.Request) *apiError {
-			opts.Metrics.ServeHTTP(w, r)
-			return nil
-		}
-	}
-	opts.Telemetry = opts.Telemetry.Or()
-	opts.Store = opts.Telemetry.Store(opts.Store)
 	h := &Handler{opts: opts, log: opts.Logger, slots: make(chan struct{}, opts.MaxConcurrent)}
 	h.metrics = newMetrics(opts.Telemetry.MeterProvider(), h)
 	if opts.HotSessions >= 0 && !opts.DisablePersistence {
 		h.hot = newHotSessions(cmp.Or(opts.HotSessions, defaultHotSessions))
-	}
-	if h.log == nil {
-		h.log = slog.Default()
-	}
-	for _, k := range opts.APIKeys {
-		if k == "" {
-			return nil, fmt.Errorf("%w: an API key is empty", ErrConfig)
-		}
-	}
-	if opts.ClaimLease < 0 {
-		return nil, fmt.Errorf("%w: ClaimLease is negative", ErrConfig)
 	}
 	h.keys = apikey.New(opts.APIKeys)
 	h.names = map[string]string{}
@@ -374,12 +312,92 @@ func New(opts Options) (*Handler, error) {
 	}
 	h.base, h.stop = context.WithCancel(context.Background())
 	h.mux = http.NewServeMux()
+	h.routes()
+	if !opts.DisableConsole {
+		if err := h.mountConsole(); err != nil {
+			return nil, err
+		}
+	}
+	h.serve = otelhttp.NewHandler(http.HandlerFunc(h.route404), "monty",
+		otelhttp.WithTracerProvider(opts.Telemetry.TracerProvider()),
+		otelhttp.WithMeterProvider(opts.Telemetry.MeterProvider()),
+		otelhttp.WithPropagators(opts.Telemetry.Propagator()),
+		otelhttp.WithFilter(traced))
+	h.badPath = h.instrument("other", invalidPath)
+	return h, nil
+}
+
+// withDefaults checks o and fills in its defaults: the limits, sizes and
+// capacity, a Telemetry (with metrics of the Handler's own when neither it
+// nor Metrics is given), the logger.
+func (o *Options) withDefaults() error {
+	switch {
+	case o.Store == nil:
+		return fmt.Errorf("%w: Options.Store is required", ErrConfig)
+	case len(o.SigningKey) < MinSigningKey:
+		return fmt.Errorf("%w: Options.SigningKey must be at least %d bytes (uploaded state is trusted only when its signature verifies)", ErrConfig, MinSigningKey)
+	case o.ClaimLease < 0:
+		return fmt.Errorf("%w: ClaimLease is negative", ErrConfig)
+	case slices.Contains(o.APIKeys, ""):
+		return fmt.Errorf("%w: an API key is empty", ErrConfig)
+	}
+	if o.Limits == (runtime.Limits{}) {
+		o.Limits = DefaultLimits()
+	}
+	l := &o.Limits
+	if l.MaxDuration < 0 || l.MaxMemory < 0 || l.MaxRecursion < 0 || l.MaxOutput < 0 || l.MaxResult < 0 {
+		return fmt.Errorf("%w: Options.Limits must not be negative (0 means the default)", ErrConfig)
+	}
+	if l.MaxOutput == 0 {
+		l.MaxOutput = DefaultMaxOutput
+	}
+	if l.MaxResult == 0 {
+		l.MaxResult = DefaultMaxResult
+		if m := l.MaxMemory; m > 0 {
+			l.MaxResult = min(l.MaxResult, m)
+		}
+	}
+	if o.MaxStateSize <= 0 {
+		o.MaxStateSize = session.DefaultMaxStateSize
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	if o.MaxFileBytes == 0 {
+		o.MaxFileBytes = session.DefaultMaxFileBytes
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = 2 * goruntime.GOMAXPROCS(0)
+	}
+	if o.HealthTimeout <= 0 {
+		o.HealthTimeout = DefaultHealthTimeout
+	}
+	if o.Metrics == nil && o.Telemetry == nil {
+		// Metrics of its own, served at /metrics; spans go to the global
+		// tracer provider.
+		reader, handler, err := scrape.New()
+		if err != nil {
+			return err
+		}
+		o.Telemetry = telemetry.New(telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+		o.Metrics = handler
+	}
+	o.Telemetry = o.Telemetry.Or()
+	o.Store = o.Telemetry.Store(o.Store)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// routes registers the API's endpoints (the console is mounted apart).
+func (h *Handler) routes() {
 	h.route("POST /exec", "exec", h.exec)
 	h.route("POST /check", "check", h.check)
 	h.route("POST /runs/{run_id}/resume", "resume", h.resume)
 	h.route("GET /state/{id}", "state_get", h.getState)
 	uploadState, putFile, deleteFile := h.uploadState, h.putFile, h.deleteFile
-	if opts.DisablePersistence {
+	if h.opts.DisablePersistence {
 		uploadState, putFile, deleteFile = persistenceOff, persistenceOff, persistenceOff
 	}
 	h.route("POST /state/{id}", "state_upload", uploadState)
@@ -392,6 +410,13 @@ func New(opts Options) (*Handler, error) {
 	h.mux.HandleFunc("GET /healthz", h.instrument("healthz", h.healthz))
 	h.mux.HandleFunc("GET /health", h.instrument("health", h.health))
 	h.route("GET /health/store", "health_store", h.healthStore)
+	serveMetrics := metricsNotServed
+	if m := h.opts.Metrics; m != nil {
+		serveMetrics = func(w http.ResponseWriter, r *http.Request) *apiError {
+			m.ServeHTTP(w, r)
+			return nil
+		}
+	}
 	h.mux.HandleFunc("GET /metrics", h.instrument("metrics", serveMetrics))
 	for path, allow := range map[string]string{"/exec": "POST", "/check": "POST", "/state/{id}": "GET, POST, DELETE", "/state/{id}/info": "GET",
 		"/state/{id}/files": "GET", "/state/{id}/files/{path...}": "GET, PUT, DELETE", "/runs/{run_id}/resume": "POST", "/healthz": "GET", "/metrics": "GET",
@@ -401,21 +426,9 @@ func New(opts Options) (*Handler, error) {
 			return &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", msg: r.Method + " is not allowed on " + r.URL.Path + "; use " + allow}
 		}))
 	}
-	if !opts.DisableConsole {
-		if err := h.mountConsole(); err != nil {
-			return nil, err
-		}
-	}
-	h.serve = otelhttp.NewHandler(http.HandlerFunc(h.route404), "monty",
-		otelhttp.WithTracerProvider(opts.Telemetry.TracerProvider()),
-		otelhttp.WithMeterProvider(opts.Telemetry.MeterProvider()),
-		otelhttp.WithPropagators(opts.Telemetry.Propagator()),
-		otelhttp.WithFilter(traced))
-	h.badPath = h.instrument("other", invalidPath)
 	h.mux.HandleFunc("/", h.instrument("other", func(w http.ResponseWriter, r *http.Request) *apiError {
 		return &apiError{status: http.StatusNotFound, code: "not_found", msg: r.Method + " " + r.URL.Path + " is not an endpoint of this API (see /exec, /runs/{run_id}/resume, /check, /state/{id}, /state/{id}/files, /healthz, /health, /health/store, /metrics)"}
 	}))
-	return h, nil
 }
 
 // Limits are the server's maxima for one execution, with the defaults

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -46,10 +47,36 @@ flags:
 
 // mcpCommand runs `monty mcp`.
 func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f, exit, ok := parseMCPFlags(args, stderr)
+	if !ok {
+		return exit
+	}
+	m := &mcpService{f: f}
+	defer m.close()
+	if exit, err := m.build(ctx, stderr); err != nil {
+		fmt.Fprintln(stderr, "monty mcp:", err)
+		return exit
+	}
+	return m.run(ctx, stdin, stdout)
+}
+
+// mcpFlags are monty mcp's flags, parsed.
+type mcpFlags struct {
+	sandbox                                 *sandboxFlags
+	storeSpec, thread, logLevel, consoleURL string
+	signingKeyFile, apiKey, apiKeyFile      string
+	maxLive                                 int
+	approvals                               mcpserver.ApprovalPolicy
+}
+
+// parseMCPFlags parses args; ok is false when the command ends here,
+// with exit.
+func parseMCPFlags(args []string, stderr io.Writer) (f *mcpFlags, exit int, ok bool) {
+	f = &mcpFlags{}
 	fs := newFlagSet("monty mcp", mcpUsage, stderr)
-	storeSpec := fs.String("store", "", "the session store `SPEC`: "+storeFlagHelp)
-	thread := fs.String("thread", mcpserver.DefaultThreadKey, "conversation `KEY` the sessions belong to (servers sharing a store and key share sessions)")
-	flags := addSandboxFlags(fs, sandboxHelp{
+	fs.StringVar(&f.storeSpec, "store", "", "the session store `SPEC`: "+storeFlagHelp)
+	fs.StringVar(&f.thread, "thread", mcpserver.DefaultThreadKey, "conversation `KEY` the sessions belong to (servers sharing a store and key share sessions)")
+	f.sandbox = addSandboxFlags(fs, sandboxHelp{
 		limits:       mcpLimits,
 		typeCheck:    "type-check every execute_python call before it runs (a call's type_check argument overrides this)",
 		stubs:        "stub (.pyi) `FILE` declaring further names the code may use, for type checks",
@@ -57,36 +84,130 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		corruptWhere: "at the start of the call's result",
 	})
 	fs.Func("timeout", "the same as --max-duration `DURATION`", func(s string) error { return fs.Set("max-duration", s) })
-	maxLive := fs.Int("max-live", 0, "most sessions kept in memory at once (0: the manager's default)")
-	signingKeyFile := fs.String("signing-key-file", "", "sign stored state with the key in `FILE` (or set MONTY_SIGNING_KEY); default unsigned, like monty --session")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	fs.IntVar(&f.maxLive, "max-live", 0, "most sessions kept in memory at once (0: the manager's default)")
+	fs.StringVar(&f.signingKeyFile, "signing-key-file", "", "sign stored state with the key in `FILE` (or set MONTY_SIGNING_KEY); default unsigned, like monty --session")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	approvals := fs.String("approvals", string(mcpserver.ApprovalsUserFirst), "who decides the calls that wait for approval: "+
 		"user-first (the user, asked through the client's elicitation; a client without it answers with resume_python) "+
 		"or user-only (the user; without elicitation such calls are refused)")
-	consoleURL := fs.String("console-url", "", "the `URL` of an operator console (monty serve's /ui on the same store), named in a run paused at approvals")
-	apiKey := fs.String("api-key", "", "keep the sessions in this API `KEY`'s namespace, as monty serve does, so that its API and console with the key see them (needs the signing key monty serve uses)")
-	apiKeyFile := fs.String("api-key-file", "", "read the --api-key from `FILE` (monty serve's format: one key a line, # comments; exactly one key)")
+	fs.StringVar(&f.consoleURL, "console-url", "", "the `URL` of an operator console (monty serve's /ui on the same store), named in a run paused at approvals")
+	fs.StringVar(&f.apiKey, "api-key", "", "keep the sessions in this API `KEY`'s namespace, as monty serve does, so that its API and console with the key see them (needs the signing key monty serve uses)")
+	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "read the --api-key from `FILE` (monty serve's format: one key a line, # comments; exactly one key)")
 	if exit, ok := parseFlags(fs, args); !ok {
-		return exit
+		return nil, exit, false
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "monty mcp: unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
-		return ExitUsage
+		return nil, ExitUsage, false
 	}
-	policy, perr := mcpserver.ParseApprovalPolicy(*approvals)
-	if perr != nil {
-		fmt.Fprintln(stderr, "monty mcp: --approvals:", perr)
-		return ExitUsage
+	var err error
+	if f.approvals, err = mcpserver.ParseApprovalPolicy(*approvals); err != nil {
+		fmt.Fprintln(stderr, "monty mcp: --approvals:", err)
+		return nil, ExitUsage, false
 	}
+	return f, ExitOK, true
+}
+
+// mcpService is what monty mcp builds and runs: an MCP server over an
+// executor, its store, engine, checker and MCP servers, and what closes
+// them, last opened first closed. It is not safe for concurrent use.
+type mcpService struct {
+	f       *mcpFlags
+	logger  *slog.Logger
+	srv     *mcp.Server
+	closers []func()
+}
+
+func (m *mcpService) close() {
+	for i := len(m.closers) - 1; i >= 0; i-- {
+		m.closers[i]()
+	}
+}
+
+// build opens what the MCP server needs and makes it; the exit code goes
+// with an error.
+func (m *mcpService) build(ctx context.Context, stderr io.Writer) (int, error) {
+	f := m.f
 	// Only the operator names host directories; the tool's callers see the
 	// guest paths.
-	sb, err := flags.setup(true) // each session's own files are at /work
+	sb, err := f.sandbox.setup(true) // each session's own files are at /work
 	if err != nil {
-		fmt.Fprintln(stderr, "monty mcp:", err)
-		return ExitUsage
+		return ExitUsage, err
 	}
-	defer sb.mounts.Close()
+	m.closers = append(m.closers, func() { sb.mounts.Close() })
+	if m.logger, err = newLogger("text", f.logLevel, stderr); err != nil {
+		return ExitUsage, err
+	}
+	// First, so that the last spans are flushed after what follows has
+	// stopped.
+	tel, stopTelemetry, err := startTelemetry(ctx, m.logger)
+	if err != nil {
+		return ExitUsage, err
+	}
+	m.closers = append(m.closers, stopTelemetry)
+	var key []byte
+	if f.signingKeyFile != "" || os.Getenv("MONTY_SIGNING_KEY") != "" {
+		if key, err = signingKey(f.signingKeyFile); err != nil {
+			return ExitUsage, err
+		}
+	}
+	ns, err := mcpNamespace(f.apiKey, f.apiKeyFile, f.thread, key)
+	if err != nil {
+		return ExitUsage, err
+	}
+	execOpts, exit, err := m.openBackends(ctx, sb, key)
+	if err != nil {
+		return exit, err
+	}
+	execOpts.Session.Telemetry = tel.Telemetry
+	var consoleSession func(storeID string) string
+	if ns != "" {
+		execOpts.StoreID, execOpts.Manager.Keys = namespacedSessions(ns, key)
+		consoleSession = func(storeID string) string { return strings.TrimPrefix(storeID, ns+"/") }
+	}
+	exec, err := agent.NewExecutor(execOpts)
+	if err != nil {
+		return ExitUsage, err
+	}
+	m.closers = append(m.closers, exec.Close)
+	m.srv, err = mcpserver.New(mcpserver.Options{Executor: exec, ThreadKey: f.thread, Version: version(), Logger: m.logger,
+		Approvals: f.approvals, ConsoleURL: f.consoleURL, ConsoleSession: consoleSession})
+	if err != nil {
+		return ExitUsage, err
+	}
+	limits := execOpts.Session.Limits
+	m.logger.Info("monty mcp: serving on stdio", "thread", f.thread, "namespace", cmp.Or(ns, "(none: monty mcp's own layout)"), "max_duration", f.sandbox.limits.duration.String(),
+		"max_memory", execOpts.MaxMemory, "max_output", limits.MaxOutput, "max_result", limits.MaxResult, "mounts", mountList(sb.mounts.Specs()))
+	return ExitOK, nil
+}
+
+// openBackends opens the store, the MCP servers (at start: a server that
+// cannot be reached is the operator's to fix now, not the model's later),
+// the engine and the checker, and returns the executor's options.
+func (m *mcpService) openBackends(ctx context.Context, sb *sandbox, key []byte) (agent.ExecutorOptions, int, error) {
+	st, err := openStore(ctx, m.f.storeSpec)
+	if err != nil {
+		return agent.ExecutorOptions{}, storeExit(err), err
+	}
+	m.closers = append(m.closers, func() { st.Close() })
+	servers, err := m.f.sandbox.connect.connect(ctx, sb.conns, m.logger)
+	if err != nil {
+		return agent.ExecutorOptions{}, connectExit(err), err
+	}
+	m.closers = append(m.closers, servers.Close)
+	engine, err := serviceEngine(ctx, "", m.logger)
+	if err != nil {
+		return agent.ExecutorOptions{}, ExitException, err
+	}
+	m.closers = append(m.closers, func() { engine.Close(context.Background()) })
+	checker := typecheck.Lazy(typecheck.WithLogger(m.logger))
+	m.closers = append(m.closers, func() { checker.Close(context.Background()) })
+	if sb.typeCheck {
+		// Every call is checked: compile the checker now, in the
+		// background, rather than in the first call.
+		go func() { _ = checker.Load(context.Background()) }()
+	}
 	// The executor bounds each call's time and memory itself, where 0
 	// is its default and a negative value none.
 	limits := sb.limits
@@ -98,62 +219,9 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		maxMemory = -1
 	}
 	limits.MaxDuration = 0
-	logger, err := newLogger("text", *logLevel, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "monty mcp:", err)
-		return ExitUsage
-	}
-	// Deferred before what follows, so that the last spans are flushed
-	// after it has stopped.
-	tel, stopTelemetry, err := startTelemetry(ctx, logger)
-	if err != nil {
-		fmt.Fprintln(stderr, "monty mcp:", err)
-		return ExitUsage
-	}
-	defer stopTelemetry()
-	var key []byte
-	if *signingKeyFile != "" || os.Getenv("MONTY_SIGNING_KEY") != "" {
-		if key, err = signingKey(*signingKeyFile); err != nil {
-			fmt.Fprintln(stderr, "monty mcp:", err)
-			return ExitUsage
-		}
-	}
-	ns, err := mcpNamespace(*apiKey, *apiKeyFile, *thread, key)
-	if err != nil {
-		fmt.Fprintln(stderr, "monty mcp:", err)
-		return ExitUsage
-	}
-	st, err := openStore(ctx, *storeSpec)
-	if err != nil {
-		fmt.Fprintln(stderr, "monty mcp:", err)
-		return storeExit(err)
-	}
-	defer st.Close()
-	// Connected at start: a server that cannot be reached is the
-	// operator's to fix now, not the model's later. Closed after the
-	// executor.
-	servers, err := flags.connect.connect(ctx, sb.conns, logger)
-	if err != nil {
-		fmt.Fprintln(stderr, "monty mcp:", err)
-		return connectExit(err)
-	}
-	defer servers.Close()
-	engine, err := serviceEngine(ctx, "", logger)
-	if err != nil {
-		fmt.Fprintln(stderr, "monty mcp:", err)
-		return ExitException
-	}
-	defer engine.Close(context.Background())
-	checker := typecheck.Lazy(typecheck.WithLogger(logger))
-	defer checker.Close(context.Background())
-	if sb.typeCheck {
-		// Every call is checked: compile the checker now, in the
-		// background, rather than in the first call.
-		go func() { _ = checker.Load(context.Background()) }()
-	}
-	execOpts := agent.ExecutorOptions{
-		Session:      session.Options{Store: st, Engine: engine, SigningKey: key, Limits: limits, Files: &session.Files{}, Telemetry: tel.Telemetry},
-		Manager:      session.ManagerOptions{MaxLive: *maxLive},
+	return agent.ExecutorOptions{
+		Session:      session.Options{Store: st, Engine: engine, SigningKey: key, Limits: limits, Files: &session.Files{}},
+		Manager:      session.ManagerOptions{MaxLive: m.f.maxLive},
 		Timeout:      timeout,
 		MaxMemory:    maxMemory,
 		MaxHostCalls: sb.maxHostCalls,
@@ -169,35 +237,20 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		// A session whose stored state does not load is kept aside and
 		// started empty (the call's text says so), unless told to fail.
 		FailOnCorruptState: sb.failOnCorrupt,
-	}
-	var consoleSession func(storeID string) string
-	if ns != "" {
-		execOpts.StoreID, execOpts.Manager.Keys = namespacedSessions(ns, key)
-		consoleSession = func(storeID string) string { return strings.TrimPrefix(storeID, ns+"/") }
-	}
-	exec, err := agent.NewExecutor(execOpts)
-	if err != nil {
-		fmt.Fprintln(stderr, "monty mcp:", err)
-		return ExitUsage
-	}
-	defer exec.Close()
-	srv, err := mcpserver.New(mcpserver.Options{Executor: exec, ThreadKey: *thread, Version: version(), Logger: logger,
-		Approvals: policy, ConsoleURL: *consoleURL, ConsoleSession: consoleSession})
-	if err != nil {
-		fmt.Fprintln(stderr, "monty mcp:", err)
-		return ExitUsage
-	}
-	logger.Info("monty mcp: serving on stdio", "thread", *thread, "namespace", cmp.Or(ns, "(none: monty mcp's own layout)"), "max_duration", flags.limits.duration.String(), "max_memory", limits.MaxMemory,
-		"max_output", limits.MaxOutput, "max_result", limits.MaxResult, "mounts", mountList(sb.mounts.Specs()))
+	}, ExitOK, nil
+}
+
+// run serves the MCP server on stdio until the client disconnects.
+func (m *mcpService) run(ctx context.Context, stdin io.Reader, stdout io.Writer) int {
 	start := time.Now()
 	// Malformed input lines are answered with JSON-RPC errors and skipped
 	// instead of ending the connection.
-	err = srv.Run(ctx, mcpserver.NewStdioTransport(stdin, stdout, logger))
+	err := m.srv.Run(ctx, mcpserver.NewStdioTransport(stdin, stdout, m.logger))
 	if err != nil && ctx.Err() == nil && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, io.EOF) {
-		logger.Error("monty mcp: connection ended", "error", err)
+		m.logger.Error("monty mcp: connection ended", "error", err)
 		return ExitException
 	}
-	logger.Info("monty mcp: client disconnected", "uptime", time.Since(start).Round(time.Millisecond).String())
+	m.logger.Info("monty mcp: client disconnected", "uptime", time.Since(start).Round(time.Millisecond).String())
 	return ExitOK
 }
 

@@ -508,28 +508,64 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	b := &service{c: c, log: log}
+	defer b.close()
+	if ctx, err = b.build(ctx); err != nil {
+		return err
+	}
+	return b.run(ctx)
+}
+
+// service is what serve builds and runs: the HTTP API and the monty.v1
+// server over one store, engine, checker and set of MCP servers, and what
+// closes them, last opened first closed. It is not safe for concurrent
+// use.
+type service struct {
+	c         serveConfig
+	log       *slog.Logger
+	opts      httpapi.Options
+	storeOpts storeurl.Options
+	h         *httpapi.Handler
+	ws        *server.Server
+	wsOpts    server.Options
+	defaults  server.Profile // of a monty.v1 session that names no profile
+	profiles  int
+	closers   []func()
+}
+
+// close closes what build opened, in reverse.
+func (b *service) close() {
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		b.closers[i]()
+	}
+}
+
+// build checks the flags and opens what the servers need, in the order
+// that fails fastest; the context it returns ends at SIGINT or SIGTERM.
+func (b *service) build(ctx context.Context) (context.Context, error) {
+	c, log := b.c, b.log
 	opts, err := c.options()
 	if err != nil {
-		return err
+		return ctx, err
 	}
 	// First, so that the last spans are flushed after everything else
 	// has stopped.
 	scraped, metrics, err := scrape.New()
 	if err != nil {
-		return err
+		return ctx, err
 	}
 	tel, stopTelemetry, err := startTelemetry(ctx, log, scraped)
 	if err != nil {
-		return usageError{err}
+		return ctx, usageError{err}
 	}
-	defer stopTelemetry()
+	b.closers = append(b.closers, stopTelemetry)
 	if opts.Telemetry = tel.Telemetry; opts.Telemetry != nil {
 		// GET /metrics serves every instrument, OTLP or not (without the
 		// SDK, OTEL_SDK_DISABLED, the API keeps metrics of its own).
 		opts.Metrics = metrics
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return usageError{errors.New("--tls-cert and --tls-key go together")}
+		return ctx, usageError{errors.New("--tls-cert and --tls-key go together")}
 	}
 	// Only the operator names host directories: clients see the guest
 	// paths. Opened here to refuse a bad spec at start; every request then
@@ -545,16 +581,26 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 		mounts.Close()
 	}
 	if err != nil {
-		return usageError{err}
+		return ctx, usageError{err}
 	}
 	conns, err := c.connect.servers()
 	if err != nil {
-		return usageError{err}
+		return ctx, usageError{err}
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	b.closers = append(b.closers, stop)
+	b.opts = opts
+	if err := b.openBackends(ctx, conns); err != nil {
+		return ctx, err
+	}
+	return ctx, b.newHandlers(ctx)
+}
 
-	// The store before the engine: a wrong spec fails at once.
+// openBackends opens the store (before the engine: a wrong spec fails at
+// once), the operator's MCP servers (every client's code may call them),
+// the engine and the type checker.
+func (b *service) openBackends(ctx context.Context, conns []*mcpConnection) error {
+	c, log := b.c, b.log
 	storeOpts, err := c.storeOptions()
 	if err != nil {
 		return err
@@ -567,32 +613,31 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 		}
 		return err
 	}
-	defer st.Close()
+	b.closers = append(b.closers, func() { st.Close() })
+	b.storeOpts = storeOpts
 	if ts, ok := st.(*tiered.Store); ok && storeOpts.TTL > 0 {
 		if after, interval := ts.ArchiveAfter(); after+interval >= storeOpts.TTL {
 			log.Warn("--state-ttl is not longer than --state-archive-after plus --state-archive-interval: state can expire from the hot store before it is archived",
 				"state_ttl", storeOpts.TTL, "archive_after", after, "archive_interval", interval)
 		}
 	}
-	// The operator's MCP servers: every client's code may call them.
-	// Closed after the handler's executions are done.
-	servers, err := c.connect.connect(ctx, conns, log)
+	// Closed after the handlers' executions are done.
+	mcp, err := c.connect.connect(ctx, conns, log)
 	if err != nil {
 		return err
 	}
-	defer servers.Close()
-	opts.Functions = servers.reg
+	b.closers = append(b.closers, mcp.Close)
 	engine, err := serviceEngine(ctx, c.cacheDir, log)
 	if err != nil {
 		return err
 	}
-	defer engine.Close(context.Background())
-	opts.Store, opts.Engine, opts.Logger = st, engine, log
+	b.closers = append(b.closers, func() { engine.Close(context.Background()) })
 	stubs, err := readStubs(c.stubsFile)
 	if err != nil {
 		return usageError{err}
 	}
-	opts.Stubs = servers.stubs(stubs)
+	o := &b.opts
+	o.Store, o.Engine, o.Logger, o.Functions, o.Stubs = st, engine, log, mcp.reg, mcp.stubs(stubs)
 	// The type checker is compiled at the first request that asks for a
 	// check, into the same cache as the interpreter.
 	checkerOpts := []typecheck.Option{typecheck.WithLogger(log)}
@@ -602,12 +647,22 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	case c.cacheDir != "":
 		checkerOpts = append(checkerOpts, typecheck.WithCacheDir(c.cacheDir))
 	}
-	opts.Checker = typecheck.Lazy(checkerOpts...)
-	defer opts.Checker.Close(context.Background())
+	o.Checker = typecheck.Lazy(checkerOpts...)
+	b.closers = append(b.closers, func() { o.Checker.Close(context.Background()) })
+	// A monty.v1 session that names no profile gets serve's own flags.
+	b.defaults = server.Profile{Limits: o.Limits, Mounts: o.Mounts, Host: mcp.host(), Tools: mcp.reg}
+	return nil
+}
+
+// newHandlers makes the HTTP API and the monty.v1 server, with the
+// profiles of --profiles.
+func (b *service) newHandlers(ctx context.Context) error {
+	c, opts := b.c, b.opts
 	h, err := httpapi.New(opts)
 	if err != nil {
 		return err
 	}
+	b.h = h
 	wsOpts, err := c.ws.options()
 	if err != nil {
 		return err
@@ -616,38 +671,48 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	def := server.Profile{Limits: opts.Limits, Mounts: opts.Mounts, Host: servers.host(), Tools: servers.reg}
-	profiles, closeProfiles, err := wsProfiles(ctx, specs, def, c.connect.timeout, log)
+	profiles, closeProfiles, err := wsProfiles(ctx, specs, b.defaults, c.connect.timeout, b.log)
 	if err != nil {
 		return err
 	}
-	defer closeProfiles()
-	wsOpts.Engine, wsOpts.APIKeys, wsOpts.Profiles = engine, opts.APIKeys, profiles
-	wsOpts.Checker, wsOpts.Telemetry, wsOpts.Logger = opts.Checker, opts.Telemetry, log
+	b.closers = append(b.closers, closeProfiles)
+	b.profiles = len(profiles) - 1
+	wsOpts.Engine, wsOpts.APIKeys, wsOpts.Profiles = opts.Engine, opts.APIKeys, profiles
+	wsOpts.Checker, wsOpts.Telemetry, wsOpts.Logger = opts.Checker, opts.Telemetry, b.log
 	if !opts.DisablePersistence {
-		wsOpts.Store, wsOpts.SigningKey, wsOpts.MaxStateSize = st, opts.SigningKey, opts.MaxStateSize
+		wsOpts.Store, wsOpts.SigningKey, wsOpts.MaxStateSize = opts.Store, opts.SigningKey, opts.MaxStateSize
 	}
-	ws, err := server.New(ctx, wsOpts)
-	if err != nil {
+	if b.ws, err = server.New(ctx, wsOpts); err != nil {
 		return err
 	}
-	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	b.wsOpts = wsOpts
+	return nil
+}
+
+// handler routes a request: a WebSocket upgrade to monty.v1, GET / to
+// the about page, the rest to the HTTP API.
+func (b *service) handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case server.IsUpgrade(r):
-			ws.ServeHTTP(w, r)
+			b.ws.ServeHTTP(w, r)
 		case r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
-			serveAbout(w, h.Draining())
+			serveAbout(w, b.h.Draining())
 		default:
-			h.ServeHTTP(w, r)
+			b.h.ServeHTTP(w, r)
 		}
 	})
+}
 
+// run listens, serves until ctx ends, then drains.
+func (b *service) run(ctx context.Context) error {
+	c, log := b.c, b.log
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return usageError{fmt.Errorf("--addr: %w", err)}
 	}
 	srv := &http.Server{
-		Handler:           root,
+		Handler:           b.handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		IdleTimeout:       2 * time.Minute,
@@ -658,31 +723,7 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 		scheme = "https"
 		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	if len(opts.APIKeys) == 0 {
-		log.Warn("no API keys configured: every client can use every session (set --api-key, MONTY_API_KEYS or --api-key-file)")
-	}
-	if opts.DisablePersistence {
-		log.Warn("state persistence is off (--state-persistence=false): every execution starts empty and nothing is stored")
-	}
-	onCorrupt := corruptFresh
-	if opts.FailOnCorruptState {
-		onCorrupt = corruptFail
-	}
-	log.Info("session state", "persistence", !opts.DisablePersistence, "capture_on_error", opts.CaptureOnError, "max_state_size", opts.MaxStateSize,
-		"on_corrupt_state", onCorrupt, "store", describeStore(st, storeOpts))
-	log.Info("monty.v1 WebSocket sessions", "url", strings.Replace(scheme, "http", "ws", 1)+"://"+ln.Addr().String()+"/",
-		"stored", wsOpts.Store != nil, "profiles", len(profiles)-1, "max_conns", wsOpts.MaxConns, "max_conns_per_key", wsOpts.MaxConnsPerKey,
-		"idle_timeout", wsOpts.IdleTimeout, "turn_timeout", wsOpts.TurnTimeout)
-	// Which entries were read as NAME=KEY: an entry of that shape is a
-	// named key, so the operator sees it was not taken whole.
-	keyNames := slices.Sorted(maps.Values(opts.KeyNames))
-	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "api_keys", len(opts.APIKeys), "key_names", keyNames,
-		"concurrency", h.Capacity(), "max_duration", opts.Limits.MaxDuration, "max_memory", opts.Limits.MaxMemory, "max_result", h.Limits().MaxResult,
-		"mounts", mountList(opts.Mounts), "max_files_size", opts.MaxFileBytes)
-	if !opts.DisableConsole {
-		log.Info("operator console", "url", scheme+"://"+ln.Addr().String()+"/ui/", "open", len(opts.APIKeys) == 0)
-	}
-
+	b.logStart(scheme, ln.Addr().String())
 	served := make(chan error, 1)
 	go func() {
 		if c.tlsCert != "" {
@@ -696,15 +737,50 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "timeout", c.shutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
+	b.shutdown(srv)
+	return nil
+}
+
+// logStart says what is served where, and warns of what is open.
+func (b *service) logStart(scheme, addr string) {
+	log, opts, wsOpts := b.log, b.opts, b.wsOpts
+	if len(opts.APIKeys) == 0 {
+		log.Warn("no API keys configured: every client can use every session (set --api-key, MONTY_API_KEYS or --api-key-file)")
+	}
+	if opts.DisablePersistence {
+		log.Warn("state persistence is off (--state-persistence=false): every execution starts empty and nothing is stored")
+	}
+	onCorrupt := corruptFresh
+	if opts.FailOnCorruptState {
+		onCorrupt = corruptFail
+	}
+	log.Info("session state", "persistence", !opts.DisablePersistence, "capture_on_error", opts.CaptureOnError, "max_state_size", opts.MaxStateSize,
+		"on_corrupt_state", onCorrupt, "store", describeStore(opts.Store, b.storeOpts))
+	log.Info("monty.v1 WebSocket sessions", "url", strings.Replace(scheme, "http", "ws", 1)+"://"+addr+"/",
+		"stored", wsOpts.Store != nil, "profiles", b.profiles, "max_conns", wsOpts.MaxConns, "max_conns_per_key", wsOpts.MaxConnsPerKey,
+		"idle_timeout", wsOpts.IdleTimeout, "turn_timeout", wsOpts.TurnTimeout)
+	// Which entries were read as NAME=KEY: an entry of that shape is a
+	// named key, so the operator sees it was not taken whole.
+	keyNames := slices.Sorted(maps.Values(opts.KeyNames))
+	log.Info("listening", "addr", addr, "url", scheme+"://"+addr, "api_keys", len(opts.APIKeys), "key_names", keyNames,
+		"concurrency", b.h.Capacity(), "max_duration", opts.Limits.MaxDuration, "max_memory", opts.Limits.MaxMemory, "max_result", b.h.Limits().MaxResult,
+		"mounts", mountList(opts.Mounts), "max_files_size", opts.MaxFileBytes)
+	if !opts.DisableConsole {
+		log.Info("operator console", "url", scheme+"://"+addr+"/ui/", "open", len(opts.APIKeys) == 0)
+	}
+}
+
+// shutdown drains both servers within --shutdown-timeout. The listener
+// stays open while the handlers drain, so that GET /health answers 503
+// and new work is refused with a reason rather than a refused connection.
+func (b *service) shutdown(srv *http.Server) {
+	log := b.log
+	log.Info("shutting down", "timeout", b.c.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), b.c.shutdownTimeout)
 	defer cancel()
-	// The listener stays open while the handlers drain, so that GET /health
-	// answers 503 and new work is refused with a reason rather than a
-	// refused connection.
 	drained := make(chan error, 1)
-	go func() { drained <- h.Shutdown(sctx) }()
-	if err := ws.Shutdown(sctx); err != nil {
+	go func() { drained <- b.h.Shutdown(sctx) }()
+	if err := b.ws.Shutdown(sctx); err != nil {
 		log.Warn("monty.v1 sessions still connected at the shutdown timeout were parked and closed", "error", err)
 	}
 	herr := <-drained
@@ -717,7 +793,6 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer) error {
 		_ = srv.Close()
 	}
 	log.Info("stopped")
-	return nil
 }
 
 const precompileUsage = `usage: monty precompile [--cache-dir DIR] [--no-checker]
