@@ -266,6 +266,16 @@ func intactEnvelope(data []byte) bool {
 // parseBlob checks a blob's checksum and signature and splits it into its
 // parts, leaving the dump as stored (maybe compressed).
 func parseBlob(data, key []byte) (*blob, error) {
+	content, err := openEnvelope(data, key)
+	if err != nil {
+		return nil, err
+	}
+	return parseContent(content, data[4], data[5])
+}
+
+// openEnvelope checks a blob's magic, version, signature (with key) and
+// checksum, and returns what they cover.
+func openEnvelope(data, key []byte) ([]byte, error) {
 	if len(data) < 7 || string(data[:4]) != blobMagic {
 		return nil, corrupt("not a monty-go session blob")
 	}
@@ -308,19 +318,25 @@ func parseBlob(data, key []byte) (*blob, error) {
 	if len(content) < 7 {
 		return nil, corrupt("truncated header")
 	}
+	return content, nil
+}
+
+// parseContent splits the content of a blob of format version and flags
+// into its sections.
+func parseContent(content []byte, version, flags byte) (*blob, error) {
 	r := bytes.NewReader(content[6:])
 	vlen, _ := r.ReadByte()
-	version := make([]byte, vlen)
+	monty := make([]byte, vlen)
 	b := &blob{JSONOnly: flags&flagJSONOnly != 0}
-	if _, err := io.ReadFull(r, version); err != nil {
+	if _, err := io.ReadFull(r, monty); err != nil {
 		return nil, corrupt("truncated header")
 	}
-	b.MontyVersion = string(version)
+	b.MontyVersion = string(monty)
 	if _, err := io.ReadFull(r, b.ModuleSum[:]); err != nil {
 		return nil, corrupt("truncated header")
 	}
 	parts := make([][]byte, 3, 8)
-	switch data[4] {
+	switch version {
 	case blobVersionDrive:
 		parts = parts[:8]
 	case blobVersionAudit:
@@ -354,8 +370,8 @@ func parseBlob(data, key []byte) (*blob, error) {
 	}
 	b.Dump = parts[2]
 	b.compressed = flags&flagCompressed != 0
-	audit := data[4] == blobVersionAudit || data[4] == blobVersionDrive // sections as version 6's
-	inParts := data[4] == blobVersionParts || audit && flags&flagParts != 0
+	audit := version == blobVersionAudit || version == blobVersionDrive // sections as version 6's
+	inParts := version == blobVersionParts || audit && flags&flagParts != 0
 	if inParts {
 		if b.JSONOnly || len(parts[5]) != 0 {
 			return nil, corrupt("a dump in parts with no dump, or with a paused run")
@@ -366,7 +382,7 @@ func parseBlob(data, key []byte) (*blob, error) {
 		}
 		b.Dump, b.Parts, b.compressed = nil, p, false
 	}
-	if len(parts) >= 4 && (data[4] == blobVersionTC || len(parts[3]) > 0) {
+	if len(parts) >= 4 && (version == blobVersionTC || len(parts[3]) > 0) {
 		b.TypeCheck = &typecheck.Context{}
 		if err := json.Unmarshal(parts[3], b.TypeCheck); err != nil {
 			return nil, corrupt("type check context: %v", err)
@@ -375,18 +391,18 @@ func parseBlob(data, key []byte) (*blob, error) {
 	if len(parts) >= 5 && len(parts[4]) > 0 {
 		b.Files = parts[4]
 	}
-	if data[4] == blobVersionAudit || audit && len(parts[6]) > 0 {
+	if version == blobVersionAudit || audit && len(parts[6]) > 0 {
 		if err := json.Unmarshal(parts[6], &b.Decisions); err != nil || len(b.Decisions) == 0 {
 			return nil, corrupt("decisions: not a non-empty JSON array (%v)", err)
 		}
 	}
-	if data[4] == blobVersionDrive {
+	if version == blobVersionDrive {
 		b.Driver = &Driver{}
 		if err := json.Unmarshal(parts[7], b.Driver); err != nil || b.Driver.Name == "" {
 			return nil, corrupt("driver: not a JSON object naming its surface (%v)", err)
 		}
 	}
-	if data[4] == blobVersionRun || audit && !inParts && len(parts[5]) > 0 {
+	if version == blobVersionRun || audit && !inParts && len(parts[5]) > 0 {
 		b.Run = &pausedRun{}
 		if err := json.Unmarshal(parts[5], b.Run); err != nil {
 			return nil, corrupt("paused run: %v", err)
