@@ -389,6 +389,38 @@ type outcome struct {
 	paused *session.Paused // the run stopped at client tool calls
 }
 
+// openSession returns session id of namespace ns with limits and host
+// for the request: the one kept open since an earlier request when it is
+// still what the store holds, else opened from the store.
+func (h *Handler) openSession(ctx context.Context, ns, id string, limits runtime.Limits, host *runtime.Host) (*session.Session, error) {
+	sid := storeID(ns, id)
+	if s := h.hot.take(sid); s != nil {
+		s.SetLimits(limits)
+		s.SetHost(host)
+		if err := s.Sync(ctx); err == nil {
+			return s, nil
+		}
+		// Not usable as kept: open it afresh, as with none kept.
+		_ = s.Close(context.WithoutCancel(ctx))
+	}
+	return session.Open(ctx, sid, session.Options{
+		Store:        h.opts.Store,
+		Engine:       h.opts.Engine,
+		Pool:         h.warmPool(ctx),
+		SigningKey:   h.stateKey(ns, id),
+		VerifyKeys:   h.legacyKeys(),
+		MaxStateSize: h.opts.MaxStateSize,
+		Limits:       limits,
+		Host:         host,
+		Files:        h.files(),
+		// Stored state that does not load is kept aside either way.
+		FreshOnCorrupt: !h.opts.FailOnCorruptState,
+		CaptureOnError: h.opts.CaptureOnError,
+		Ephemeral:      h.opts.DisablePersistence,
+		Telemetry:      h.opts.Telemetry,
+	})
+}
+
 // run opens the stored session id of namespace ns, runs code and stores
 // the new state. The answer is filled in as far as the call got, also when
 // it fails (what the code printed before a limit stopped it). The run's
@@ -402,36 +434,9 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 	}
 	defer closeHost()
 	sid := storeID(ns, id)
-	s := h.hot.take(sid)
-	if s != nil {
-		s.SetLimits(limits)
-		s.SetHost(host)
-		if err := s.Sync(ctx); err != nil {
-			// Not usable as kept: open it afresh, as with none kept.
-			_ = s.Close(context.WithoutCancel(ctx))
-			s = nil
-		}
-	}
-	if s == nil {
-		s, err = session.Open(ctx, sid, session.Options{
-			Store:        h.opts.Store,
-			Engine:       h.opts.Engine,
-			Pool:         h.warmPool(ctx),
-			SigningKey:   h.stateKey(ns, id),
-			VerifyKeys:   h.legacyKeys(),
-			MaxStateSize: h.opts.MaxStateSize,
-			Limits:       limits,
-			Host:         host,
-			Files:        h.files(),
-			// Stored state that does not load is kept aside either way.
-			FreshOnCorrupt: !h.opts.FailOnCorruptState,
-			CaptureOnError: h.opts.CaptureOnError,
-			Ephemeral:      h.opts.DisablePersistence,
-			Telemetry:      h.opts.Telemetry,
-		})
-		if err != nil {
-			return outcome{}, err
-		}
+	s, err := h.openSession(ctx, ns, id, limits, host)
+	if err != nil {
+		return outcome{}, err
 	}
 	defer func() {
 		s.SetHost(nil) // the request's Host (its mounts) is closed

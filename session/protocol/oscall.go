@@ -48,6 +48,33 @@ var pathArms = map[string]func(*pb.OsCall, string){
 	"Path.rmdir":      func(c *pb.OsCall, p string) { c.Call = &pb.OsCall_Rmdir{Rmdir: p} },
 }
 
+// scanCall is the wire form of a Path.scan of path.
+func scanCall(call *runtime.OSCall, path string) *pb.OsCall_Scan {
+	s := &pb.OsCall_Scan{Path: path, FollowSymlinks: osBool(call, 2, "follow_symlinks"), RecurseSymlinks: osBool(call, 5, "recurse_symlinks")}
+	if v, ok := call.Arg(1, "max_depth"); ok {
+		if n, ok := v.(object.Int); ok && n >= 0 {
+			d := uint32(min(int64(n), 1<<31))
+			s.MaxDepth = &d
+		}
+	}
+	if v, ok := call.Arg(3, "pattern"); ok {
+		if l, ok := v.(object.List); ok {
+			for _, p := range l {
+				if ps, ok := p.(object.Str); ok {
+					s.Pattern = append(s.Pattern, string(ps))
+				}
+			}
+		}
+	}
+	if v, ok := call.Arg(4, "case_sensitive"); ok {
+		if b, ok := v.(object.Bool); ok {
+			cs := bool(b)
+			s.CaseSensitive = &cs
+		}
+	}
+	return s
+}
+
 // osCallEvent is the wire form of an OS call the interpreter made, as
 // upstream's worker sends it. sleepArm renames the sleeps by the session's
 // sleep mode: "system.sleep" is what the interpreter always asks, and the
@@ -83,29 +110,7 @@ func osCallEvent(call *runtime.OSCall, hostSleep bool) (*pb.OsCall, error) {
 	case "Path.rename":
 		ev.Call = &pb.OsCall_Rename_{Rename: &pb.OsCall_Rename{Src: path, Dst: osStr(call, 1, "dst")}}
 	case "Path.scan":
-		s := &pb.OsCall_Scan{Path: path, FollowSymlinks: osBool(call, 2, "follow_symlinks"), RecurseSymlinks: osBool(call, 5, "recurse_symlinks")}
-		if v, ok := call.Arg(1, "max_depth"); ok {
-			if n, ok := v.(object.Int); ok && n >= 0 {
-				d := uint32(min(int64(n), 1<<31))
-				s.MaxDepth = &d
-			}
-		}
-		if v, ok := call.Arg(3, "pattern"); ok {
-			if l, ok := v.(object.List); ok {
-				for _, p := range l {
-					if ps, ok := p.(object.Str); ok {
-						s.Pattern = append(s.Pattern, string(ps))
-					}
-				}
-			}
-		}
-		if v, ok := call.Arg(4, "case_sensitive"); ok {
-			if b, ok := v.(object.Bool); ok {
-				cs := bool(b)
-				s.CaseSensitive = &cs
-			}
-		}
-		ev.Call = &pb.OsCall_Scan_{Scan: s}
+		ev.Call = &pb.OsCall_Scan_{Scan: scanCall(call, path)}
 	case "os.getenv":
 		def, ok := call.Arg(1, "default")
 		if !ok {

@@ -173,6 +173,71 @@ func (b *arenaBuilder) add(v object.Value) (uint32, error) {
 			return 0, err
 		}
 		n.Kind = &pb.MontyNode_NamedTuple{NamedTuple: &pb.NamedTupleNode{TypeName: v.TypeName, FieldNames: v.Fields, Values: items}}
+	case object.Date, object.DateTime, object.Time, object.TimeDelta, object.TimeZone:
+		setTimeNode(&n, v)
+	case object.Exception:
+		e := &pb.Exception{ExcType: v.Type}
+		if v.HasMessage {
+			e.Arg = &v.Message
+		}
+		n.Kind = &pb.MontyNode_Exception{Exception: e}
+	case object.TypeObject:
+		n.Kind = &pb.MontyNode_Type{Type: &pb.Type{Name: string(v), Origin: pb.TypeOrigin_TYPE_ORIGIN_BUILTIN}}
+	case object.ClassType:
+		return b.addClass(v)
+	case object.Instance, object.Module:
+		return b.addObject(v)
+	case object.Function:
+		n.Kind = &pb.MontyNode_Function{Function: &pb.Function{Name: v.Name, Docstring: v.Doc}}
+	case object.BuiltinFunction:
+		n.Kind = &pb.MontyNode_BuiltinFunction{BuiltinFunction: string(v)}
+	case object.Path:
+		n.Kind = &pb.MontyNode_Path{Path: string(v)}
+	case object.File:
+		n.Kind = &pb.MontyNode_FileHandle{FileHandle: &pb.FileHandle{Path: v.Path, Mode: v.Mode, Position: v.Position}}
+	case object.Opaque:
+		n.Kind = &pb.MontyNode_Repr{Repr: string(v)}
+	case object.Cycle:
+		n.Kind = &pb.MontyNode_Cycle{Cycle: string(v)}
+	case object.Complex:
+		re, im := v.Real, v.Imag
+		n.Kind = &pb.MontyNode_Complex{Complex: &pb.Complex{Real: &re, Imag: &im}}
+	case object.Decimal:
+		n.Kind = &pb.MontyNode_Decimal{Decimal: string(v)}
+	default:
+		return 0, fmt.Errorf("monty.v1: no wire form for %T", v)
+	}
+	return b.push(&n), nil
+}
+
+// addObject appends an instance or a module, with its attributes.
+func (b *arenaBuilder) addObject(v object.Value) (uint32, error) {
+	var n pb.MontyNode
+	switch v := v.(type) {
+	case object.Instance:
+		class, err := b.addClass(v.Class)
+		if err != nil {
+			return 0, err
+		}
+		attrs, err := b.addPairs(v.Attrs)
+		if err != nil {
+			return 0, err
+		}
+		n.Kind = &pb.MontyNode_ClassInstance{ClassInstance: &pb.ClassInstanceNode{ClassType: class, InstanceId: uuidPB(v.ID), Attrs: attrs}}
+	case object.Module:
+		attrs, err := b.addPairs(v.Attrs)
+		if err != nil {
+			return 0, err
+		}
+		n.Kind = &pb.MontyNode_Module{Module: &pb.ModuleNode{Name: v.Name, Id: uuidPB(v.ID), Attrs: attrs}}
+	}
+	return b.push(&n), nil
+}
+
+// setTimeNode makes n the node of v, a date, datetime, time, timedelta
+// or timezone.
+func setTimeNode(n *pb.MontyNode, v object.Value) {
+	switch v := v.(type) {
 	case object.Date:
 		n.Kind = &pb.MontyNode_Date{Date: &pb.Date{Year: int32(v.Year), Month: uint32(v.Month), Day: uint32(v.Day)}}
 	case object.DateTime:
@@ -190,53 +255,7 @@ func (b *arenaBuilder) add(v object.Value) (uint32, error) {
 		n.Kind = &pb.MontyNode_Timedelta{Timedelta: &pb.TimeDelta{Days: int32(v.Days), Seconds: int32(v.Seconds), Microseconds: int32(v.Microseconds)}}
 	case object.TimeZone:
 		n.Kind = &pb.MontyNode_Timezone{Timezone: &pb.TimeZone{OffsetSeconds: int32(v.Offset), Name: v.Name}}
-	case object.Exception:
-		e := &pb.Exception{ExcType: v.Type}
-		if v.HasMessage {
-			e.Arg = &v.Message
-		}
-		n.Kind = &pb.MontyNode_Exception{Exception: e}
-	case object.TypeObject:
-		n.Kind = &pb.MontyNode_Type{Type: &pb.Type{Name: string(v), Origin: pb.TypeOrigin_TYPE_ORIGIN_BUILTIN}}
-	case object.ClassType:
-		return b.addClass(v)
-	case object.Instance:
-		class, err := b.addClass(v.Class)
-		if err != nil {
-			return 0, err
-		}
-		attrs, err := b.addPairs(v.Attrs)
-		if err != nil {
-			return 0, err
-		}
-		n.Kind = &pb.MontyNode_ClassInstance{ClassInstance: &pb.ClassInstanceNode{ClassType: class, InstanceId: uuidPB(v.ID), Attrs: attrs}}
-	case object.Function:
-		n.Kind = &pb.MontyNode_Function{Function: &pb.Function{Name: v.Name, Docstring: v.Doc}}
-	case object.BuiltinFunction:
-		n.Kind = &pb.MontyNode_BuiltinFunction{BuiltinFunction: string(v)}
-	case object.Path:
-		n.Kind = &pb.MontyNode_Path{Path: string(v)}
-	case object.File:
-		n.Kind = &pb.MontyNode_FileHandle{FileHandle: &pb.FileHandle{Path: v.Path, Mode: v.Mode, Position: v.Position}}
-	case object.Opaque:
-		n.Kind = &pb.MontyNode_Repr{Repr: string(v)}
-	case object.Cycle:
-		n.Kind = &pb.MontyNode_Cycle{Cycle: string(v)}
-	case object.Complex:
-		re, im := v.Real, v.Imag
-		n.Kind = &pb.MontyNode_Complex{Complex: &pb.Complex{Real: &re, Imag: &im}}
-	case object.Module:
-		attrs, err := b.addPairs(v.Attrs)
-		if err != nil {
-			return 0, err
-		}
-		n.Kind = &pb.MontyNode_Module{Module: &pb.ModuleNode{Name: v.Name, Id: uuidPB(v.ID), Attrs: attrs}}
-	case object.Decimal:
-		n.Kind = &pb.MontyNode_Decimal{Decimal: string(v)}
-	default:
-		return 0, fmt.Errorf("monty.v1: no wire form for %T", v)
 	}
-	return b.push(&n), nil
 }
 
 func int32Ptr(p *int) *int32 {
@@ -470,35 +489,46 @@ func (r *arenaReader) make(n *pb.MontyNode) (object.Value, error) {
 		}
 		items, err := r.items(nt.GetValues())
 		return object.NamedTuple{TypeName: nt.GetTypeName(), Fields: nt.GetFieldNames(), Values: items}, err
-	case *pb.MontyNode_Date:
-		d := k.Date
-		return object.Date{Year: int(d.GetYear()), Month: int(d.GetMonth()), Day: int(d.GetDay())}, nil
-	case *pb.MontyNode_Datetime:
-		d := k.Datetime
-		if d.TimezoneName != nil && d.OffsetSeconds == nil {
-			return nil, badValue("a datetime has a zone name but no offset")
-		}
-		return object.DateTime{Year: int(d.GetYear()), Month: int(d.GetMonth()), Day: int(d.GetDay()),
-			Hour: int(d.GetHour()), Minute: int(d.GetMinute()), Second: int(d.GetSecond()), Microsecond: int(d.GetMicrosecond()),
-			Offset: intPtr(d.OffsetSeconds), TZName: d.TimezoneName}, nil
-	case *pb.MontyNode_Time:
-		t := k.Time
-		if t.TimezoneName != nil && t.OffsetSeconds == nil {
-			return nil, badValue("a time has a zone name but no offset")
-		}
-		return object.Time{Hour: int(t.GetHour()), Minute: int(t.GetMinute()), Second: int(t.GetSecond()), Microsecond: int(t.GetMicrosecond()),
-			Offset: intPtr(t.OffsetSeconds), TZName: t.TimezoneName, Fold: int(t.GetFold())}, nil
-	case *pb.MontyNode_Timedelta:
-		d := k.Timedelta
-		return object.NewTimeDelta(int64(d.GetDays()), int64(d.GetSeconds()), int64(d.GetMicroseconds())), nil
-	case *pb.MontyNode_Timezone:
-		return object.TimeZone{Offset: int(k.Timezone.GetOffsetSeconds()), Name: k.Timezone.Name}, nil
+	case *pb.MontyNode_Date, *pb.MontyNode_Datetime, *pb.MontyNode_Time, *pb.MontyNode_Timedelta, *pb.MontyNode_Timezone:
+		return makeTime(n)
 	case *pb.MontyNode_Exception:
 		e := object.Exception{Type: k.Exception.GetExcType()}
 		if k.Exception.Arg != nil {
 			e.Message, e.HasMessage = *k.Exception.Arg, true
 		}
 		return e, nil
+	case *pb.MontyNode_Type, *pb.MontyNode_ClassInstance, *pb.MontyNode_Module:
+		return r.makeObject(n)
+	case *pb.MontyNode_Function:
+		return object.Function{Name: k.Function.GetName(), Doc: k.Function.Docstring}, nil
+	case *pb.MontyNode_BuiltinFunction:
+		return object.BuiltinFunction(k.BuiltinFunction), nil
+	case *pb.MontyNode_Path:
+		return object.Path(k.Path), nil
+	case *pb.MontyNode_FileHandle:
+		f := k.FileHandle
+		return object.File{Path: f.GetPath(), Mode: f.GetMode(), Position: f.GetPosition()}, nil
+	case *pb.MontyNode_Complex:
+		c := k.Complex
+		if c.Real == nil || c.Imag == nil {
+			return nil, badValue("a complex lacks its real or imaginary part")
+		}
+		return object.Complex{Real: *c.Real, Imag: *c.Imag}, nil
+	case *pb.MontyNode_Decimal:
+		return object.Decimal(k.Decimal), nil
+	case *pb.MontyNode_Repr:
+		return nil, fmt.Errorf("invalid input type: 'Repr' %w", ErrOutputOnly)
+	case *pb.MontyNode_Cycle:
+		return nil, fmt.Errorf("invalid input type: 'Cycle' %w", ErrOutputOnly)
+	case *pb.MontyNode_Uuid:
+		return nil, badValue("uuid values are not supported")
+	}
+	return nil, badValue("unknown node kind")
+}
+
+// makeObject makes a type, an instance or a module.
+func (r *arenaReader) makeObject(n *pb.MontyNode) (object.Value, error) {
+	switch k := n.Kind.(type) {
 	case *pb.MontyNode_Type:
 		if k.Type.GetOrigin() == pb.TypeOrigin_TYPE_ORIGIN_BUILTIN {
 			if k.Type.GetId() != nil {
@@ -530,29 +560,36 @@ func (r *arenaReader) make(n *pb.MontyNode) (object.Value, error) {
 		}
 		attrs, err := r.pairs(k.Module.GetAttrs())
 		return object.Module{Name: k.Module.GetName(), ID: id, Attrs: attrs}, err
-	case *pb.MontyNode_Function:
-		return object.Function{Name: k.Function.GetName(), Doc: k.Function.Docstring}, nil
-	case *pb.MontyNode_BuiltinFunction:
-		return object.BuiltinFunction(k.BuiltinFunction), nil
-	case *pb.MontyNode_Path:
-		return object.Path(k.Path), nil
-	case *pb.MontyNode_FileHandle:
-		f := k.FileHandle
-		return object.File{Path: f.GetPath(), Mode: f.GetMode(), Position: f.GetPosition()}, nil
-	case *pb.MontyNode_Complex:
-		c := k.Complex
-		if c.Real == nil || c.Imag == nil {
-			return nil, badValue("a complex lacks its real or imaginary part")
+	}
+	return nil, badValue("unknown node kind")
+}
+
+// makeTime makes a date, datetime, time, timedelta or timezone.
+func makeTime(n *pb.MontyNode) (object.Value, error) {
+	switch k := n.Kind.(type) {
+	case *pb.MontyNode_Date:
+		d := k.Date
+		return object.Date{Year: int(d.GetYear()), Month: int(d.GetMonth()), Day: int(d.GetDay())}, nil
+	case *pb.MontyNode_Datetime:
+		d := k.Datetime
+		if d.TimezoneName != nil && d.OffsetSeconds == nil {
+			return nil, badValue("a datetime has a zone name but no offset")
 		}
-		return object.Complex{Real: *c.Real, Imag: *c.Imag}, nil
-	case *pb.MontyNode_Decimal:
-		return object.Decimal(k.Decimal), nil
-	case *pb.MontyNode_Repr:
-		return nil, fmt.Errorf("invalid input type: 'Repr' %w", ErrOutputOnly)
-	case *pb.MontyNode_Cycle:
-		return nil, fmt.Errorf("invalid input type: 'Cycle' %w", ErrOutputOnly)
-	case *pb.MontyNode_Uuid:
-		return nil, badValue("uuid values are not supported")
+		return object.DateTime{Year: int(d.GetYear()), Month: int(d.GetMonth()), Day: int(d.GetDay()),
+			Hour: int(d.GetHour()), Minute: int(d.GetMinute()), Second: int(d.GetSecond()), Microsecond: int(d.GetMicrosecond()),
+			Offset: intPtr(d.OffsetSeconds), TZName: d.TimezoneName}, nil
+	case *pb.MontyNode_Time:
+		t := k.Time
+		if t.TimezoneName != nil && t.OffsetSeconds == nil {
+			return nil, badValue("a time has a zone name but no offset")
+		}
+		return object.Time{Hour: int(t.GetHour()), Minute: int(t.GetMinute()), Second: int(t.GetSecond()), Microsecond: int(t.GetMicrosecond()),
+			Offset: intPtr(t.OffsetSeconds), TZName: t.TimezoneName, Fold: int(t.GetFold())}, nil
+	case *pb.MontyNode_Timedelta:
+		d := k.Timedelta
+		return object.NewTimeDelta(int64(d.GetDays()), int64(d.GetSeconds()), int64(d.GetMicroseconds())), nil
+	case *pb.MontyNode_Timezone:
+		return object.TimeZone{Offset: int(k.Timezone.GetOffsetSeconds()), Name: k.Timezone.Name}, nil
 	}
 	return nil, badValue("unknown node kind")
 }
