@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
@@ -78,12 +79,13 @@ func CheckAnswer(reg *tools.Registry, c session.ToolCall, byApprove bool) error 
 // Decision records who decided (DeciderFrom(ctx)), what, and what came of
 // it, which the session stores with its state. The decision is also
 // reported: as a span (telemetry.SpanApproval), as an ApprovalDecision
-// event of the run ctx reports to, and as a log record (WithLogger).
+// event of the run ctx reports to, and as a record in log ("approval
+// decision"; slog.Default when nil).
 // A resume that makes approved calls claims the run first
 // (session.ResumeOptions.Claim); Executor.Resume and the HTTP API do.
 // Errors: CheckAnswer's, and the caller's context ending (the call may
 // then have run).
-func Approve(ctx context.Context, reg *tools.Registry, c session.ToolCall, approve bool) (session.ToolResult, error) {
+func Approve(ctx context.Context, reg *tools.Registry, c session.ToolCall, approve bool, log *slog.Logger) (session.ToolResult, error) {
 	if err := CheckAnswer(reg, c, true); err != nil {
 		return session.ToolResult{}, err
 	}
@@ -92,7 +94,7 @@ func Approve(ctx context.Context, reg *tools.Registry, c session.ToolCall, appro
 	ctx, span := startDecision(ctx, d)
 	if !approve {
 		d.Outcome = session.DecisionDenied
-		report(ctx, span, &d, nil)
+		report(ctx, log, span, &d, nil)
 		return session.ToolResult{ID: c.ID, Decision: &d, Error: &runtime.Exception{Type: "PermissionError",
 			Message: fmt.Sprintf("%s was not approved: %s", name, denialReason(ctx))}}, nil
 	}
@@ -111,7 +113,7 @@ func Approve(ctx context.Context, reg *tools.Registry, c session.ToolCall, appro
 		res.Error = exc
 	case ctx.Err() != nil:
 		d.Outcome = session.DecisionMayHaveRun
-		report(ctx, span, &d, err)
+		report(ctx, log, span, &d, err)
 		return session.ToolResult{}, err
 	default:
 		res.Error = &runtime.Exception{Type: "RuntimeError", Message: fmt.Sprintf("%s: %v", name, err)}
@@ -120,6 +122,6 @@ func Approve(ctx context.Context, reg *tools.Registry, c session.ToolCall, appro
 	if res.Error != nil {
 		d.Outcome, d.Exception = session.DecisionRaised, res.Error.Type
 	}
-	report(ctx, span, &d, nil)
+	report(ctx, log, span, &d, nil)
 	return res, nil
 }

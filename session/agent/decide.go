@@ -47,22 +47,6 @@ func denialReason(ctx context.Context) string {
 	return "a person refused the call"
 }
 
-type loggerKey struct{}
-
-// WithLogger returns ctx carrying the logger that decisions on approval
-// calls made under it are logged to (one record each, "approval
-// decision"); without one they go to slog.Default.
-func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
-	return context.WithValue(ctx, loggerKey{}, l)
-}
-
-func loggerFrom(ctx context.Context) *slog.Logger {
-	if l, _ := ctx.Value(loggerKey{}).(*slog.Logger); l != nil {
-		return l
-	}
-	return slog.Default()
-}
-
 // newDecision starts the record of a decision on call c (tool name) by
 // the decider ctx names.
 func newDecision(ctx context.Context, name string, c session.ToolCall, approve bool) session.Decision {
@@ -79,8 +63,9 @@ func startDecision(ctx context.Context, d session.Decision) (context.Context, tr
 }
 
 // report records decision d, carried out: its outcome on span, an
-// ApprovalDecision event of the run ctx reports to, and a log record.
-func report(ctx context.Context, span trace.Span, d *session.Decision, err error) {
+// ApprovalDecision event of the run ctx reports to, and a record in log
+// (slog.Default when nil).
+func report(ctx context.Context, log *slog.Logger, span trace.Span, d *session.Decision, err error) {
 	d.Time = time.Now().UTC()
 	span.SetAttributes(telemetry.AttrApprovalOutcome.String(d.Outcome))
 	telemetry.End(span, err)
@@ -93,5 +78,8 @@ func report(ctx context.Context, span trace.Span, d *session.Decision, err error
 	if d.Exception != "" {
 		attrs = append(attrs, slog.String("exception", d.Exception))
 	}
-	loggerFrom(ctx).LogAttrs(ctx, slog.LevelInfo, "approval decision", attrs...)
+	if log == nil {
+		log = slog.Default()
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "approval decision", attrs...)
 }

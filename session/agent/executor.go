@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -149,6 +150,9 @@ type ExecutorOptions struct {
 	// HTTP API does, with apikey.StoreID of apikey.ThreadSessionID and
 	// apikey.StoreKeys.
 	StoreID func(threadKey, sessionID string) (string, error)
+	// Logger gets a record of each decision on a call that waited for
+	// approval, carried out by a resume (slog.Default when nil).
+	Logger *slog.Logger
 }
 
 // Executor runs execute_python tool calls: each thread key (a conversation)
@@ -172,6 +176,7 @@ type Executor struct {
 	stubs   string            // ExecutorOptions.Stubs
 	brief   briefing          // what the tool's description tells
 	tel     *telemetry.Telemetry
+	log     *slog.Logger                                      // ExecutorOptions.Logger
 	mapID   func(threadKey, sessionID string) (string, error) // ExecutorOptions.StoreID
 
 	mu    sync.Mutex
@@ -222,6 +227,7 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		brief:   newBriefing(opts, sopts.Limits, timeout),
 		turns:   map[string]*turn{},
 		tel:     sopts.Telemetry,
+		log:     opts.Logger,
 		mapID:   opts.StoreID,
 	}, nil
 }

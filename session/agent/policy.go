@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -35,6 +36,9 @@ type Approvals struct {
 	// Refuse is the resume's error for an answer CheckAnswer refuses (nil:
 	// that error as it is).
 	Refuse func(c session.ToolCall, err error) error
+	// Logger gets a record of each decision carried out (slog.Default
+	// when nil).
+	Logger *slog.Logger
 }
 
 // Answer is a resume's answer to one call: Approve is set for a decision
@@ -101,7 +105,7 @@ func (a Approvals) make(ctx context.Context, p *session.Paused, results []sessio
 		if a.CallTimeout > 0 {
 			callCtx, cancel = context.WithTimeout(ctx, a.CallTimeout)
 		}
-		res, err := Approve(callCtx, a.Functions, c, *r.Approve)
+		res, err := Approve(callCtx, a.Functions, c, *r.Approve, a.Logger)
 		timedOut := callCtx.Err() != nil && ctx.Err() == nil
 		cancel()
 		switch {

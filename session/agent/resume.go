@@ -217,7 +217,7 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 // and the run together) and session.ClaimMargin, without a timeout
 // session.DefaultClaimLease.
 func (e *Executor) approvals(ctx context.Context, a ResumeArgs) session.ResumeOptions {
-	p := Approvals{Functions: e.fns, Who: DeciderFrom(ctx), Refuse: func(_ session.ToolCall, err error) error {
+	p := Approvals{Functions: e.fns, Who: DeciderFrom(ctx), Logger: e.log, Refuse: func(_ session.ToolCall, err error) error {
 		return &ArgsError{Tool: ResumeToolName, Err: err}
 	}}
 	if e.timeout > 0 {

@@ -34,7 +34,7 @@ func (h *Handler) mountConsole() error {
 		ns, _ := h.keys.Namespace(k)
 		b.namespaces[ns] = true
 	}
-	c, err := console.New(console.Config{Backend: b, Secret: h.opts.SigningKey})
+	c, err := console.New(b, h.opts.SigningKey, console.Options{})
 	if err != nil {
 		return fmt.Errorf("%w: the operator console: %w", ErrConfig, err)
 	}

@@ -399,7 +399,7 @@ func (h *Handler) resumeRun(w http.ResponseWriter, r *http.Request, ns, apiRun s
 			},
 			do: func(ctx context.Context, s *session.Session) (*session.Result, error) {
 				who := h.decider(ns)
-				ctx = agent.WithLogger(agent.WithDecider(ctx, who), h.log)
+				ctx = agent.WithDecider(ctx, who)
 				res, err := s.ResumeOptions(ctx, run, results, h.approvalPolicy(who, runID(sessionID, run), req.Results, limits).ResumeOptions())
 				if errors.Is(err, store.ErrConflict) {
 					err = fmt.Errorf("%w: %w", errResumeRaced, err)
@@ -497,7 +497,7 @@ func approvalUnavailable(runID, id, name string) *apiError {
 // session.ClaimMargin (session.DefaultClaimLease without a time limit).
 // Its refusals are *apiError.
 func (h *Handler) approvalPolicy(who, apiRun string, specs []ToolResultSpec, limits runtime.Limits) agent.Approvals {
-	p := agent.Approvals{Functions: h.opts.Functions, Who: who, CallTimeout: limits.MaxDuration}
+	p := agent.Approvals{Functions: h.opts.Functions, Who: who, CallTimeout: limits.MaxDuration, Logger: h.log}
 	for _, r := range specs {
 		p.Answers = append(p.Answers, agent.Answer{ID: r.ID, Approve: r.Approve})
 	}

@@ -38,7 +38,8 @@ func TestApprovedCallAudit(t *testing.T) {
 	rec.add(d)
 	reg, _ := demoNamespace(t, d, mcpclient.Server{Approve: []string{"whoami"}})
 	st := memstore.New(memstore.Options{})
-	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{Store: st,
+	var logs bytes.Buffer
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Session: session.Options{Store: st,
 		Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp})}})
 
 	res := agenttest.Execute(t, e, "t", "r = await demo.whoami()\nr")
@@ -46,8 +47,7 @@ func TestApprovedCallAudit(t *testing.T) {
 	c := res.Paused.Calls[0]
 	assert.Empty(t, rec.take(), "nothing called before the approval")
 
-	var logs bytes.Buffer
-	ctx := agent.WithLogger(agent.WithDecider(context.Background(), "mcp client claude-desktop"), slog.New(slog.NewJSONHandler(&logs, nil)))
+	ctx := agent.WithDecider(context.Background(), "mcp client claude-desktop")
 	res, err := e.Resume(ctx, "t", json.RawMessage(`{"run_id": "`+res.RunID+`", "results": [{"id": "`+c.ID+`", "approve": true}]}`))
 	require.NoError(t, err)
 	require.NoError(t, res.Err, res.Text)

@@ -34,6 +34,7 @@ type repoTools struct {
 	srv     *mcp.Server
 	deletes atomic.Int32
 	store   *memstore.Store // the executor's (approvalExecutor)
+	log     *slog.Logger    // the executor's log of decisions (nil: slog.Default)
 }
 
 func newRepoTools() *repoTools {
@@ -68,7 +69,7 @@ func approvalExecutor(t *testing.T, m *repoTools, timeout time.Duration) *agent.
 	t.Cleanup(func() { _ = ns.Close() })
 	m.store = memstore.New(memstore.Options{})
 	exec, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: m.store},
-		Functions: reg, Timeout: timeout})
+		Functions: reg, Timeout: timeout, Logger: m.log})
 	require.NoError(t, err)
 	t.Cleanup(exec.Close)
 	return exec
@@ -192,10 +193,11 @@ func TestApprovalAskedOfTheUser(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			m := newRepoTools()
+			var log syncBuffer
+			m.log = slog.New(slog.NewJSONHandler(&log, nil)) // the executor's and the server's
 			exec := approvalExecutor(t, m, 0)
 			u := &user{answers: []*mcp.ElicitResult{accept(true), {Action: "decline"}, {Action: "cancel"}, accept(false)}}
-			var log syncBuffer
-			cs := approvalClient(t, exec, mcpserver.Options{Logger: slog.New(slog.NewJSONHandler(&log, nil))}, protocol, u)
+			cs := approvalClient(t, exec, mcpserver.Options{Logger: m.log}, protocol, u)
 
 			res, text := callTool(t, cs, "execute_python", map[string]any{"code": deleteCode})
 			assert.False(t, res.IsError, text)
@@ -230,7 +232,7 @@ func TestApprovalAskedOfTheUser(t *testing.T) {
 				assert.Equal(t, want, d[i].Outcome)
 				assert.NotEmpty(t, d[i].RunID)
 			}
-			// Each decision is a record of the server's own log.
+			// Each decision is a record of the log given to the executor.
 			var logged []map[string]any
 			for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
 				var rec map[string]any

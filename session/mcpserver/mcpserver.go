@@ -239,7 +239,6 @@ func errorDescription(res *mcp.CallToolResult) string {
 // first, when it can (see ApprovalPolicy).
 func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	start := time.Now()
-	ctx = agent.WithLogger(ctx, h.log) // decisions on approvals are logged with the server's log
 	a := h.approverFor(req.Session)
 	if req.Params.RequestState != "" {
 		return a.answered(ctx, req, start), nil
@@ -282,7 +281,6 @@ func (h *handlers) answer(tool string, res *agent.Result, err error) *mcp.CallTo
 // cannot decide them.
 func (h *handlers) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	start := time.Now()
-	ctx = agent.WithLogger(ctx, h.log) // decisions on approvals are logged with the server's log
 	a := h.approverFor(req.Session)
 	switch {
 	case req.Params.RequestState != "":

@@ -237,6 +237,8 @@ func (m *mcpService) openBackends(ctx context.Context, sb *sandbox, key []byte) 
 		// A session whose stored state does not load is kept aside and
 		// started empty (the call's text says so), unless told to fail.
 		FailOnCorruptState: sb.failOnCorrupt,
+		// Decisions on approvals are logged with the server's log.
+		Logger: m.logger,
 	}, ExitOK, nil
 }
 

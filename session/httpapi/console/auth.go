@@ -17,7 +17,7 @@ import (
 // cookieName is the console's sign-in cookie.
 const cookieName = "monty_console"
 
-// Labels of the keys derived from Config.Secret, so that a console MAC can
+// Labels of the keys derived from the console's secret, so that a console MAC can
 // never be taken for another HMAC the server computes with the same secret.
 const (
 	cookieKeyLabel = "monty-go/console/cookie/v1\x00"

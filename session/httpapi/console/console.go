@@ -37,7 +37,7 @@ var (
 	// ErrNotFound: no such session, run or file in the namespace (it may
 	// exist in another one: the console cannot tell, and says not found).
 	ErrNotFound = errors.New("console: not found")
-	// ErrConfig is wrapped by every error New returns for a bad Config.
+	// ErrConfig is wrapped by every error New returns for bad arguments.
 	ErrConfig = errors.New("console: invalid configuration")
 )
 
@@ -190,19 +190,13 @@ type Check struct {
 	Duration                     time.Duration
 }
 
-// Config configures a Console.
-type Config struct {
-	// Backend serves the console's data. Required.
-	Backend Backend
-	// Secret signs the console's cookies and CSRF tokens (a key derived
-	// from it, so it can be the server's state signing key). Required,
-	// at least 16 bytes; instances sharing it accept each other's cookies.
-	Secret []byte
+// Options configure a Console.
+type Options struct {
 	// SignInTTL is how long a sign-in lasts: 0 means DefaultSignInTTL.
 	SignInTTL time.Duration
 }
 
-// DefaultSignInTTL is how long a sign-in lasts when Config.SignInTTL is 0.
+// DefaultSignInTTL is how long a sign-in lasts when Options.SignInTTL is 0.
 const DefaultSignInTTL = 8 * time.Hour
 
 // Console serves the pages under /ui. It is safe for concurrent use.
@@ -212,22 +206,24 @@ type Console struct {
 	mux  *http.ServeMux
 }
 
-// New checks cfg and returns a Console to mount at /ui/ (its handler
-// expects the full request path, /ui/...).
-func New(cfg Config) (*Console, error) {
-	if cfg.Backend == nil {
-		return nil, fmt.Errorf("%w: Config.Backend is required", ErrConfig)
+// New returns a Console to mount at /ui/ (its handler expects the full
+// request path, /ui/...), serving the data of b. secret signs the
+// console's cookies and CSRF tokens (a key derived from it, so it can be
+// the server's state signing key): at least 16 bytes; instances sharing
+// it accept each other's cookies.
+func New(b Backend, secret []byte, opts Options) (*Console, error) {
+	switch {
+	case b == nil:
+		return nil, fmt.Errorf("%w: a Backend is required", ErrConfig)
+	case len(secret) < 16:
+		return nil, fmt.Errorf("%w: the secret must be at least 16 bytes", ErrConfig)
+	case opts.SignInTTL < 0:
+		return nil, fmt.Errorf("%w: Options.SignInTTL must not be negative", ErrConfig)
 	}
-	if len(cfg.Secret) < 16 {
-		return nil, fmt.Errorf("%w: Config.Secret must be at least 16 bytes", ErrConfig)
+	if opts.SignInTTL == 0 {
+		opts.SignInTTL = DefaultSignInTTL
 	}
-	if cfg.SignInTTL < 0 {
-		return nil, fmt.Errorf("%w: Config.SignInTTL must not be negative", ErrConfig)
-	}
-	if cfg.SignInTTL == 0 {
-		cfg.SignInTTL = DefaultSignInTTL
-	}
-	c := &Console{b: cfg.Backend, auth: newAuth(cfg.Secret, cfg.SignInTTL), mux: http.NewServeMux()}
+	c := &Console{b: b, auth: newAuth(secret, opts.SignInTTL), mux: http.NewServeMux()}
 	c.routes()
 	return c, nil
 }

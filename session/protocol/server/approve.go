@@ -91,8 +91,7 @@ func (c *conn) approve(ctx context.Context, call *runtime.FunctionCall, async bo
 		log.WarnContext(ctx, "monty.v1 approval could not be waited for", "error", err)
 		return nil, permission("%s waits for a person's approval, which could not be waited for (the session was changed elsewhere, or the store failed); it was not called", name)
 	}
-	actx := agent.WithLogger(agent.WithDecider(ctx, v.Who), s.log)
-	res, err := agent.Approve(actx, c.tools, v.Call, v.Approved)
+	res, err := agent.Approve(agent.WithDecider(ctx, v.Who), c.tools, v.Call, v.Approved, s.log)
 	if res.Decision != nil {
 		held.Record(*res.Decision)
 	}
