@@ -10,11 +10,17 @@ import (
 	"github.com/monty-go/monty/runtime"
 )
 
-// Manager keeps live sessions by id (for example one per conversation
-// thread): sessions open lazily on first use, at most MaxLive stay open
-// (the least recently used idle one is closed when another is needed; its
-// state is already stored), and sessions idle for IdleTimeout are closed.
-// One call runs at a time per session: a concurrent second call fails at
+// Manager is the keeper of live sessions by id (for example one per
+// conversation thread), shared by every surface of a process: sessions
+// open lazily on first use, at most MaxLive stay open (the least recently
+// used idle one is closed when another is needed; its state is already
+// stored), and sessions idle for IdleTimeout are closed.
+//
+// Claim takes a session for one caller at a time, whatever surface it
+// serves (an HTTP request, an MCP call, a monty.v1 connection that runs
+// the session's interpreter itself), under a busy policy of the caller's:
+// wait in a bounded queue, or fail at once with ErrBusy naming who holds
+// it. Acquire and Exec take no claim: a concurrent second call fails at
 // once with ErrBusy. A Manager is safe for concurrent use.
 type Manager struct {
 	opts        Options
@@ -22,6 +28,7 @@ type Manager struct {
 	idleTimeout time.Duration
 	warm        int
 	keys        func(id string) ([]byte, [][]byte) // ManagerOptions.Keys
+	maxWaiting  int
 
 	poolOnce sync.Once
 	pool     *runtime.Pool // own pool, closed with the manager
@@ -31,6 +38,7 @@ type Manager struct {
 	live    map[string]*list.Element // of *managed
 	lru     *list.List               // front = most recently used
 	opening map[string]chan struct{} // ids being opened
+	claims  map[string]*claim        // ids claimed or waited for
 	closed  bool
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -48,6 +56,8 @@ var ErrTooManySessions = errors.New("session: every live session is busy; retry 
 // ManagerOptions configure a Manager.
 type ManagerOptions struct {
 	// MaxLive bounds open sessions (each holds an interpreter); default 64.
+	// Negative keeps none: a claimed session is closed at its release (a
+	// server whose every call starts empty, or that keeps no state).
 	MaxLive int
 	// IdleTimeout closes sessions unused for this long; 0 means 15 minutes,
 	// negative disables it.
@@ -62,7 +72,14 @@ type ManagerOptions struct {
 	// each session with a key of its own, as the HTTP API does). It is
 	// called as sessions open, possibly concurrently.
 	Keys func(id string) (signing []byte, verify [][]byte)
+	// MaxWaiting bounds the claims that wait for one session
+	// (ClaimOptions.Wait): one more fails at once with ErrBusy. Default
+	// DefaultMaxWaiting.
+	MaxWaiting int
 }
+
+// DefaultMaxWaiting is ManagerOptions.MaxWaiting's default.
+const DefaultMaxWaiting = 16
 
 // NewManager returns a manager opening sessions with opts.
 func NewManager(opts Options, mo ManagerOptions) *Manager {
@@ -75,10 +92,15 @@ func NewManager(opts Options, mo ManagerOptions) *Manager {
 		live:        map[string]*list.Element{},
 		lru:         list.New(),
 		opening:     map[string]chan struct{}{},
+		claims:      map[string]*claim{},
+		maxWaiting:  mo.MaxWaiting,
 		stop:        make(chan struct{}),
 	}
-	if m.maxLive <= 0 {
+	if m.maxLive == 0 {
 		m.maxLive = 64
+	}
+	if m.maxWaiting <= 0 {
+		m.maxWaiting = DefaultMaxWaiting
 	}
 	if m.idleTimeout == 0 {
 		m.idleTimeout = 15 * time.Minute
@@ -106,6 +128,12 @@ func (m *Manager) Exec(ctx context.Context, id, code string) (*Result, error) {
 // Acquire returns the live session id, opening it if needed, and a release
 // function to call when done with it. While acquired it is not evicted.
 func (m *Manager) Acquire(ctx context.Context, id string) (*Session, func(), error) {
+	return m.acquire(ctx, id, nil)
+}
+
+// acquire is Acquire, opening the session with opts when it is not live
+// (nil: sessionOptions).
+func (m *Manager) acquire(ctx context.Context, id string, opts *Options) (*Session, func(), error) {
 	for {
 		m.mu.Lock()
 		if m.closed {
@@ -137,7 +165,11 @@ func (m *Manager) Acquire(ctx context.Context, id string) (*Session, func(), err
 		m.opening[id] = done
 		m.mu.Unlock()
 
-		s, err := Open(ctx, id, m.sessionOptions(ctx, id))
+		o := m.sessionOptions(ctx, id)
+		if opts != nil {
+			o = *opts
+		}
+		s, err := Open(ctx, id, o)
 
 		m.mu.Lock()
 		delete(m.opening, id)
@@ -173,7 +205,7 @@ func (m *Manager) releaser(el *list.Element) func() {
 // makeRoom closes the least recently used idle session if the manager is
 // full. Callers hold mu.
 func (m *Manager) makeRoom() error {
-	if len(m.live)+len(m.opening) < m.maxLive {
+	if len(m.live)+len(m.opening) < max(m.maxLive, 1) {
 		return nil
 	}
 	for el := m.lru.Back(); el != nil; el = el.Prev() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -133,4 +134,75 @@ func TestManagerKeys(t *testing.T) {
 	defer other.Close()
 	_, err = other.Exec(ctx, "a", "n")
 	assert.ErrorIs(t, err, session.ErrCorrupt, "keys that do not verify the blob: it does not load")
+}
+
+// TestClaims: a claim holds its session against every other claim, whose
+// busy policy says whether it fails at once (naming the holder) or waits
+// in a bounded queue; a waiter gets the session as its holder left it.
+func TestClaims(t *testing.T) {
+	ctx := context.Background()
+	m := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{MaxWaiting: 1})
+	defer m.Close()
+	held, err := m.Claim(ctx, "s", session.ClaimOptions{Who: "a monty.v1 connection"})
+	require.NoError(t, err)
+	s, err := held.Session(ctx, nil)
+	require.NoError(t, err)
+	_, err = s.Exec(ctx, "n = 1")
+	require.NoError(t, err)
+
+	_, err = m.Claim(ctx, "s", session.ClaimOptions{Who: "an HTTP request"})
+	require.ErrorIs(t, err, session.ErrBusy)
+	assert.Contains(t, err.Error(), "held by a monty.v1 connection")
+	_, err = m.Claim(ctx, "s", session.ClaimOptions{Wait: 20 * time.Millisecond})
+	require.ErrorIs(t, err, session.ErrBusy)
+	assert.Contains(t, err.Error(), "after waiting 20ms")
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = m.Claim(cctx, "s", session.ClaimOptions{Wait: -1})
+	require.ErrorIs(t, err, context.Canceled)
+
+	got := make(chan *session.Lease)
+	go func() {
+		l, err := m.Claim(ctx, "s", session.ClaimOptions{Who: "a waiter", Wait: -1})
+		assert.NoError(t, err)
+		got <- l
+	}()
+	require.Eventually(t, func() bool {
+		// The queue is full once the waiter is in it.
+		_, err := m.Claim(ctx, "s", session.ClaimOptions{Wait: -1})
+		return err != nil && strings.Contains(err.Error(), "1 more wait")
+	}, 5*time.Second, time.Millisecond)
+	held.Release()
+	l := <-got
+	s, err = l.Session(ctx, nil)
+	require.NoError(t, err)
+	res, err := s.Exec(ctx, "n + 1")
+	require.NoError(t, err)
+	assert.Equal(t, object.Int(2), res.Value)
+	l.Forget()
+	assert.Zero(t, m.Live(), "forgotten while claimed")
+	l.Release()
+	l.Release() // once
+	other, err := m.Claim(ctx, "s", session.ClaimOptions{})
+	require.NoError(t, err, "free again")
+	other.Release()
+}
+
+// TestKeepNone: a Manager that keeps no session closes each at the end of
+// its claim.
+func TestKeepNone(t *testing.T) {
+	ctx := context.Background()
+	m := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{MaxLive: -1})
+	defer m.Close()
+	for i, code := range []string{"n = 1\nn", "n += 1\nn"} {
+		l, err := m.Claim(ctx, "s", session.ClaimOptions{})
+		require.NoError(t, err)
+		s, err := l.Session(ctx, nil)
+		require.NoError(t, err)
+		res, err := s.Exec(ctx, code)
+		require.NoError(t, err)
+		assert.Equal(t, object.Int(i+1), res.Value, "the state is stored")
+		l.Release()
+		assert.Zero(t, m.Live())
+	}
 }

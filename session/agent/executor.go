@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/monty-go/monty/object"
@@ -178,15 +177,6 @@ type Executor struct {
 	tel     *telemetry.Telemetry
 	log     *slog.Logger                                      // ExecutorOptions.Logger
 	mapID   func(threadKey, sessionID string) (string, error) // ExecutorOptions.StoreID
-
-	mu    sync.Mutex
-	turns map[string]*turn
-}
-
-// turn serialises the calls of one session.
-type turn struct {
-	ch      chan struct{} // holds a token while a call runs
-	waiting int           // calls holding or waiting for the token
 }
 
 // NewExecutor returns an executor. Close it when done.
@@ -225,7 +215,6 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		tc:      session.TypeCheck{Checker: opts.Checker, Format: typecheck.Full},
 		stubs:   opts.Stubs,
 		brief:   newBriefing(opts, sopts.Limits, timeout),
-		turns:   map[string]*turn{},
 		tel:     sopts.Telemetry,
 		log:     opts.Logger,
 		mapID:   opts.StoreID,
@@ -450,11 +439,11 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 	if err != nil {
 		return nil, err
 	}
-	release, err := e.take(ctx, id)
+	lease, err := e.take(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer lease.Release()
 	var tc *session.TypeCheck
 	if a.TypeCheck != nil && *a.TypeCheck || a.TypeCheck == nil && e.check {
 		check := e.tc
@@ -465,22 +454,22 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 	for _, t := range a.ClientTools {
 		opts.Tools = append(opts.Tools, session.ClientTool{Name: t.Name, Async: t.Async})
 	}
-	res, err := e.execute(ctx, id, a.SessionID, tc, func(ctx context.Context, s *session.Session) (*session.Result, error) {
+	res, err := e.execute(ctx, lease, a.SessionID, tc, func(ctx context.Context, s *session.Session) (*session.Result, error) {
 		return s.ExecOptions(ctx, a.Code, opts)
 	}, sink)
 	if err != nil || res.Err != nil && !errors.As(res.Err, new(*runtime.Error)) {
 		// A run that was stopped (timeout, cancellation, host limit, dead
 		// interpreter) leaves no live session behind: the next call
 		// reopens it from its last stored state.
-		_ = e.mgr.Forget(id)
+		lease.Forget()
 	}
 	return res, err
 }
 
-// execute runs op (code, or a resume) in session id; the caller holds its
-// turn.
-func (e *Executor) execute(ctx context.Context, id, named string, tc *session.TypeCheck, op sessionOp, sink func(Event)) (*Result, error) {
-	s, done, err := e.mgr.Acquire(ctx, id)
+// execute runs op (code, or a resume) in the session the caller claimed.
+func (e *Executor) execute(ctx context.Context, lease *session.Lease, named string, tc *session.TypeCheck, op sessionOp, sink func(Event)) (*Result, error) {
+	id := lease.ID()
+	s, err := lease.Session(ctx, nil)
 	if err != nil && runtime.LimitOf(err) != runtime.NoLimit {
 		// The stored state does not fit the limits: the code's failure to
 		// report (the state stays stored as it is), not the executor's.
@@ -492,7 +481,6 @@ func (e *Executor) execute(ctx context.Context, id, named string, tc *session.Ty
 	if err != nil {
 		return nil, fmt.Errorf("agent: session %s: %w", id, err)
 	}
-	defer done()
 	var warning string
 	if r, ok := s.RestoreNotice(); ok {
 		warning = restoreWarning(r)
@@ -623,46 +611,27 @@ func (e *Executor) Reset(ctx context.Context, threadKey, sessionID string) error
 	if err != nil {
 		return err
 	}
-	release, err := e.take(ctx, id)
+	lease, err := e.take(ctx, id)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer lease.Release()
 	// Close the live session, if any, and delete the stored state without
 	// loading it: a reset must also work when the stored state cannot be
 	// loaded (its copy kept aside stays).
-	if err := e.mgr.Forget(id); err != nil {
-		return fmt.Errorf("agent: reset session %s: %w", id, err)
-	}
+	lease.Forget()
 	if err := e.store.Delete(ctx, id); err != nil {
 		return fmt.Errorf("agent: reset session %s: %w", id, err)
 	}
 	return nil
 }
 
-// take waits for the turn of session id and returns the function that
-// ends it.
-func (e *Executor) take(ctx context.Context, id string) (func(), error) {
-	e.mu.Lock()
-	t := e.turns[id]
-	if t == nil {
-		t = &turn{ch: make(chan struct{}, 1)}
-		e.turns[id] = t
+// take waits for session id (the executor's calls of one session take
+// turns, in the Manager's bounded queue) and returns the claim.
+func (e *Executor) take(ctx context.Context, id string) (*session.Lease, error) {
+	lease, err := e.mgr.Claim(ctx, id, session.ClaimOptions{Who: "another call of this session", Wait: -1})
+	if err != nil {
+		return nil, fmt.Errorf("agent: waiting for session %s: %w", id, err)
 	}
-	t.waiting++
-	e.mu.Unlock()
-	leave := func() {
-		e.mu.Lock()
-		if t.waiting--; t.waiting == 0 {
-			delete(e.turns, id)
-		}
-		e.mu.Unlock()
-	}
-	select {
-	case t.ch <- struct{}{}:
-		return func() { <-t.ch; leave() }, nil
-	case <-ctx.Done():
-		leave()
-		return nil, fmt.Errorf("agent: waiting for session %s: %w", id, context.Cause(ctx))
-	}
+	return lease, nil
 }

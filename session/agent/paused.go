@@ -17,16 +17,15 @@ func (e *Executor) Paused(ctx context.Context, threadKey, sessionID string) (*Pa
 	if err != nil {
 		return nil, err
 	}
-	release, err := e.take(ctx, id)
+	lease, err := e.take(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	s, done, err := e.mgr.Acquire(ctx, id)
+	defer lease.Release()
+	s, err := lease.Session(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("agent: session %s: %w", id, err)
 	}
-	defer done()
 	if err := s.Sync(ctx); err != nil {
 		return nil, fmt.Errorf("agent: session %s: %w", id, err)
 	}

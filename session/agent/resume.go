@@ -190,16 +190,16 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	release, err := e.take(ctx, id)
+	lease, err := e.take(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	res, err := e.execute(ctx, id, a.SessionID, nil, func(ctx context.Context, s *session.Session) (*session.Result, error) {
+	defer lease.Release()
+	res, err := e.execute(ctx, lease, a.SessionID, nil, func(ctx context.Context, s *session.Session) (*session.Result, error) {
 		return s.ResumeOptions(ctx, a.RunID, results, e.approvals(ctx, a))
 	}, nil)
 	if err != nil {
-		_ = e.mgr.Forget(id)
+		lease.Forget()
 		var argsErr *ArgsError
 		if errors.As(err, &argsErr) {
 			return nil, argsErr

@@ -1,0 +1,172 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ClaimOptions are a claim's busy policy: what it does when another
+// caller holds the session.
+type ClaimOptions struct {
+	// Who claims, for the error of a claim that finds the session busy
+	// ("an HTTP request", "a monty.v1 connection").
+	Who string
+	// Wait is how long the claim waits in the session's queue for the
+	// holder to release it (bounded by ManagerOptions.MaxWaiting and the
+	// context); 0 fails at once with ErrBusy, and a negative value waits
+	// as long as the context lets it.
+	Wait time.Duration
+}
+
+// claim is who holds session id, and how many wait for it.
+type claim struct {
+	token   chan struct{} // holds a token while claimed
+	holder  string        // who holds it (ClaimOptions.Who)
+	waiting int           // claims holding or waiting for the token
+}
+
+// Lease is a claim on one session: while it is held, no other claim gets
+// the session. Release it when done. A Lease is one caller's: it is not
+// safe for concurrent use.
+type Lease struct {
+	m    *Manager
+	id   string
+	c    *claim
+	s    *Session // the session acquired, nil until Session
+	done func()   // releases it
+	once sync.Once
+}
+
+// Claim takes session id for one caller under o's busy policy, and
+// returns the Lease to use it through. A claim that finds the session
+// held fails with ErrBusy, naming the holder, at once or once its wait
+// ends (ctx's error when ctx ended first). Claiming does not open the
+// session: Lease.Session does.
+func (m *Manager) Claim(ctx context.Context, id string, o ClaimOptions) (*Lease, error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	c := m.claims[id]
+	if c == nil {
+		c = &claim{token: make(chan struct{}, 1)}
+		m.claims[id] = c
+	}
+	if c.waiting > m.maxWaiting {
+		holder := c.holder
+		m.mu.Unlock()
+		return nil, fmt.Errorf("%w: session %s is held by %s and %d more wait for it; retry later", ErrBusy, id, holder, m.maxWaiting)
+	}
+	c.waiting++
+	m.mu.Unlock()
+	l := &Lease{m: m, id: id, c: c}
+	if o.Wait == 0 {
+		select {
+		case c.token <- struct{}{}:
+			return l.held(o.Who), nil
+		default:
+			return nil, m.busy(l, "")
+		}
+	}
+	var timeout <-chan time.Time
+	if o.Wait > 0 {
+		t := time.NewTimer(o.Wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case c.token <- struct{}{}:
+		return l.held(o.Who), nil
+	case <-timeout:
+		return nil, m.busy(l, fmt.Sprintf(" after waiting %s", o.Wait))
+	case <-ctx.Done():
+		m.leave(l)
+		return nil, fmt.Errorf("session %s: waiting for %s to release it: %w", id, l.holder(), context.Cause(ctx))
+	}
+}
+
+// held records who holds l's session.
+func (l *Lease) held(who string) *Lease {
+	l.m.mu.Lock()
+	l.c.holder = who
+	if who == "" {
+		l.c.holder = "another caller"
+	}
+	l.m.mu.Unlock()
+	return l
+}
+
+// holder is who holds l's session now.
+func (l *Lease) holder() string {
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	return l.c.holder
+}
+
+// busy is the error of a claim (l, not held) that found its session
+// held, and leaves the queue.
+func (m *Manager) busy(l *Lease, after string) error {
+	holder := l.holder()
+	m.leave(l)
+	return fmt.Errorf("%w: session %s is held by %s%s; it is free again when that ends", ErrBusy, l.id, holder, after)
+}
+
+// leave counts l out of its session's queue.
+func (m *Manager) leave(l *Lease) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l.c.waiting--; l.c.waiting == 0 {
+		delete(m.claims, l.id)
+	}
+}
+
+// ID is the claimed session's id.
+func (l *Lease) ID() string { return l.id }
+
+// Session returns the claimed session, live or opened now with opts (nil:
+// the Manager's options, with the keys of ManagerOptions.Keys). It is kept
+// open after the lease is released, unless the Manager keeps none
+// (MaxLive < 0).
+func (l *Lease) Session(ctx context.Context, opts *Options) (*Session, error) {
+	if l.s != nil {
+		return l.s, nil
+	}
+	s, done, err := l.m.acquire(ctx, l.id, opts)
+	if err != nil {
+		return nil, err
+	}
+	l.s, l.done = s, done
+	return s, nil
+}
+
+// Forget closes the claimed session if it is live (its stored state stays):
+// the next Session opens it again from the store, as after a failure that
+// may have left it in doubt.
+func (l *Lease) Forget() {
+	if l.s != nil {
+		l.done()
+		l.s, l.done = nil, nil
+	}
+	_ = l.m.Forget(l.id)
+}
+
+// Release ends the claim: the next claim of the session gets it.
+func (l *Lease) Release() {
+	l.once.Do(func() {
+		if l.s != nil {
+			l.done()
+			l.s, l.done = nil, nil
+			if l.m.maxLive < 0 {
+				_ = l.m.Forget(l.id)
+			}
+		}
+		l.m.mu.Lock()
+		l.c.holder = ""
+		l.m.mu.Unlock()
+		<-l.c.token
+		l.m.leave(l)
+	})
+}
