@@ -16,14 +16,24 @@ type ClaimOptions struct {
 	// Wait is how long the claim waits in the session's queue for the
 	// holder to release it (bounded by ManagerOptions.MaxWaiting and the
 	// context); 0 fails at once with ErrBusy, and a negative value waits
-	// as long as the context lets it.
+	// as long as the context lets it. A session claimed for long (Long)
+	// is waited for LongHoldWait at the most.
 	Wait time.Duration
+	// Long says the claim is held for long, as a monty.v1 connection holds
+	// its session: other claims do not queue behind it for more than
+	// LongHoldWait (the moment a closing holder takes to release it).
+	Long bool
 }
+
+// LongHoldWait is the longest a claim waits for a session claimed for
+// long (ClaimOptions.Long).
+const LongHoldWait = 2 * time.Second
 
 // claim is who holds session id, and how many wait for it.
 type claim struct {
 	token   chan struct{} // holds a token while claimed
 	holder  string        // who holds it (ClaimOptions.Who)
+	long    bool          // it holds it for long (ClaimOptions.Long)
 	waiting int           // claims holding or waiting for the token
 }
 
@@ -31,12 +41,13 @@ type claim struct {
 // the session. Release it when done. A Lease is one caller's: it is not
 // safe for concurrent use.
 type Lease struct {
-	m    *Manager
-	id   string
-	c    *claim
-	s    *Session // the session acquired, nil until Session
-	done func()   // releases it
-	once sync.Once
+	m     *Manager
+	id    string
+	c     *claim
+	s     *Session // the session acquired, nil until Session
+	done  func()   // releases it
+	fresh bool     // Session opened it from the store
+	once  sync.Once
 }
 
 // Claim takes session id for one caller under o's busy policy, and
@@ -58,41 +69,56 @@ func (m *Manager) Claim(ctx context.Context, id string, o ClaimOptions) (*Lease,
 	if c.waiting > m.maxWaiting {
 		holder := c.holder
 		m.mu.Unlock()
-		return nil, fmt.Errorf("%w: session %s is held by %s and %d more wait for it; retry later", ErrBusy, id, holder, m.maxWaiting)
+		return nil, fmt.Errorf("%w: session %s is held by %s and %d more wait for it (the most that may); retry later", ErrBusy, id, holder, c.waiting-1)
 	}
 	c.waiting++
+	wait := o.Wait
+	if c.long && (wait < 0 || wait > LongHoldWait) {
+		wait = LongHoldWait
+	}
 	m.mu.Unlock()
 	l := &Lease{m: m, id: id, c: c}
-	if o.Wait == 0 {
+	if wait == 0 {
 		select {
 		case c.token <- struct{}{}:
-			return l.held(o.Who), nil
+			return l.held(o), nil
 		default:
 			return nil, m.busy(l, "")
 		}
 	}
 	var timeout <-chan time.Time
-	if o.Wait > 0 {
-		t := time.NewTimer(o.Wait)
+	if wait > 0 {
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		timeout = t.C
 	}
 	select {
 	case c.token <- struct{}{}:
-		return l.held(o.Who), nil
+		return l.held(o), nil
 	case <-timeout:
-		return nil, m.busy(l, fmt.Sprintf(" after waiting %s", o.Wait))
+		return nil, m.busy(l, fmt.Sprintf(" after waiting %s", wait))
 	case <-ctx.Done():
 		m.leave(l)
 		return nil, fmt.Errorf("session %s: waiting for %s to release it: %w", id, l.holder(), context.Cause(ctx))
 	}
 }
 
-// held records who holds l's session.
-func (l *Lease) held(who string) *Lease {
+// Claims is the number of claims of session id: its holder's and those
+// waiting for it.
+func (m *Manager) Claims(id string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.claims[id]; c != nil {
+		return c.waiting
+	}
+	return 0
+}
+
+// held records who holds l's session, and for how long.
+func (l *Lease) held(o ClaimOptions) *Lease {
 	l.m.mu.Lock()
-	l.c.holder = who
-	if who == "" {
+	l.c.holder, l.c.long = o.Who, o.Long
+	if o.Who == "" {
 		l.c.holder = "another caller"
 	}
 	l.m.mu.Unlock()
@@ -134,13 +160,18 @@ func (l *Lease) Session(ctx context.Context, opts *Options) (*Session, error) {
 	if l.s != nil {
 		return l.s, nil
 	}
-	s, done, err := l.m.acquire(ctx, l.id, opts)
+	s, done, fresh, err := l.m.acquire(ctx, l.id, opts)
 	if err != nil {
 		return nil, err
 	}
-	l.s, l.done = s, done
+	l.s, l.done, l.fresh = s, done, fresh
 	return s, nil
 }
+
+// Fresh reports whether Session opened the session from the store, rather
+// than finding it live, kept since an earlier claim (which may have to
+// catch up with the store: Session.Sync).
+func (l *Lease) Fresh() bool { return l.fresh }
 
 // Forget closes the claimed session if it is live (its stored state stays):
 // the next Session opens it again from the store, as after a failure that
@@ -164,7 +195,7 @@ func (l *Lease) Release() {
 			}
 		}
 		l.m.mu.Lock()
-		l.c.holder = ""
+		l.c.holder, l.c.long = "", false
 		l.m.mu.Unlock()
 		<-l.c.token
 		l.m.leave(l)

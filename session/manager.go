@@ -128,17 +128,18 @@ func (m *Manager) Exec(ctx context.Context, id, code string) (*Result, error) {
 // Acquire returns the live session id, opening it if needed, and a release
 // function to call when done with it. While acquired it is not evicted.
 func (m *Manager) Acquire(ctx context.Context, id string) (*Session, func(), error) {
-	return m.acquire(ctx, id, nil)
+	s, release, _, err := m.acquire(ctx, id, nil)
+	return s, release, err
 }
 
 // acquire is Acquire, opening the session with opts when it is not live
-// (nil: sessionOptions).
-func (m *Manager) acquire(ctx context.Context, id string, opts *Options) (*Session, func(), error) {
+// (nil: sessionOptions); fresh says it was opened.
+func (m *Manager) acquire(ctx context.Context, id string, opts *Options) (s *Session, release func(), fresh bool, err error) {
 	for {
 		m.mu.Lock()
 		if m.closed {
 			m.mu.Unlock()
-			return nil, nil, ErrClosed
+			return nil, nil, false, ErrClosed
 		}
 		if el, ok := m.live[id]; ok {
 			e := el.Value.(*managed)
@@ -146,7 +147,7 @@ func (m *Manager) acquire(ctx context.Context, id string, opts *Options) (*Sessi
 			e.lastUsed = time.Now()
 			m.lru.MoveToFront(el)
 			m.mu.Unlock()
-			return e.s, m.releaser(el), nil
+			return e.s, m.releaser(el), false, nil
 		}
 		if wait, ok := m.opening[id]; ok {
 			m.mu.Unlock()
@@ -154,12 +155,12 @@ func (m *Manager) acquire(ctx context.Context, id string, opts *Options) (*Sessi
 			case <-wait:
 				continue
 			case <-ctx.Done():
-				return nil, nil, ctx.Err()
+				return nil, nil, false, ctx.Err()
 			}
 		}
 		if err := m.makeRoom(); err != nil {
 			m.mu.Unlock()
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		done := make(chan struct{})
 		m.opening[id] = done
@@ -169,24 +170,24 @@ func (m *Manager) acquire(ctx context.Context, id string, opts *Options) (*Sessi
 		if opts != nil {
 			o = *opts
 		}
-		s, err := Open(ctx, id, o)
+		s, err = Open(ctx, id, o)
 
 		m.mu.Lock()
 		delete(m.opening, id)
 		close(done)
 		if err != nil {
 			m.mu.Unlock()
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		if m.closed { // closed while this one was opening
 			m.mu.Unlock()
 			_ = s.Close(context.WithoutCancel(ctx))
-			return nil, nil, ErrClosed
+			return nil, nil, false, ErrClosed
 		}
 		el := m.lru.PushFront(&managed{s: s, lastUsed: time.Now(), inUse: 1})
 		m.live[id] = el
 		m.mu.Unlock()
-		return s, m.releaser(el), nil
+		return s, m.releaser(el), true, nil
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -167,11 +166,11 @@ func TestClaims(t *testing.T) {
 		assert.NoError(t, err)
 		got <- l
 	}()
-	require.Eventually(t, func() bool {
-		// The queue is full once the waiter is in it.
-		_, err := m.Claim(ctx, "s", session.ClaimOptions{Wait: -1})
-		return err != nil && strings.Contains(err.Error(), "1 more wait")
-	}, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return m.Claims("s") == 2 }, 5*time.Second, time.Millisecond)
+	// The queue is full with the waiter in it.
+	_, err = m.Claim(ctx, "s", session.ClaimOptions{Wait: -1})
+	require.ErrorIs(t, err, session.ErrBusy)
+	assert.Contains(t, err.Error(), "1 more wait for it (the most that may)")
 	held.Release()
 	l := <-got
 	s, err = l.Session(ctx, nil)
@@ -186,6 +185,7 @@ func TestClaims(t *testing.T) {
 	other, err := m.Claim(ctx, "s", session.ClaimOptions{})
 	require.NoError(t, err, "free again")
 	other.Release()
+	assert.Zero(t, m.Claims("s"))
 }
 
 // TestKeepNone: a Manager that keeps no session closes each at the end of

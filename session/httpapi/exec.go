@@ -389,21 +389,12 @@ type outcome struct {
 	paused *session.Paused // the run stopped at client tool calls
 }
 
-// openSession returns session id of namespace ns with limits and host
-// for the request: the one kept open since an earlier request when it is
-// still what the store holds, else opened from the store.
-func (h *Handler) openSession(ctx context.Context, ns, id string, limits runtime.Limits, host *runtime.Host) (*session.Session, error) {
-	sid := storeID(ns, id)
-	if s := h.hot.take(sid); s != nil {
-		s.SetLimits(limits)
-		s.SetHost(host)
-		if err := s.Sync(ctx); err == nil {
-			return s, nil
-		}
-		// Not usable as kept: open it afresh, as with none kept.
-		_ = s.Close(context.WithoutCancel(ctx))
-	}
-	return session.Open(ctx, sid, session.Options{
+// openSession returns the session lease holds (id of namespace ns) with
+// limits and host for the request: the one kept open since an earlier
+// request when it is still what the store holds, else opened from the
+// store.
+func (h *Handler) openSession(ctx context.Context, lease *session.Lease, ns, id string, limits runtime.Limits, host *runtime.Host) (*session.Session, error) {
+	opts := session.Options{
 		Store:        h.opts.Store,
 		Engine:       h.opts.Engine,
 		Pool:         h.warmPool(ctx),
@@ -418,7 +409,32 @@ func (h *Handler) openSession(ctx context.Context, ns, id string, limits runtime
 		CaptureOnError: h.opts.CaptureOnError,
 		Ephemeral:      h.opts.DisablePersistence,
 		Telemetry:      h.opts.Telemetry,
-	})
+	}
+	s, err := lease.Session(ctx, &opts)
+	if err != nil || lease.Fresh() {
+		return s, err
+	}
+	s.SetLimits(limits)
+	s.SetHost(host)
+	if err := s.Sync(ctx); err == nil {
+		return s, nil
+	}
+	// Not usable as kept: open it afresh, as with none kept.
+	lease.Forget()
+	return lease.Session(ctx, &opts)
+}
+
+// claim takes session id of namespace ns for a request: a request waits
+// for another on the same session (in the keeper's bounded queue) for as
+// long as that one may run (limits' time limit), and a session a monty.v1
+// connection holds (when the keeper is shared) for as long too; then it
+// fails with session.ErrBusy (409 session_busy).
+func (h *Handler) claim(ctx context.Context, ns, id string, limits runtime.Limits) (*session.Lease, error) {
+	wait := limits.MaxDuration
+	if wait <= 0 {
+		wait = -1 // as long as the request
+	}
+	return h.keeper.Claim(ctx, storeID(ns, id), session.ClaimOptions{Who: "another request", Wait: wait})
 }
 
 // run opens the stored session id of namespace ns, runs code and stores
@@ -433,15 +449,16 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 		return outcome{}, err
 	}
 	defer closeHost()
-	sid := storeID(ns, id)
-	s, err := h.openSession(ctx, ns, id, limits, host)
+	lease, err := h.claim(ctx, ns, id, limits)
 	if err != nil {
 		return outcome{}, err
 	}
-	defer func() {
-		s.SetHost(nil) // the request's Host (its mounts) is closed
-		h.hot.put(sid, s)
-	}()
+	defer lease.Release()
+	s, err := h.openSession(ctx, lease, ns, id, limits, host)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer s.SetHost(nil) // the request's Host (its mounts) is closed
 	if op.refuse != nil {
 		if aerr := op.refuse(s); aerr != nil {
 			return outcome{}, aerr

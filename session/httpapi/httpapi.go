@@ -131,8 +131,15 @@ type Options struct {
 	// request still checks the store's version, and loads only when
 	// another instance moved it): 0 means 64, negative none. Sessions
 	// unused for 5 minutes are closed. None are kept with
-	// DisablePersistence.
+	// DisablePersistence. Not used with Keeper.
 	HotSessions int
+	// Keeper, when set, is the keeper of live sessions the Handler shares
+	// with the process's other surfaces (monty serve's monty.v1 server):
+	// a session one of them holds is busy for the others. Its options are
+	// not used (each request opens its session with its own). Nil: the
+	// Handler keeps a keeper of its own (HotSessions). The Handler does
+	// not close it.
+	Keeper *session.Manager
 	// APIKeys, when not empty, are the accepted x-api-key values; each key
 	// sees only the sessions created with it. Empty means no authentication
 	// (every client shares one namespace).
@@ -271,9 +278,10 @@ type Handler struct {
 	inflight sync.WaitGroup
 	running  atomic.Int64
 
-	poolOnce sync.Once
-	pool     *runtime.Pool // warm interpreters, started on first use
-	hot      *hotSessions  // sessions open between requests; nil: none
+	poolOnce  sync.Once
+	pool      *runtime.Pool    // warm interpreters, started on first use
+	keeper    *session.Manager // sessions claimed by requests, and open between them
+	ownKeeper bool             // keeper is the Handler's: closed with it
 
 	probe probe // GET /health/store
 }
@@ -298,8 +306,13 @@ func New(opts Options) (*Handler, error) {
 	}
 	h := &Handler{opts: opts, log: opts.Logger, slots: make(chan struct{}, opts.MaxConcurrent)}
 	h.metrics = newMetrics(opts.Telemetry.MeterProvider(), h)
-	if opts.HotSessions >= 0 && !opts.DisablePersistence {
-		h.hot = newHotSessions(cmp.Or(opts.HotSessions, defaultHotSessions))
+	if h.keeper = opts.Keeper; h.keeper == nil {
+		keep := cmp.Or(opts.HotSessions, defaultHotSessions)
+		if opts.HotSessions < 0 || opts.DisablePersistence {
+			keep = -1
+		}
+		h.keeper = session.NewManager(session.Options{Store: opts.Store}, session.ManagerOptions{MaxLive: keep, IdleTimeout: hotIdle, Warm: -1})
+		h.ownKeeper = true
 	}
 	h.keys = apikey.New(opts.APIKeys)
 	h.names = map[string]string{}
@@ -549,7 +562,9 @@ func (h *Handler) warmPool(ctx context.Context) *runtime.Pool {
 
 // closePool stops the warm pool; none starts afterwards.
 func (h *Handler) closePool() {
-	h.hot.close() // their interpreters came from the pool
+	if h.ownKeeper {
+		h.keeper.Close() // their interpreters came from the pool
+	}
 	h.poolOnce.Do(func() {})
 	if h.pool != nil {
 		h.pool.Close(context.Background())

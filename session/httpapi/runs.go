@@ -239,6 +239,9 @@ func runError(err error, sessionID, runID string) *apiError {
 	case errors.Is(err, session.ErrRunUnloadable):
 		return &apiError{status: http.StatusConflict, code: "run_unloadable", detail: err.Error(), msg: fmt.Sprintf(
 			"session %q holds a run paused by another version of the interpreter, which this server cannot continue; resume it on a server of the version that paused it", sessionID)}
+	case errors.Is(err, session.ErrBusy):
+		return &apiError{status: http.StatusConflict, code: "session_busy", detail: err.Error(), msg: fmt.Sprintf(
+			"session %q is busy: %s; nothing ran, retry when it is free", sessionID, busyHolder(err))}
 	case errors.Is(err, session.ErrDriverFeed):
 		return &apiError{status: http.StatusConflict, code: "session_in_feed", detail: err.Error(), msg: fmt.Sprintf(
 			"session %q is paused in a monty.v1 feed, waiting on the client that ran it; that client continues it (load_session), and it runs here once the feed is over", sessionID)}
@@ -249,6 +252,15 @@ func runError(err error, sessionID, runID string) *apiError {
 		return badRequest(err.Error())
 	}
 	return nil
+}
+
+// busyHolder is what a session.ErrBusy says of who holds the session,
+// without the store's id.
+func busyHolder(err error) string {
+	if _, after, ok := strings.Cut(err.Error(), " is held by "); ok {
+		return "held by " + after
+	}
+	return "another call holds it"
 }
 
 // invalidResults is the answer to a resume of run runID whose results do

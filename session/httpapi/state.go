@@ -195,7 +195,7 @@ func (h *Handler) deleteState(w http.ResponseWriter, r *http.Request, ns string)
 	if err := h.opts.Store.Delete(r.Context(), sid); err != nil {
 		return storeError(err)
 	}
-	h.hot.drop(sid) // its interpreter is of no more use
+	_ = h.keeper.Forget(sid) // its interpreter is of no more use (busy: the holder's call stores or conflicts)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -649,6 +649,16 @@ func (b *service) openBackends(ctx context.Context, conns []*mcpConnection) erro
 	}
 	o.Checker = typecheck.Lazy(checkerOpts...)
 	b.closers = append(b.closers, func() { o.Checker.Close(context.Background()) })
+	// One keeper of live sessions for both surfaces: a session is one
+	// caller's at a time, whichever surface it came through. Closed after
+	// the handlers (its sessions' interpreters are the API's pool's).
+	keep := 0
+	if o.DisablePersistence {
+		keep = -1
+	}
+	keeper := session.NewManager(session.Options{Store: st}, session.ManagerOptions{MaxLive: keep, IdleTimeout: 5 * time.Minute, Warm: -1})
+	b.closers = append(b.closers, keeper.Close)
+	o.Keeper = keeper
 	// A monty.v1 session that names no profile gets serve's own flags.
 	b.defaults = server.Profile{Limits: o.Limits, Mounts: o.Mounts, Host: mcp.host(), Tools: mcp.reg}
 	return nil
@@ -680,7 +690,7 @@ func (b *service) newHandlers(ctx context.Context) error {
 	wsOpts.Engine, wsOpts.APIKeys, wsOpts.Profiles = opts.Engine, opts.APIKeys, profiles
 	wsOpts.Checker, wsOpts.Telemetry, wsOpts.Logger = opts.Checker, opts.Telemetry, b.log
 	if !opts.DisablePersistence {
-		wsOpts.Store, wsOpts.SigningKey, wsOpts.MaxStateSize = opts.Store, opts.SigningKey, opts.MaxStateSize
+		wsOpts.Store, wsOpts.SigningKey, wsOpts.MaxStateSize, wsOpts.Keeper = opts.Store, opts.SigningKey, opts.MaxStateSize, opts.Keeper
 	}
 	if b.ws, err = server.New(ctx, wsOpts); err != nil {
 		return err

@@ -57,11 +57,13 @@ func (wp *wiper) registry(t *testing.T) *tools.Registry {
 func approvalServers(t *testing.T, wp *wiper) (*testServer, *httptest.Server) {
 	st := memstore.New(memstore.Options{})
 	reg := wp.registry(t)
+	keeper := newKeeper(t, st)
 	ws := start(t, st, func(o *server.Options) {
 		o.Profiles = map[string]server.Profile{"": {Host: reg.Host(), Tools: reg}}
+		o.Keeper = keeper
 	})
 	h, err := httpapi.New(httpapi.Options{Store: st, SigningKey: []byte("signing-key-0123456789"), APIKeys: []string{key},
-		KeyNames: map[string]string{key: "ops"}, Functions: reg, Engine: testEngine(t), Logger: slog.New(slog.DiscardHandler), DisableConsole: true})
+		KeyNames: map[string]string{key: "ops"}, Functions: reg, Engine: testEngine(t), Logger: slog.New(slog.DiscardHandler), DisableConsole: true, Keeper: keeper})
 	require.NoError(t, err)
 	api := httptest.NewServer(h)
 	t.Cleanup(api.Close)

@@ -41,7 +41,10 @@ type conn struct {
 	held *session.Driven
 	// legacy is the store id sid was loaded from in the legacy format,
 	// removed once the session is parked in the new one ("" if none).
-	legacy    string
+	legacy string
+	// lease is the keeper's claim on session sid, held while the
+	// connection holds the session (nil: none).
+	lease     *session.Lease
 	announce  bool // the next turn-ending event carries sid
 	ephemeral bool
 
@@ -50,7 +53,6 @@ type conn struct {
 
 	cancelMu sync.Mutex
 	cancel   context.CancelFunc
-	done     chan struct{} // closed once the connection ended and parked its session
 }
 
 // abandon ends the connection from outside (Shutdown's deadline).
@@ -91,7 +93,7 @@ func (c *conn) serve() {
 		if !broken {
 			c.park(context.WithoutCancel(ctx), "disconnect")
 		}
-		close(c.done)
+		c.release()
 		c.w.Close(context.WithoutCancel(ctx))
 		c.closeMounts()
 		_ = c.ws.Close(closeCode, reason)
@@ -198,12 +200,13 @@ func (c *conn) handle(ctx context.Context, req *pb.ParentRequest) (bool, error) 
 		return true, send(ev)
 	case *pb.ParentRequest_Reset_:
 		c.park(ctx, "reset")
-		c.sid, c.held, c.legacy, c.announce, c.ephemeral = "", nil, "", false, false
+		c.drop()
+		c.announce, c.ephemeral = false, false
 		outcome, err := c.w.Handle(ctx, req, send)
 		return outcome == protocol.Continue, err
 	case *pb.ParentRequest_Shutdown:
 		c.park(ctx, "shutdown")
-		c.sid = "" // parked: nothing more to store when the connection ends
+		c.drop() // parked: nothing more to store when the connection ends
 		_, err := c.w.Handle(ctx, req, send)
 		return false, err
 	}
@@ -364,10 +367,36 @@ func errEvent(excType, msg string) *pb.ChildEvent {
 	return &pb.ChildEvent{Kind: &pb.ChildEvent_Error{Error: &pb.Error{Exception: &pb.RaisedException{ExcType: excType, Message: &msg}}}}
 }
 
-// newSession gives the connection's session a new id.
+// newSession gives the connection's session a new id, and claims it.
 func (c *conn) newSession() {
 	c.sid, c.held, c.legacy = newID("s-"), nil, ""
-	c.s.hold(c.s.sessionPlace(c.ns, c.sid).storeID, c)
+	_ = c.claim(context.Background(), c.sid, 0) // a new id is nobody else's
+}
+
+// claim claims session id of the connection's namespace in the keeper,
+// in place of the session it held, waiting up to wait for its holder.
+func (c *conn) claim(ctx context.Context, id string, wait time.Duration) error {
+	c.release()
+	if c.s.keeper == nil {
+		return nil // nothing is stored
+	}
+	lease, err := c.s.keeper.Claim(ctx, c.s.sessionPlace(c.ns, id).storeID, session.ClaimOptions{Who: "a monty.v1 connection", Wait: wait, Long: true})
+	c.lease = lease
+	return err
+}
+
+// release ends the connection's claim on its session, once parked.
+func (c *conn) release() {
+	if c.lease != nil {
+		c.lease.Release()
+		c.lease = nil
+	}
+}
+
+// drop forgets the connection's session (parked, or not to be stored).
+func (c *conn) drop() {
+	c.release()
+	c.sid, c.held, c.legacy = "", nil, ""
 }
 
 // load starts the session from a stored session or record, by id.
@@ -387,18 +416,16 @@ func (c *conn) load(ctx context.Context, state []byte) *pb.ChildEvent {
 	at := s.sessionPlace(c.ns, id)
 	if record {
 		at = s.recordPlace(c.ns, id)
-	} else if prev := s.hold(at.storeID, c); prev != nil {
+	} else if err := c.claim(ctx, id, session.LongHoldWait); err != nil {
 		// A client that closed one connection and loads its session on
-		// the next can be quicker than the server parking it: wait a
-		// moment for the old connection to end.
-		select {
-		case <-prev.done:
-		case <-time.After(holderWait):
-		case <-ctx.Done():
-		}
+		// the next can be quicker than the server parking it: the claim
+		// waits a moment for the old connection to release it.
+		c.release()
+		return errEvent("RuntimeError", fmt.Sprintf("session %s is busy: %s; retry when it is free", id, busyHolder(err)))
 	}
 	ev, held, legacy := c.loadStored(ctx, id, at, record)
 	if ev.GetError() != nil || ev.GetFatalError() != nil {
+		c.release()
 		return ev
 	}
 	cfg := c.w.Config()
@@ -413,7 +440,7 @@ func (c *conn) load(ctx context.Context, state []byte) *pb.ChildEvent {
 	c.ephemeral = cfg.GetPersistence() == pb.Persistence_PERSISTENCE_EPHEMERAL
 	switch {
 	case c.ephemeral:
-		c.sid, c.held, c.legacy = "", nil, ""
+		c.drop()
 	case record:
 		c.newSession() // a record starts a new session
 	default:
@@ -527,6 +554,15 @@ func (c *conn) storedError(ctx context.Context, id string, err error) *pb.ChildE
 	}
 	log.WarnContext(ctx, "monty.v1 load failed")
 	return errEvent("RuntimeError", "the session store could not be read; retry shortly")
+}
+
+// busyHolder is what a session.ErrBusy says of who holds the session,
+// without the store's id.
+func busyHolder(err error) string {
+	if _, after, ok := strings.Cut(err.Error(), " is held by "); ok {
+		return "held by " + after
+	}
+	return err.Error()
 }
 
 // clientID is a stored id without its namespace, as a client names it.
@@ -647,5 +683,5 @@ func (c *conn) shutdownDump(ctx context.Context) {
 	}
 	c.announce = false
 	_ = c.send(ctx, &pb.ChildEvent{Kind: &pb.ChildEvent_Shutdown{Shutdown: sd}})
-	c.sid = "" // parked; nothing more to do at the close
+	c.drop() // parked; nothing more to do at the close
 }

@@ -148,6 +148,13 @@ type Options struct {
 	FrameTimeout time.Duration
 	// Checker type-checks for sessions that ask (typecheck.Default when nil).
 	Checker *typecheck.Checker
+	// Keeper is the keeper of sessions the server shares with the process's
+	// other surfaces (monty serve's HTTP API): a connection claims its
+	// session for as long as it holds it, so that no request runs it
+	// meanwhile (its claims fail as busy), and a load waits a moment for
+	// the session's holder to release it. Nil: a keeper of the server's
+	// own. The server does not close it.
+	Keeper *session.Manager
 	// Telemetry reports spans and metrics (telemetry.Default when nil).
 	Telemetry *telemetry.Telemetry
 	// Logger receives the server's records (slog.Default when nil).
@@ -161,12 +168,15 @@ type Server struct {
 	keys  apikey.Set
 	pool  *runtime.Pool
 	store store.Store
-	log   *slog.Logger
-	tel   *telemetry.Telemetry
+	// keeper holds the claims of the stored sessions (nil without a
+	// store); ownKeeper when it is the server's, closed by Shutdown.
+	keeper    *session.Manager
+	ownKeeper bool
+	log       *slog.Logger
+	tel       *telemetry.Telemetry
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
-	holders  map[string]*conn // by store key: the live connection holding that session
 	perKey   map[string]int
 	draining bool
 	wg       sync.WaitGroup
@@ -217,10 +227,14 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s := &Server{
 		opts: opts, keys: apikey.New(opts.APIKeys), log: opts.Logger, tel: opts.Telemetry.Or(),
 		pool:  runtime.NewPool(opts.Engine, opts.PoolSize),
-		conns: map[*conn]struct{}{}, holders: map[string]*conn{}, perKey: map[string]int{}, drain: make(chan struct{}),
+		conns: map[*conn]struct{}{}, perKey: map[string]int{}, drain: make(chan struct{}),
 	}
 	if opts.Store != nil {
 		s.store = s.tel.Store(opts.Store)
+	}
+	if s.keeper = opts.Keeper; s.keeper == nil && opts.Store != nil {
+		s.keeper = session.NewManager(session.Options{Store: opts.Store}, session.ManagerOptions{MaxLive: -1, Warm: -1})
+		s.ownKeeper = true
 	}
 	return s, nil
 }
@@ -288,7 +302,7 @@ func (s *Server) admit(ns string) (*conn, string) {
 	case s.perKey[ns] >= s.opts.MaxConnsPerKey:
 		return nil, fmt.Sprintf("this API key is at its limit of %d connections; close one or retry shortly", s.opts.MaxConnsPerKey)
 	}
-	c := &conn{s: s, ns: ns, done: make(chan struct{})}
+	c := &conn{s: s, ns: ns}
 	s.conns[c] = struct{}{}
 	s.perKey[ns]++
 	s.wg.Add(1)
@@ -298,11 +312,6 @@ func (s *Server) admit(ns string) (*conn, string) {
 func (s *Server) release(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
-	for k, h := range s.holders {
-		if h == c {
-			delete(s.holders, k)
-		}
-	}
 	if s.perKey[c.ns]--; s.perKey[c.ns] <= 0 {
 		delete(s.perKey, c.ns)
 	}
@@ -325,7 +334,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		s.pool.Close(context.Background())
+		s.closeAll()
 		return nil
 	case <-ctx.Done():
 	}
@@ -335,25 +344,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	<-done
-	s.pool.Close(context.Background())
+	s.closeAll()
 	return ctx.Err()
 }
 
-// holderWait bounds how long a load waits for the connection on this
-// instance that still holds the session to end and park it.
-const holderWait = 2 * time.Second
-
-// hold records that c holds the session stored under key, and returns the
-// connection that held it before, if any.
-func (s *Server) hold(key string, c *conn) *conn {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	prev := s.holders[key]
-	s.holders[key] = c
-	if prev == c {
-		return nil
+// closeAll closes the pool and the server's own keeper, once every
+// connection has ended.
+func (s *Server) closeAll() {
+	s.pool.Close(context.Background())
+	if s.ownKeeper {
+		s.keeper.Close()
 	}
-	return prev
 }
 
 // ---- stored sessions -------------------------------------------------------

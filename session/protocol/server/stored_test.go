@@ -18,10 +18,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/protocol"
 	pb "github.com/monty-go/monty/session/protocol/montypb"
+	"github.com/monty-go/monty/session/protocol/server"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
 )
@@ -135,13 +137,21 @@ func TestDamagedParkedSessionIsKeptAside(t *testing.T) {
 // signing key, as `monty serve` runs them.
 func sharedServers(t *testing.T) (*testServer, *httptest.Server) {
 	st := memstore.New(memstore.Options{})
-	ws := start(t, st, nil)
+	keeper := newKeeper(t, st)
+	ws := start(t, st, func(o *server.Options) { o.Keeper = keeper })
 	h, err := httpapi.New(httpapi.Options{Store: st, SigningKey: []byte("signing-key-0123456789"), APIKeys: []string{key, "server-test-key-2"},
-		Engine: testEngine(t), Logger: slog.New(slog.DiscardHandler), DisableConsole: true})
+		Engine: testEngine(t), Logger: slog.New(slog.DiscardHandler), DisableConsole: true, Keeper: keeper})
 	require.NoError(t, err)
 	api := httptest.NewServer(h)
 	t.Cleanup(api.Close)
 	return ws, api
+}
+
+// newKeeper is a keeper of sessions for the surfaces of one process.
+func newKeeper(t *testing.T, st store.Store) *session.Manager {
+	k := session.NewManager(session.Options{Store: st}, session.ManagerOptions{Warm: -1})
+	t.Cleanup(k.Close)
+	return k
 }
 
 // exec runs code in session sid over the HTTP API and returns the
@@ -182,11 +192,18 @@ func TestOneSessionOnEverySurface(t *testing.T) {
 	require.NotNil(t, ev.GetOk())
 	sid := string(ev.GetSessionId())
 	value(t, c.turn(feed("y = 41\ndef g(n):\n    return n * 2")))
+	// While the connection holds it, the session is busy for /exec.
+	start := time.Now()
+	status, out := exec(t, api, key, sid, "y")
+	assert.Equal(t, http.StatusConflict, status, "%v", out)
+	assert.Equal(t, "session_busy", out["error"], "%v", out)
+	assert.Contains(t, out["message"], "held by a monty.v1 connection")
+	assert.Less(t, time.Since(start), 10*time.Second, "a connection's session is not waited for long")
 	ws.park(t, c)
 	status, info := get(t, api, "/state/"+sid+"/info")
 	require.Equal(t, http.StatusOK, status, "%v", info)
 	assert.Equal(t, true, info["exists"], "%v", info)
-	status, out := exec(t, api, key, sid, "y = y + 1\ng(y)")
+	status, out = exec(t, api, key, sid, "y = y + 1\ng(y)")
 	require.Equal(t, http.StatusOK, status, "%v", out)
 	assert.EqualValues(t, 84, out["result"], "%v", out)
 
