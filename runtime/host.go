@@ -10,7 +10,8 @@ import (
 	"github.com/monty-go/monty/object"
 )
 
-// DefaultMaxHostCalls bounds the host calls of one run when Host.MaxCalls is 0.
+// DefaultMaxHostCalls bounds the host calls of one run when
+// Limits.MaxHostCalls is 0.
 const DefaultMaxHostCalls = 1000
 
 // HostFunc is a Go function Python code can call. Returning an *Exception
@@ -49,19 +50,13 @@ type Host struct {
 	// supported in this environment") for the rest, ModuleNotFoundError for
 	// an import.
 	OS OSHandler
-	// MaxCalls bounds host function and OS calls per run: 0 means
-	// DefaultMaxHostCalls, negative means no limit.
-	MaxCalls int
-	// MaxCallTime bounds the wall time spent in host functions per run
-	// (async calls count from start to result); 0 means no limit.
-	MaxCallTime time.Duration
 	// Values are further names Python can use without defining them, such
 	// as host classes (a HostDefined object.ClassType) or constants;
 	// Functions take precedence.
 	Values map[string]object.Value
 	// Objects answers attribute reads and method calls on host objects;
 	// nil raises AttributeError for them. Both count as host calls
-	// (MaxCalls, MaxCallTime).
+	// (Limits.MaxHostCalls, MaxHostTime).
 	Objects ObjectHandler
 	// Observer, when set, watches every call the Host makes of a host
 	// function or a host object's method (package session/telemetry's
@@ -108,6 +103,7 @@ func (h *Host) Feed(ctx context.Context, r *REPL, code string, inputs ...Input) 
 // drive is the state of one Drive.
 type drive struct {
 	h        *Host
+	limits   Limits // the interpreter's, as the drive started
 	ctx      context.Context
 	calls    int
 	spent    time.Duration
@@ -144,7 +140,7 @@ func (h *Host) Drive(ctx context.Context, e *Execution) (object.Value, error) {
 // caller has answered the pause (Execution.Resume): waiting are the ids
 // of External futures still unanswered, which the code may await later.
 // The limits start afresh: MaxDuration counts from the Continue (the time
-// the run waited does not count), MaxCalls and MaxCallTime from zero.
+// the run waited does not count), MaxHostCalls and MaxHostTime from zero.
 func (h *Host) Continue(ctx context.Context, e *Execution, waiting []uint32) (object.Value, error) {
 	return h.drive(ctx, e, waiting, time.Now())
 }
@@ -157,7 +153,7 @@ func (h *Host) drive(ctx context.Context, e *Execution, waiting []uint32, start 
 	defer cancelDeadline()
 	stoppable := ctx.Done() != nil // a deadline, or a caller who may give up
 	ctx, cancel := context.WithCancel(ctx)
-	d := &drive{h: h, ctx: ctx, stoppable: stoppable, results: make(chan FutureResult, 16), ready: map[uint32]FutureResult{},
+	d := &drive{h: h, limits: e.it.limits, ctx: ctx, stoppable: stoppable, results: make(chan FutureResult, 16), ready: map[uint32]FutureResult{},
 		external: make(map[uint32]*FunctionCall, len(waiting))}
 	for _, id := range waiting {
 		d.external[id] = nil
@@ -221,13 +217,10 @@ func abortFor(stop error) Answer {
 }
 
 func (d *drive) maxCalls() int {
-	switch {
-	case d.h.MaxCalls == 0:
-		return DefaultMaxHostCalls
-	case d.h.MaxCalls < 0:
-		return int(^uint(0) >> 1)
+	if n := d.limits.hostCalls(); n >= 0 {
+		return n
 	}
-	return d.h.MaxCalls
+	return int(^uint(0) >> 1)
 }
 
 // answer computes the reply to one pause. A non-nil error means the answer
@@ -281,16 +274,16 @@ func (d *drive) count() error {
 	if d.calls > d.maxCalls() {
 		return fmt.Errorf("%w: more than %d host calls in one run", ErrHostCallLimit, d.maxCalls())
 	}
-	if d.h.MaxCallTime > 0 && d.spent > d.h.MaxCallTime {
-		return fmt.Errorf("%w: host calls took longer than %s in total", ErrHostCallLimit, d.h.MaxCallTime)
+	if d.limits.MaxHostTime > 0 && d.spent > d.limits.MaxHostTime {
+		return fmt.Errorf("%w: host calls took longer than %s in total", ErrHostCallLimit, d.limits.MaxHostTime)
 	}
 	return nil
 }
 
-// callCtx bounds one call by what is left of MaxCallTime.
+// callCtx bounds one call by what is left of MaxHostTime.
 func (d *drive) callCtx() (context.Context, context.CancelFunc) {
-	if d.h.MaxCallTime > 0 {
-		return context.WithTimeout(d.ctx, d.h.MaxCallTime-d.spent)
+	if d.limits.MaxHostTime > 0 {
+		return context.WithTimeout(d.ctx, d.limits.MaxHostTime-d.spent)
 	}
 	return d.ctx, func() {}
 }
@@ -348,7 +341,7 @@ func observed(obs HostCallObserver, p *FunctionCall, async bool, fn func(context
 }
 
 // invoke runs fn as callSync does and returns its result, or a non-nil
-// stop when the run must end (its time limit, cancellation, MaxCallTime).
+// stop when the run must end (its time limit, cancellation, MaxHostTime).
 func (d *drive) invoke(fn func(context.Context) (object.Value, error)) (v object.Value, err, stop error) {
 	ctx, cancel := d.callCtx()
 	defer cancel()
@@ -374,8 +367,8 @@ func (d *drive) invoke(fn func(context.Context) (object.Value, error)) (v object
 		}
 	}
 	d.spent += time.Since(start)
-	if err != nil && d.h.MaxCallTime > 0 && d.spent > d.h.MaxCallTime && errors.Is(err, context.DeadlineExceeded) {
-		return nil, nil, fmt.Errorf("%w: host calls took longer than %s in total", ErrHostCallLimit, d.h.MaxCallTime)
+	if err != nil && d.limits.MaxHostTime > 0 && d.spent > d.limits.MaxHostTime && errors.Is(err, context.DeadlineExceeded) {
+		return nil, nil, fmt.Errorf("%w: host calls took longer than %s in total", ErrHostCallLimit, d.limits.MaxHostTime)
 	}
 	return v, err, nil
 }

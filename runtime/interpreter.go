@@ -109,7 +109,7 @@ func (e *Engine) NewInterpreter(ctx context.Context) (*Interpreter, error) {
 func (e *Engine) instantiate(ctx context.Context, code module) (*Interpreter, error) {
 	it := &Interpreter{engine: e, limits: DefaultLimits(), handles: map[uint32]struct{}{}}
 	it.interruptCall = func() { it.interrupt(); it.interrupting.Done() }
-	it.output.max = it.limits.MaxOutput
+	it.output.max = it.limits.outputCap()
 	it.stderr.Max = 4096
 	inst, err := code.instantiate(ctx, it)
 	if err != nil {
@@ -156,7 +156,7 @@ func (it *Interpreter) Dead() error { return it.dead }
 // SetLimits sets the limits for later calls.
 func (it *Interpreter) SetLimits(l Limits) {
 	it.limits = l
-	it.output.max = l.MaxOutput
+	it.output.max = l.outputCap()
 }
 
 // Limits returns the limits in force.

@@ -2,8 +2,16 @@ package runtime
 
 import "time"
 
-// Limits bound what one call may use. Zero values mean "no limit", except
-// MaxRecursion and MaxIntBits, where zero means the interpreter default.
+// Unlimited, as the value of a field of Limits, says that there is no
+// such limit. The rule is the same for every field: zero means the
+// field's default, and no limit is spelled out as Unlimited. (For
+// MaxDuration, MaxTurnDuration, MaxMemory and MaxHostTime the default is
+// no limit.)
+const Unlimited = -1
+
+// Limits bound what one call may use. A zero field is that limit's
+// default; Unlimited (any negative value) is none. The zero Limits are
+// the defaults of every limit (DefaultLimits spells them out).
 type Limits struct {
 	// MaxDuration bounds the wall-clock time of one call: Run, or a Start or
 	// Feed driven to its end by a Host, with every sleep, host function call
@@ -33,14 +41,15 @@ type Limits struct {
 	// the code only after about 8 s, as Monty's per-call cost grows with the
 	// stack. Services should not let callers raise it freely.
 	MaxRecursion int
-	// MaxOutput bounds print() output per call, in bytes. Output beyond it is
-	// dropped and the print raises MemoryError (ErrOutputLimit).
+	// MaxOutput bounds print() output per call, in bytes (0:
+	// DefaultMaxOutput). Output beyond it is dropped and the print raises
+	// MemoryError (ErrOutputLimit).
 	MaxOutput int
 	// MaxResult bounds the encoded size, in bytes, of a value leaving the
 	// sandbox: a call's result and the arguments of each host call. A larger
 	// one fails with ErrResultLimit before it is copied out. 0 means
 	// MaxMemory when that is set (a value cannot take more than the heap
-	// may), otherwise no limit.
+	// may), otherwise DefaultMaxResult.
 	MaxResult int64
 	// MaxIntBits bounds the integers one multiplication, power, left shift
 	// or math.factorial/comb/perm may produce, in bits, so that a single
@@ -49,7 +58,22 @@ type Limits struct {
 	// negative means no cap. Exceeding it raises an uncatchable
 	// OverflowError (ErrIntLimit).
 	MaxIntBits int64
+	// MaxHostCalls bounds the host function and OS calls of one run a Host
+	// drives (0: DefaultMaxHostCalls). The call past it ends the run with
+	// ErrHostCallLimit.
+	MaxHostCalls int
+	// MaxHostTime bounds the wall time spent in host functions during one
+	// run a Host drives (async calls count from start to result); 0: no
+	// limit. Past it the run ends with ErrHostCallLimit.
+	MaxHostTime time.Duration
 }
+
+// DefaultMaxOutput and DefaultMaxResult are MaxOutput's and MaxResult's
+// defaults.
+const (
+	DefaultMaxOutput = 1 << 20
+	DefaultMaxResult = 64 << 20
+)
 
 // DefaultMaxRecursion is the interpreter's call depth limit when
 // Limits.MaxRecursion is zero.
@@ -62,19 +86,47 @@ const DefaultMaxRecursion = 1000
 // "Limits".
 const DefaultMaxIntBits = 1 << 21
 
-// DefaultLimits are the limits of a new Interpreter: no time or memory
-// limit, the interpreter's recursion and integer size defaults, 1 MiB of
-// print output and 64 MiB for a result.
+// DefaultLimits are the limits of a new Interpreter, the zero Limits
+// spelled out: no time or memory limit, the interpreter's recursion and
+// integer size defaults, 1 MiB of print output, 64 MiB for a result and
+// DefaultMaxHostCalls host calls.
 func DefaultLimits() Limits {
-	return Limits{MaxOutput: 1 << 20, MaxResult: 64 << 20}
+	return Limits{MaxOutput: DefaultMaxOutput, MaxResult: DefaultMaxResult, MaxHostCalls: DefaultMaxHostCalls}
 }
 
 // valueCap is the effective MaxResult: 0 when there is none.
 func (l Limits) valueCap() int64 {
-	if l.MaxResult > 0 {
+	switch {
+	case l.MaxResult > 0:
 		return l.MaxResult
+	case l.MaxResult < 0:
+		return 0
+	case l.MaxMemory > 0:
+		return l.MaxMemory
 	}
-	return max(l.MaxMemory, 0)
+	return DefaultMaxResult
+}
+
+// outputCap is the effective MaxOutput: 0 when there is none.
+func (l Limits) outputCap() int {
+	switch {
+	case l.MaxOutput > 0:
+		return l.MaxOutput
+	case l.MaxOutput < 0:
+		return 0
+	}
+	return DefaultMaxOutput
+}
+
+// hostCalls is the effective MaxHostCalls: -1 when there is no limit.
+func (l Limits) hostCalls() int {
+	switch {
+	case l.MaxHostCalls > 0:
+		return l.MaxHostCalls
+	case l.MaxHostCalls < 0:
+		return -1
+	}
+	return DefaultMaxHostCalls
 }
 
 // intBits is the effective MaxIntBits: 0 when there is no cap.

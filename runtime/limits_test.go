@@ -30,11 +30,10 @@ func hostFeed(t *testing.T, h *runtime.Host, r *runtime.REPL, code string) (obje
 func TestSleepCountsTowardTimeLimit(t *testing.T) {
 	it := newInterp(t)
 	const limit = 300 * time.Millisecond
-	it.SetLimits(runtime.Limits{MaxDuration: limit})
+	it.SetLimits(runtime.Limits{MaxDuration: limit, MaxHostCalls: runtime.Unlimited})
 	r, err := it.NewREPL(context.Background())
 	require.NoError(t, err)
 	var h runtime.Host
-	h.MaxCalls = -1
 
 	// A loop of short sleeps: each is fine, together they pass the limit.
 	_, elapsed, err := hostFeed(t, &h, r, "import time\nkept = 1\nwhile True:\n    time.sleep(0.02)")

@@ -148,8 +148,9 @@ func TestHostObjectFailures(t *testing.T) {
 	close(c.block)
 
 	// Attribute reads count as host calls.
-	host.MaxCalls = 3
-	it.SetLimits(runtime.DefaultLimits())
+	limits = runtime.DefaultLimits()
+	limits.MaxHostCalls = 3
+	it.SetLimits(limits)
 	r, err = it.NewREPL(ctx)
 	require.NoError(t, err)
 	_, err = host.Feed(ctx, r, "for _ in range(10):\n    counter.value", in)

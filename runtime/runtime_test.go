@@ -246,7 +246,8 @@ r
 func TestHostCallLimit(t *testing.T) {
 	it := newInterp(t)
 	ctx := context.Background()
-	host := &runtime.Host{MaxCalls: 5, Functions: map[string]runtime.Function{
+	it.SetLimits(runtime.Limits{MaxHostCalls: 5})
+	host := &runtime.Host{Functions: map[string]runtime.Function{
 		"tick": {Func: func(context.Context, []object.Value, []object.Pair) (object.Value, error) { return object.None{}, nil }},
 	}}
 	p, err := it.Compile(ctx, "for i in range(10):\n    try:\n        tick()\n    except Exception:\n        pass\n")

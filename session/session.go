@@ -87,7 +87,8 @@ type Options struct {
 	Ephemeral bool
 	// NoCompression stores dumps uncompressed.
 	NoCompression bool
-	// Limits apply to every call (zero value: runtime.DefaultLimits()).
+	// Limits apply to every call: each zero field is that limit's default,
+	// runtime.Unlimited none (runtime.Limits).
 	Limits runtime.Limits
 	// Host provides host functions and OS access to the code; nil offers
 	// none. Open copies it: changes made to it afterwards are not seen.
@@ -250,9 +251,6 @@ func Open(ctx context.Context, id string, opts Options) (*Session, error) {
 	}
 	s := &Session{id: id, opts: opts, eng: eng}
 	s.opts.Store = opts.Telemetry.Or().Store(opts.Store)
-	if opts.Limits == (runtime.Limits{}) {
-		s.opts.Limits = runtime.DefaultLimits()
-	}
 	s.state = newStoredState(id, &s.opts, eng)
 	s.host = s.hostFor(opts.Host)
 	if err := s.load(ctx); err != nil {
@@ -293,13 +291,10 @@ func (s *Session) SetHost(h *runtime.Host) {
 }
 
 // SetLimits changes the limits of the calls from the next one on, as
-// Options.Limits does at Open (the zero value: runtime.DefaultLimits).
+// Options.Limits does at Open.
 func (s *Session) SetLimits(l runtime.Limits) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l == (runtime.Limits{}) {
-		l = runtime.DefaultLimits()
-	}
 	s.opts.Limits = l
 }
 

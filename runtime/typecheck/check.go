@@ -48,8 +48,8 @@ type Request struct {
 	// Limits bound the check as they bound a run: MaxDuration its wall
 	// time (ErrTimeLimit), MaxMemory the memory it may add to what the
 	// checker keeps from earlier checks (ErrMemoryLimit), with 32 MiB of
-	// headroom for the checker's own caches as upstream Monty allows.
-	// Other fields are ignored.
+	// headroom for the checker's own caches as upstream Monty allows; 0
+	// or runtime.Unlimited is none. Other fields are ignored.
 	Limits runtime.Limits
 }
 

@@ -200,8 +200,11 @@ func TestInvalidRequests(t *testing.T) {
 		_, err := checker(t).Check(context.Background(), typecheck.Request{Code: "1", Path: p})
 		require.ErrorIs(t, err, runtime.ErrInvalidOption, p)
 	}
+	// runtime.Unlimited is no limit here too.
+	res, err := checker(t).Check(context.Background(), typecheck.Request{Code: "1", Limits: runtime.Limits{MaxMemory: runtime.Unlimited, MaxDuration: runtime.Unlimited}})
+	require.NoError(t, err)
+	assert.True(t, res.Clean())
 	for _, req := range []typecheck.Request{
-		{Code: "1", Limits: runtime.Limits{MaxMemory: -1}},
 		{Code: "x = '\xff\xfe'\n"},
 		{Code: "1", Stubs: "\xff"},
 		{Code: "1", Modules: []typecheck.ModuleStub{{Name: "m", Source: "\xc3"}}},

@@ -271,7 +271,7 @@ func newBriefing(opts ExecutorOptions, limits runtime.Limits, timeout time.Durat
 	b := briefing{
 		callResults:    !opts.OmitCallResults,
 		limits:         limits,
-		hostTime:       max(opts.MaxHostTime, 0),
+		hostTime:       max(limits.MaxHostTime, 0),
 		ephemeral:      opts.Session.Ephemeral,
 		jsonOnly:       opts.Session.JSONOnly,
 		captureOnError: opts.Session.CaptureOnError,
@@ -289,10 +289,10 @@ func newBriefing(opts ExecutorOptions, limits runtime.Limits, timeout time.Durat
 		b.timeout = d
 	}
 	switch {
-	case opts.MaxHostCalls == 0:
+	case limits.MaxHostCalls == 0:
 		b.hostCalls = runtime.DefaultMaxHostCalls
-	case opts.MaxHostCalls > 0:
-		b.hostCalls = opts.MaxHostCalls
+	case limits.MaxHostCalls > 0:
+		b.hostCalls = limits.MaxHostCalls
 	}
 	if b.budget < 0 {
 		b.budget = 0
@@ -376,7 +376,7 @@ func (b briefing) limitsText(hostCalls bool) string {
 	if m := b.limits.MaxMemory; m > 0 {
 		parts = append(parts, runtime.ByteSize(m)+" of memory")
 	}
-	if o := b.limits.MaxOutput; o > 0 {
+	if o := cmp.Or(b.limits.MaxOutput, runtime.DefaultMaxOutput); o > 0 {
 		parts = append(parts, runtime.ByteSize(int64(o))+" of print output")
 	}
 	parts = append(parts, "recursion depth "+strconv.Itoa(cmp.Or(b.limits.MaxRecursion, runtime.DefaultMaxRecursion)))

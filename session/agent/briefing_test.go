@@ -97,7 +97,7 @@ func TestBriefingPersistence(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	loop := "x = 3\nwhile True:\n    pass"
 	t.Run("default", func(t *testing.T) {
-		e := briefExecutor(t, ExecutorOptions{Timeout: timeout})
+		e := briefExecutor(t, ExecutorOptions{Session: session.Options{Limits: runtime.Limits{MaxDuration: timeout}}})
 		assert.Contains(t, e.Tool().Description, "\n\nVariables, functions, classes and imports persist between calls of a session. "+
 			"A call that raises or is stopped by a limit changes nothing: the session stays as before the call.\n")
 		mustRun(t, e, "s", "import math\ndef f():\n    return 1\nclass C:\n    pass\nx = 1")
@@ -107,7 +107,7 @@ func TestBriefingPersistence(t *testing.T) {
 		assert.Equal(t, "1", mustRun(t, e, "s", "x"))
 	})
 	t.Run("capture on error", func(t *testing.T) {
-		e := briefExecutor(t, ExecutorOptions{Timeout: timeout, Session: session.Options{CaptureOnError: true}})
+		e := briefExecutor(t, ExecutorOptions{Session: session.Options{CaptureOnError: true, Limits: runtime.Limits{MaxDuration: timeout}}})
 		assert.Contains(t, e.Tool().Description, " A call that raises keeps what it changed before the exception; one stopped by a limit changes nothing.\n")
 		mustRun(t, e, "s", "x = 1")
 		mustRaise(t, e, "s", "x = 2\nraise ValueError('no')", "ValueError")
@@ -150,12 +150,13 @@ func TestBriefingLimits(t *testing.T) {
 	}{
 		{"defaults", ExecutorOptions{},
 			"Limits per call: 5s of run time (host calls included), 16 MiB of memory, 1 MiB of print output, recursion depth 1000, 1000 host function calls."},
-		{"set", ExecutorOptions{Timeout: 90 * time.Second, MaxMemory: 64 << 20, MaxHostCalls: 20, MaxHostTime: 2 * time.Second,
-			Session: session.Options{Limits: runtime.Limits{MaxOutput: 1536, MaxRecursion: 50}}},
+		{"set", ExecutorOptions{Session: session.Options{Limits: runtime.Limits{MaxDuration: 90 * time.Second, MaxMemory: 64 << 20, MaxHostCalls: 20,
+			MaxHostTime: 2 * time.Second, MaxOutput: 1536, MaxRecursion: 50}}},
 			"Limits per call: 1m30s of run time (host calls included), 64 MiB of memory, 1.5 KiB of print output, recursion depth 50, 20 host function calls, 2s in host functions."},
-		{"session limits win", ExecutorOptions{MaxMemory: 64 << 20, Session: session.Options{Limits: runtime.Limits{MaxDuration: time.Second, MaxMemory: 8 << 20}}},
-			"Limits per call: 1s of run time (host calls included), 8 MiB of memory, recursion depth 1000, 1000 host function calls."},
-		{"none", ExecutorOptions{Timeout: -1, MaxMemory: -1, MaxHostCalls: -1, Session: session.Options{Limits: runtime.Limits{MaxRecursion: 2000}}},
+		{"some set", ExecutorOptions{Session: session.Options{Limits: runtime.Limits{MaxDuration: time.Second, MaxMemory: 8 << 20}}},
+			"Limits per call: 1s of run time (host calls included), 8 MiB of memory, 1 MiB of print output, recursion depth 1000, 1000 host function calls."},
+		{"none", ExecutorOptions{Session: session.Options{Limits: runtime.Limits{MaxDuration: runtime.Unlimited, MaxMemory: runtime.Unlimited,
+			MaxHostCalls: runtime.Unlimited, MaxOutput: runtime.Unlimited, MaxRecursion: 2000}}},
 			"Limits per call: recursion depth 2000."},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -169,7 +170,7 @@ func TestBriefingLimits(t *testing.T) {
 	assert.Contains(t, e.Tool().Description, "\nLimits per call: 5s of run time (host calls included), 16 MiB of memory, 1 MiB of print output, recursion depth 1000.\n")
 
 	// The numbers are the ones enforced.
-	e = briefExecutor(t, ExecutorOptions{Functions: fns(t), MaxHostCalls: 3, Session: session.Options{Limits: runtime.Limits{MaxRecursion: 50, MaxOutput: 100}}})
+	e = briefExecutor(t, ExecutorOptions{Functions: fns(t), Session: session.Options{Limits: runtime.Limits{MaxRecursion: 50, MaxOutput: 100, MaxHostCalls: 3}}})
 	mustRun(t, e, "s", "def d(n):\n    return 0 if n == 0 else 1 + d(n - 1)\nd(40)")
 	mustRaise(t, e, "s", "d(60)", "RecursionError")
 	mustRun(t, e, "s", "for _ in range(3):\n    ping()")

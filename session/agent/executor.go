@@ -37,8 +37,9 @@ var (
 	// that are not a JSON object with a string "code", a session_id that
 	// is not one, resume_python results that do not answer the paused run.
 	ErrBadArgs = errors.New("agent: bad tool arguments")
-	// ErrTimeout matches Result.Err when the code ran longer than
-	// ExecutorOptions.Timeout (host calls included).
+	// ErrTimeout matches Result.Err when the code ran longer than the
+	// executor's time limit (Session.Limits.MaxDuration, host calls
+	// included); so does runtime.ErrTimeLimit.
 	ErrTimeout = errors.New("agent: execution timed out")
 )
 
@@ -78,26 +79,19 @@ const TypeCheckErrorType = "TypeCheckError"
 type ExecutorOptions struct {
 	// Session configures the sessions (Store is required). Its Host is
 	// replaced by the Functions' host; its Print is not used (the output
-	// is in the Result and the events). When Limits is the zero value,
-	// runtime.DefaultLimits apply, with MaxMemory as below.
+	// is in the Result and the events). Its Limits are the calls' limits,
+	// each zero field its default (runtime.Limits) except two, whose
+	// defaults are the executor's: MaxDuration bounds each call's wall
+	// time, host calls included, as the executor's timeout (ErrTimeout;
+	// 0 means DefaultTimeout, runtime.Unlimited none), and MaxMemory the
+	// interpreter heap (0 means DefaultMaxMemory, runtime.Unlimited none).
+	// MaxHostCalls and MaxHostTime bound the host calls of a call.
 	Session session.Options
 	// Manager bounds the live sessions.
 	Manager session.ManagerOptions
 	// Functions are the host functions the code can call; nil offers only
 	// the introspection built-ins.
 	Functions *tools.Registry
-	// Timeout bounds each call's wall time, host calls included: 0 means
-	// DefaultTimeout, negative means none.
-	Timeout time.Duration
-	// MaxMemory bounds the interpreter heap, in bytes, when Session.Limits
-	// does not set it: 0 means DefaultMaxMemory, negative means none.
-	MaxMemory int64
-	// MaxHostCalls bounds host function calls per run: 0 means
-	// runtime.DefaultMaxHostCalls, negative means none.
-	MaxHostCalls int
-	// MaxHostTime bounds the total time spent in host functions per run;
-	// 0 means no bound beyond Timeout.
-	MaxHostTime time.Duration
 	// TypeCheck type-checks each call's code before it runs, against the
 	// host functions' signatures (Registry.Stubs), Stubs and the session's
 	// earlier calls; code with problems is not run and the diagnostics are
@@ -189,21 +183,18 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		fns, _ = tools.NewRegistry()
 	}
 	host := fns.Host()
-	host.MaxCalls, host.MaxCallTime, host.OS = opts.MaxHostCalls, opts.MaxHostTime, opts.OS
+	host.OS = opts.OS
 	sopts := opts.Session
 	sopts.Host, sopts.Print = host, nil
 	sopts.FreshOnCorrupt = !opts.FailOnCorruptState
 	sopts.Telemetry = sopts.Telemetry.Or()
 	sopts.Store = sopts.Telemetry.Store(sopts.Store)
-	if sopts.Limits == (runtime.Limits{}) {
-		sopts.Limits = runtime.DefaultLimits()
-	}
-	if sopts.Limits.MaxMemory == 0 && opts.MaxMemory >= 0 {
-		sopts.Limits.MaxMemory = cmp.Or(opts.MaxMemory, DefaultMaxMemory)
-	}
-	timeout := opts.Timeout
-	if timeout == 0 {
-		timeout = DefaultTimeout
+	// The executor bounds a call's time itself (ErrTimeout), host calls
+	// and all.
+	timeout := cmp.Or(sopts.Limits.MaxDuration, DefaultTimeout)
+	sopts.Limits.MaxDuration = 0
+	if sopts.Limits.MaxMemory == 0 {
+		sopts.Limits.MaxMemory = DefaultMaxMemory
 	}
 	return &Executor{
 		mgr:     session.NewManager(sopts, opts.Manager),
@@ -528,7 +519,8 @@ func (e *Executor) execute(ctx context.Context, lease *session.Lease, named stri
 		res.Err, res.ErrorType = err, TypeCheckErrorType
 		res.Error = strings.TrimRight(tcErr.Result.Text, "\n") + "\nThe type check found problems, so the code was not run; the session is unchanged."
 	case errors.Is(err, ErrTimeout) && ctx.Err() == nil:
-		res.Err = fmt.Errorf("%w after %s", ErrTimeout, e.timeout)
+		// The executor's timeout is the call's time limit.
+		res.Err = fmt.Errorf("%w after %s (%w)", ErrTimeout, e.timeout, runtime.ErrTimeLimit)
 		res.ErrorType = "TimeoutError"
 		res.Error = fmt.Sprintf("TimeoutError: the code ran longer than %s and was stopped%s", e.timeout, rolledBack)
 	case runtime.LimitOf(err) != runtime.NoLimit:

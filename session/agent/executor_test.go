@@ -186,7 +186,7 @@ func TestExecuteAsyncGather(t *testing.T) {
 }
 
 func TestExecuteTimeout(t *testing.T) {
-	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Timeout: 300 * time.Millisecond})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Limits: runtime.Limits{MaxDuration: 300 * time.Millisecond}}})
 	agenttest.OK(t, e, "slow", "x = 1\ndef f():\n    return x * 10")
 	for _, code := range []string{
 		"x = 2\nwhile True:\n    pass",                            // Python loops
@@ -217,14 +217,14 @@ func TestExecuteMemoryLimit(t *testing.T) {
 	assert.Equal(t, "4000000", agenttest.OK(t, e, "mem", "len('a' * 4000000)"))
 
 	// Limits can be raised.
-	big := agenttest.NewExecutor(t, agent.ExecutorOptions{MaxMemory: 64 << 20})
+	big := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Limits: runtime.Limits{MaxMemory: 64 << 20}}})
 	assert.Equal(t, "30000000", agenttest.OK(t, big, "mem", "len('a' * 30000000)"))
 	res = agenttest.Execute(t, e, "mem", "len('a' * 30000000)")
 	require.ErrorIs(t, res.Err, runtime.ErrMemoryLimit)
 }
 
 func TestExecuteHostCallLimits(t *testing.T) {
-	e := agenttest.NewExecutor(t, agent.ExecutorOptions{MaxHostCalls: 5})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Limits: runtime.Limits{MaxHostCalls: 5}}})
 	agenttest.OK(t, e, "lim", "n = 0")
 	assert.Equal(t, "5", agenttest.OK(t, e, "lim", "for i in range(5):\n    add(1)\nn = 5\nn"))
 	res := agenttest.Execute(t, e, "lim", "n = 6\nfor i in range(6):\n    add(1)")
@@ -233,7 +233,7 @@ func TestExecuteHostCallLimits(t *testing.T) {
 	assert.Equal(t, "5", agenttest.OK(t, e, "lim", "n"), "the limited run was rolled back")
 
 	// Total time in host calls.
-	e = agenttest.NewExecutor(t, agent.ExecutorOptions{MaxHostTime: 150 * time.Millisecond})
+	e = agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Limits: runtime.Limits{MaxHostTime: 150 * time.Millisecond}}})
 	assert.Equal(t, "100", agenttest.OK(t, e, "lim", "wait_ms(100)"))
 	res = agenttest.Execute(t, e, "lim", "wait_ms(100)\nwait_ms(100)")
 	require.ErrorIs(t, res.Err, runtime.ErrHostCallLimit)
@@ -304,7 +304,7 @@ func TestExecuteConcurrency(t *testing.T) {
 // The caller cancelling a running call is an error (not a result), and the
 // session is fine afterwards.
 func TestExecuteCancelled(t *testing.T) {
-	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Timeout: -1})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Limits: runtime.Limits{MaxDuration: runtime.Unlimited}}})
 	agenttest.OK(t, e, "c", "x = 1")
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()

@@ -20,8 +20,8 @@ import (
 // error), says which limit it hit, and leaves the session usable as it was.
 func TestExecuteHostileLimits(t *testing.T) {
 	limits := runtime.DefaultLimits()
-	limits.MaxDuration, limits.MaxMemory = 500*time.Millisecond, 32<<20
-	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Limits: limits}, MaxHostCalls: -1})
+	limits.MaxDuration, limits.MaxMemory, limits.MaxHostCalls = 500*time.Millisecond, 32<<20, runtime.Unlimited
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Limits: limits}})
 	agenttest.OK(t, e, "h", "keep = 1")
 	for _, c := range []struct {
 		code, errType string
@@ -47,9 +47,9 @@ func TestExecuteHostileLimits(t *testing.T) {
 // memory limit is reported to the model as the code's failure, and kept.
 func TestExecuteStateOverLimit(t *testing.T) {
 	st := memstore.New(memstore.Options{})
-	big := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}, MaxMemory: 64 << 20})
+	big := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st, Limits: runtime.Limits{MaxMemory: 64 << 20}}})
 	agenttest.OK(t, big, "s", "x = 'a' * (20 << 20)")
-	small := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st}, MaxMemory: 8 << 20})
+	small := agenttest.NewExecutor(t, agent.ExecutorOptions{Session: session.Options{Store: st, Limits: runtime.Limits{MaxMemory: 8 << 20}}})
 	res, err := small.Execute(context.Background(), "s", agenttest.CodeArgs("len(x)"))
 	require.NoError(t, err)
 	require.ErrorIs(t, res.Err, runtime.ErrMemoryLimit)

@@ -36,7 +36,7 @@ func (e *Executor) Paused(ctx context.Context, threadKey, sessionID string) (*Pa
 	return pausedOf(p, sessionID, e.fns), nil
 }
 
-// TimeLimit is the wall-time limit of each call (ExecutorOptions.Timeout
+// TimeLimit is the wall-time limit of each call (Session.Limits.MaxDuration
 // as applied); 0 means none.
 func (e *Executor) TimeLimit() time.Duration {
 	if e.timeout < 0 {

@@ -613,6 +613,5 @@ func (h *Handler) requestHost() (*runtime.Host, func(), error) {
 	if len(chain) > 0 {
 		host.OS = chain
 	}
-	host.MaxCalls = h.opts.MaxHostCalls
 	return host, done, nil
 }

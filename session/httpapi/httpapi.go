@@ -162,11 +162,13 @@ type Options struct {
 	ClaimLease time.Duration
 	// Limits are the server's maxima for one execution, and the limits of a
 	// request that asks for none. A request's own limits are clamped to
-	// them; a zero MaxDuration or MaxMemory puts no maximum on that
-	// resource, a zero MaxRecursion or MaxIntBits means the interpreter's
-	// default, and a zero MaxOutput or MaxResult means DefaultMaxOutput or
-	// DefaultMaxResult (at most MaxMemory): an answer is always bounded.
-	// The zero value means DefaultLimits().
+	// them. As everywhere, a zero field is the default and
+	// runtime.Unlimited none: a zero MaxDuration or MaxMemory is
+	// DefaultLimits()'s, a zero MaxOutput or MaxResult DefaultMaxOutput or
+	// DefaultMaxResult (at most MaxMemory: an answer is always bounded),
+	// and MaxHostCalls bounds the host calls of one execution (file,
+	// environment and clock calls, host functions, MCP tools; past it 422
+	// "host_call_limit").
 	Limits runtime.Limits
 	// MaxStateSize caps a stored blob and an upload (default
 	// session.DefaultMaxStateSize). An upload whose dump declares more
@@ -226,11 +228,6 @@ type Options struct {
 	// (with list_functions() and help()); nil offers none. A request that
 	// streams its events sees their calls as tool calls.
 	Functions *tools.Registry
-	// MaxHostCalls bounds the host calls of one execution (file,
-	// environment and clock calls, host functions, MCP tools): 0 means
-	// runtime.DefaultMaxHostCalls, negative no limit. Past it the run
-	// stops with runtime.ErrHostCallLimit (422 "host_call_limit").
-	MaxHostCalls int
 	// FailOnCorruptState makes an execution whose stored state cannot be
 	// loaded fail with 500 "state_corrupt". By default the session starts
 	// empty and the answer says so in "state_warning" (and the log has a
@@ -354,12 +351,12 @@ func (o *Options) withDefaults() error {
 	case slices.Contains(o.APIKeys, ""):
 		return fmt.Errorf("%w: an API key is empty", ErrConfig)
 	}
-	if o.Limits == (runtime.Limits{}) {
-		o.Limits = DefaultLimits()
+	l, d := &o.Limits, DefaultLimits()
+	if l.MaxDuration == 0 {
+		l.MaxDuration = d.MaxDuration
 	}
-	l := &o.Limits
-	if l.MaxDuration < 0 || l.MaxMemory < 0 || l.MaxRecursion < 0 || l.MaxOutput < 0 || l.MaxResult < 0 {
-		return fmt.Errorf("%w: Options.Limits must not be negative (0 means the default)", ErrConfig)
+	if l.MaxMemory == 0 {
+		l.MaxMemory = d.MaxMemory
 	}
 	if l.MaxOutput == 0 {
 		l.MaxOutput = DefaultMaxOutput

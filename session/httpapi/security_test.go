@@ -268,7 +268,7 @@ func wantErrorBody(t *testing.T, body []byte) apiErr {
 func TestMaxHostCalls(t *testing.T) {
 	env := runtime.Env{"A": "1"}
 	code := "import os\nfor i in range(5):\n    os.getenv('A')\n'done'"
-	c := newServer(t, httpapi.Options{OS: env, MaxHostCalls: 3}).client("")
+	c := newServer(t, httpapi.Options{OS: env, Limits: runtime.Limits{MaxHostCalls: 3}}).client("")
 	status, resp, e := c.exec(map[string]any{"code": code})
 	if status != 422 || e.Error != "host_call_limit" {
 		t.Fatalf("5 calls with MaxHostCalls 3: %d %+v %+v", status, resp, e)

@@ -10,6 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/agent/agenttest"
 	"github.com/monty-go/monty/session/mcpclient"
@@ -153,7 +155,7 @@ func mcpBenchExecutor(b *testing.B) *agent.Executor {
 	}})
 	require.NoError(b, err)
 	b.Cleanup(func() { stopServer(cmd, ns.Close) })
-	return agenttest.NewExecutor(b, agent.ExecutorOptions{Functions: reg, MaxHostCalls: -1, Timeout: -1})
+	return agenttest.NewExecutor(b, agent.ExecutorOptions{Functions: reg, Session: session.Options{Limits: runtime.Limits{MaxHostCalls: runtime.Unlimited, MaxDuration: runtime.Unlimited}}})
 }
 
 // directMCPSession is a Go SDK client session to a new everything server

@@ -16,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/agent/agenttest"
@@ -130,7 +131,7 @@ func TestApprovedCallClaimed(t *testing.T) {
 	st := memstore.New(memstore.Options{})
 	newExec := func() *agent.Executor {
 		reg, _ := demoNamespace(t, d, mcpclient.Server{Approve: []string{"hang"}})
-		return agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Timeout: time.Minute, Session: session.Options{Store: st}})
+		return agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{Store: st, Limits: runtime.Limits{MaxDuration: time.Minute}}})
 	}
 	a, b := newExec(), newExec()
 	res := agenttest.Execute(t, a, "t", "r = await demo.hang()\nr")

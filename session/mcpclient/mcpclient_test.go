@@ -211,7 +211,7 @@ func TestMCPProgressEvents(t *testing.T) {
 func TestMCPReconnectAndCancel(t *testing.T) {
 	d := newDemoServer(t)
 	reg, _ := demoNamespace(t, d, mcpclient.Server{})
-	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Timeout: 300 * time.Millisecond})
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{Limits: runtime.Limits{MaxDuration: 300 * time.Millisecond}}})
 	assert.Equal(t, "3", agenttest.OK(t, e, "t", "(await demo.get_sum(a=1, b=2))['sum']"))
 	d.kill()
 	res := agenttest.Execute(t, e, "t", "await demo.get_sum(a=1)")

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/mcpclient"
@@ -68,8 +69,8 @@ func approvalExecutor(t *testing.T, m *repoTools, timeout time.Duration) *agent.
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ns.Close() })
 	m.store = memstore.New(memstore.Options{})
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: m.store},
-		Functions: reg, Timeout: timeout, Logger: m.log})
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: m.store, Limits: runtime.Limits{MaxDuration: timeout}},
+		Functions: reg, Logger: m.log})
 	require.NoError(t, err)
 	t.Cleanup(exec.Close)
 	return exec

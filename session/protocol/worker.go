@@ -444,7 +444,7 @@ func (w *Worker) ensureREPL(ctx context.Context, cwd string) error {
 // the budget that ran out, as upstream's worker does.
 func (w *Worker) limits() runtime.Limits {
 	l := runtime.DefaultLimits()
-	l.MaxOutput = 0 // output streams to the parent as it is made
+	l.MaxOutput = runtime.Unlimited // output streams to the parent as it is made
 	cl := w.resourceLimits()
 	if cl.MaxMemoryBytes != nil {
 		l.MaxMemory = int64(min(*cl.MaxMemoryBytes, 1<<62))

@@ -36,12 +36,12 @@ func benchHostCalls(b *testing.B, code string) {
 	obj, err := reg.Object(acct)
 	require.NoError(b, err)
 	host := reg.Host()
-	host.MaxCalls = -1
 	e, err := runtime.Default(ctx)
 	require.NoError(b, err)
 	it, err := e.NewInterpreter(ctx)
 	require.NoError(b, err)
 	defer it.Close(ctx)
+	it.SetLimits(runtime.Limits{MaxHostCalls: runtime.Unlimited})
 	r, err := it.NewREPL(ctx)
 	require.NoError(b, err)
 	_, err = host.Feed(ctx, r, "pass", runtime.Input{Name: "acct", Value: obj})

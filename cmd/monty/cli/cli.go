@@ -99,7 +99,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	defer sb.mounts.Close()
 	cfg := runConfig{sessionID: *sessionID, failOnCorrupt: sb.failOnCorrupt, limits: sb.limits,
-		host: &runtime.Host{OS: osHandler(sb.mounts), MaxCalls: sb.maxHostCalls}}
+		host: &runtime.Host{OS: osHandler(sb.mounts)}}
 	if *sessionID != "" {
 		// Opened before anything is compiled: a wrong spec fails at once.
 		if cfg.store, err = openStore(ctx, *storeSpec); err != nil {
@@ -117,7 +117,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	defer servers.Close()
 	if h := servers.host(); h != nil {
-		h.OS, h.MaxCalls = cfg.host.OS, cfg.host.MaxCalls
+		h.OS = cfg.host.OS
 		cfg.host = h
 	}
 	if sb.typeCheck {

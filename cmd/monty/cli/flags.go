@@ -77,9 +77,8 @@ func addSandboxFlags(fs *flag.FlagSet, h sandboxHelp) *sandboxFlags {
 
 // sandbox is what the sandbox flags set up.
 type sandbox struct {
-	limits       runtime.Limits
-	maxHostCalls int
-	typeCheck    bool
+	limits    runtime.Limits
+	typeCheck bool
 	// stubs is the text of --stubs ("" without it).
 	stubs         string
 	failOnCorrupt bool
@@ -94,7 +93,7 @@ type sandbox struct {
 // refusing one at /work when sessionFiles says that the sessions' own
 // files are there. Every error is a usage error.
 func (f *sandboxFlags) setup(sessionFiles bool) (*sandbox, error) {
-	sb := &sandbox{typeCheck: *f.typeCheck, maxHostCalls: f.limits.maxHostCalls()}
+	sb := &sandbox{typeCheck: *f.typeCheck}
 	var err error
 	if sb.failOnCorrupt, err = f.onCorrupt(); err != nil {
 		return nil, err

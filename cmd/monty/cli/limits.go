@@ -15,12 +15,14 @@ import (
 )
 
 // limitFlags are the flags that bound the code a command runs, one per
-// limit of runtime.Limits and, where the command has a Host to give it
-// to, runtime.Host's MaxCalls. monty (-c, FILE, the REPL), monty mcp and
+// limit of runtime.Limits. monty (-c, FILE, the REPL), monty mcp and
 // monty serve register them with addLimitFlags, so that they are named,
 // parsed and described alike; only their defaults differ (limitProfile).
+// A flag's 0 is "no limit" (runtime.Unlimited), but for --max-recursion
+// (the interpreter's default) and --max-result (only --max-memory bounds
+// it).
 //
-// Host.MaxCallTime has no flag: it counts the time of host functions,
+// Limits.MaxHostTime has no flag: it counts the time of host functions,
 // and these commands offer none that take time (OS calls, such as reads
 // of a mount, do not count toward it).
 type limitFlags struct {
@@ -112,10 +114,7 @@ func (l *limitFlags) limits() (runtime.Limits, error) {
 			return runtime.Limits{}, fmt.Errorf("--%s must not be negative (0: %s)", f.name, f.zero)
 		}
 	}
-	lim := runtime.Limits{MaxDuration: l.duration, MaxRecursion: l.recursion, MaxIntBits: l.intBits}
-	if lim.MaxIntBits == 0 {
-		lim.MaxIntBits = -1 // the runtime's "no cap"
-	}
+	lim := runtime.Limits{MaxDuration: l.duration, MaxRecursion: l.recursion, MaxIntBits: l.intBits, MaxHostCalls: l.hostCalls}
 	var err error
 	if lim.MaxMemory, err = parseSize("max-memory", l.memory, maxMemory); err != nil {
 		return runtime.Limits{}, err
@@ -137,21 +136,25 @@ func (l *limitFlags) limits() (runtime.Limits, error) {
 		}
 	}
 	lim.MaxOutput = int(output)
-	if lim.MaxMemory > 0 && lim.MaxResult > lim.MaxMemory {
+	if lim.MaxMemory > 0 && (lim.MaxResult == 0 || lim.MaxResult > lim.MaxMemory) {
 		// A value cannot take more than the heap may.
 		lim.MaxResult = lim.MaxMemory
 	}
+	// A flag's 0 is no limit; the runtime's 0 is the default.
+	unlimited(&lim.MaxDuration)
+	unlimited(&lim.MaxMemory)
+	unlimited(&lim.MaxOutput)
+	unlimited(&lim.MaxResult)
+	unlimited(&lim.MaxIntBits)
+	unlimited(&lim.MaxHostCalls)
 	return lim, nil
 }
 
-// maxHostCalls is runtime.Host's MaxCalls (and agent.ExecutorOptions'
-// MaxHostCalls) as --max-host-calls gives it: negative is the runtime's
-// "no limit".
-func (l *limitFlags) maxHostCalls() int {
-	if l.hostCalls == 0 {
-		return -1
+// unlimited makes a zero limit runtime.Unlimited.
+func unlimited[T int | int64 | time.Duration](v *T) {
+	if *v == 0 {
+		*v = runtime.Unlimited
 	}
-	return l.hostCalls
 }
 
 // parseSize reads a size flag's value: 0 or empty is 0, otherwise a

@@ -178,7 +178,7 @@ func (m *mcpService) build(ctx context.Context, stderr io.Writer) (int, error) {
 	}
 	limits := execOpts.Session.Limits
 	m.logger.Info("monty mcp: serving on stdio", "thread", f.thread, "namespace", cmp.Or(ns, "(none: monty mcp's own layout)"), "max_duration", f.sandbox.limits.duration.String(),
-		"max_memory", execOpts.MaxMemory, "max_output", limits.MaxOutput, "max_result", limits.MaxResult, "mounts", mountList(sb.mounts.Specs()))
+		"max_memory", limits.MaxMemory, "max_output", limits.MaxOutput, "max_result", limits.MaxResult, "mounts", mountList(sb.mounts.Specs()))
 	return ExitOK, nil
 }
 
@@ -208,24 +208,10 @@ func (m *mcpService) openBackends(ctx context.Context, sb *sandbox, key []byte) 
 		// background, rather than in the first call.
 		go func() { _ = checker.Load(context.Background()) }()
 	}
-	// The executor bounds each call's time and memory itself, where 0
-	// is its default and a negative value none.
-	limits := sb.limits
-	timeout, maxMemory := limits.MaxDuration, limits.MaxMemory
-	if timeout == 0 {
-		timeout = -1
-	}
-	if maxMemory == 0 {
-		maxMemory = -1
-	}
-	limits.MaxDuration = 0
 	return agent.ExecutorOptions{
-		Session:      session.Options{Store: st, Engine: engine, SigningKey: key, Limits: limits, Files: &session.Files{}},
-		Manager:      session.ManagerOptions{MaxLive: m.f.maxLive},
-		Timeout:      timeout,
-		MaxMemory:    maxMemory,
-		MaxHostCalls: sb.maxHostCalls,
-		Functions:    servers.reg,
+		Session:   session.Options{Store: st, Engine: engine, SigningKey: key, Limits: sb.limits, Files: &session.Files{}},
+		Manager:   session.ManagerOptions{MaxLive: m.f.maxLive},
+		Functions: servers.reg,
 		// Compiled at the first checked call, so that a server whose
 		// calls are never checked does not load it.
 		TypeCheck: sb.typeCheck,

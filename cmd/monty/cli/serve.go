@@ -226,7 +226,6 @@ func (c serveConfig) options() (httpapi.Options, error) {
 	if o.Limits, err = c.limits.limits(); err != nil {
 		return o, usageError{err}
 	}
-	o.MaxHostCalls = c.limits.maxHostCalls()
 	sizes := []struct {
 		flag string
 		val  string

@@ -176,8 +176,8 @@ func TestServeMaxHostCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		o, err := c.options()
-		if err != nil || o.MaxHostCalls != want {
-			t.Errorf("--max-host-calls %q: MaxHostCalls %d (%v), want %d", flagValue, o.MaxHostCalls, err, want)
+		if err != nil || o.Limits.MaxHostCalls != want {
+			t.Errorf("--max-host-calls %q: MaxHostCalls %d (%v), want %d", flagValue, o.Limits.MaxHostCalls, err, want)
 		}
 	}
 	if serveEnv["max-host-calls"] != "MONTY_MAX_HOST_CALLS" {
