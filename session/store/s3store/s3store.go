@@ -43,7 +43,10 @@
 // against it, then writes with a conditional request: If-None-Match: * when
 // no object exists, If-Match: <ETag of the object it checked> otherwise. The
 // server refuses the write (412) if anything replaced the object meanwhile,
-// so CAS holds across processes without any lock. This needs a server that
+// so CAS holds across processes without any lock. A conditional write the
+// client library sent again after losing the answer to the first (which
+// landed) meets its own object: Put tells it by the version it wrote, and
+// succeeds. This needs a server that
 // honours conditional PUTs: AWS S3 (since 2024), MinIO, versitygw (used by
 // the tests), Ceph RGW and others. On a server that ignores the headers
 // conditional Puts are not safe; New cannot detect that. Since an ETag is
@@ -468,6 +471,11 @@ func (s *Store) Put(ctx context.Context, id string, data []byte, cond store.Cond
 			return inf, nil
 		}
 		if conditional && (isPreconditionFailed(err) || isNotFound(err)) {
+			if s.landed(ctx, id, inf) {
+				// The client library retried a write whose answer was
+				// lost, and the retry met the object that write stored.
+				return inf, nil
+			}
 			// Something replaced or removed the object since the HEAD. When
 			// the object we saw was expired the write only had to keep
 			// others from racing us, so look again; otherwise the caller's
@@ -479,6 +487,13 @@ func (s *Store) Put(ctx context.Context, id string, data []byte, cond store.Cond
 		}
 		return store.Info{}, s.unavailable("put", key, err)
 	}
+}
+
+// landed reports whether the object stored under id now is the one a Put
+// of inf wrote (its version is that Put's own).
+func (s *Store) landed(ctx context.Context, id string, inf store.Info) bool {
+	cur, _, exists, err := s.head(ctx, id)
+	return err == nil && exists && cur.Version == inf.Version
 }
 
 // Delete removes the blob under id; a missing id is not an error.

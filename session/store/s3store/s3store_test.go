@@ -5,12 +5,19 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/s3store"
@@ -335,4 +342,38 @@ func proxy(t *testing.T, target string) (addr string, stop func()) {
 
 func BenchmarkSaveLoad(b *testing.B) {
 	storetest.Bench(b, open(b, options(b, 0)))
+}
+
+// TestConditionalPutAnswerLost: the answer to a conditional Put that
+// landed is lost (the connection drops), the client library sends it
+// again, and the retry meets the object the first one stored: the Put
+// succeeds, as it did, instead of reporting a conflict with itself.
+func TestConditionalPutAnswerLost(t *testing.T) {
+	ctx := storetest.Ctx(t)
+	opts := options(t, 0)
+	target, err := url.Parse("http://" + opts.Endpoint)
+	require.NoError(t, err)
+	var dropped atomic.Int32
+	rp := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && r.Header.Get("If-None-Match") != "" && dropped.Add(1) == 1 {
+			rec := httptest.NewRecorder()
+			rp.ServeHTTP(rec, r) // it lands...
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			panic(http.ErrAbortHandler) // ...and its answer is lost
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	opts.Endpoint = strings.TrimPrefix(srv.URL, "http://")
+	s := open(t, opts)
+	info, err := s.Put(ctx, "once", []byte("data"), store.Cond{IfAbsent: true})
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, dropped.Load(), int32(2), "the client library sent it again")
+	got, err := s.Get(ctx, "once")
+	require.NoError(t, err)
+	assert.Equal(t, info.Version, got.Info.Version)
+	// A true conflict is still one.
+	_, err = s.Put(ctx, "once", []byte("other"), store.Cond{IfAbsent: true})
+	assert.ErrorIs(t, err, store.ErrConflict)
 }
