@@ -29,6 +29,34 @@ type ClaimOptions struct {
 // long (ClaimOptions.Long).
 const LongHoldWait = 2 * time.Second
 
+// BusyError is the error of a claim that found its session held: it
+// matches ErrBusy and names the holder.
+type BusyError struct {
+	// ID is the session's id.
+	ID string
+	// Holder is who holds it (ClaimOptions.Who).
+	Holder string
+	// Waited is how long the claim waited (0: it did not).
+	Waited time.Duration
+	// QueueFull is set when the claim did not wait because
+	// ManagerOptions.MaxWaiting claims were waiting already.
+	QueueFull bool
+}
+
+// Error says who holds the session.
+func (e *BusyError) Error() string {
+	switch {
+	case e.QueueFull:
+		return fmt.Sprintf("%v: session %s is held by %s, and as many calls as may wait for it do; retry later", ErrBusy, e.ID, e.Holder)
+	case e.Waited > 0:
+		return fmt.Sprintf("%v: session %s is held by %s after waiting %s; it is free again when that ends", ErrBusy, e.ID, e.Holder, e.Waited)
+	}
+	return fmt.Sprintf("%v: session %s is held by %s; it is free again when that ends", ErrBusy, e.ID, e.Holder)
+}
+
+// Is makes a BusyError match ErrBusy.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
 // claim is who holds session id, and how many wait for it.
 type claim struct {
 	token   chan struct{} // holds a token while claimed
@@ -69,7 +97,7 @@ func (m *Manager) Claim(ctx context.Context, id string, o ClaimOptions) (*Lease,
 	if c.waiting > m.maxWaiting {
 		holder := c.holder
 		m.mu.Unlock()
-		return nil, fmt.Errorf("%w: session %s is held by %s and %d more wait for it (the most that may); retry later", ErrBusy, id, holder, c.waiting-1)
+		return nil, &BusyError{ID: id, Holder: holder, QueueFull: true}
 	}
 	c.waiting++
 	wait := o.Wait
@@ -83,7 +111,7 @@ func (m *Manager) Claim(ctx context.Context, id string, o ClaimOptions) (*Lease,
 		case c.token <- struct{}{}:
 			return l.held(o), nil
 		default:
-			return nil, m.busy(l, "")
+			return nil, m.busy(l, 0)
 		}
 	}
 	var timeout <-chan time.Time
@@ -96,7 +124,7 @@ func (m *Manager) Claim(ctx context.Context, id string, o ClaimOptions) (*Lease,
 	case c.token <- struct{}{}:
 		return l.held(o), nil
 	case <-timeout:
-		return nil, m.busy(l, fmt.Sprintf(" after waiting %s", wait))
+		return nil, m.busy(l, wait)
 	case <-ctx.Done():
 		m.leave(l)
 		return nil, fmt.Errorf("session %s: waiting for %s to release it: %w", id, l.holder(), context.Cause(ctx))
@@ -133,11 +161,11 @@ func (l *Lease) holder() string {
 }
 
 // busy is the error of a claim (l, not held) that found its session
-// held, and leaves the queue.
-func (m *Manager) busy(l *Lease, after string) error {
+// held after waiting waited, and leaves the queue.
+func (m *Manager) busy(l *Lease, waited time.Duration) error {
 	holder := l.holder()
 	m.leave(l)
-	return fmt.Errorf("%w: session %s is held by %s%s; it is free again when that ends", ErrBusy, l.id, holder, after)
+	return &BusyError{ID: l.id, Holder: holder, Waited: waited}
 }
 
 // leave counts l out of its session's queue.

@@ -41,6 +41,17 @@ func (e *CorruptStateError) Error() string {
 // Unwrap returns Err.
 func (e *CorruptStateError) Unwrap() error { return e.Err }
 
+// CorruptReason says why stored state does not load (err: a
+// CorruptStateError's Err, or Restore.Err), in words fit for a client of
+// a service: the store's own error, which may name its hosts and paths,
+// is left for the log.
+func CorruptReason(err error) string {
+	if errors.Is(err, store.ErrUnreadable) {
+		return "the store cannot read it: its entry is damaged"
+	}
+	return err.Error()
+}
+
 // Unreadable reports whether the store itself could not read the entry
 // (store.ErrUnreadable), as opposed to a blob that was read but does not
 // load.

@@ -155,6 +155,9 @@ func TestClaims(t *testing.T) {
 	_, err = m.Claim(ctx, "s", session.ClaimOptions{Wait: 20 * time.Millisecond})
 	require.ErrorIs(t, err, session.ErrBusy)
 	assert.Contains(t, err.Error(), "after waiting 20ms")
+	var waited *session.BusyError
+	require.ErrorAs(t, err, &waited)
+	assert.Equal(t, 20*time.Millisecond, waited.Waited)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	_, err = m.Claim(cctx, "s", session.ClaimOptions{Wait: -1})
@@ -170,7 +173,10 @@ func TestClaims(t *testing.T) {
 	// The queue is full with the waiter in it.
 	_, err = m.Claim(ctx, "s", session.ClaimOptions{Wait: -1})
 	require.ErrorIs(t, err, session.ErrBusy)
-	assert.Contains(t, err.Error(), "1 more wait for it (the most that may)")
+	var be *session.BusyError
+	require.ErrorAs(t, err, &be)
+	assert.True(t, be.QueueFull)
+	assert.Equal(t, "a monty.v1 connection", be.Holder)
 	held.Release()
 	l := <-got
 	s, err = l.Session(ctx, nil)

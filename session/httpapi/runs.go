@@ -254,13 +254,19 @@ func runError(err error, sessionID, runID string) *apiError {
 	return nil
 }
 
-// busyHolder is what a session.ErrBusy says of who holds the session,
-// without the store's id.
+// busyHolder says who holds a busy session (a *session.BusyError), in
+// the client's terms.
 func busyHolder(err error) string {
-	if _, after, ok := strings.Cut(err.Error(), " is held by "); ok {
-		return "held by " + after
+	var be *session.BusyError
+	switch {
+	case !errors.As(err, &be):
+		return "another call holds it"
+	case be.QueueFull:
+		return "held by " + be.Holder + ", and as many requests as may wait for it do"
+	case be.Waited > 0:
+		return fmt.Sprintf("held by %s, still after waiting %s", be.Holder, be.Waited)
 	}
-	return "another call holds it"
+	return "held by " + be.Holder
 }
 
 // invalidResults is the answer to a resume of run runID whose results do

@@ -301,15 +301,6 @@ func clientID(sid string) string {
 	return sid
 }
 
-// corruptReason says why stored state does not load, in words fit for a
-// client: the store's own error names host paths and is logged instead.
-func corruptReason(err error) string {
-	if errors.Is(err, store.ErrUnreadable) {
-		return "the store cannot read it: its entry is damaged"
-	}
-	return err.Error()
-}
-
 // restoreWarning is the warning of an execution whose session (id of
 // namespace ns) was opened as r says, nil when it continued from its
 // stored state; it logs a record for each warning.
@@ -317,7 +308,7 @@ func (h *Handler) restoreWarning(ctx context.Context, ns, id string, r session.R
 	switch {
 	case r.QuarantinedAs != "":
 		kept := clientID(r.QuarantinedAs)
-		msg := fmt.Sprintf("the stored state of this session could not be loaded (%s), so the session started empty; the old state was kept aside as %q", corruptReason(r.Err), kept)
+		msg := fmt.Sprintf("the stored state of this session could not be loaded (%s), so the session started empty; the old state was kept aside as %q", session.CorruptReason(r.Err), kept)
 		if checkSessionID(kept) == nil {
 			msg += " (GET /state/" + kept + " downloads it)"
 		}
@@ -353,7 +344,7 @@ func (h *Handler) logNotSaved(ctx context.Context, ns, id string, res *session.R
 // corruptStateError is the answer to an execution whose session's stored
 // state cannot be loaded, and was not started empty.
 func corruptStateError(e *session.CorruptStateError) *apiError {
-	reason := corruptReason(e.Err)
+	reason := session.CorruptReason(e.Err)
 	if e.KeepErr != nil {
 		return &apiError{status: http.StatusInternalServerError, code: codeStateCorrupt, detail: e.Error(), msg: fmt.Sprintf(
 			"the stored state of this session cannot be loaded (%s) and could not be kept aside, so it was left in place and nothing ran; DELETE /state/{id} removes it (the next execution then starts empty)", reason)}

@@ -421,7 +421,12 @@ func (c *conn) load(ctx context.Context, state []byte) *pb.ChildEvent {
 		// the next can be quicker than the server parking it: the claim
 		// waits a moment for the old connection to release it.
 		c.release()
-		return errEvent("RuntimeError", fmt.Sprintf("session %s is busy: %s; retry when it is free", id, busyHolder(err)))
+		var be *session.BusyError
+		holder := "another caller"
+		if errors.As(err, &be) {
+			holder = be.Holder
+		}
+		return errEvent("RuntimeError", fmt.Sprintf("session %s is busy: held by %s; retry when it is free", id, holder))
 	}
 	ev, held, legacy := c.loadStored(ctx, id, at, record)
 	if ev.GetError() != nil || ev.GetFatalError() != nil {
@@ -541,11 +546,11 @@ func (c *conn) storedError(ctx context.Context, id string, err error) *pb.ChildE
 	case errors.As(err, &corrupt) && corrupt.KeepErr == nil:
 		log.WarnContext(ctx, "monty.v1 stored session is corrupt; kept aside", "quarantined_as", corrupt.QuarantinedAs)
 		return errEvent("RuntimeError", fmt.Sprintf("%s %s is corrupt and was not loaded (%s); a copy was kept aside as %q and the original left in place: %s",
-			what, id, corruptReason(corrupt.Err), clientID(corrupt.QuarantinedAs), advice))
+			what, id, session.CorruptReason(corrupt.Err), clientID(corrupt.QuarantinedAs), advice))
 	case errors.As(err, &corrupt):
 		log.ErrorContext(ctx, "monty.v1 stored session is corrupt, and keeping it aside failed", "keep_error", corrupt.KeepErr)
 		return errEvent("RuntimeError", fmt.Sprintf("%s %s is corrupt and was not loaded (%s), and could not be kept aside, so it was left in place: %s",
-			what, id, corruptReason(corrupt.Err), advice))
+			what, id, session.CorruptReason(corrupt.Err), advice))
 	case errors.Is(err, session.ErrRunPaused), errors.Is(err, session.ErrRunUnloadable), errors.Is(err, session.ErrNewerFormat):
 		log.InfoContext(ctx, "monty.v1 stored session cannot be loaded here")
 		return errEvent("RuntimeError", fmt.Sprintf("%s %s cannot be loaded here: %s", what, id, strings.TrimPrefix(err.Error(), "session: ")))
@@ -556,30 +561,12 @@ func (c *conn) storedError(ctx context.Context, id string, err error) *pb.ChildE
 	return errEvent("RuntimeError", "the session store could not be read; retry shortly")
 }
 
-// busyHolder is what a session.ErrBusy says of who holds the session,
-// without the store's id.
-func busyHolder(err error) string {
-	if _, after, ok := strings.Cut(err.Error(), " is held by "); ok {
-		return "held by " + after
-	}
-	return err.Error()
-}
-
 // clientID is a stored id without its namespace, as a client names it.
 func clientID(storeID string) string {
 	if _, id, ok := strings.Cut(storeID, "/"); ok {
 		return id
 	}
 	return storeID
-}
-
-// corruptReason says why stored state is corrupt, in words for a client
-// (a store's own error names host paths; the log has it).
-func corruptReason(err error) string {
-	if errors.Is(err, store.ErrUnreadable) {
-		return "the store cannot read it: its entry is damaged"
-	}
-	return strings.TrimPrefix(err.Error(), session.ErrCorrupt.Error()+": ")
 }
 
 // dump writes the session to a new record and answers with its id.
