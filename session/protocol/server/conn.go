@@ -413,6 +413,15 @@ func (c *conn) load(ctx context.Context, state []byte) *pb.ChildEvent {
 	if !record && !apikey.ValidSessionID(id) {
 		return protocol.Violation("failed to load session: this server loads sessions by id (a session_id, or the id dump() returned), not dump bytes")
 	}
+	// A failed load leaves the session checkout configured as it was.
+	prevSID, prevHeld := c.sid, c.held
+	restore := func() {
+		c.drop()
+		if prevSID != "" {
+			_ = c.claim(context.WithoutCancel(ctx), prevSID, 0)
+			c.sid, c.held = prevSID, prevHeld
+		}
+	}
 	at := s.sessionPlace(c.ns, id)
 	if record {
 		at = s.recordPlace(c.ns, id)
@@ -420,7 +429,7 @@ func (c *conn) load(ctx context.Context, state []byte) *pb.ChildEvent {
 		// A client that closed one connection and loads its session on
 		// the next can be quicker than the server parking it: the claim
 		// waits a moment for the old connection to release it.
-		c.release()
+		restore()
 		var be *session.BusyError
 		holder := "another caller"
 		if errors.As(err, &be) {
@@ -430,16 +439,18 @@ func (c *conn) load(ctx context.Context, state []byte) *pb.ChildEvent {
 	}
 	ev, held, legacy := c.loadStored(ctx, id, at, record)
 	if ev.GetError() != nil || ev.GetFatalError() != nil {
-		c.release()
+		restore()
 		return ev
 	}
 	cfg := c.w.Config()
 	if _, ok := s.opts.Profiles[cfg.GetProfile()]; !ok && cfg.GetProfile() != "" {
 		c.w.Reset()
+		restore()
 		return errEvent("ValueError", fmt.Sprintf("the session ran under profile %q, which this server does not have (it has %s)", cfg.GetProfile(), s.profileList()))
 	}
 	if err := c.useProfile(cfg); err != nil {
 		c.w.Reset()
+		restore()
 		return errEvent("RuntimeError", err.Error())
 	}
 	c.ephemeral = cfg.GetPersistence() == pb.Persistence_PERSISTENCE_EPHEMERAL
@@ -498,6 +509,11 @@ func (c *conn) loadStored(ctx context.Context, id string, at place, record bool)
 	var header []byte
 	if drv := held.Driver(); drv != nil && drv.Name == driverName {
 		header = drv.State
+	}
+	if !record {
+		// Already this connection's session while the load goes on: a
+		// feed loaded waiting for an approval waits for it again.
+		c.sid, c.held = id, held
 	}
 	ev := c.w.LoadLive(ctx, header, dump)
 	if live, err := c.w.Live(ctx); err == nil && ev.GetError() == nil {
