@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store/redisstore"
 	"github.com/monty-go/monty/session/store/s3store"
@@ -98,12 +99,14 @@ func run(ctx context.Context, log *slog.Logger) error {
 		}
 	}
 	h, err := httpapi.New(httpapi.Options{
-		Store:      st,
-		Engine:     engine,
-		SigningKey: []byte(os.Getenv("MONTY_SIGNING_KEY")),
-		APIKeys:    keys,
-		Limits:     runtime.Limits{MaxDuration: 30 * time.Second, MaxMemory: 256 << 20, MaxOutput: 1 << 20},
-		Logger:     log,
+		Session: session.Options{
+			Store:      st,
+			Engine:     engine,
+			SigningKey: []byte(os.Getenv("MONTY_SIGNING_KEY")),
+			Limits:     runtime.Limits{MaxDuration: 30 * time.Second, MaxMemory: 256 << 20, MaxOutput: 1 << 20},
+		},
+		APIKeys: keys,
+		Logger:  log,
 	})
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store/memstore"
 )
@@ -20,10 +21,10 @@ import (
 func TestNewRefusesBadOptions(t *testing.T) {
 	st := memstore.New(memstore.Options{})
 	for name, opts := range map[string]httpapi.Options{
-		"no store":       {SigningKey: testKey},
-		"no signing key": {Store: st},
-		"short key":      {Store: st, SigningKey: []byte("short")},
-		"empty api key":  {Store: st, SigningKey: testKey, APIKeys: []string{"a", ""}},
+		"no store":       {Session: session.Options{SigningKey: testKey}},
+		"no signing key": {Session: session.Options{Store: st}},
+		"short key":      {Session: session.Options{Store: st, SigningKey: []byte("short")}},
+		"empty api key":  {Session: session.Options{Store: st, SigningKey: testKey}, APIKeys: []string{"a", ""}},
 	} {
 		if _, err := httpapi.New(opts); !errors.Is(err, httpapi.ErrConfig) {
 			t.Errorf("%s: err %v, want ErrConfig", name, err)
@@ -110,7 +111,7 @@ func TestExecInputs(t *testing.T) {
 }
 
 func TestExecLimitsClamped(t *testing.T) {
-	c := newServer(t, httpapi.Options{Limits: runtime.Limits{MaxDuration: 300 * time.Millisecond, MaxMemory: 32 << 20, MaxOutput: 1000}}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{Limits: runtime.Limits{MaxDuration: 300 * time.Millisecond, MaxMemory: 32 << 20, MaxOutput: 1000}}}).client("")
 	// Asking for an hour gets the server's 300 ms.
 	start := time.Now()
 	status, _, e := c.exec(map[string]any{"code": "while True:\n    pass", "limits": map[string]any{"duration_ms": 3600_000}})
@@ -151,8 +152,10 @@ func TestExecLimitsClamped(t *testing.T) {
 // TestDefaultLimits builds a handler with no limits configured: it applies
 // DefaultLimits (a service must not run code without bounds).
 func TestDefaultLimits(t *testing.T) {
-	h, err := httpapi.New(httpapi.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h, err := httpapi.New(httpapi.Options{
+		Session: session.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey},
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +180,7 @@ func TestDefaultLimits(t *testing.T) {
 	}
 	// Limits without an output or result bound get the defaults: an answer
 	// is always bounded.
-	h, err = httpapi.New(httpapi.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey, Limits: runtime.Limits{MaxMemory: 4 << 20}})
+	h, err = httpapi.New(httpapi.Options{Session: session.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey, Limits: runtime.Limits{MaxMemory: 4 << 20}}})
 	if err != nil {
 		t.Fatal(err)
 	}

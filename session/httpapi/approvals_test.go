@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/mcpclient"
 	"github.com/monty-go/monty/session/store/memstore"
@@ -123,9 +124,9 @@ except PermissionError as e:
 func TestApprovals(t *testing.T) {
 	m := newMCPTools()
 	st := memstore.New(memstore.Options{})
-	a := newServer(t, httpapi.Options{Store: st, Functions: m.approvalRegistry(t)}).client("")
-	b := newServer(t, httpapi.Options{Store: st, Functions: m.approvalRegistry(t)}).client("")
-	bare := newServer(t, httpapi.Options{Store: st}).client("")
+	a := newServer(t, httpapi.Options{Session: session.Options{Store: st}, Functions: m.approvalRegistry(t)}).client("")
+	b := newServer(t, httpapi.Options{Session: session.Options{Store: st}, Functions: m.approvalRegistry(t)}).client("")
+	bare := newServer(t, httpapi.Options{Session: session.Options{Store: st}}).client("")
 
 	body, _ := json.Marshal(map[string]any{"code": approvalCode})
 	status, _, data := a.do("POST", "/exec", body)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store/memstore"
@@ -24,9 +25,13 @@ func TestApprovalAudit(t *testing.T) {
 	const named, unnamed = "named-key-0123456789", "other-key-9876543210"
 	m := newMCPTools()
 	var logs bytes.Buffer
-	srv := newServer(t, httpapi.Options{Store: memstore.New(memstore.Options{}), Functions: m.approvalRegistry(t),
-		APIKeys: []string{named, unnamed}, KeyNames: map[string]string{named: "alice"},
-		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	srv := newServer(t, httpapi.Options{
+		Session:   session.Options{Store: memstore.New(memstore.Options{})},
+		Functions: m.approvalRegistry(t),
+		APIKeys:   []string{named, unnamed},
+		KeyNames:  map[string]string{named: "alice"},
+		Logger:    slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
 	var sessions []string
 	decide := func(key string, approve bool) httpapi.StateInfo {
 		c := srv.client(key)
@@ -78,8 +83,11 @@ func TestApprovalAudit(t *testing.T) {
 	assert.Contains(t, page, `<td class="outcome">ok</td>`)
 	assert.NotContains(t, page, named)
 
-	_, err := httpapi.New(httpapi.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey, APIKeys: []string{named},
-		KeyNames: map[string]string{"not-a-configured-key": "bob"}})
+	_, err := httpapi.New(httpapi.Options{
+		Session:  session.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey},
+		APIKeys:  []string{named},
+		KeyNames: map[string]string{"not-a-configured-key": "bob"},
+	})
 	require.ErrorIs(t, err, httpapi.ErrConfig)
 	assert.False(t, strings.Contains(err.Error(), "not-a-configured-key"), "the error does not repeat a key")
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/internal/sessionbench"
 	"github.com/monty-go/monty/session/store/dirstore"
@@ -117,6 +118,6 @@ func BenchmarkContinueSession(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	srv := newServer(b, httpapi.Options{Store: st})
+	srv := newServer(b, httpapi.Options{Session: session.Options{Store: st}})
 	sessionbench.Run(b, "http", &httpSurface{c: srv.client(""), id: "bench-continue"})
 }

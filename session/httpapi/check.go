@@ -79,7 +79,7 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request, ns string) *apiE
 		tc.Format = format
 		var res *typecheck.Result
 		if req.SessionID == "" {
-			done := h.opts.Telemetry.StartTypeCheck(ctx)
+			done := h.opts.Session.Telemetry.StartTypeCheck(ctx)
 			res, err = tc.Checker.Check(ctx, typecheck.Request{Code: req.Code, Stubs: tc.Stubs, Format: format, Limits: limits})
 			problems := 0
 			if res != nil {
@@ -92,7 +92,7 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request, ns string) *apiE
 		if err != nil {
 			// The session's own wording (loading it) names it by its store id.
 			if kind := runtime.LimitOf(err); kind != runtime.NoLimit {
-				return (&apiError{status: statusLimit, code: kind.String(), msg: limitMessage(kind, errText(err), limits, h.opts.Limits)}).named(ns, req.SessionID)
+				return (&apiError{status: statusLimit, code: kind.String(), msg: limitMessage(kind, errText(err), limits, h.opts.Session.Limits)}).named(ns, req.SessionID)
 			}
 			return checkerError(err).named(ns, req.SessionID)
 		}
@@ -109,9 +109,9 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request, ns string) *apiE
 // checkInSession checks code against a stored session without changing it.
 func (h *Handler) checkInSession(ctx context.Context, ns, id, code string, tc session.TypeCheck, limits runtime.Limits) (*typecheck.Result, error) {
 	s, err := session.Open(ctx, storeID(ns, id), session.Options{
-		Store: h.opts.Store, Engine: h.opts.Engine, Pool: h.warmPool(ctx),
+		Store: h.opts.Session.Store, Engine: h.opts.Session.Engine, Pool: h.warmPool(ctx),
 		SigningKey: h.stateKey(ns, id), VerifyKeys: h.legacyKeys(),
-		MaxStateSize: h.opts.MaxStateSize, Limits: limits, Telemetry: h.opts.Telemetry,
+		MaxStateSize: h.opts.Session.MaxStateSize, Limits: limits, Telemetry: h.opts.Session.Telemetry,
 	})
 	if err != nil {
 		return nil, err

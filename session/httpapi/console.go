@@ -34,7 +34,7 @@ func (h *Handler) mountConsole() error {
 		ns, _ := h.keys.Namespace(k)
 		b.namespaces[ns] = true
 	}
-	c, err := console.New(b, h.opts.SigningKey, console.Options{})
+	c, err := console.New(b, h.opts.Session.SigningKey, console.Options{})
 	if err != nil {
 		return fmt.Errorf("%w: the operator console: %w", ErrConfig, err)
 	}
@@ -63,7 +63,7 @@ func (b *consoleBackend) Open() bool { return b.h.keys.Len() == 0 }
 // Sessions lists the store's entries of namespace ns whose ids are
 // session ids of the API (entries the store cannot read are left out).
 func (b *consoleBackend) Sessions(ctx context.Context, ns string) ([]console.SessionInfo, error) {
-	infos, err := b.h.opts.Store.List(ctx)
+	infos, err := b.h.opts.Session.Store.List(ctx)
 	if _, err = store.SplitListError(err); err != nil {
 		return nil, b.consoleError(ctx, err)
 	}
@@ -86,7 +86,7 @@ func (b *consoleBackend) Inspect(ctx context.Context, ns, id string) (*console.S
 	}
 	var out *console.State
 	err := b.slot(ctx, func() error {
-		obj, err := b.h.opts.Store.Get(ctx, storeID(ns, id))
+		obj, err := b.h.opts.Session.Store.Get(ctx, storeID(ns, id))
 		if err != nil {
 			return err
 		}

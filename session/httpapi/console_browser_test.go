@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	wsserver "github.com/monty-go/monty/session/protocol/server"
 	"github.com/monty-go/monty/session/store/memstore"
@@ -38,7 +39,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	m := newMCPTools()
 	reg := m.approvalRegistry(t)
 	st := memstore.New(memstore.Options{})
-	s := newServer(t, httpapi.Options{APIKeys: consoleKeys, Functions: reg, Store: st})
+	s := newServer(t, httpapi.Options{Session: session.Options{Store: st}, APIKeys: consoleKeys, Functions: reg})
 	c := s.client(consoleKeys[0])
 	// A monty.v1 client's feed waits on the same kind of call, in a
 	// session of the same key, served beside the API as monty serve does.

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
@@ -192,8 +193,11 @@ func TestConsoleSignIn(t *testing.T) {
 
 // TestConsoleSecureCookie: over TLS the cookie is Secure.
 func TestConsoleSecureCookie(t *testing.T) {
-	h, err := httpapi.New(httpapi.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey, APIKeys: consoleKeys,
-		Logger: slog.New(slog.DiscardHandler)})
+	h, err := httpapi.New(httpapi.Options{
+		Session: session.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey},
+		APIKeys: consoleKeys,
+		Logger:  slog.New(slog.DiscardHandler),
+	})
 	require.NoError(t, err)
 	srv := httptest.NewTLSServer(h)
 	t.Cleanup(srv.Close)
@@ -501,7 +505,7 @@ func TestConsoleStoreFailure(t *testing.T) {
 	_, err := inner.Put(context.Background(), namespace(consoleKeys[0])+"/s", []byte("x"), store.Cond{})
 	require.NoError(t, err)
 	var logs logBuffer
-	s := newServer(t, httpapi.Options{Store: failingStore{Store: inner, kind: store.ErrUnavailable}, APIKeys: consoleKeys, Logger: logs.logger()})
+	s := newServer(t, httpapi.Options{Session: session.Options{Store: failingStore{Store: inner, kind: store.ErrUnavailable}}, APIKeys: consoleKeys, Logger: logs.logger()})
 	b := s.browser(t)
 	b.signIn(consoleKeys[0])
 	resp, body := b.get("/ui/")

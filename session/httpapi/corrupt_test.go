@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/dirstore"
@@ -59,7 +60,7 @@ func TestCorruptStateStartsFresh(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(memstore.Options{})
 	var logs logBuffer
-	srv := newServer(t, httpapi.Options{Store: st, APIKeys: []string{"key-aaaaaaaa", "key-bbbbbbbb"}, Logger: logs.logger()})
+	srv := newServer(t, httpapi.Options{Session: session.Options{Store: st}, APIKeys: []string{"key-aaaaaaaa", "key-bbbbbbbb"}, Logger: logs.logger()})
 	alice, bob := srv.client("key-aaaaaaaa"), srv.client("key-bbbbbbbb")
 	nsA, nsB := namespaceOf("key-aaaaaaaa"), namespaceOf("key-bbbbbbbb")
 
@@ -124,7 +125,7 @@ func TestCorruptStateStartsFresh(t *testing.T) {
 func signedElsewhere(t *testing.T) []byte {
 	t.Helper()
 	st := memstore.New(memstore.Options{})
-	other := newServer(t, httpapi.Options{Store: st, SigningKey: []byte("another server's signing key!!")})
+	other := newServer(t, httpapi.Options{Session: session.Options{Store: st, SigningKey: []byte("another server's signing key!!")}})
 	resp := other.client("").run("", "secret = 1")
 	obj, err := st.Get(context.Background(), "public/"+resp.SessionID)
 	if err != nil {
@@ -139,7 +140,7 @@ func signedElsewhere(t *testing.T) []byte {
 func TestCorruptStateFailMode(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(memstore.Options{})
-	srv := newServer(t, httpapi.Options{Store: st, FailOnCorruptState: true})
+	srv := newServer(t, httpapi.Options{Session: session.Options{Store: st}, FailOnCorruptState: true})
 	c := srv.client("")
 	if _, err := st.Put(ctx, "public/s", []byte("garbage"), store.Cond{}); err != nil {
 		t.Fatal(err)
@@ -182,7 +183,7 @@ func TestDamagedDirStoreFile(t *testing.T) {
 	}
 	for _, mode := range []string{"fresh", "fail"} {
 		t.Run(mode, func(t *testing.T) {
-			c := newServer(t, httpapi.Options{Store: st, FailOnCorruptState: mode == "fail"}).client("")
+			c := newServer(t, httpapi.Options{Session: session.Options{Store: st}, FailOnCorruptState: mode == "fail"}).client("")
 			id := "d-" + mode
 			c.run(id, "x = 1")
 			damage(t, id)

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store/memstore"
 )
@@ -15,10 +16,9 @@ import (
 // Example serves the API and runs two calls in one session.
 func Example() {
 	h, err := httpapi.New(httpapi.Options{
-		Store:      memstore.New(memstore.Options{}), // use Redis, S3 or a tiered pair across instances
-		SigningKey: []byte("a secret of 16 bytes or more"),
-		APIKeys:    []string{"my-api-key"},
-		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Session: session.Options{Store: memstore.New(memstore.Options{}), SigningKey: []byte("a secret of 16 bytes or more")},
+		APIKeys: []string{"my-api-key"},
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		panic(err)

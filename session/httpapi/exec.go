@@ -256,7 +256,7 @@ func (h *Handler) execute(ctx context.Context, ns, sessionID string, op sessionO
 		aerr.body.SessionID, aerr.body.DurationMS = sessionID, durationMS(elapsed)
 		return nil, aerr
 	}
-	if aerr := execLimitError(err, out.pyErr, out.resp != nil, limits, h.opts.Limits); aerr != nil {
+	if aerr := execLimitError(err, out.pyErr, out.resp != nil, limits, h.opts.Session.Limits); aerr != nil {
 		h.metrics.execution("limit")
 		h.metrics.limit(aerr.code)
 		aerr.body = &ErrorResponse{SessionID: sessionID, DurationMS: durationMS(elapsed)}
@@ -351,7 +351,7 @@ func parseInputs(in map[string]json.RawMessage) ([]runtime.Input, *apiError) {
 
 // limits clamps a request's limits to the server's maxima.
 func (h *Handler) limits(req *RequestLimits) runtime.Limits {
-	l := h.opts.Limits
+	l := h.opts.Session.Limits
 	if req == nil {
 		return l
 	}
@@ -395,20 +395,20 @@ type outcome struct {
 // store.
 func (h *Handler) openSession(ctx context.Context, lease *session.Lease, ns, id string, limits runtime.Limits, host *runtime.Host) (*session.Session, error) {
 	opts := session.Options{
-		Store:        h.opts.Store,
-		Engine:       h.opts.Engine,
+		Store:        h.opts.Session.Store,
+		Engine:       h.opts.Session.Engine,
 		Pool:         h.warmPool(ctx),
 		SigningKey:   h.stateKey(ns, id),
 		VerifyKeys:   h.legacyKeys(),
-		MaxStateSize: h.opts.MaxStateSize,
+		MaxStateSize: h.opts.Session.MaxStateSize,
 		Limits:       limits,
 		Host:         host,
 		Files:        h.files(),
 		// Stored state that does not load is kept aside either way.
 		FreshOnCorrupt: !h.opts.FailOnCorruptState,
-		CaptureOnError: h.opts.CaptureOnError,
-		Ephemeral:      h.opts.DisablePersistence,
-		Telemetry:      h.opts.Telemetry,
+		CaptureOnError: h.opts.Session.CaptureOnError,
+		Ephemeral:      h.opts.Session.Ephemeral,
+		Telemetry:      h.opts.Session.Telemetry,
 	}
 	s, err := lease.Session(ctx, &opts)
 	if err != nil || lease.Fresh() {

@@ -54,15 +54,15 @@ func (h *Handler) files() *session.Files {
 }
 
 // maxFileBytes is the effective limit on a session's files.
-func (h *Handler) maxFileBytes() int64 { return min(h.opts.MaxFileBytes, h.opts.MaxStateSize) }
+func (h *Handler) maxFileBytes() int64 { return min(h.opts.MaxFileBytes, h.opts.Session.MaxStateSize) }
 
 // fileOptions are the session options of the file endpoints for session
 // id of namespace ns.
 func (h *Handler) fileOptions(ns, id string) session.Options {
 	return session.Options{
-		Store: h.opts.Store, Engine: h.opts.Engine,
+		Store: h.opts.Session.Store, Engine: h.opts.Session.Engine,
 		SigningKey: h.stateKey(ns, id), VerifyKeys: h.legacyKeys(),
-		MaxStateSize: h.opts.MaxStateSize, Files: h.files(), Telemetry: h.opts.Telemetry,
+		MaxStateSize: h.opts.Session.MaxStateSize, Files: h.files(), Telemetry: h.opts.Session.Telemetry,
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
@@ -195,7 +196,7 @@ func TestFilesLimits(t *testing.T) {
 	}
 
 	// Random text does not compress: within the file limit, over the state's.
-	small := newServer(t, httpapi.Options{MaxStateSize: 4000}).client("")
+	small := newServer(t, httpapi.Options{Session: session.Options{MaxStateSize: 4000}}).client("")
 	noise := make([]byte, 3900)
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for i := range noise {
@@ -273,7 +274,7 @@ func TestFilesConflicts(t *testing.T) {
 	inner := memstore.New(memstore.Options{})
 	var hooked atomic.Bool
 	rs := &racingStore{Store: inner, id: "public/race2"}
-	srv2 := newServer(t, httpapi.Options{Store: rs})
+	srv2 := newServer(t, httpapi.Options{Session: session.Options{Store: rs}})
 	c2 := srv2.client("")
 	c2.run("race2", "x = 1")
 	rs.hook = func() {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store/memstore"
 )
@@ -54,11 +55,9 @@ func FuzzExecRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	h, err := httpapi.New(httpapi.Options{
-		Store:      memstore.New(memstore.Options{}),
-		SigningKey: testKey,
-		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Limits:     runtime.Limits{MaxDuration: 300 * time.Millisecond, MaxMemory: 16 << 20, MaxOutput: 4 << 10, MaxResult: 64 << 10},
-		MaxBody:    64 << 10,
+		Session: session.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey, Limits: runtime.Limits{MaxDuration: 300 * time.Millisecond, MaxMemory: 16 << 20, MaxOutput: 4 << 10, MaxResult: 64 << 10}},
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MaxBody: 64 << 10,
 	})
 	if err != nil {
 		f.Fatal(err)

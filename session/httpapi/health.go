@@ -138,7 +138,7 @@ func (h *Handler) startProbe() *probeRun {
 	run := &probeRun{done: make(chan struct{})}
 	p.current = run
 	go func() {
-		run.result = checkStore(context.Background(), h.opts.Store, p.id, h.opts.HealthTimeout)
+		run.result = checkStore(context.Background(), h.opts.Session.Store, p.id, h.opts.HealthTimeout)
 		for _, c := range run.result.Checks {
 			if c.detail != "" {
 				h.log.Warn("store health check failed", "check", c.Name, "error", c.Error, "detail", c.detail)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
 )
@@ -29,7 +30,7 @@ func (g *gatedStore) Put(ctx context.Context, id string, data []byte, cond store
 // share it; the store sees one probe.
 func TestStoreProbeIsShared(t *testing.T) {
 	st := &gatedStore{Store: memstore.New(memstore.Options{}), entered: make(chan struct{}, 8), release: make(chan struct{})}
-	h, err := New(Options{Store: st, SigningKey: []byte("0123456789abcdef-test")})
+	h, err := New(Options{Session: session.Options{Store: st, SigningKey: []byte("0123456789abcdef-test")}})
 	if err != nil {
 		t.Fatal(err)
 	}

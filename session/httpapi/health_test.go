@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/dirstore"
@@ -47,7 +48,7 @@ func checks(h httpapi.StoreHealth) string {
 // TestHealthLiveness: /health needs no key, does not touch the store, and
 // stays 200 while the server drains.
 func TestHealthLiveness(t *testing.T) {
-	srv := newServer(t, httpapi.Options{Store: downStore{}, APIKeys: []string{"key-aaaaaaaa"}})
+	srv := newServer(t, httpapi.Options{Session: session.Options{Store: downStore{}}, APIKeys: []string{"key-aaaaaaaa"}})
 	c := srv.client("")
 	status, _, data := c.do("GET", "/health", nil)
 	if status != http.StatusOK || strings.TrimSpace(string(data)) != `{"status":"ok"}` {
@@ -88,7 +89,7 @@ func TestHealthStoreDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	c := newServer(t, httpapi.Options{Store: st}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{Store: st}}).client("")
 	if status, h, _ := storeHealth(t, c); status != http.StatusOK || h.Store != "dirstore" || checks(h) != "write=ok read=ok delete=ok" {
 		t.Fatalf("/health/store: %d %+v", status, h)
 	}
@@ -109,7 +110,7 @@ func TestHealthStoreDirectory(t *testing.T) {
 // TestHealthStoreTimeout: a store that does not answer fails the check
 // within the timeout.
 func TestHealthStoreTimeout(t *testing.T) {
-	c := newServer(t, httpapi.Options{Store: hangingStore{memstore.New(memstore.Options{})}, HealthTimeout: 50 * time.Millisecond}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{Store: hangingStore{memstore.New(memstore.Options{})}}, HealthTimeout: 50 * time.Millisecond}).client("")
 	start := time.Now()
 	status, h, _ := storeHealth(t, c)
 	if status != http.StatusServiceUnavailable || h.Checks[0].Error != "timeout" {
@@ -126,11 +127,14 @@ func TestHealthStoreTimeout(t *testing.T) {
 func TestHealthStoreHidesPasswords(t *testing.T) {
 	var logs strings.Builder
 	var mu sync.Mutex
-	c := newServer(t, httpapi.Options{Store: downStore{}, Logger: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return logs.Write(p)
-	}), nil))}).client("")
+	c := newServer(t, httpapi.Options{
+		Session: session.Options{Store: downStore{}},
+		Logger: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logs.Write(p)
+		}), nil)),
+	}).client("")
 	status, h, _ := storeHealth(t, c)
 	body, _ := json.Marshal(h)
 	if status != http.StatusServiceUnavailable || strings.Contains(string(body), "hunter2") || strings.Contains(string(body), "db:6379") {
@@ -169,7 +173,7 @@ func TestHealthStoreRealBackends(t *testing.T) {
 		{hot, "redisstore", "write=ok read=ok delete=ok"},
 		{cold, "s3store", "write=ok read=ok delete=ok"},
 	} {
-		status, h, _ := storeHealth(t, newServer(t, httpapi.Options{Store: c.st}).client(""))
+		status, h, _ := storeHealth(t, newServer(t, httpapi.Options{Session: session.Options{Store: c.st}}).client(""))
 		if status != http.StatusOK || h.Store != c.kind || checks(h) != c.want {
 			t.Errorf("%s: %d %+v", c.kind, status, h)
 		}
@@ -178,7 +182,7 @@ func TestHealthStoreRealBackends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, h, _ := storeHealth(t, newServer(t, httpapi.Options{Store: ts}).client(""))
+	status, h, _ := storeHealth(t, newServer(t, httpapi.Options{Session: session.Options{Store: ts}}).client(""))
 	if status != http.StatusOK || h.Store != "tiered" || checks(h) != "write=ok read=ok delete=ok hot=ok archive=ok" {
 		t.Fatalf("tiered: %d %+v", status, h)
 	}
@@ -186,7 +190,7 @@ func TestHealthStoreRealBackends(t *testing.T) {
 	if err := hot.Close(); err != nil {
 		t.Fatal(err)
 	}
-	status, h, _ = storeHealth(t, newServer(t, httpapi.Options{Store: ts}).client(""))
+	status, h, _ = storeHealth(t, newServer(t, httpapi.Options{Session: session.Options{Store: ts}}).client(""))
 	if status != http.StatusServiceUnavailable || checks(h) != "write=failed read=skipped delete=failed hot=failed archive=ok" {
 		t.Fatalf("tiered with Redis gone: %d %+v", status, h)
 	}

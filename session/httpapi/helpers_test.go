@@ -28,20 +28,20 @@ type server struct {
 	store store.Store
 }
 
-// newServer starts a Handler; a nil opts.Store means a fresh memory store.
+// newServer starts a Handler; a nil opts.Session.Store means a fresh memory store.
 func newServer(t testing.TB, opts httpapi.Options) *server {
 	t.Helper()
-	if opts.Store == nil {
-		opts.Store = memstore.New(memstore.Options{})
+	if opts.Session.Store == nil {
+		opts.Session.Store = memstore.New(memstore.Options{})
 	}
-	if opts.SigningKey == nil {
-		opts.SigningKey = testKey
+	if opts.Session.SigningKey == nil {
+		opts.Session.SigningKey = testKey
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if opts.Limits == (runtime.Limits{}) {
-		opts.Limits = runtime.Limits{MaxDuration: 5 * time.Second, MaxMemory: 64 << 20, MaxOutput: 1 << 20}
+	if opts.Session.Limits == (runtime.Limits{}) {
+		opts.Session.Limits = runtime.Limits{MaxDuration: 5 * time.Second, MaxMemory: 64 << 20, MaxOutput: 1 << 20}
 	}
 	h, err := httpapi.New(opts)
 	if err != nil {
@@ -49,7 +49,7 @@ func newServer(t testing.TB, opts httpapi.Options) *server {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &server{t: t, h: h, srv: srv, store: opts.Store}
+	return &server{t: t, h: h, srv: srv, store: opts.Session.Store}
 }
 
 // client talks to a server with one API key (empty: none).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
@@ -28,8 +29,8 @@ func (c *countingStore) Get(ctx context.Context, id string) (store.Object, error
 // from the store once, and again only when another instance moved it.
 func TestHotSessions(t *testing.T) {
 	st := &countingStore{Store: memstore.New(memstore.Options{})}
-	a := newServer(t, httpapi.Options{Store: st}).client("")
-	b := newServer(t, httpapi.Options{Store: st}).client("")
+	a := newServer(t, httpapi.Options{Session: session.Options{Store: st}}).client("")
+	b := newServer(t, httpapi.Options{Session: session.Options{Store: st}}).client("")
 	id := a.run("", "n = 0").SessionID
 	st.gets.Store(0)
 	for i := range 5 {
@@ -59,7 +60,7 @@ func TestHotSessions(t *testing.T) {
 // off, nothing is carried from one request to the next.
 func TestHotSessionsOff(t *testing.T) {
 	st := &countingStore{Store: memstore.New(memstore.Options{})}
-	c := newServer(t, httpapi.Options{Store: st, HotSessions: -1}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{Store: st}, HotSessions: -1}).client("")
 	id := c.run("", "n = 0").SessionID
 	st.gets.Store(0)
 	for range 3 {
@@ -67,7 +68,7 @@ func TestHotSessionsOff(t *testing.T) {
 	}
 	assert.Equal(t, int64(3), st.gets.Load())
 
-	off := newServer(t, httpapi.Options{DisablePersistence: true}).client("")
+	off := newServer(t, httpapi.Options{Session: session.Options{Ephemeral: true}}).client("")
 	id = off.run("", "n = 0").SessionID
 	assert.JSONEq(t, "false", string(off.run(id, "'n' in locals()").Result))
 }

@@ -44,7 +44,7 @@
 // has its own namespace of session ids, so another key's id behaves as not
 // found: session id ID is stored as "k<24 hex of the key's sha256>/ID", or
 // "public/ID" when no keys are configured. State blobs are signed with
-// HMAC-SHA256 under a key derived from Options.SigningKey, the namespace and
+// HMAC-SHA256 under a key derived from Options.Session.SigningKey, the namespace and
 // the session id, so a blob verifies only for the session (and API key) it
 // was written for; an uploaded blob is checked (format, checksum, signature,
 // declared size) before it is stored, and nothing unverified ever reaches
@@ -95,12 +95,12 @@ const (
 	DefaultMaxBody = 1 << 20
 	// DefaultMaxResult bounds the result of one execution (the encoded value
 	// as it leaves the sandbox, and its JSON and repr in the answer) when
-	// Options.Limits.MaxResult is 0.
+	// Options.Session.Limits.MaxResult is 0.
 	DefaultMaxResult = 16 << 20
 	// DefaultMaxOutput bounds the print() output of one execution when
-	// Options.Limits.MaxOutput is 0.
+	// Options.Session.Limits.MaxOutput is 0.
 	DefaultMaxOutput = 1 << 20
-	// MinSigningKey is the shortest accepted Options.SigningKey, in bytes.
+	// MinSigningKey is the shortest accepted Options.Session.SigningKey, in bytes.
 	MinSigningKey = 16
 )
 
@@ -109,19 +109,51 @@ var ErrConfig = errors.New("httpapi: invalid configuration")
 
 // Options configure a Handler.
 type Options struct {
-	// Store keeps session state. Required. The Handler does not close it.
-	Store store.Store
-	// SigningKey is the secret state blobs are signed with (HMAC-SHA256).
-	// Each session's blobs are signed with a key derived from it, the API
-	// key's namespace and the session id (see docs/http.md, "Threat
-	// model"), so a blob verifies only for the session it was written for.
-	// Blobs signed with SigningKey itself (written before that binding)
-	// still load, and are signed with the session's key when next saved.
-	// Required, at least MinSigningKey bytes; every instance sharing a store
-	// needs the same key.
-	SigningKey []byte
-	// Engine runs the interpreters; nil means runtime.Default.
-	Engine *runtime.Engine
+	// Session configures the sessions the API runs, as session.Options
+	// does for one session:
+	//   - Store keeps session state. Required. The Handler does not close it.
+	//   - SigningKey is the secret state blobs are signed with
+	//     (HMAC-SHA256). Each session's blobs are signed with a key derived
+	//     from it, the API key's namespace and the session id (see
+	//     docs/http.md, "Threat model"), so a blob verifies only for the
+	//     session it was written for. Blobs signed with SigningKey itself
+	//     (written before that binding) still load, and are signed with the
+	//     session's key when next saved. Required, at least MinSigningKey
+	//     bytes; every instance sharing a store needs the same key.
+	//   - Engine runs the interpreters; nil means runtime.Default.
+	//   - Limits are the server's maxima for one execution, and the limits
+	//     of a request that asks for none. A request's own limits are
+	//     clamped to them. As everywhere, a zero field is the default and
+	//     runtime.Unlimited none: a zero MaxDuration or MaxMemory is
+	//     DefaultLimits()'s, a zero MaxOutput or MaxResult DefaultMaxOutput
+	//     or DefaultMaxResult (at most MaxMemory: an answer is always
+	//     bounded), and MaxHostCalls bounds the host calls of one execution
+	//     (file, environment and clock calls, host functions, MCP tools;
+	//     past it 422 "host_call_limit").
+	//   - MaxStateSize caps a stored blob and an upload (default
+	//     session.DefaultMaxStateSize). An upload whose dump declares more
+	//     bytes than Limits.MaxMemory is refused too: it could not be
+	//     loaded.
+	//   - CaptureOnError stores the state a call leaves when its code
+	//     raises (seed 004's STATE_CAPTURE_ON_ERROR); by default such a
+	//     call leaves the session as it was before the call.
+	//   - Ephemeral turns state persistence off (seed 004's
+	//     STATE_PERSISTENCE_ENABLED=false): every execution starts with an
+	//     empty namespace and stores nothing ("state_note" says so), and
+	//     uploads of state and session files are refused with 403
+	//     "persistence_disabled". State stored earlier can still be read
+	//     and deleted.
+	//   - Telemetry receives a server span per request (its parent is the
+	//     W3C traceparent of the request, when it has one), the spans of
+	//     the executions and store operations below it, and the HTTP and
+	//     execution metrics; nil means telemetry.Default (the global
+	//     OpenTelemetry providers), except that with Metrics nil too the
+	//     metrics go to a MeterProvider of the Handler's own, served at GET
+	//     /metrics.
+	// Its other fields are not used: the API sets a session's Host, keys,
+	// files and pool itself (OS, Mounts, Functions, MaxFileBytes,
+	// FailOnCorruptState, Warm).
+	Session session.Options
 	// Warm is how many interpreters are kept instantiated in the background,
 	// so a request does not wait for one: 0 means 2, negative none.
 	Warm int
@@ -131,7 +163,7 @@ type Options struct {
 	// request still checks the store's version, and loads only when
 	// another instance moved it): 0 means 64, negative none. Sessions
 	// unused for 5 minutes are closed. None are kept with
-	// DisablePersistence. Not used with Keeper.
+	// Session.Ephemeral. Not used with Keeper.
 	HotSessions int
 	// Keeper, when set, is the keeper of live sessions the Handler shares
 	// with the process's other surfaces (monty serve's monty.v1 server):
@@ -160,20 +192,6 @@ type Options struct {
 	// limit). Too short a lease never makes a call twice: it reports a
 	// call that is still running as may have run.
 	ClaimLease time.Duration
-	// Limits are the server's maxima for one execution, and the limits of a
-	// request that asks for none. A request's own limits are clamped to
-	// them. As everywhere, a zero field is the default and
-	// runtime.Unlimited none: a zero MaxDuration or MaxMemory is
-	// DefaultLimits()'s, a zero MaxOutput or MaxResult DefaultMaxOutput or
-	// DefaultMaxResult (at most MaxMemory: an answer is always bounded),
-	// and MaxHostCalls bounds the host calls of one execution (file,
-	// environment and clock calls, host functions, MCP tools; past it 422
-	// "host_call_limit").
-	Limits runtime.Limits
-	// MaxStateSize caps a stored blob and an upload (default
-	// session.DefaultMaxStateSize). An upload whose dump declares more
-	// bytes than Limits.MaxMemory is refused too: it could not be loaded.
-	MaxStateSize int64
 	// MaxBody caps the body of POST /exec (default DefaultMaxBody).
 	MaxBody int64
 	// MaxFileBytes caps each session's files under /work: their contents
@@ -188,14 +206,6 @@ type Options struct {
 	// Logger receives one structured record per request; nil means
 	// slog.Default().
 	Logger *slog.Logger
-	// Telemetry receives a server span per request (its parent is the W3C
-	// traceparent of the request, when it has one), the spans of the
-	// executions and store operations below it, and the HTTP and
-	// execution metrics; nil means telemetry.Default (the global
-	// OpenTelemetry providers), except that with Metrics nil too the
-	// metrics go to a MeterProvider of the Handler's own, served at GET
-	// /metrics.
-	Telemetry *telemetry.Telemetry
 	// Metrics serves GET /metrics: the Prometheus exposition of
 	// Telemetry's MeterProvider, as package scrape makes it (its reader
 	// given to that provider). Nil with a Telemetry: GET /metrics answers
@@ -234,17 +244,6 @@ type Options struct {
 	// record). The state is kept aside either way, never overwritten
 	// before a copy exists.
 	FailOnCorruptState bool
-	// CaptureOnError stores the state a call leaves when its code raises
-	// (seed 004's STATE_CAPTURE_ON_ERROR); by default such a call leaves
-	// the session as it was before the call.
-	CaptureOnError bool
-	// DisablePersistence turns state persistence off (seed 004's
-	// STATE_PERSISTENCE_ENABLED=false): every execution starts with an
-	// empty namespace and stores nothing ("state_note" says so), and
-	// uploads of state and session files are refused with 403
-	// "persistence_disabled". State stored earlier can still be read and
-	// deleted.
-	DisablePersistence bool
 	// HealthTimeout bounds the store round trip of GET /health/store
 	// (default DefaultHealthTimeout).
 	HealthTimeout time.Duration
@@ -283,7 +282,7 @@ type Handler struct {
 	probe probe // GET /health/store
 }
 
-// DefaultLimits are the server's maxima when Options.Limits is the zero
+// DefaultLimits are the server's maxima when Options.Session.Limits is the zero
 // value: 30 s of run time, 256 MiB of heap, the interpreter's recursion and
 // integer size defaults, 1 MiB of print output and a 16 MiB result per
 // execution. (runtime.DefaultLimits has no time or memory limit: right for
@@ -302,13 +301,13 @@ func New(opts Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{opts: opts, log: opts.Logger, slots: make(chan struct{}, opts.MaxConcurrent)}
-	h.metrics = newMetrics(opts.Telemetry.MeterProvider(), h)
+	h.metrics = newMetrics(opts.Session.Telemetry.MeterProvider(), h)
 	if h.keeper = opts.Keeper; h.keeper == nil {
 		keep := cmp.Or(opts.HotSessions, defaultHotSessions)
-		if opts.HotSessions < 0 || opts.DisablePersistence {
+		if opts.HotSessions < 0 || opts.Session.Ephemeral {
 			keep = -1
 		}
-		h.keeper = session.NewManager(session.Options{Store: opts.Store}, session.ManagerOptions{MaxLive: keep, IdleTimeout: hotIdle, Warm: -1})
+		h.keeper = session.NewManager(session.Options{Store: opts.Session.Store}, session.ManagerOptions{MaxLive: keep, IdleTimeout: hotIdle, Warm: -1})
 		h.ownKeeper = true
 	}
 	h.keys = apikey.New(opts.APIKeys)
@@ -329,9 +328,9 @@ func New(opts Options) (*Handler, error) {
 		}
 	}
 	h.serve = otelhttp.NewHandler(http.HandlerFunc(h.route404), "monty",
-		otelhttp.WithTracerProvider(opts.Telemetry.TracerProvider()),
-		otelhttp.WithMeterProvider(opts.Telemetry.MeterProvider()),
-		otelhttp.WithPropagators(opts.Telemetry.Propagator()),
+		otelhttp.WithTracerProvider(opts.Session.Telemetry.TracerProvider()),
+		otelhttp.WithMeterProvider(opts.Session.Telemetry.MeterProvider()),
+		otelhttp.WithPropagators(opts.Session.Telemetry.Propagator()),
 		otelhttp.WithFilter(traced))
 	h.badPath = h.instrument("other", invalidPath)
 	return h, nil
@@ -342,16 +341,16 @@ func New(opts Options) (*Handler, error) {
 // nor Metrics is given), the logger.
 func (o *Options) withDefaults() error {
 	switch {
-	case o.Store == nil:
-		return fmt.Errorf("%w: Options.Store is required", ErrConfig)
-	case len(o.SigningKey) < MinSigningKey:
-		return fmt.Errorf("%w: Options.SigningKey must be at least %d bytes (uploaded state is trusted only when its signature verifies)", ErrConfig, MinSigningKey)
+	case o.Session.Store == nil:
+		return fmt.Errorf("%w: Options.Session.Store is required", ErrConfig)
+	case len(o.Session.SigningKey) < MinSigningKey:
+		return fmt.Errorf("%w: Options.Session.SigningKey must be at least %d bytes (uploaded state is trusted only when its signature verifies)", ErrConfig, MinSigningKey)
 	case o.ClaimLease < 0:
 		return fmt.Errorf("%w: ClaimLease is negative", ErrConfig)
 	case slices.Contains(o.APIKeys, ""):
 		return fmt.Errorf("%w: an API key is empty", ErrConfig)
 	}
-	l, d := &o.Limits, DefaultLimits()
+	l, d := &o.Session.Limits, DefaultLimits()
 	if l.MaxDuration == 0 {
 		l.MaxDuration = d.MaxDuration
 	}
@@ -367,8 +366,8 @@ func (o *Options) withDefaults() error {
 			l.MaxResult = min(l.MaxResult, m)
 		}
 	}
-	if o.MaxStateSize <= 0 {
-		o.MaxStateSize = session.DefaultMaxStateSize
+	if o.Session.MaxStateSize <= 0 {
+		o.Session.MaxStateSize = session.DefaultMaxStateSize
 	}
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
@@ -382,18 +381,18 @@ func (o *Options) withDefaults() error {
 	if o.HealthTimeout <= 0 {
 		o.HealthTimeout = DefaultHealthTimeout
 	}
-	if o.Metrics == nil && o.Telemetry == nil {
+	if o.Metrics == nil && o.Session.Telemetry == nil {
 		// Metrics of its own, served at /metrics; spans go to the global
 		// tracer provider.
 		reader, handler, err := scrape.New()
 		if err != nil {
 			return err
 		}
-		o.Telemetry = telemetry.New(telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+		o.Session.Telemetry = telemetry.New(telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 		o.Metrics = handler
 	}
-	o.Telemetry = o.Telemetry.Or()
-	o.Store = o.Telemetry.Store(o.Store)
+	o.Session.Telemetry = o.Session.Telemetry.Or()
+	o.Session.Store = o.Session.Telemetry.Store(o.Session.Store)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -407,7 +406,7 @@ func (h *Handler) routes() {
 	h.route("POST /runs/{run_id}/resume", "resume", h.resume)
 	h.route("GET /state/{id}", "state_get", h.getState)
 	uploadState, putFile, deleteFile := h.uploadState, h.putFile, h.deleteFile
-	if h.opts.DisablePersistence {
+	if h.opts.Session.Ephemeral {
 		uploadState, putFile, deleteFile = persistenceOff, persistenceOff, persistenceOff
 	}
 	h.route("POST /state/{id}", "state_upload", uploadState)
@@ -443,7 +442,7 @@ func (h *Handler) routes() {
 
 // Limits are the server's maxima for one execution, with the defaults
 // applied.
-func (h *Handler) Limits() runtime.Limits { return h.opts.Limits }
+func (h *Handler) Limits() runtime.Limits { return h.opts.Session.Limits }
 
 // Capacity is the number of executions (and state transfers) that may run
 // at once.
@@ -544,7 +543,7 @@ func (h *Handler) warmPool(ctx context.Context) *runtime.Pool {
 		return nil
 	}
 	h.poolOnce.Do(func() {
-		eng := h.opts.Engine
+		eng := h.opts.Session.Engine
 		if eng == nil {
 			var err error
 			// Not this request's cancellation: the pool serves all.

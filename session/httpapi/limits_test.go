@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 )
 
@@ -20,7 +21,7 @@ func leanLimits(d time.Duration) runtime.Limits {
 // so a loop of sleeps ends within twice the limit with 422 time_limit; the
 // output printed before comes back, and the session keeps its state.
 func TestLimitSleepLoop(t *testing.T) {
-	c := newServer(t, httpapi.Options{Limits: leanLimits(time.Second)}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{Limits: leanLimits(time.Second)}}).client("")
 	s := c.run("", "n = 1")
 	start := time.Now()
 	status, _, e := c.exec(map[string]any{"session_id": s.SessionID, "code": "import time\nn = 2\nprint('started')\nwhile True:\n    time.sleep(0.05)"})
@@ -46,7 +47,7 @@ func TestLimitSleepLoop(t *testing.T) {
 // TestLimitIntSize: an integer too large to compute in time is refused at
 // once with 422 int_size_limit.
 func TestLimitIntSize(t *testing.T) {
-	c := newServer(t, httpapi.Options{Limits: leanLimits(3 * time.Second)}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{Limits: leanLimits(3 * time.Second)}}).client("")
 	start := time.Now()
 	status, _, e := c.exec(map[string]any{"code": "x = 10**10**7"})
 	wantLimit(t, "10**10**7", status, e, "int_size_limit")
@@ -59,7 +60,7 @@ func TestLimitIntSize(t *testing.T) {
 // inside the sandbox (422 result_size_limit, a small answer) and the call
 // is not saved; the 200 MiB string returned a 419 MB answer.
 func TestLimitResultSize(t *testing.T) {
-	srv := newServer(t, httpapi.Options{Limits: leanLimits(3 * time.Second)})
+	srv := newServer(t, httpapi.Options{Session: session.Options{Limits: leanLimits(3 * time.Second)}})
 	if got := srv.h.Limits().MaxResult; got != httpapi.DefaultMaxResult {
 		t.Fatalf("MaxResult %d, want the default %d", got, httpapi.DefaultMaxResult)
 	}
@@ -90,7 +91,7 @@ func TestLimitResultSize(t *testing.T) {
 // aborted the interpreter; now it is a 4xx and the session keeps working
 // with its last saved state.
 func TestLimitLargeFinalValue(t *testing.T) {
-	c := newServer(t, httpapi.Options{Limits: leanLimits(3 * time.Second)}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{Limits: leanLimits(3 * time.Second)}}).client("")
 	s := c.run("", "s = 'a' * 10**6")
 	status, _, e := c.exec(map[string]any{"session_id": s.SessionID, "code": "[s] * 300"})
 	if status < 400 || status >= 500 {
@@ -106,7 +107,7 @@ func TestLimitLargeFinalValue(t *testing.T) {
 // sleeps gathered at once) is 422 host_call_limit, not a 500; the issue's
 // asyncio.sleep(0) form, which makes no host call, simply succeeds.
 func TestLimitHostCalls(t *testing.T) {
-	c := newServer(t, httpapi.Options{Limits: leanLimits(3 * time.Second)}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{Limits: leanLimits(3 * time.Second)}}).client("")
 	s := c.run("", "n = 1")
 	status, _, e := c.exec(map[string]any{"session_id": s.SessionID, "code": "import asyncio\nn = 2\nawait asyncio.gather(*[asyncio.sleep(0.001) for _ in range(2000)])"})
 	wantLimit(t, "2000 gathered sleeps", status, e, "host_call_limit")
@@ -126,7 +127,7 @@ func TestLimitHostCalls(t *testing.T) {
 // memory limit is 422 state_too_large before anything runs, and the state
 // is kept for a call with enough memory.
 func TestLimitStoredStateTooLarge(t *testing.T) {
-	c := newServer(t, httpapi.Options{Limits: leanLimits(3 * time.Second)}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{Limits: leanLimits(3 * time.Second)}}).client("")
 	s := c.run("", "s = 'a' * (20 * 2**20)")
 	status, _, e := c.exec(map[string]any{"session_id": s.SessionID, "code": "s = 'replaced'", "limits": map[string]any{"memory_bytes": 8 << 20}})
 	wantLimit(t, "20 MiB state under 8 MiB", status, e, "state_too_large")
@@ -140,7 +141,7 @@ func TestLimitStoredStateTooLarge(t *testing.T) {
 
 // TestLimitMetrics: limit answers are counted by code.
 func TestLimitMetrics(t *testing.T) {
-	c := newServer(t, httpapi.Options{Limits: leanLimits(3 * time.Second)}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{Limits: leanLimits(3 * time.Second)}}).client("")
 	c.exec(map[string]any{"code": "x = 10**10**7"})
 	_, _, m := c.do("GET", "/metrics", nil)
 	for _, want := range []string{
@@ -159,7 +160,7 @@ func TestLimitMetrics(t *testing.T) {
 // the upload is refused with 413 state_too_large without decompressing it,
 // and nothing is stored.
 func TestUploadDeclaredDumpTooLarge(t *testing.T) {
-	big := newServer(t, httpapi.Options{Limits: leanLimits(3 * time.Second)}).client("")
+	big := newServer(t, httpapi.Options{Session: session.Options{Limits: leanLimits(3 * time.Second)}}).client("")
 	big.run("big", "s = 'a' * (40 * 2**20)")
 	_, _, blob := big.do("GET", "/state/big", nil)
 	if len(blob) > 1<<20 {
@@ -167,7 +168,7 @@ func TestUploadDeclaredDumpTooLarge(t *testing.T) {
 	}
 	// Same signing key, same (public) namespace, same session id: the blob
 	// verifies, but this server allows 16 MiB per execution.
-	small := newServer(t, httpapi.Options{Limits: runtime.Limits{MaxDuration: 3 * time.Second, MaxMemory: 16 << 20}}).client("")
+	small := newServer(t, httpapi.Options{Session: session.Options{Limits: runtime.Limits{MaxDuration: 3 * time.Second, MaxMemory: 16 << 20}}}).client("")
 	status, _, body := small.do("POST", "/state/big", blob)
 	wantError(t, "declared dump over the memory limit", status, body, http.StatusRequestEntityTooLarge, "state_too_large")
 	if status, _, _ := small.do("GET", "/state/big", nil); status != 404 {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
@@ -114,7 +115,7 @@ func TestStoreErrorMessages(t *testing.T) {
 	} {
 		t.Run(c.code, func(t *testing.T) {
 			st := failingStore{Store: memstore.New(memstore.Options{}), kind: c.kind}
-			cl := newServer(t, httpapi.Options{Store: st, APIKeys: []string{"alice"}}).client("alice")
+			cl := newServer(t, httpapi.Options{Session: session.Options{Store: st}, APIKeys: []string{"alice"}}).client("alice")
 			for _, r := range []struct{ method, path, body string }{
 				{"POST", "/exec", `{"code": "1", "session_id": "s"}`},
 				{"POST", "/check", `{"code": "1", "session_id": "s"}`},
@@ -133,7 +134,7 @@ func TestStoreErrorMessages(t *testing.T) {
 			}
 		})
 	}
-	srv := newServer(t, httpapi.Options{Store: failingStore{Store: memstore.New(memstore.Options{}), kind: store.ErrUnavailable}})
+	srv := newServer(t, httpapi.Options{Session: session.Options{Store: failingStore{Store: memstore.New(memstore.Options{}), kind: store.ErrUnavailable}}})
 	status, _, data := srv.client("").do("GET", "/healthz", nil)
 	assert.Equal(t, http.StatusServiceUnavailable, status)
 	assert.NotContains(t, string(data), hostPath, "/healthz answers anyone")

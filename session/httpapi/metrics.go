@@ -96,7 +96,7 @@ func (m *metrics) limit(code string) { count(m.limits, attribute.String("limit",
 func (m *metrics) state(size int64) { m.stateSize.Record(context.Background(), size) }
 
 // metricsNotServed answers GET /metrics when Options.Metrics is nil and
-// Options.Telemetry is not.
+// Options.Session.Telemetry is not.
 func metricsNotServed(w http.ResponseWriter, r *http.Request) *apiError {
 	return &apiError{status: http.StatusNotFound, code: "metrics_not_served", msg: "this server reports its metrics to its OpenTelemetry MeterProvider and serves none here (httpapi.Options.Metrics is not set)"}
 }
@@ -125,7 +125,7 @@ func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) *apiError {
 	defer cancel()
 	out := Health{Status: "ok", Store: "ok", Running: h.running.Load(), Capacity: cap(h.slots)}
 	status := http.StatusOK
-	if _, err := h.opts.Store.Stat(ctx, healthProbeID); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if _, err := h.opts.Session.Store.Stat(ctx, healthProbeID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		// Anyone may ask: the store's own error (hosts, paths) is logged.
 		code := checkCode(ctx, err)
 		out.Status, out.Store, status = "unavailable", code+": "+checkMessages[code], http.StatusServiceUnavailable

@@ -386,7 +386,7 @@ func (h *Handler) resumeRun(w http.ResponseWriter, r *http.Request, ns, apiRun s
 	limits := h.limits(req.Limits)
 	return h.withRunSlot(r, func(ctx context.Context) *apiError {
 		// A run of a session this API key cannot see is no run at all.
-		if _, err := h.opts.Store.Stat(ctx, storeID(ns, sessionID)); errors.Is(err, store.ErrNotFound) {
+		if _, err := h.opts.Session.Store.Stat(ctx, storeID(ns, sessionID)); errors.Is(err, store.ErrNotFound) {
 			return &apiError{status: http.StatusNotFound, code: "run_not_found", msg: "no such run (unknown, or made with another API key)"}
 		} else if err != nil {
 			return storeError(err)
@@ -474,7 +474,7 @@ func (h *Handler) decider(ns string) string {
 	case ns == apikey.Public:
 		return "anonymous (no API keys configured)"
 	}
-	mac := hmac.New(sha256.New, h.opts.SigningKey)
+	mac := hmac.New(sha256.New, h.opts.Session.SigningKey)
 	mac.Write([]byte("monty-go/audit-key\x00" + ns))
 	return "key " + hex.EncodeToString(mac.Sum(nil)[:8])
 }

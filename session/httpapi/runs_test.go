@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store/memstore"
 )
@@ -38,8 +39,8 @@ func resumeBody(results ...map[string]any) []byte {
 // tools pause once with every call; each run_id is resumed once.
 func TestClientToolsAcrossInstances(t *testing.T) {
 	st := memstore.New(memstore.Options{})
-	a := newServer(t, httpapi.Options{Store: st}).client("")
-	b := newServer(t, httpapi.Options{Store: st}).client("")
+	a := newServer(t, httpapi.Options{Session: session.Options{Store: st}}).client("")
+	b := newServer(t, httpapi.Options{Session: session.Options{Store: st}}).client("")
 
 	body, _ := json.Marshal(map[string]any{
 		"code": "city = get_city('ada')\nweather = await get_weather(city)\n(city, weather)",
@@ -129,7 +130,7 @@ func TestConcurrentHTTPResumes(t *testing.T) {
 	st := memstore.New(memstore.Options{})
 	clients := []interface {
 		do(string, string, []byte, ...string) (int, http.Header, []byte)
-	}{newServer(t, httpapi.Options{Store: st}).client(""), newServer(t, httpapi.Options{Store: st}).client("")}
+	}{newServer(t, httpapi.Options{Session: session.Options{Store: st}}).client(""), newServer(t, httpapi.Options{Session: session.Options{Store: st}}).client("")}
 	body, _ := json.Marshal(map[string]any{"code": "x = ask()\nx", "tools": []map[string]any{{"name": "ask"}}})
 	status, _, data := clients[0].do("POST", "/exec", body)
 	p := pausedAnswer(t, status, data)

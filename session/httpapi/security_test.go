@@ -61,13 +61,13 @@ func TestAPIKeys(t *testing.T) {
 // before it is stored (so Monty's deserialiser never sees it), and the
 // stored state stays as it was.
 func TestUploadVerification(t *testing.T) {
-	srv := newServer(t, httpapi.Options{MaxStateSize: 64 << 10})
+	srv := newServer(t, httpapi.Options{Session: session.Options{MaxStateSize: 64 << 10}})
 	c := srv.client("")
 	s := c.run("", "data = list(range(100))\nowner = 'me'")
 	_, _, good := c.do("GET", "/state/"+s.SessionID, nil)
 
 	// A blob written by a server with another signing key.
-	other := newServer(t, httpapi.Options{SigningKey: []byte("another-signing-key-of-the-same-length")}).client("")
+	other := newServer(t, httpapi.Options{Session: session.Options{SigningKey: []byte("another-signing-key-of-the-same-length")}}).client("")
 	o := other.run("", "owner = 'mallory'")
 	_, _, foreign := other.do("GET", "/state/"+o.SessionID, nil)
 	// A blob written with no signature at all.
@@ -143,7 +143,7 @@ func TestUploadVerification(t *testing.T) {
 // TestStateTooLargeToSave: a call whose state would exceed the cap still
 // answers; the state is not saved and the previous state stays.
 func TestStateTooLargeToSave(t *testing.T) {
-	c := newServer(t, httpapi.Options{MaxStateSize: 16 << 10}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{MaxStateSize: 16 << 10}}).client("")
 	s := c.run("", "small = 1")
 	got := c.run(s.SessionID, "import random\nbig = [random.random() for _ in range(20000)]\nlen(big)")
 	if string(got.Result) != "20000" || got.StateSaved || got.StateNote == "" || got.StateHash != s.StateHash {
@@ -227,7 +227,7 @@ func TestStateBoundToSession(t *testing.T) {
 func TestLegacyBlobs(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(memstore.Options{})
-	srv := newServer(t, httpapi.Options{Store: st})
+	srv := newServer(t, httpapi.Options{Session: session.Options{Store: st}})
 	c := srv.client("")
 	// What the server stored before the change: a blob signed with the
 	// server's key itself, under the namespaced id.
@@ -268,7 +268,7 @@ func wantErrorBody(t *testing.T, body []byte) apiErr {
 func TestMaxHostCalls(t *testing.T) {
 	env := runtime.Env{"A": "1"}
 	code := "import os\nfor i in range(5):\n    os.getenv('A')\n'done'"
-	c := newServer(t, httpapi.Options{OS: env, Limits: runtime.Limits{MaxHostCalls: 3}}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{Limits: runtime.Limits{MaxHostCalls: 3}}, OS: env}).client("")
 	status, resp, e := c.exec(map[string]any{"code": code})
 	if status != 422 || e.Error != "host_call_limit" {
 		t.Fatalf("5 calls with MaxHostCalls 3: %d %+v %+v", status, resp, e)

@@ -17,10 +17,10 @@ import (
 func TestPersistenceDisabled(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(memstore.Options{})
-	before := newServer(t, httpapi.Options{Store: st}).client("")
+	before := newServer(t, httpapi.Options{Session: session.Options{Store: st}}).client("")
 	old := before.run("old", "x = 1")
 
-	c := newServer(t, httpapi.Options{Store: st, DisablePersistence: true}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{Store: st, Ephemeral: true}}).client("")
 	resp := c.run("old", "y = 2\n'x' in locals()")
 	if string(resp.Result) != "false" || resp.StateSaved || resp.HasState || resp.StateNote != session.NotSavedEphemeral {
 		t.Fatalf("exec with persistence off: %+v", resp)
@@ -54,7 +54,7 @@ func TestPersistenceDisabled(t *testing.T) {
 // stored.
 func TestCaptureOnError(t *testing.T) {
 	for _, capture := range []bool{false, true} {
-		c := newServer(t, httpapi.Options{CaptureOnError: capture}).client("")
+		c := newServer(t, httpapi.Options{Session: session.Options{CaptureOnError: capture}}).client("")
 		c.run("s", "x = 1")
 		status, resp, _ := c.exec(map[string]any{"session_id": "s", "code": "x = 2\nraise ValueError('boom')"})
 		if status != http.StatusOK || resp.Error == nil || resp.StateSaved != capture {
@@ -72,7 +72,7 @@ func TestCaptureOnError(t *testing.T) {
 // and the next execution continues from the previous state.
 func TestStateSizeCapLogged(t *testing.T) {
 	var logs logBuffer
-	c := newServer(t, httpapi.Options{MaxStateSize: 64 << 10, Logger: logs.logger()}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{MaxStateSize: 64 << 10}, Logger: logs.logger()}).client("")
 	c.run("s", "small = 1")
 	resp := c.run("s", "big = [str(i * 7919 % 1000003) for i in range(40000)]\nlen(big)")
 	if string(resp.Result) != "40000" || resp.StateSaved || !strings.Contains(resp.StateNote, "over the 65536-byte limit") {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store/memstore"
 )
@@ -16,7 +17,7 @@ import (
 // their state, and refuses new ones.
 func TestShutdownFinishes(t *testing.T) {
 	st := memstore.New(memstore.Options{})
-	srv := newServer(t, httpapi.Options{Store: st})
+	srv := newServer(t, httpapi.Options{Session: session.Options{Store: st}})
 	c := srv.client("")
 	s := c.run("", "x = 1")
 	var wg sync.WaitGroup
@@ -43,7 +44,7 @@ func TestShutdownFinishes(t *testing.T) {
 		t.Fatalf("in-flight exec: %+v", got)
 	}
 	// Another instance over the same store continues with x = 2.
-	next := newServer(t, httpapi.Options{Store: st}).client("")
+	next := newServer(t, httpapi.Options{Session: session.Options{Store: st}}).client("")
 	if r := next.run(s.SessionID, "x"); string(r.Result) != "2" {
 		t.Fatalf("x = %s after graceful shutdown, want 2", r.Result)
 	}
@@ -53,7 +54,7 @@ func TestShutdownFinishes(t *testing.T) {
 // executions are cancelled and their sessions keep the stored state.
 func TestShutdownCancels(t *testing.T) {
 	st := memstore.New(memstore.Options{})
-	srv := newServer(t, httpapi.Options{Store: st})
+	srv := newServer(t, httpapi.Options{Session: session.Options{Store: st}})
 	c := srv.client("")
 	s := c.run("", "x = 1")
 	var wg sync.WaitGroup
@@ -76,7 +77,7 @@ func TestShutdownCancels(t *testing.T) {
 	if status != http.StatusServiceUnavailable || e.Error != "cancelled" {
 		t.Fatalf("cancelled exec: %d %+v", status, e)
 	}
-	next := newServer(t, httpapi.Options{Store: st}).client("")
+	next := newServer(t, httpapi.Options{Session: session.Options{Store: st}}).client("")
 	if r := next.run(s.SessionID, "x"); string(r.Result) != "1" {
 		t.Fatalf("x = %s after cancelled call, want 1", r.Result)
 	}

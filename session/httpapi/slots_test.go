@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 )
 
@@ -20,7 +21,7 @@ import (
 // delete need none.
 func TestTransfersTakeSlots(t *testing.T) {
 	st := newSignalStore()
-	srv := newServer(t, httpapi.Options{Store: st, MaxConcurrent: 1})
+	srv := newServer(t, httpapi.Options{Session: session.Options{Store: st}, MaxConcurrent: 1})
 	c := srv.client("")
 	s := c.run("", "x = 1")
 	_, _, blob := c.do("GET", "/state/"+s.SessionID, nil)
@@ -101,8 +102,11 @@ func TestClientGoneFreesSlot(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newSignalStore()
 			reqs := newRequestLog()
-			srv := newServer(t, httpapi.Options{Store: st, MaxConcurrent: 1, Logger: slogFor(reqs),
-				Limits: leanLimits(tc.limit)})
+			srv := newServer(t, httpapi.Options{
+				Session:       session.Options{Store: st, Limits: leanLimits(tc.limit)},
+				MaxConcurrent: 1,
+				Logger:        slogFor(reqs),
+			})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, "POST", srv.srv.URL+"/exec", strings.NewReader(`{"code": `+quote(tc.code)+`}`))

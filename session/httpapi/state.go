@@ -75,7 +75,7 @@ func (h *Handler) getState(w http.ResponseWriter, r *http.Request, ns string) *a
 	if inm := r.Header.Get("If-None-Match"); inm != "" {
 		// The client may have the blob already: the store's metadata says,
 		// without fetching the blob or taking a slot.
-		info, err := h.opts.Store.Stat(r.Context(), sid)
+		info, err := h.opts.Session.Store.Stat(r.Context(), sid)
 		if err != nil {
 			return storeError(err)
 		}
@@ -88,7 +88,7 @@ func (h *Handler) getState(w http.ResponseWriter, r *http.Request, ns string) *a
 	// A download holds the whole blob (up to MaxStateSize) in memory: it
 	// takes a slot, so that memory is bounded by the slots.
 	return h.withSlot(func() *apiError {
-		obj, err := h.opts.Store.Get(r.Context(), sid)
+		obj, err := h.opts.Session.Store.Get(r.Context(), sid)
 		if err != nil {
 			return storeError(err)
 		}
@@ -125,7 +125,7 @@ func (h *Handler) uploadState(w http.ResponseWriter, r *http.Request, ns string)
 	if aerr != nil {
 		return aerr
 	}
-	max := h.opts.MaxStateSize
+	max := h.opts.Session.MaxStateSize
 	if r.ContentLength > max {
 		count(h.metrics.largeUploads)
 		return tooLarge(codeStateTooLarge, "the state", r.ContentLength, max)
@@ -156,7 +156,7 @@ func (h *Handler) uploadState(w http.ResponseWriter, r *http.Request, ns string)
 			}
 			return &apiError{status: http.StatusBadRequest, code: "invalid_state", msg: msg}
 		}
-		if mem := h.opts.Limits.MaxMemory; mem > 0 && in.DumpSize > mem {
+		if mem := h.opts.Session.Limits.MaxMemory; mem > 0 && in.DumpSize > mem {
 			// It could never be loaded: refuse it now rather than at every /exec.
 			count(h.metrics.largeUploads)
 			return &apiError{status: statusTooLarge, code: codeStateTooLarge, msg: fmt.Sprintf(
@@ -166,7 +166,7 @@ func (h *Handler) uploadState(w http.ResponseWriter, r *http.Request, ns string)
 		var cond store.Cond
 		if m := r.Header.Get("If-Match"); m != "" {
 			// Conditional upload: only over the state the client last saw.
-			info, err := h.opts.Store.Stat(r.Context(), sid)
+			info, err := h.opts.Session.Store.Stat(r.Context(), sid)
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return storeError(err)
 			}
@@ -175,7 +175,7 @@ func (h *Handler) uploadState(w http.ResponseWriter, r *http.Request, ns string)
 			}
 			cond.IfVersion = info.Version
 		}
-		info, err := h.opts.Store.Put(r.Context(), sid, data, cond)
+		info, err := h.opts.Session.Store.Put(r.Context(), sid, data, cond)
 		if err != nil {
 			return storeError(err)
 		}
@@ -192,7 +192,7 @@ func (h *Handler) deleteState(w http.ResponseWriter, r *http.Request, ns string)
 	if aerr != nil {
 		return aerr
 	}
-	if err := h.opts.Store.Delete(r.Context(), sid); err != nil {
+	if err := h.opts.Session.Store.Delete(r.Context(), sid); err != nil {
 		return storeError(err)
 	}
 	_ = h.keeper.Forget(sid) // its interpreter is of no more use (busy: the holder's call stores or conflicts)
@@ -205,7 +205,7 @@ func (h *Handler) stateInfo(w http.ResponseWriter, r *http.Request, ns string) *
 	if aerr != nil {
 		return aerr
 	}
-	info, err := h.opts.Store.Stat(r.Context(), sid)
+	info, err := h.opts.Session.Store.Stat(r.Context(), sid)
 	if errors.Is(err, store.ErrNotFound) {
 		writeJSON(w, http.StatusOK, StateInfo{SessionID: id})
 		return nil
@@ -236,7 +236,7 @@ func (h *Handler) stateInfo(w http.ResponseWriter, r *http.Request, ns string) *
 // inspect describes the blob of session id (store id sid) of namespace
 // ns once its signature verifies; nil when it cannot be read.
 func (h *Handler) inspect(ctx context.Context, ns, id, sid string) *session.Inspection {
-	obj, err := h.opts.Store.Get(ctx, sid)
+	obj, err := h.opts.Session.Store.Get(ctx, sid)
 	if err != nil {
 		return nil
 	}
@@ -333,11 +333,11 @@ func (h *Handler) restoreWarning(ctx context.Context, ns, id string, r session.R
 // (seed 004: "State size exceeds limit"): the execution succeeded, and the
 // session's next execution continues from its previous state.
 func (h *Handler) logNotSaved(ctx context.Context, ns, id string, res *session.Result) {
-	if res == nil || res.NotSavedReason == "" || res.Err != nil || h.opts.DisablePersistence {
+	if res == nil || res.NotSavedReason == "" || res.Err != nil || h.opts.Session.Ephemeral {
 		return
 	}
 	h.log.LogAttrs(ctx, slog.LevelWarn, "state size exceeds limit; the state was not saved",
-		slog.String("session_id", id), slog.String("namespace", ns), slog.Int64("max_state_size", h.opts.MaxStateSize),
+		slog.String("session_id", id), slog.String("namespace", ns), slog.Int64("max_state_size", h.opts.Session.MaxStateSize),
 		slog.String("reason", res.NotSavedReason))
 }
 

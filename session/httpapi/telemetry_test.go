@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/telemetry"
 	"github.com/monty-go/monty/session/telemetry/scrape"
@@ -29,7 +30,7 @@ func TestTraceparent(t *testing.T) {
 	reader, metrics, err := scrape.New()
 	require.NoError(t, err)
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	s := newServer(t, httpapi.Options{Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp, MeterProvider: mp}), Metrics: metrics})
+	s := newServer(t, httpapi.Options{Session: session.Options{Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp, MeterProvider: mp})}, Metrics: metrics})
 	c := s.client("")
 
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
@@ -96,7 +97,7 @@ func TestTraceparent(t *testing.T) {
 // Metrics, the server serves no metrics (they go to that MeterProvider),
 // and says so.
 func TestMetricsGoWhereTheyAreGiven(t *testing.T) {
-	c := newServer(t, httpapi.Options{Telemetry: telemetry.New(telemetry.Options{})}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{Telemetry: telemetry.New(telemetry.Options{})}}).client("")
 	status, _, body := c.do("GET", "/metrics", nil)
 	assert.Equal(t, http.StatusNotFound, status)
 	assert.Contains(t, string(body), "metrics_not_served")

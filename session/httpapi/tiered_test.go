@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store/redisstore"
 	"github.com/monty-go/monty/session/store/s3store"
@@ -34,7 +35,7 @@ func TestTieredStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := newServer(t, httpapi.Options{Store: st})
+	srv := newServer(t, httpapi.Options{Session: session.Options{Store: st}})
 	c := srv.client("")
 	s := c.run("", "model = {'w': 3, 'b': 1}")
 	info := func() httpapi.StateInfo {

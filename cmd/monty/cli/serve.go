@@ -212,7 +212,7 @@ func applyEnv(fs *flag.FlagSet) error {
 func (c serveConfig) options() (httpapi.Options, error) {
 	var o httpapi.Options
 	var err error
-	if o.SigningKey, err = signingKey(c.signingKeyFile); err != nil {
+	if o.Session.SigningKey, err = signingKey(c.signingKeyFile); err != nil {
 		return o, usageError{err}
 	}
 	entries, err := apiKeys(c.apiKeys, c.apiKeyFile)
@@ -223,14 +223,14 @@ func (c serveConfig) options() (httpapi.Options, error) {
 	if c.concurrency < 0 {
 		return o, usageError{errors.New("--concurrency must not be negative")}
 	}
-	if o.Limits, err = c.limits.limits(); err != nil {
+	if o.Session.Limits, err = c.limits.limits(); err != nil {
 		return o, usageError{err}
 	}
 	sizes := []struct {
 		flag string
 		val  string
 		dst  *int64
-	}{{"max-state-size", c.maxState, &o.MaxStateSize}, {"max-body", c.maxBody, &o.MaxBody}, {"max-files-size", c.maxFiles, &o.MaxFileBytes}}
+	}{{"max-state-size", c.maxState, &o.Session.MaxStateSize}, {"max-body", c.maxBody, &o.MaxBody}, {"max-files-size", c.maxFiles, &o.MaxFileBytes}}
 	for _, s := range sizes {
 		if *s.dst, err = parseBytes(s.val); err != nil {
 			return o, usageError{fmt.Errorf("--%s: %v", s.flag, err)}
@@ -252,7 +252,7 @@ func (c serveConfig) options() (httpapi.Options, error) {
 			return o, usageError{err}
 		}
 	}
-	o.CaptureOnError, o.DisablePersistence = c.captureOnError, c.noPersistence
+	o.Session.CaptureOnError, o.Session.Ephemeral = c.captureOnError, c.noPersistence
 	if c.healthTimeout < 0 {
 		return o, usageError{errors.New("--health-timeout must not be negative")}
 	}
@@ -558,7 +558,7 @@ func (b *service) build(ctx context.Context) (context.Context, error) {
 		return ctx, usageError{err}
 	}
 	b.closers = append(b.closers, stopTelemetry)
-	if opts.Telemetry = tel.Telemetry; opts.Telemetry != nil {
+	if opts.Session.Telemetry = tel.Telemetry; opts.Session.Telemetry != nil {
 		// GET /metrics serves every instrument, OTLP or not (without the
 		// SDK, OTEL_SDK_DISABLED, the API keeps metrics of its own).
 		opts.Metrics = metrics
@@ -636,7 +636,7 @@ func (b *service) openBackends(ctx context.Context, conns []*mcpConnection) erro
 		return usageError{err}
 	}
 	o := &b.opts
-	o.Store, o.Engine, o.Logger, o.Functions, o.Stubs = st, engine, log, mcp.reg, mcp.stubs(stubs)
+	o.Session.Store, o.Session.Engine, o.Logger, o.Functions, o.Stubs = st, engine, log, mcp.reg, mcp.stubs(stubs)
 	// The type checker is compiled at the first request that asks for a
 	// check, into the same cache as the interpreter.
 	checkerOpts := []typecheck.Option{typecheck.WithLogger(log)}
@@ -652,14 +652,14 @@ func (b *service) openBackends(ctx context.Context, conns []*mcpConnection) erro
 	// caller's at a time, whichever surface it came through. Closed after
 	// the handlers (its sessions' interpreters are the API's pool's).
 	keep := 0
-	if o.DisablePersistence {
+	if o.Session.Ephemeral {
 		keep = -1
 	}
 	keeper := session.NewManager(session.Options{Store: st}, session.ManagerOptions{MaxLive: keep, IdleTimeout: 5 * time.Minute, Warm: -1})
 	b.closers = append(b.closers, keeper.Close)
 	o.Keeper = keeper
 	// A monty.v1 session that names no profile gets serve's own flags.
-	b.defaults = server.Profile{Limits: o.Limits, Mounts: o.Mounts, Host: mcp.host(), Tools: mcp.reg}
+	b.defaults = server.Profile{Limits: o.Session.Limits, Mounts: o.Mounts, Host: mcp.host(), Tools: mcp.reg}
 	return nil
 }
 
@@ -686,10 +686,10 @@ func (b *service) newHandlers(ctx context.Context) error {
 	}
 	b.closers = append(b.closers, closeProfiles)
 	b.profiles = len(profiles) - 1
-	wsOpts.Engine, wsOpts.APIKeys, wsOpts.Profiles = opts.Engine, opts.APIKeys, profiles
-	wsOpts.Checker, wsOpts.Telemetry, wsOpts.Logger = opts.Checker, opts.Telemetry, b.log
-	if !opts.DisablePersistence {
-		wsOpts.Store, wsOpts.SigningKey, wsOpts.MaxStateSize, wsOpts.Keeper = opts.Store, opts.SigningKey, opts.MaxStateSize, opts.Keeper
+	wsOpts.Engine, wsOpts.APIKeys, wsOpts.Profiles = opts.Session.Engine, opts.APIKeys, profiles
+	wsOpts.Checker, wsOpts.Telemetry, wsOpts.Logger = opts.Checker, opts.Session.Telemetry, b.log
+	if !opts.Session.Ephemeral {
+		wsOpts.Store, wsOpts.SigningKey, wsOpts.MaxStateSize, wsOpts.Keeper = opts.Session.Store, opts.Session.SigningKey, opts.Session.MaxStateSize, opts.Keeper
 	}
 	if b.ws, err = server.New(ctx, wsOpts); err != nil {
 		return err
@@ -756,15 +756,15 @@ func (b *service) logStart(scheme, addr string) {
 	if len(opts.APIKeys) == 0 {
 		log.Warn("no API keys configured: every client can use every session (set --api-key, MONTY_API_KEYS or --api-key-file)")
 	}
-	if opts.DisablePersistence {
+	if opts.Session.Ephemeral {
 		log.Warn("state persistence is off (--state-persistence=false): every execution starts empty and nothing is stored")
 	}
 	onCorrupt := corruptFresh
 	if opts.FailOnCorruptState {
 		onCorrupt = corruptFail
 	}
-	log.Info("session state", "persistence", !opts.DisablePersistence, "capture_on_error", opts.CaptureOnError, "max_state_size", opts.MaxStateSize,
-		"on_corrupt_state", onCorrupt, "store", describeStore(opts.Store, b.storeOpts))
+	log.Info("session state", "persistence", !opts.Session.Ephemeral, "capture_on_error", opts.Session.CaptureOnError, "max_state_size", opts.Session.MaxStateSize,
+		"on_corrupt_state", onCorrupt, "store", describeStore(opts.Session.Store, b.storeOpts))
 	log.Info("monty.v1 WebSocket sessions", "url", strings.Replace(scheme, "http", "ws", 1)+"://"+addr+"/",
 		"stored", wsOpts.Store != nil, "profiles", b.profiles, "max_conns", wsOpts.MaxConns, "max_conns_per_key", wsOpts.MaxConnsPerKey,
 		"idle_timeout", wsOpts.IdleTimeout, "turn_timeout", wsOpts.TurnTimeout)
@@ -772,7 +772,7 @@ func (b *service) logStart(scheme, addr string) {
 	// named key, so the operator sees it was not taken whole.
 	keyNames := slices.Sorted(maps.Values(opts.KeyNames))
 	log.Info("listening", "addr", addr, "url", scheme+"://"+addr, "api_keys", len(opts.APIKeys), "key_names", keyNames,
-		"concurrency", b.h.Capacity(), "max_duration", opts.Limits.MaxDuration, "max_memory", opts.Limits.MaxMemory, "max_result", b.h.Limits().MaxResult,
+		"concurrency", b.h.Capacity(), "max_duration", opts.Session.Limits.MaxDuration, "max_memory", opts.Session.Limits.MaxMemory, "max_result", b.h.Limits().MaxResult,
 		"mounts", mountList(opts.Mounts), "max_files_size", opts.MaxFileBytes)
 	if !opts.DisableConsole {
 		log.Info("operator console", "url", scheme+"://"+addr+"/ui/", "open", len(opts.APIKeys) == 0)

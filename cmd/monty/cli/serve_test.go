@@ -151,8 +151,8 @@ func TestServeMaxResult(t *testing.T) {
 			t.Fatal(err)
 		}
 		o, err := c.options()
-		if err != nil || o.Limits.MaxResult != tc.want {
-			t.Errorf("--max-memory %q --max-result %q: MaxResult %d (%v), want %d", tc.memory, tc.result, o.Limits.MaxResult, err, tc.want)
+		if err != nil || o.Session.Limits.MaxResult != tc.want {
+			t.Errorf("--max-memory %q --max-result %q: MaxResult %d (%v), want %d", tc.memory, tc.result, o.Session.Limits.MaxResult, err, tc.want)
 		}
 	}
 	if serveEnv["max-result"] != "MONTY_MAX_RESULT" {
@@ -176,8 +176,8 @@ func TestServeMaxHostCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		o, err := c.options()
-		if err != nil || o.Limits.MaxHostCalls != want {
-			t.Errorf("--max-host-calls %q: MaxHostCalls %d (%v), want %d", flagValue, o.Limits.MaxHostCalls, err, want)
+		if err != nil || o.Session.Limits.MaxHostCalls != want {
+			t.Errorf("--max-host-calls %q: MaxHostCalls %d (%v), want %d", flagValue, o.Session.Limits.MaxHostCalls, err, want)
 		}
 	}
 	if serveEnv["max-host-calls"] != "MONTY_MAX_HOST_CALLS" {

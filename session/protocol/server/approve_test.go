@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/mcpclient"
 	pb "github.com/monty-go/monty/session/protocol/montypb"
@@ -62,8 +63,15 @@ func approvalServers(t *testing.T, wp *wiper) (*testServer, *httptest.Server) {
 		o.Profiles = map[string]server.Profile{"": {Host: reg.Host(), Tools: reg}}
 		o.Keeper = keeper
 	})
-	h, err := httpapi.New(httpapi.Options{Store: st, SigningKey: []byte("signing-key-0123456789"), APIKeys: []string{key},
-		KeyNames: map[string]string{key: "ops"}, Functions: reg, Engine: testEngine(t), Logger: slog.New(slog.DiscardHandler), DisableConsole: true, Keeper: keeper})
+	h, err := httpapi.New(httpapi.Options{
+		Session:        session.Options{Store: st, SigningKey: []byte("signing-key-0123456789"), Engine: testEngine(t)},
+		APIKeys:        []string{key},
+		KeyNames:       map[string]string{key: "ops"},
+		Functions:      reg,
+		Logger:         slog.New(slog.DiscardHandler),
+		DisableConsole: true,
+		Keeper:         keeper,
+	})
 	require.NoError(t, err)
 	api := httptest.NewServer(h)
 	t.Cleanup(api.Close)

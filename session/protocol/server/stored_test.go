@@ -139,8 +139,13 @@ func sharedServers(t *testing.T) (*testServer, *httptest.Server) {
 	st := memstore.New(memstore.Options{})
 	keeper := newKeeper(t, st)
 	ws := start(t, st, func(o *server.Options) { o.Keeper = keeper })
-	h, err := httpapi.New(httpapi.Options{Store: st, SigningKey: []byte("signing-key-0123456789"), APIKeys: []string{key, "server-test-key-2"},
-		Engine: testEngine(t), Logger: slog.New(slog.DiscardHandler), DisableConsole: true, Keeper: keeper})
+	h, err := httpapi.New(httpapi.Options{
+		Session:        session.Options{Store: st, SigningKey: []byte("signing-key-0123456789"), Engine: testEngine(t)},
+		APIKeys:        []string{key, "server-test-key-2"},
+		Logger:         slog.New(slog.DiscardHandler),
+		DisableConsole: true,
+		Keeper:         keeper,
+	})
 	require.NoError(t, err)
 	api := httptest.NewServer(h)
 	t.Cleanup(api.Close)
