@@ -34,7 +34,7 @@ func (h *Handler) mountConsole() error {
 		ns, _ := h.keys.Namespace(k)
 		b.namespaces[ns] = true
 	}
-	c, err := console.New(b, h.opts.Session.SigningKey, console.Options{})
+	c, err := console.New(b, h.opts.Session.SigningKey, console.Options{Guard: h.guard})
 	if err != nil {
 		return fmt.Errorf("%w: the operator console: %w", ErrConfig, err)
 	}

@@ -247,6 +247,13 @@ type Options struct {
 	// HealthTimeout bounds the store round trip of GET /health/store
 	// (default DefaultHealthTimeout).
 	HealthTimeout time.Duration
+	// AuthGuard counts failed authentications by client address (the
+	// API's x-api-key and its console's sign-in): past its threshold an
+	// address's failures get 429 "too_many_auth_failures" with
+	// Retry-After, and a valid key still works. Nil: a Guard of the
+	// Handler's own, with apikey's defaults. monty serve shares one with
+	// its monty.v1 server.
+	AuthGuard *apikey.Guard
 	// DisableConsole removes the operator console (package console) from
 	// /ui: its paths then answer 404 as any unknown path does. By default
 	// it is served, behind the same API keys as the API (docs/http.md,
@@ -277,6 +284,7 @@ type Handler struct {
 	poolOnce  sync.Once
 	pool      *runtime.Pool    // warm interpreters, started on first use
 	keeper    *session.Manager // sessions claimed by requests, and open between them
+	guard     *apikey.Guard    // failed authentications by address
 	ownKeeper bool             // keeper is the Handler's: closed with it
 
 	probe probe // GET /health/store
@@ -311,6 +319,9 @@ func New(opts Options) (*Handler, error) {
 		h.ownKeeper = true
 	}
 	h.keys = apikey.New(opts.APIKeys)
+	if h.guard = opts.AuthGuard; h.guard == nil {
+		h.guard = apikey.NewGuard(apikey.GuardOptions{})
+	}
 	h.names = map[string]string{}
 	for key, name := range opts.KeyNames {
 		ns, ok := h.keys.Namespace(key)
@@ -671,10 +682,22 @@ func (h *Handler) route(pattern, name string, f func(w http.ResponseWriter, r *h
 	h.mux.HandleFunc(pattern, h.instrument(name, func(w http.ResponseWriter, r *http.Request) *apiError {
 		ns, ok := h.namespace(r.Header.Get("x-api-key"))
 		if !ok {
-			return &apiError{status: http.StatusUnauthorized, code: "unauthorized", msg: "missing or unknown x-api-key header"}
+			return h.authFailed(w, r)
 		}
 		return f(w, r, ns)
 	}))
+}
+
+// authFailed is the answer to a request with a missing or unknown key:
+// 401, or 429 once its address failed too often (Options.AuthGuard).
+func (h *Handler) authFailed(w http.ResponseWriter, r *http.Request) *apiError {
+	client := h.guard.Client(r)
+	if d := h.guard.Failed(client); d > 0 {
+		w.Header().Set("Retry-After", apikey.RetryAfter(d))
+		h.log.LogAttrs(r.Context(), slog.LevelWarn, "authentication failures over the limit; refusing", slog.String("client", client))
+		return &apiError{status: http.StatusTooManyRequests, code: "too_many_auth_failures", msg: "too many requests with a missing or unknown API key from this address; wait for Retry-After, then send a valid x-api-key"}
+	}
+	return &apiError{status: http.StatusUnauthorized, code: "unauthorized", msg: "missing or unknown x-api-key header"}
 }
 
 // namespace returns the store id prefix of an API key (see package apikey).

@@ -25,6 +25,7 @@ import (
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/protocol/server"
 	"github.com/monty-go/monty/session/store"
@@ -57,28 +58,29 @@ flags:
 
 // serveFlags maps flag names to the environment variables that set them.
 var serveEnv = map[string]string{
-	"addr":             "MONTY_ADDR",
-	"store":            "MONTY_STORE",
-	"api-key-file":     "MONTY_API_KEY_FILE",
-	"signing-key-file": "MONTY_SIGNING_KEY_FILE",
-	"max-duration":     "MONTY_MAX_DURATION",
-	"max-memory":       "MONTY_MAX_MEMORY",
-	"max-recursion":    "MONTY_MAX_RECURSION",
-	"max-int-bits":     "MONTY_MAX_INT_BITS",
-	"max-host-calls":   "MONTY_MAX_HOST_CALLS",
-	"max-output":       "MONTY_MAX_OUTPUT",
-	"max-result":       "MONTY_MAX_RESULT",
-	"max-state-size":   "MONTY_MAX_STATE_SIZE",
-	"max-files-size":   "MONTY_MAX_FILES_SIZE",
-	"max-body":         "MONTY_MAX_BODY",
-	"concurrency":      "MONTY_CONCURRENCY",
-	"hot-sessions":     "MONTY_HOT_SESSIONS",
-	"shutdown-timeout": "MONTY_SHUTDOWN_TIMEOUT",
-	"tls-cert":         "MONTY_TLS_CERT",
-	"tls-key":          "MONTY_TLS_KEY",
-	"log-format":       "MONTY_LOG_FORMAT",
-	"log-level":        "MONTY_LOG_LEVEL",
-	"cache-dir":        runtime.CacheDirEnv,
+	"addr":                "MONTY_ADDR",
+	"store":               "MONTY_STORE",
+	"api-key-file":        "MONTY_API_KEY_FILE",
+	"signing-key-file":    "MONTY_SIGNING_KEY_FILE",
+	"max-duration":        "MONTY_MAX_DURATION",
+	"max-memory":          "MONTY_MAX_MEMORY",
+	"max-recursion":       "MONTY_MAX_RECURSION",
+	"max-int-bits":        "MONTY_MAX_INT_BITS",
+	"max-host-calls":      "MONTY_MAX_HOST_CALLS",
+	"max-output":          "MONTY_MAX_OUTPUT",
+	"max-result":          "MONTY_MAX_RESULT",
+	"max-state-size":      "MONTY_MAX_STATE_SIZE",
+	"max-files-size":      "MONTY_MAX_FILES_SIZE",
+	"max-body":            "MONTY_MAX_BODY",
+	"concurrency":         "MONTY_CONCURRENCY",
+	"hot-sessions":        "MONTY_HOT_SESSIONS",
+	"trust-forwarded-for": "MONTY_TRUST_FORWARDED_FOR",
+	"shutdown-timeout":    "MONTY_SHUTDOWN_TIMEOUT",
+	"tls-cert":            "MONTY_TLS_CERT",
+	"tls-key":             "MONTY_TLS_KEY",
+	"log-format":          "MONTY_LOG_FORMAT",
+	"log-level":           "MONTY_LOG_LEVEL",
+	"cache-dir":           runtime.CacheDirEnv,
 	// Seed 004's state settings (docs/service.md).
 	"state-persistence":      "MONTY_STATE_PERSISTENCE",
 	"state-capture-on-error": "MONTY_STATE_CAPTURE_ON_ERROR",
@@ -101,6 +103,7 @@ type serveConfig struct {
 	maxState, maxBody, maxFiles             string
 	concurrency                             int
 	hotSessions                             int
+	trustForwardedFor                       bool
 	tlsCert, tlsKey                         string
 	logFormat, logLevel, cacheDir           string
 	stubsFile                               string
@@ -156,6 +159,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	c.mounts = addMountFlags(fs)
 	c.connect = addConnectFlags(fs)
 	fs.Var((*negatedBool)(&c.noPersistence), "state-persistence", "keep session state between executions (false: every execution starts empty and nothing is stored) (default true)")
+	fs.BoolVar(&c.trustForwardedFor, "trust-forwarded-for", false, "count failed API key checks by the first address of X-Forwarded-For, as a proxy in front sets it (only behind one: a client could name any address); by default the connection's address counts")
 	fs.BoolVar(&c.captureOnError, "state-capture-on-error", false, "store the state an execution leaves when its code raises (default: such an execution leaves the session as it was)")
 	fs.StringVar(&c.stateTTL, "state-ttl", "", "how long a session's state lives after its last write, in the store or a HOT,COLD pair's HOT store: a `DURATION` like 2h, seconds, or never (default: the store's: 2h in Redis, 7d in S3, never in a directory)")
 	fs.StringVar(&c.archiveAfter, "state-archive-after", "", "with --store HOT,COLD: copy state into COLD after this `DURATION` without a write (default 30m)")
@@ -651,13 +655,16 @@ func (b *service) openBackends(ctx context.Context, conns []*mcpConnection) erro
 	// One keeper of live sessions for both surfaces: a session is one
 	// caller's at a time, whichever surface it came through. Closed after
 	// the handlers (its sessions' interpreters are the API's pool's).
-	keep := 0
+	keep := b.c.hotSessions // 0: the keeper's default, -1: none
 	if o.Session.Ephemeral {
 		keep = -1
 	}
 	keeper := session.NewManager(session.Options{Store: st}, session.ManagerOptions{MaxLive: keep, IdleTimeout: 5 * time.Minute, Warm: -1})
 	b.closers = append(b.closers, keeper.Close)
 	o.Keeper = keeper
+	// One count of failed API key checks for the API, its console and
+	// monty.v1.
+	o.AuthGuard = apikey.NewGuard(apikey.GuardOptions{TrustForwardedFor: b.c.trustForwardedFor})
 	// A monty.v1 session that names no profile gets serve's own flags.
 	b.defaults = server.Profile{Limits: o.Session.Limits, Mounts: o.Mounts, Host: mcp.host(), Tools: mcp.reg}
 	return nil
@@ -687,7 +694,7 @@ func (b *service) newHandlers(ctx context.Context) error {
 	b.closers = append(b.closers, closeProfiles)
 	b.profiles = len(profiles) - 1
 	wsOpts.Engine, wsOpts.APIKeys, wsOpts.Profiles = opts.Session.Engine, opts.APIKeys, profiles
-	wsOpts.Checker, wsOpts.Telemetry, wsOpts.Logger = opts.Checker, opts.Session.Telemetry, b.log
+	wsOpts.Checker, wsOpts.Telemetry, wsOpts.Logger, wsOpts.Guard = opts.Checker, opts.Session.Telemetry, b.log, opts.AuthGuard
 	if !opts.Session.Ephemeral {
 		wsOpts.Store, wsOpts.SigningKey, wsOpts.MaxStateSize, wsOpts.Keeper = opts.Session.Store, opts.Session.SigningKey, opts.Session.MaxStateSize, opts.Keeper
 	}

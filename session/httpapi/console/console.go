@@ -30,6 +30,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/monty-go/monty/session/apikey"
 )
 
 // Errors a Backend returns, for use with errors.Is.
@@ -194,6 +196,10 @@ type Check struct {
 type Options struct {
 	// SignInTTL is how long a sign-in lasts: 0 means DefaultSignInTTL.
 	SignInTTL time.Duration
+	// Guard counts the sign-ins with keys that are not accepted, by
+	// address (shared with the API the console is part of): past its
+	// threshold they are answered 429. Nil counts none.
+	Guard *apikey.Guard
 }
 
 // DefaultSignInTTL is how long a sign-in lasts when Options.SignInTTL is 0.
@@ -201,9 +207,10 @@ const DefaultSignInTTL = 8 * time.Hour
 
 // Console serves the pages under /ui. It is safe for concurrent use.
 type Console struct {
-	b    Backend
-	auth *auth
-	mux  *http.ServeMux
+	b     Backend
+	auth  *auth
+	guard *apikey.Guard
+	mux   *http.ServeMux
 }
 
 // New returns a Console to mount at /ui/ (its handler expects the full
@@ -223,7 +230,7 @@ func New(b Backend, secret []byte, opts Options) (*Console, error) {
 	if opts.SignInTTL == 0 {
 		opts.SignInTTL = DefaultSignInTTL
 	}
-	c := &Console{b: b, auth: newAuth(secret, opts.SignInTTL), mux: http.NewServeMux()}
+	c := &Console{b: b, auth: newAuth(secret, opts.SignInTTL), guard: opts.Guard, mux: http.NewServeMux()}
 	c.routes()
 	return c, nil
 }

@@ -20,6 +20,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/monty-go/monty/session/store/tiered"
+
+	"github.com/monty-go/monty/session/apikey"
 )
 
 //go:embed templates/*.html static/*
@@ -166,6 +168,12 @@ func (c *Console) signInForm(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	ns, ok := c.b.Namespace(r.PostFormValue("key"))
 	if !ok {
+		if d := c.guard.Failed(c.guard.Client(r)); d > 0 {
+			w.Header().Set("Retry-After", apikey.RetryAfter(d))
+			c.render(w, http.StatusTooManyRequests, "signin", view{Title: "Sign in",
+				Error: fmt.Sprintf("too many keys that are not accepted from this address: try again in %s", d.Round(time.Second))})
+			return
+		}
 		c.render(w, http.StatusUnauthorized, "signin", view{Title: "Sign in", Error: "that API key is not accepted by this server"})
 		return
 	}

@@ -148,6 +148,12 @@ type Options struct {
 	FrameTimeout time.Duration
 	// Checker type-checks for sessions that ask (typecheck.Default when nil).
 	Checker *typecheck.Checker
+	// Guard counts failed authentications by client address (shared with
+	// the HTTP API of the same instance): past its threshold an address's
+	// upgrades with a missing or unknown key are refused 429 with
+	// Retry-After. Nil: a Guard of the server's own, with apikey's
+	// defaults.
+	Guard *apikey.Guard
 	// Keeper is the keeper of sessions the server shares with the process's
 	// other surfaces (monty serve's HTTP API): a connection claims its
 	// session for as long as it holds it, so that no request runs it
@@ -217,6 +223,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Guard == nil {
+		opts.Guard = apikey.NewGuard(apikey.GuardOptions{})
+	}
 	if opts.Engine == nil {
 		e, err := runtime.Default(ctx)
 		if err != nil {
@@ -266,6 +275,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ns, ok := s.keys.Namespace(apikey.FromRequest(r))
 	if !ok {
+		client := s.opts.Guard.Client(r)
+		if d := s.opts.Guard.Failed(client); d > 0 {
+			w.Header().Set("Retry-After", apikey.RetryAfter(d))
+			http.Error(w, "too many upgrades with a missing or unknown API key from this address; wait for Retry-After", http.StatusTooManyRequests)
+			s.log.Warn("monty.v1 connection refused", "reason", "authentication failures over the limit", "client", client)
+			return
+		}
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		http.Error(w, "missing or unknown API key: send it in x-api-key or Authorization: Bearer", http.StatusUnauthorized)
 		s.log.Info("monty.v1 connection refused", "reason", "unauthorized", "remote", r.RemoteAddr)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/protocol"
 	pb "github.com/monty-go/monty/session/protocol/montypb"
 	"github.com/monty-go/monty/session/protocol/server"
@@ -561,4 +562,22 @@ func TestDurationCeilings(t *testing.T) {
 		assert.Equal(t, "TimeoutError", exc.GetExcType())
 		assert.Regexp(t, tc.want, exc.GetMessage(), "asked %v", tc.asked)
 	}
+}
+
+func TestFailedUpgradesBackOff(t *testing.T) {
+	guard := apikey.NewGuard(apikey.GuardOptions{MaxFailures: 2})
+	s := start(t, memstore.New(memstore.Options{}), func(o *server.Options) { o.Guard = guard })
+	for i := range 3 {
+		_, resp, err := dial(t, s.url, http.Header{"X-Api-Key": {"guess-000" + string(rune('0'+i))}})
+		require.Error(t, err)
+		require.NotNil(t, resp)
+		if i < 2 {
+			assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+			continue
+		}
+		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+		assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+	}
+	c := s.dial(t) // a good key still works
+	assert.Equal(t, object.Int(2), value(t, c.turn(feedAfter(c, "1 + 1"))))
 }
