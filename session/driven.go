@@ -163,14 +163,14 @@ func (d *Driven) Driver() *Driver {
 // Dump returns the stored REPL dump, whole (nil when nothing is stored).
 // A driver that loads it into a REPL passes that REPL to Bind.
 func (d *Driven) Dump() ([]byte, error) {
-	b := d.state.saved
-	if b == nil || b.Parts == nil {
-		if b == nil {
-			return nil, nil
-		}
+	switch b := d.state.saved; {
+	case b == nil:
+		return nil, nil
+	case b.Parts == nil:
 		return b.Dump, nil
+	default:
+		return b.Parts.join(d.opts.Engine, d.opts.Limits.MaxMemory)
 	}
-	return b.Parts.join(d.opts.Engine, d.opts.Limits.MaxMemory)
 }
 
 // Bind says that repl was loaded from Dump, so that the next Save of it

@@ -45,9 +45,12 @@ type StateInfo struct {
 
 // PausedInfo is the run a session waits on (StateInfo.Paused).
 type PausedInfo struct {
-	RunID      string         `json:"run_id"`
-	Calls      []ToolCallInfo `json:"calls"`
-	RunExpires string         `json:"run_expires"`
+	// RunID is the run_id POST /runs/{run_id}/resume takes.
+	RunID string `json:"run_id"`
+	// Calls are the calls the run waits on.
+	Calls []ToolCallInfo `json:"calls"`
+	// RunExpires is when the run stops waiting (RFC 3339).
+	RunExpires string `json:"run_expires"`
 }
 
 // UploadResponse is the body of a 201 answer to POST /state/{id}.

@@ -70,7 +70,9 @@ func (w *Worker) Snapshot(ctx context.Context) ([]byte, error) {
 // state the worker runs, for a store that dumps the REPL itself
 // (session.Driven).
 type Live struct {
-	Header      []byte
+	// Header is the configuration and clocks, as a dump starts with them.
+	Header []byte
+	// Interpreter runs REPL, the session's.
 	Interpreter *runtime.Interpreter
 	REPL        *runtime.REPL
 	// Feed is the suspended feed, nil when the REPL is idle.

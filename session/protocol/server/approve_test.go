@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -17,12 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/object"
-	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/mcpclient"
 	pb "github.com/monty-go/monty/session/protocol/montypb"
-	"github.com/monty-go/monty/session/protocol/server"
-	"github.com/monty-go/monty/session/store/memstore"
 	"github.com/monty-go/monty/session/tools"
 )
 
@@ -51,31 +47,6 @@ func (wp *wiper) registry(t *testing.T) *tools.Registry {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ns.Close() })
 	return reg
-}
-
-// approvalServers are a monty.v1 server whose default profile has the
-// wiper, and the HTTP API beside it, as `monty serve --connect` runs them.
-func approvalServers(t *testing.T, wp *wiper) (*testServer, *httptest.Server) {
-	st := memstore.New(memstore.Options{})
-	reg := wp.registry(t)
-	keeper := newKeeper(t, st)
-	ws := start(t, st, func(o *server.Options) {
-		o.Profiles = map[string]server.Profile{"": {Host: reg.Host(), Tools: reg}}
-		o.Keeper = keeper
-	})
-	h, err := httpapi.New(httpapi.Options{
-		Session:        session.Options{Store: st, SigningKey: []byte("signing-key-0123456789"), Engine: testEngine(t)},
-		APIKeys:        []string{key},
-		KeyNames:       map[string]string{key: "ops"},
-		Functions:      reg,
-		Logger:         slog.New(slog.DiscardHandler),
-		DisableConsole: true,
-		Keeper:         keeper,
-	})
-	require.NoError(t, err)
-	api := httptest.NewServer(h)
-	t.Cleanup(api.Close)
-	return ws, api
 }
 
 // feedAsync sends a feed and returns the channel its turn-ending event
@@ -132,7 +103,7 @@ func turnLimit(d time.Duration) *pb.ParentRequest {
 
 func TestApprovalOverMontyV1(t *testing.T) {
 	wp := &wiper{}
-	ws, api := approvalServers(t, wp)
+	ws, api := sharedServers(t, wp.registry(t))
 
 	// Approved: the feed waits, the server makes the call, the feed ends
 	// with its result; the decision is kept with the session.
@@ -179,7 +150,7 @@ func TestApprovalOverMontyV1(t *testing.T) {
 
 func TestApprovalNotDecidedInTime(t *testing.T) {
 	wp := &wiper{}
-	ws, api := approvalServers(t, wp)
+	ws, api := sharedServers(t, wp.registry(t))
 	c := ws.dial(t)
 	sid := string(c.turn(turnLimit(time.Second)).GetSessionId())
 	done := feedAsync(c, "try:\n    await disk.wipe()\nexcept PermissionError as e:\n    out = str(e)\nout")

@@ -26,6 +26,7 @@ import (
 	"github.com/monty-go/monty/session/protocol/server"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/tools"
 )
 
 // park closes c and waits until s has parked its session.
@@ -133,15 +134,24 @@ func TestDamagedParkedSessionIsKeptAside(t *testing.T) {
 	}
 }
 
-// sharedServers are a monty.v1 server and an HTTP API over one store and
-// signing key, as `monty serve` runs them.
-func sharedServers(t *testing.T) (*testServer, *httptest.Server) {
+// sharedServers are a monty.v1 server and an HTTP API over one store,
+// signing key and keeper of sessions, as `monty serve` runs them. reg,
+// when set, has the MCP servers of both (the monty.v1 server's default
+// profile); the API names the decisions of the first key "ops".
+func sharedServers(t *testing.T, reg *tools.Registry) (*testServer, *httptest.Server) {
 	st := memstore.New(memstore.Options{})
 	keeper := newKeeper(t, st)
-	ws := start(t, st, func(o *server.Options) { o.Keeper = keeper })
+	ws := start(t, st, func(o *server.Options) {
+		o.Keeper = keeper
+		if reg != nil {
+			o.Profiles = map[string]server.Profile{"": {Host: reg.Host(), Tools: reg}}
+		}
+	})
 	h, err := httpapi.New(httpapi.Options{
 		Session:        session.Options{Store: st, SigningKey: []byte("signing-key-0123456789"), Engine: testEngine(t)},
 		APIKeys:        []string{key, "server-test-key-2"},
+		KeyNames:       map[string]string{key: "ops"},
+		Functions:      reg,
 		Logger:         slog.New(slog.DiscardHandler),
 		DisableConsole: true,
 		Keeper:         keeper,
@@ -189,7 +199,7 @@ func get(t *testing.T, api *httptest.Server, path string) (int, map[string]any) 
 }
 
 func TestOneSessionOnEverySurface(t *testing.T) {
-	ws, api := sharedServers(t)
+	ws, api := sharedServers(t, nil)
 
 	// Made over monty.v1, continued by /exec.
 	c := ws.dial(t)
@@ -245,7 +255,7 @@ func TestOneSessionOnEverySurface(t *testing.T) {
 }
 
 func TestAFeedParkedMidwayIsContinuedOnlyOverMontyV1(t *testing.T) {
-	ws, api := sharedServers(t)
+	ws, api := sharedServers(t, nil)
 	c := ws.dial(t)
 	sid := string(c.session())
 	ev := c.turn(feed("z = ask(1) + 1"))
