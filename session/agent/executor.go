@@ -278,8 +278,8 @@ type ClientToolArg struct {
 // ParseArgs decodes tool-call arguments. Errors match ErrBadArgs.
 func ParseArgs(raw json.RawMessage) (ToolArgs, error) {
 	var a struct {
-		Code        *string         `json:"code"`
-		SessionID   *string         `json:"session_id"`
+		Code           *string         `json:"code"`
+		SessionID      *string         `json:"session_id"`
 		TypeCheck      *bool           `json:"type_check"`
 		ClientTools    []ClientToolArg `json:"client_tools"`
 		IdempotencyKey string          `json:"idempotency_key"`
