@@ -24,6 +24,25 @@ const (
 	MaxKeyLength = 255
 )
 
+// ErrStateChanged matches the error of a call whose ExecOptions.IfState
+// names another state than the stored one: nothing ran.
+var ErrStateChanged = errors.New("session: the stored state is not the one the call expects")
+
+// checkState refuses a call expecting the stored state want
+// (ExecOptions.IfState; "" expects nothing) when the store holds another.
+func (s *Session) checkState(want string) error {
+	if want == "" {
+		return nil
+	}
+	switch got := s.state.info.SHA256; {
+	case s.state.saved == nil:
+		return fmt.Errorf("%w: session %s has no stored state (it was never stored, or the store lost or deleted it)", ErrStateChanged, s.id)
+	case want != "*" && got != want:
+		return fmt.Errorf("%w: session %s's stored state is %s, not %s", ErrStateChanged, s.id, got, want)
+	}
+	return nil
+}
+
 // ErrKeyReused matches the error of a call whose idempotency key an
 // earlier, different request of the session used (*KeyReusedError).
 var ErrKeyReused = errors.New("session: idempotency key already used for a different request")

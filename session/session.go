@@ -428,6 +428,9 @@ func (s *Session) ExecOptions(ctx context.Context, code string, o ExecOptions) (
 	if res, err := s.startKeyed(o.Idempotency); res != nil || err != nil {
 		return res, err
 	}
+	if err := s.checkState(o.IfState); err != nil {
+		return nil, err
+	}
 	s.keyed = o.Idempotency
 	defer func() { s.keyed = nil }()
 	if o.TypeCheck != nil {

@@ -49,6 +49,13 @@ type ExecOptions struct {
 	// RunTTL is how long a paused run waits for Resume; 0 means
 	// DefaultRunTTL.
 	RunTTL time.Duration
+	// IfState, when set, runs the call only on the stored state whose
+	// SHA-256 (Result.StateHash) it is, or "*" on any stored state: when
+	// the store holds another state, or none (it was lost, or deleted),
+	// the call fails with ErrStateChanged and nothing runs. A client that
+	// expects its session's state uses it so that a session the store
+	// lost is never silently continued as an empty one.
+	IfState string
 	// Idempotency, when set, makes the call safe to retry: its key is
 	// stored with the state it leaves, and a call with the same key
 	// replays its answer (Result.Replay) instead of running; see

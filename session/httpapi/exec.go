@@ -175,6 +175,7 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 		return aerr
 	}
 	limits := h.limits(req.Limits)
+	ifState := strings.Trim(strings.TrimPrefix(strings.TrimSpace(r.Header.Get("If-Match")), "W/"), `"`)
 	if key != nil {
 		canonical, _ := json.Marshal(req)
 		key.fingerprint = fingerprint("exec", canonical)
@@ -212,6 +213,7 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 			},
 			do: func(ctx context.Context, s *session.Session, idem *session.Idempotency) (*session.Result, error) {
 				opts.Idempotency = idem
+				opts.IfState = ifState
 				return s.ExecOptions(ctx, req.Code, opts)
 			},
 		}
@@ -298,6 +300,11 @@ func (h *Handler) finish(ns, sessionID string, op sessionOp, out outcome, err er
 	if aerr := keyError(err, sessionID); aerr != nil {
 		h.metrics.execution("error")
 		return nil, aerr
+	}
+	if errors.Is(err, session.ErrStateChanged) {
+		h.metrics.execution("error")
+		return nil, &apiError{status: http.StatusPreconditionFailed, code: "precondition_failed", msg: fmt.Sprintf(
+			"session %q's stored state is not the one named by If-Match (it changed since, or the store lost it: GET /state/%s/info says which); nothing ran", sessionID, sessionID)}
 	}
 	if aerr := typeCheckError(err); aerr != nil {
 		h.metrics.execution("type_error")

@@ -212,3 +212,23 @@ func TestIdempotentUpload(t *testing.T) {
 	status, _, data = c.do("POST", "/state/u", blob, "Idempotency-Key", "up")
 	wantError(t, "other If-Match", status, data, http.StatusUnprocessableEntity, "idempotency_key_reused")
 }
+
+// If-Match on /exec runs the code only on the stored state it names ("*":
+// any): a session the store lost is refused with 412, never continued as
+// an empty one.
+func TestExecIfMatch(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	c := s.client("")
+	first := c.run("m", "log = [1]")
+	body, _ := json.Marshal(map[string]any{"session_id": "m", "code": "log.append(2)\nlog"})
+	status, _, data := c.do("POST", "/exec", body, "If-Match", `"`+first.StateHash+`"`)
+	require.Equal(t, http.StatusOK, status, "%s", data)
+	status, _, data = c.do("POST", "/exec", body, "If-Match", `"`+first.StateHash+`"`)
+	wantError(t, "stale hash", status, data, http.StatusPreconditionFailed, "precondition_failed")
+
+	require.NoError(t, s.store.Delete(context.Background(), "public/m")) // the store lost it
+	status, _, data = c.do("POST", "/exec", body, "If-Match", "*")
+	wantError(t, "lost session", status, data, http.StatusPreconditionFailed, "precondition_failed")
+	_, err := s.store.Get(context.Background(), "public/m")
+	require.Error(t, err, "nothing was stored in its place")
+}
