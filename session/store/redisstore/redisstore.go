@@ -126,8 +126,13 @@ const (
 // modified, expires} (µs as decimal strings; expires "0" when none).
 // Times are microseconds so that Lua's doubles hold them exactly.
 var putScript = redis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], 'v', 'c', 'm')
+local cur = redis.call('HMGET', KEYS[1], 'v', 'c', 'm', 'e')
 local exists = cur[1] ~= false
+if exists and cur[1] == ARGV[3] then
+  -- This very write, run again (the client retried a call whose reply
+  -- was lost): it is stored already.
+  return {1, cur[2], cur[3], cur[4]}
+end
 if ARGV[1] == 'absent' and exists then return {0, 'exists'} end
 if ARGV[1] == 'version' then
   if not exists then return {0, 'missing'} end

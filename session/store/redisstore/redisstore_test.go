@@ -1,11 +1,17 @@
 package redisstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/redis/go-redis/v9"
 
@@ -196,4 +202,104 @@ func TestUnavailable(t *testing.T) {
 
 func BenchmarkSaveLoad(b *testing.B) {
 	storetest.Bench(b, newStore(b, 0))
+}
+
+// TestPutReplyLost: the reply to a conditional Put that landed is lost
+// (the connection drops right after Redis answered), go-redis sends the
+// script again, and the retry meets the write the first one made: the
+// Put succeeds, as it did, instead of reporting a conflict with itself.
+func TestPutReplyLost(t *testing.T) {
+	ctx := storetest.Ctx(t)
+	direct := newStore(t, 0)
+	_, err := direct.Put(ctx, "warm", []byte("x"), store.Cond{}) // the script is loaded
+	require.NoError(t, err)
+
+	target := strings.TrimPrefix(storetest.RedisURL(t), "redis://")
+	target, _, _ = strings.Cut(target, "/")
+	var dropped atomic.Int32
+	proxy := dropFirstReply(t, target, []byte("lost-reply"), &dropped)
+	prefix := "monty-" + storetest.UniquePrefix(t)
+	s, err := redisstore.New(ctx, redisstore.Options{URL: "redis://" + proxy + "/" + redisDB(t), Prefix: prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Delete(context.Background(), "lost-reply"); _ = s.Close() })
+
+	info, err := s.Put(ctx, "lost-reply", []byte("data"), store.Cond{IfAbsent: true})
+	require.NoError(t, err)
+	require.Equal(t, int32(1), dropped.Load(), "a reply was dropped")
+	got, err := s.Get(ctx, "lost-reply")
+	require.NoError(t, err)
+	assert.Equal(t, info.Version, got.Info.Version)
+	_, err = s.Put(ctx, "lost-reply", []byte("other"), store.Cond{IfAbsent: true})
+	assert.ErrorIs(t, err, store.ErrConflict, "a true conflict is still one")
+}
+
+// redisDB is the database number of the test server's URL.
+func redisDB(t *testing.T) string {
+	_, db, ok := strings.Cut(strings.TrimPrefix(storetest.RedisURL(t), "redis://"), "/")
+	if !ok {
+		return "0"
+	}
+	db, _, _ = strings.Cut(db, "?")
+	return db
+}
+
+// dropFirstReply is a TCP proxy to target that passes everything but the
+// reply to the first command holding marker: once Redis answered it, the
+// client's connection is closed instead. It returns the proxy's address.
+func dropFirstReply(t *testing.T, target string, marker []byte, dropped *atomic.Int32) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = client.Close()
+				continue
+			}
+			var drop atomic.Bool
+			go func() { // client to server
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := client.Read(buf)
+					if n > 0 {
+						if bytes.Contains(buf[:n], marker) && dropped.Load() == 0 {
+							drop.Store(true)
+						}
+						if _, err := server.Write(buf[:n]); err != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
+				_ = server.Close()
+			}()
+			go func() { // server to client
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := server.Read(buf)
+					if n > 0 && drop.Load() && dropped.CompareAndSwap(0, 1) {
+						break // the reply is lost
+					}
+					if n > 0 {
+						if _, err := client.Write(buf[:n]); err != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
+				_ = client.Close()
+				_ = server.Close()
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
