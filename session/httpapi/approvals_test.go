@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -308,4 +310,32 @@ func TestStreamApprovals(t *testing.T) {
 	assert.Equal(t, httpapi.StatusCompleted, done.Status)
 	assert.JSONEq(t, `[3, "echo: hi"]`, string(done.Result))
 	assert.Equal(t, map[string]any{"type": "success"}, evs[len(evs)-1]["outcome"])
+}
+
+// A resume of a run another instance claimed to make its approved call is
+// 409 run_not_paused with Retry-After: the time left on the claim's
+// lease, after which the call is done or the run listed again.
+func TestClaimedRunSaysWhenToRetry(t *testing.T) {
+	m := newMCPTools()
+	st := memstore.New(memstore.Options{})
+	opts := httpapi.Options{Session: session.Options{Store: st}, Functions: m.approvalRegistry(t), ClaimLease: 30 * time.Second}
+	a := newServer(t, opts).client("")
+	opts.Functions = m.approvalRegistry(t)
+	b := newServer(t, opts).client("")
+	body, _ := json.Marshal(map[string]any{"code": "await everything.stall()", "limits": map[string]any{"duration_ms": 2000}})
+	status, _, data := a.do("POST", "/exec", body)
+	p := pausedAnswer(t, status, data)
+	approve := resumeBody(map[string]any{"id": p.Calls[0].ID, "approve": true})
+	done := make(chan int)
+	go func() {
+		status, _, _ := a.do("POST", "/runs/"+p.RunID+"/resume", approve)
+		done <- status
+	}()
+	require.Eventually(t, func() bool { return m.stallCalls.Load() == 1 }, 10*time.Second, 5*time.Millisecond, "the approved call is being made")
+	status, header, data := b.do("POST", "/runs/"+p.RunID+"/resume", approve)
+	wantError(t, "claimed elsewhere", status, data, http.StatusConflict, "run_not_paused")
+	wait, err := strconv.Atoi(header.Get("Retry-After"))
+	require.NoError(t, err, "Retry-After: %q", header.Get("Retry-After"))
+	assert.True(t, wait >= 25 && wait <= 30, "the claim's lease is left: %d s", wait)
+	<-done
 }

@@ -223,7 +223,7 @@ func toolResults(specs []ToolResultSpec) ([]session.ToolResult, *apiError) {
 func runError(err error, sessionID, runID string) *apiError {
 	switch {
 	case errors.Is(err, session.ErrRunClaimed):
-		return runClaimed(sessionID, runID)
+		return runClaimed(sessionID, runID, time.Time{})
 	case errors.Is(err, session.ErrRunNotPaused):
 		return runNotPaused(sessionID, runID)
 	case errors.Is(err, session.ErrRunExpired):
@@ -415,7 +415,7 @@ func (h *Handler) resumeRun(w http.ResponseWriter, r *http.Request, ns, apiRun s
 				case !time.Now().Before(p.Expires):
 					return runExpired(sessionID, apiRun)
 				case p.Claim != nil && time.Now().Before(p.Claim.Until):
-					return runClaimed(sessionID, apiRun)
+					return runClaimed(sessionID, apiRun, p.Claim.Until)
 				case p.Claim != nil:
 					return nil // the claim lapsed: the resume lists the run again
 				}
@@ -492,9 +492,14 @@ func (h *Handler) decider(ns string) string {
 
 // runClaimed is the answer to a resume of run runID of session sessionID
 // while another resume, here or on another instance, makes its approved
-// calls.
-func runClaimed(sessionID, runID string) *apiError {
-	return &apiError{status: http.StatusConflict, code: "run_not_paused", msg: fmt.Sprintf(
+// calls, under a claim until until (zero: unknown). Retry-After says when
+// to ask again: by then the claim is done, or has lapsed.
+func runClaimed(sessionID, runID string, until time.Time) *apiError {
+	wait := 1
+	if d := time.Until(until); d > time.Second {
+		wait = int((d + time.Second - 1) / time.Second)
+	}
+	return &apiError{status: http.StatusConflict, code: "run_not_paused", retryAfter: wait, msg: fmt.Sprintf(
 		"run %q of session %q is being resumed elsewhere: another resume claimed it to make its approved calls, and its outcome is stored when it is done; nothing was done for this request", runID, sessionID)}
 }
 
