@@ -14,6 +14,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,15 +52,28 @@ type Options struct {
 	// TTL is how long a blob lives after its last Put: DefaultTTL when
 	// zero, forever when negative.
 	TTL time.Duration
+	// Timeout bounds each call to the server (Get, Put, Stat, Delete),
+	// its retries included: past it the call fails with
+	// store.ErrUnavailable, so that a server that stops answering (a
+	// network partition that drops packets) fails requests instead of
+	// holding them. DefaultTimeout when zero.
+	Timeout time.Duration
 }
+
+// DefaultTimeout is Options.Timeout when it is zero.
+const DefaultTimeout = 5 * time.Second
+
+// errNoAnswer is the cause of a call that Options.Timeout ended.
+var errNoAnswer = errors.New("redisstore: no answer in time")
 
 // Store keeps blobs in Redis. It is safe for concurrent use by multiple
 // goroutines and by any number of processes sharing the server.
 type Store struct {
-	rdb    *redis.Client
-	prefix string
-	ttl    time.Duration
-	addr   string // for error messages, without credentials
+	rdb     *redis.Client
+	prefix  string
+	ttl     time.Duration
+	timeout time.Duration
+	addr    string // for error messages, without credentials
 }
 
 var _ store.Store = (*Store)(nil)
@@ -73,11 +87,15 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: redisstore: bad URL: %v (want redis://host:port/db)", store.ErrUnavailable, err)
 	}
+	// Deadlines of the callers' contexts (and Timeout's) bound the
+	// client's reads and writes, not only its own timeouts.
+	ropts.ContextTimeoutEnabled = true
 	s := &Store{
-		rdb:    redis.NewClient(ropts),
-		prefix: opts.Prefix,
-		ttl:    opts.TTL,
-		addr:   ropts.Addr,
+		rdb:     redis.NewClient(ropts),
+		prefix:  opts.Prefix,
+		ttl:     opts.TTL,
+		timeout: cmp.Or(opts.Timeout, DefaultTimeout),
+		addr:    ropts.Addr,
 	}
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
@@ -85,9 +103,11 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if s.ttl == 0 {
 		s.ttl = DefaultTTL
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		_ = s.rdb.Close()
-		return nil, s.unavailable("ping", err)
+		return nil, s.unavailable(ctx, "ping", err)
 	}
 	return s, nil
 }
@@ -98,8 +118,13 @@ func (s *Store) Client() *redis.Client { return s.rdb }
 // Prefix returns the key prefix in use.
 func (s *Store) Prefix() string { return s.prefix }
 
-func (s *Store) unavailable(op string, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+// unavailable is the error of operation op that failed with err under
+// ctx: store.ErrUnavailable, unless the caller's context ended (the
+// store's own Timeout ending the call is unavailability too).
+func (s *Store) unavailable(ctx context.Context, op string, err error) error {
+	if errors.Is(context.Cause(ctx), errNoAnswer) {
+		err = fmt.Errorf("no answer within %s", s.timeout)
+	} else if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("redisstore: %s: %w", op, err)
 	}
 	return fmt.Errorf("%w: redisstore: %s on %s: %v (check that Redis is running and reachable at that address)",
@@ -107,6 +132,11 @@ func (s *Store) unavailable(op string, err error) error {
 }
 
 func (s *Store) key(id string) string { return s.prefix + id }
+
+// bound is ctx for one call to the server, ended by Options.Timeout.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, s.timeout, errNoAnswer)
+}
 
 // Fields of the hash.
 const (
@@ -157,6 +187,8 @@ return {1, c, m, e}
 // Put stores data under id if cond holds, else it returns store.ErrConflict.
 // It (re)sets the key's expiry.
 func (s *Store) Put(ctx context.Context, id string, data []byte, cond store.Cond) (store.Info, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := store.CheckID(id); err != nil {
 		return store.Info{}, err
 	}
@@ -179,17 +211,17 @@ func (s *Store) Put(ctx context.Context, id string, data []byte, cond store.Cond
 	res, err := putScript.Run(ctx, s.rdb, []string{s.key(id)},
 		mode, cond.IfVersion, version, now, ttlMS, data, sum, len(data)).Slice()
 	if err != nil {
-		return store.Info{}, s.unavailable("put", err)
+		return store.Info{}, s.unavailable(ctx, "put", err)
 	}
 	if len(res) < 2 {
-		return store.Info{}, s.unavailable("put", fmt.Errorf("unexpected script result %v", res))
+		return store.Info{}, s.unavailable(ctx, "put", fmt.Errorf("unexpected script result %v", res))
 	}
 	if ok, _ := res[0].(int64); ok == 0 {
 		why, _ := res[1].(string) // "exists", "missing" or "changed"
 		return store.Info{}, storeutil.Check(id, cond, why != "missing", "")
 	}
 	if len(res) != 4 {
-		return store.Info{}, s.unavailable("put", fmt.Errorf("unexpected script result %v", res))
+		return store.Info{}, s.unavailable(ctx, "put", fmt.Errorf("unexpected script result %v", res))
 	}
 	str := func(v any) string { x, _ := v.(string); return x }
 	return store.Info{
@@ -271,7 +303,7 @@ func (s *Store) readErr(ctx context.Context, op, key string, err error) error {
 		}
 		return wrongType(key, typ)
 	}
-	return s.unavailable(op, err)
+	return s.unavailable(ctx, op, err)
 }
 
 var metaFields = []string{fVersion, fCreated, fModified, fExpires, fSHA, fSize}
@@ -279,6 +311,8 @@ var metaFields = []string{fVersion, fCreated, fModified, fExpires, fSHA, fSize}
 // Get returns the blob under id, or store.ErrNotFound. Data and metadata come
 // from one HMGET, so they belong to the same write.
 func (s *Store) Get(ctx context.Context, id string) (store.Object, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := store.CheckID(id); err != nil {
 		return store.Object{}, err
 	}
@@ -305,6 +339,8 @@ func (s *Store) Get(ctx context.Context, id string) (store.Object, error) {
 // Stat returns the info of the blob under id, or store.ErrNotFound, without
 // transferring the data.
 func (s *Store) Stat(ctx context.Context, id string) (store.Info, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := store.CheckID(id); err != nil {
 		return store.Info{}, err
 	}
@@ -325,11 +361,13 @@ func (s *Store) Stat(ctx context.Context, id string) (store.Info, error) {
 
 // Delete removes the blob under id; a missing id is not an error.
 func (s *Store) Delete(ctx context.Context, id string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := store.CheckID(id); err != nil {
 		return err
 	}
 	if err := s.rdb.Del(ctx, s.key(id)).Err(); err != nil {
-		return s.unavailable("delete", err)
+		return s.unavailable(ctx, "delete", err)
 	}
 	return nil
 }
@@ -351,7 +389,7 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 		keys = append(keys, iter.Val())
 	}
 	if err := iter.Err(); err != nil {
-		return nil, s.unavailable("list (SCAN)", err)
+		return nil, s.unavailable(ctx, "list (SCAN)", err)
 	}
 	sort.Strings(keys)
 	keys = dedupe(keys) // SCAN may return a key twice
@@ -373,13 +411,13 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 			return nil
 		})
 		if err != nil && !isWrongType(err) {
-			return nil, s.unavailable("list (TYPE, HMGET)", err)
+			return nil, s.unavailable(ctx, "list (TYPE, HMGET)", err)
 		}
 		for i, k := range chunk {
 			id := strings.TrimPrefix(k, s.prefix)
 			typ, err := cs[i].typ.Result()
 			if err != nil {
-				return nil, s.unavailable("list (TYPE)", err)
+				return nil, s.unavailable(ctx, "list (TYPE)", err)
 			}
 			switch typ {
 			case "none":
@@ -391,7 +429,7 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 			}
 			vals, err := cs[i].meta.Result()
 			if err != nil {
-				return nil, s.unavailable("list (HMGET)", err)
+				return nil, s.unavailable(ctx, "list (HMGET)", err)
 			}
 			inf, ok, err := info(id, k, vals)
 			if err == nil && !ok { // Stat would say "not found": List knows the key exists

@@ -217,7 +217,7 @@ func TestPutReplyLost(t *testing.T) {
 	target := strings.TrimPrefix(storetest.RedisURL(t), "redis://")
 	target, _, _ = strings.Cut(target, "/")
 	var dropped atomic.Int32
-	proxy := dropFirstReply(t, target, []byte("lost-reply"), &dropped)
+	proxy := faultyProxy(t, target, []byte("lost-reply"), &dropped, new(atomic.Bool))
 	prefix := "monty-" + storetest.UniquePrefix(t)
 	s, err := redisstore.New(ctx, redisstore.Options{URL: "redis://" + proxy + "/" + redisDB(t), Prefix: prefix})
 	require.NoError(t, err)
@@ -243,10 +243,12 @@ func redisDB(t *testing.T) string {
 	return db
 }
 
-// dropFirstReply is a TCP proxy to target that passes everything but the
-// reply to the first command holding marker: once Redis answered it, the
-// client's connection is closed instead. It returns the proxy's address.
-func dropFirstReply(t *testing.T, target string, marker []byte, dropped *atomic.Int32) string {
+// faultyProxy is a TCP proxy to target that passes everything but the
+// reply to the first command holding marker (nil: none): once Redis
+// answered it, the client's connection is closed instead (dropped counts
+// it). While hole is set, what clients send goes nowhere and nothing
+// answers. It returns the proxy's address.
+func faultyProxy(t *testing.T, target string, marker []byte, dropped *atomic.Int32, hole *atomic.Bool) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ln.Close() })
@@ -266,8 +268,11 @@ func dropFirstReply(t *testing.T, target string, marker []byte, dropped *atomic.
 				buf := make([]byte, 64<<10)
 				for {
 					n, err := client.Read(buf)
+					if n > 0 && hole.Load() {
+						continue // a black hole
+					}
 					if n > 0 {
-						if bytes.Contains(buf[:n], marker) && dropped.Load() == 0 {
+						if marker != nil && bytes.Contains(buf[:n], marker) && dropped.Load() == 0 {
 							drop.Store(true)
 						}
 						if _, err := server.Write(buf[:n]); err != nil {
@@ -302,4 +307,37 @@ func dropFirstReply(t *testing.T, target string, marker []byte, dropped *atomic.
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// TestServerStopsAnswering: a server that stops answering (a partition
+// that drops packets) fails each call within the store's Timeout, as
+// unavailable, instead of holding it for the client's own retries.
+func TestServerStopsAnswering(t *testing.T) {
+	ctx := storetest.Ctx(t)
+	target := strings.TrimPrefix(storetest.RedisURL(t), "redis://")
+	target, _, _ = strings.Cut(target, "/")
+	hole := new(atomic.Bool)
+	proxy := faultyProxy(t, target, nil, new(atomic.Int32), hole)
+	s, err := redisstore.New(ctx, redisstore.Options{URL: "redis://" + proxy + "/" + redisDB(t), Prefix: "monty-" + storetest.UniquePrefix(t),
+		Timeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	_, err = s.Put(ctx, "k", []byte("v"), store.Cond{})
+	require.NoError(t, err)
+
+	hole.Store(true)
+	for _, call := range []func() error{
+		func() error { _, err := s.Get(ctx, "k"); return err },
+		func() error { _, err := s.Stat(ctx, "k"); return err },
+		func() error { _, err := s.Put(ctx, "k", []byte("w"), store.Cond{}); return err },
+	} {
+		start := time.Now()
+		err := call()
+		require.ErrorIs(t, err, store.ErrUnavailable)
+		assert.Contains(t, err.Error(), "no answer within 300ms")
+		assert.Less(t, time.Since(start), 3*time.Second, "bounded by the Timeout, not the client's retries")
+	}
+	hole.Store(false)
+	_, err = s.Stat(ctx, "k")
+	assert.NoError(t, err, "back once the server answers")
 }
