@@ -812,7 +812,7 @@ func storeError(err error) *apiError {
 	case errors.Is(err, store.ErrUnavailable):
 		// The store's error names its host, paths and keys: the log has it.
 		return &apiError{status: http.StatusServiceUnavailable, code: "store_unavailable", detail: err.Error(), retryAfter: 1,
-			msg: "the session store cannot be reached, so nothing was saved; retry shortly (the server's log has the detail)"}
+			msg: "the session store cannot be reached or did not answer in time; a change this request made may or may not be stored: retry shortly, with the same Idempotency-Key to get its answer without applying it twice (the server's log has the detail)"}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, runtime.ErrCancelled):
 		return &apiError{status: http.StatusServiceUnavailable, code: "cancelled", msg: "the request was cancelled (client gone or server shutting down); the session keeps its state from before the call"}
 	case errors.Is(err, errMountsUnavailable):
