@@ -171,7 +171,7 @@ func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
 		parts, version = append(parts, drv), blobVersionDrive
 	}
 	if len(b.Keys) > 0 {
-		keys, err := json.Marshal(b.Keys)
+		keys, err := encodeKeys(b.Keys, compress)
 		if err != nil {
 			return nil, err
 		}
@@ -421,9 +421,11 @@ func parseContent(content []byte, version, flags byte) (*blob, error) {
 		}
 	}
 	if version == blobVersionKeys {
-		if err := json.Unmarshal(parts[8], &b.Keys); err != nil || len(b.Keys) == 0 {
-			return nil, corrupt("idempotency keys: not a non-empty JSON array (%v)", err)
+		keys, err := decodeKeys(parts[8])
+		if err != nil {
+			return nil, err
 		}
+		b.Keys = keys
 	}
 	if version == blobVersionRun || audit && !inParts && len(parts[5]) > 0 {
 		b.Run = &pausedRun{}

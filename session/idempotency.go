@@ -142,6 +142,40 @@ type keyState struct {
 	SHA256 string `json:"sha256"`
 }
 
+// maxKeysSection bounds the keys section once decompressed: the answers
+// kept and the records' own fields.
+const maxKeysSection = AnswersKept + KeysKept*(2*MaxKeyLength+512)
+
+// encodeKeys is the keys section of a blob: the records as a JSON array,
+// compressed with zstd when compress is set and it is worth it (answers
+// that repeat a growing result shrink to what each added).
+func encodeKeys(records []keyRecord, compress bool) ([]byte, error) {
+	data, err := json.Marshal(records)
+	if err != nil || !compress || len(data) < 1024 {
+		return data, err
+	}
+	return compressDump(data), nil
+}
+
+// decodeKeys parses a keys section (encodeKeys): errors match ErrCorrupt.
+func decodeKeys(section []byte) ([]keyRecord, error) {
+	if bytes.HasPrefix(section, zstdMagic) {
+		data, err := decompressDump(section, maxKeysSection)
+		if err != nil {
+			return nil, corrupt("idempotency keys: do not decompress within %d bytes: %v", maxKeysSection, err)
+		}
+		section = data
+	}
+	var records []keyRecord
+	if err := json.Unmarshal(section, &records); err != nil || len(records) == 0 {
+		return nil, corrupt("idempotency keys: not a non-empty JSON array (%v)", err)
+	}
+	return records, nil
+}
+
+// zstdMagic starts every zstd frame (and never a JSON text).
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
 // findKey returns the record of key in records that has not expired at
 // now; nil when none.
 func findKey(records []keyRecord, key string, now time.Time) *keyRecord {

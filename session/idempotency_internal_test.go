@@ -75,3 +75,25 @@ func TestKeysFormat(t *testing.T) {
 	_, err = parseBlob(notAnArray(t, data, keys), nil)
 	require.ErrorIs(t, err, ErrCorrupt)
 }
+
+// TestKeysCompressed: a keys section worth compressing is stored with
+// zstd and reads back; one that decompresses past its bound is corrupt.
+func TestKeysCompressed(t *testing.T) {
+	now := time.Unix(1700000000, 0).UTC()
+	var keys []keyRecord
+	for i := range 50 {
+		answer := `"` + strings.Repeat("x", 100*i) + `"`
+		keys = append(keys, keyRecord{Key: strconv.Itoa(i), At: now, Answer: json.RawMessage(answer), AnswerSize: len(answer)})
+	}
+	section, err := encodeKeys(keys, true)
+	require.NoError(t, err)
+	raw, _ := json.Marshal(keys)
+	assert.Less(t, len(section), len(raw)/10, "answers that repeat shrink")
+	got, err := decodeKeys(section)
+	require.NoError(t, err)
+	assert.Equal(t, keys, got)
+
+	bomb := compressDump([]byte("[" + strings.Repeat(" ", maxKeysSection) + "]"))
+	_, err = decodeKeys(bomb)
+	require.ErrorIs(t, err, ErrCorrupt)
+}

@@ -165,3 +165,24 @@ func TestIdempotencyKeyRefused(t *testing.T) {
 	_, err := eph.ExecOptions(ctx, "1", session.ExecOptions{Idempotency: keyed("k", "fp")})
 	require.ErrorIs(t, err, runtime.ErrInvalidOption)
 }
+
+// A session whose answers repeat its growing state (a list returned
+// whole) stays about the size it has without keys: the kept answers are
+// compressed.
+func TestKeptAnswersStaySmall(t *testing.T) {
+	sizes := map[bool]int64{}
+	for _, withKeys := range []bool{false, true} {
+		s := openIn(t, memstore.New(memstore.Options{}), "grow")
+		exec(t, s, "log = []")
+		var res *session.Result
+		for i := range 150 {
+			var o *session.Idempotency
+			if withKeys {
+				o = keyed(fmt.Sprint("k", i), "fp")
+			}
+			res = execKeyed(t, s, fmt.Sprintf("log.append('value-%d')\nlog", i), o)
+		}
+		sizes[withKeys] = res.StateSize
+	}
+	assert.Less(t, sizes[true], 3*sizes[false], "state with keys %d bytes, without %d", sizes[true], sizes[false])
+}
