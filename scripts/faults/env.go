@@ -30,6 +30,8 @@ type env struct {
 	// redisProxy and s3Proxy are the toxiproxy links the instances use.
 	redisProxy, s3Proxy   *toxiproxy.Proxy
 	redisListen, s3Listen string
+	// charge is the MCP server of the approvals scenario (started by it).
+	charge *chargeServer
 
 	mu    sync.Mutex
 	procs []*proc // every process started, for the crash and RSS checks

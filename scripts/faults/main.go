@@ -49,7 +49,7 @@ func main() {
 	flag.StringVar(&cfg.toxiproxy, "toxiproxy", "toxiproxy-server", "the toxiproxy server binary")
 	flag.StringVar(&cfg.work, "work", "", "a directory for logs and data (required)")
 	flag.StringVar(&cfg.figuresOut, "figures", "", "also write the figures as Markdown to this file")
-	flag.StringVar(&cfg.only, "only", "", "run only these scenarios (comma-separated: redis, redisloss, tiered, dirfull)")
+	flag.StringVar(&cfg.only, "only", "", "run only these scenarios (comma-separated: redis, redisloss, tiered, dirfull, approvals)")
 	flag.BoolVar(&cfg.noKey, "no-idempotency-key", false, "retry without Idempotency-Key (the checker should then find duplicates)")
 	flag.Parse()
 	if cfg.work == "" {
@@ -92,6 +92,7 @@ func run(cfg config) int {
 		replays              int
 		rss                  []string
 		whats                []string
+		approvalSummary      string
 	)
 	for _, sc := range scenarios() {
 		if cfg.only != "" && !slices.Contains(strings.Split(cfg.only, ","), sc.name) {
@@ -121,6 +122,11 @@ func run(cfg config) int {
 		totals.UnknownApplied += res.UnknownApplied
 		violations = append(violations, res.Violations...)
 		expected = append(expected, res.Expected...)
+		if sc.approvals {
+			av, summary := r.checkApprovals()
+			violations = append(violations, av...)
+			approvalSummary = summary
+		}
 		pv, pf, rp := r.errorPolicy()
 		violations = append(violations, pv...)
 		for _, f := range pf {
@@ -148,6 +154,9 @@ func run(cfg config) int {
 	fmt.Fprintf(&b, "Fault suite, profile %s, %s, %d sessions, %d acknowledged appends, %d with no answer (%d of them applied), %d retries answered as replays, took %s.\n\n",
 		cfg.profile, time.Now().UTC().Format("2006-01-02"), totals.Sessions, totals.Acked, totals.Unknown, totals.UnknownApplied, replays, time.Since(start).Round(time.Second))
 	b.WriteString(figuresTable(figs))
+	if approvalSummary != "" {
+		fmt.Fprintf(&b, "\nApprovals: %s.\n", approvalSummary)
+	}
 	b.WriteString("\n| process | peak RSS (VmHWM) MiB |\n| --- | --- |\n")
 	b.WriteString(strings.Join(rss, "\n") + "\n")
 	fmt.Fprintf(&b, "\nFaults:\n\n%s\n", strings.Join(whats, "\n"))

@@ -21,8 +21,14 @@ func (r *scenarioRun) errorPolicy() (vs []Violation, findings []string, replays 
 	warned := map[string]int{}
 	pyErrors := map[string]int{}
 	var emptiedExamples []string
+	noRetryAfter := map[string]int{}
+	sessions := map[string]*SessionHistory{}
 	for _, h := range r.histories {
-		for _, op := range h.Ops {
+		sessions[h.ID] = h
+	}
+	for _, op := range r.allOps() {
+		h := sessions[op.Session]
+		{
 			if op.Warning != "" {
 				warned[op.Warning]++
 			}
@@ -38,7 +44,7 @@ func (r *scenarioRun) errorPolicy() (vs []Violation, findings []string, replays 
 						break
 					}
 					firstAppend := op.Kind == Append && strings.HasSuffix(op.Value, ".c0.0")
-					if code == "NameError" && !firstAppend && ackedBefore(h, a.Start) {
+					if code == "NameError" && !firstAppend && h != nil && ackedBefore(h, a.Start) {
 						if !emptied[h.ID] {
 							emptied[h.ID] = true
 							emptiedExamples = append(emptiedExamples, fmt.Sprintf("%s at %s on instance #%d", h.ID, a.End.Format("15:04:05.000"), a.Instance))
@@ -53,6 +59,14 @@ func (r *scenarioRun) errorPolicy() (vs []Violation, findings []string, replays 
 				case "409":
 					switch code {
 					case "session_busy", "conflict":
+					case "run_not_paused":
+						// Clear and retriable while another resume's claim
+						// holds ("being resumed elsewhere").
+						if !strings.Contains(a.Detail, "elsewhere") {
+							bad = "not a retriable conflict"
+						} else if !a.RetryAfter {
+							noRetryAfter[code]++
+						}
 					case "idempotency_key_in_flight":
 						if !a.RetryAfter {
 							bad = "without Retry-After"
@@ -70,13 +84,16 @@ func (r *scenarioRun) errorPolicy() (vs []Violation, findings []string, replays 
 					bad = "not a clear retriable status"
 				}
 				if bad != "" {
-					vs = append(vs, Violation{"unclear_error", h.ID, fmt.Sprintf("instance #%d answered %q %s at %s: %s", a.Instance, a.Class, bad, a.End.Format("15:04:05.000"), a.Detail)})
+					vs = append(vs, Violation{"unclear_error", op.Session, fmt.Sprintf("instance #%d answered %q %s at %s: %s", a.Instance, a.Class, bad, a.End.Format("15:04:05.000"), a.Detail)})
 				}
 			}
 		}
 	}
 	if len(emptied) > 0 {
 		findings = append(findings, fmt.Sprintf("silent empty session: %d sessions with acknowledged appends answered 200 with NameError (their list gone) with no state_warning and no error status, e.g. %s", len(emptied), strings.Join(emptiedExamples[:min(3, len(emptiedExamples))], "; ")))
+	}
+	for code, n := range noRetryAfter {
+		findings = append(findings, fmt.Sprintf("%d answers 409 %s (\"being resumed elsewhere\") came without Retry-After, though the client must wait for the claim's lease", n, code))
 	}
 	for code, n := range warned {
 		findings = append(findings, fmt.Sprintf("%d answers carried state_warning %s", n, code))

@@ -37,6 +37,9 @@ func (r *scenarioRun) allOps() []*Op {
 			ops = append(ops, &h.Ops[i])
 		}
 	}
+	for _, a := range r.approvals {
+		ops = append(ops, a.op)
+	}
 	return ops
 }
 

@@ -37,6 +37,8 @@ type scenario struct {
 	faults []fault
 	// teardown undoes setup (after the instances stopped).
 	teardown func(e *env)
+	// approvals runs approvals (driveApprovals) instead of list appends.
+	approvals bool
 }
 
 // errSkip marks a scenario that cannot run here.
@@ -61,6 +63,13 @@ type scenarioRun struct {
 	histories []*SessionHistory
 	faults    []faultRecord
 	stop      atomic.Bool
+
+	// approvals, charge and resuming serve an approvals scenario: the
+	// approvals made, the MCP server that counts the calls, and the
+	// instance each session's resume in progress was sent to.
+	approvals []*approvalRun
+	charge    *chargeServer
+	resuming  map[string]int
 }
 
 func (r *scenarioRun) logf(format string, args ...any) {
@@ -77,7 +86,7 @@ func runScenario(e *env, sc scenario) (*scenarioRun, error) {
 	if sc.teardown != nil {
 		defer sc.teardown(e)
 	}
-	r := &scenarioRun{e: e, sc: sc}
+	r := &scenarioRun{e: e, sc: sc, charge: e.charge, resuming: map[string]int{}}
 	r.logf("store %s", strings.ReplaceAll(spec, e.s3Secret, "***"))
 	if r.instances, err = e.startInstances(sc.name, spec, flags); err != nil {
 		return nil, err
@@ -99,7 +108,11 @@ func runScenario(e *env, sc scenario) (*scenarioRun, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.drive(ctx, slot)
+			if sc.approvals {
+				r.driveApprovals(ctx, slot)
+			} else {
+				r.drive(ctx, slot)
+			}
 		}()
 	}
 	for _, f := range sc.faults {
@@ -127,8 +140,10 @@ func runScenario(e *env, sc scenario) (*scenarioRun, error) {
 	}
 	r.stop.Store(true)
 	wg.Wait()
-	r.logf("load stopped; reading %d sessions' final lists", len(r.histories))
-	r.finalReads(ctx)
+	if !sc.approvals {
+		r.logf("load stopped; reading %d sessions' final lists", len(r.histories))
+		r.finalReads(ctx)
+	}
 	return r, nil
 }
 
@@ -292,6 +307,25 @@ func scenarios() []scenario {
 				name: "disk-full", what: "the directory store's 4 MiB tmpfs filled up, then the filler removed",
 				inject: func(r *scenarioRun) error { return fillDisk(filepath.Join(r.e.cfg.work, "dirstore", "filler")) },
 				heal:   func(r *scenarioRun) error { return os.Remove(filepath.Join(r.e.cfg.work, "dirstore", "filler")) },
+			}},
+		},
+		{
+			name:      "approvals",
+			approvals: true,
+			setup: func(e *env) (string, []string, error) {
+				if e.charge == nil {
+					c, err := startChargeServer(300 * time.Millisecond)
+					if err != nil {
+						return "", nil, err
+					}
+					e.charge = c
+				}
+				return e.redisSpec(3), []string{"--connect", "pay=" + e.charge.url, "--claim-lease", "3s"}, nil
+			},
+			faults: []fault{{
+				name: "kill-during-approved-call", what: "SIGKILL of instance #0 while it makes an approved MCP call (its claim stored); restarted when the fault heals",
+				inject: func(r *scenarioRun) error { return r.killDuringCall() },
+				heal:   func(r *scenarioRun) error { return r.e.restartInstance(r.instances[0]) },
 			}},
 		},
 	}
