@@ -73,6 +73,10 @@ type ResumeOptions struct {
 	// Its error ends the resume: a claimed run is then listed again with
 	// the claimed calls marked as may have run.
 	Make func(ctx context.Context, p *Paused, results []ToolResult) ([]ToolResult, error)
+	// Idempotency, when set, makes the resume safe to retry: see
+	// Idempotency. A relisted run's answer (Paused.Previous) stores no
+	// key: nothing ran.
+	Idempotency *Idempotency
 }
 
 // Claim is the claim of a paused run by a resume that makes its approved

@@ -49,16 +49,23 @@ func TestDecisionsFormat(t *testing.T) {
 	bad := &blob{MontyVersion: "v", JSON: []byte("{}"), Names: []string{}, Decisions: []Decision{{}}}
 	data, err = bad.encode(nil, false)
 	require.NoError(t, err)
-	js, _ := json.Marshal(bad.Decisions)
+	_, err = parseBlob(notAnArray(t, data, bad.Decisions), nil)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), "decisions")
+}
+
+// notAnArray is data, an unsigned blob holding the JSON array of section,
+// with that array replaced by an object of the same length and the
+// checksum made right again.
+func notAnArray(t *testing.T, data []byte, section any) []byte {
+	t.Helper()
+	js, _ := json.Marshal(section)
 	body := data[:len(data)-32]
 	i := bytes.Index(body, js)
 	require.GreaterOrEqual(t, i, 0)
-	notArray := append([]byte("{"), bytes.Repeat([]byte(" "), len(js)-2)...)
-	copy(body[i:], append(notArray, '}'))
+	copy(body[i:], append(append([]byte("{"), bytes.Repeat([]byte(" "), len(js)-2)...), '}'))
 	sum := sha256.Sum256(body)
-	_, err = parseBlob(append(body, sum[:]...), nil)
-	require.ErrorIs(t, err, ErrCorrupt)
-	assert.Contains(t, err.Error(), "decisions")
+	return append(body, sum[:]...)
 }
 
 // TestOriginOfOlderRecords: a run record of an older build has no origin;

@@ -25,6 +25,7 @@ import (
 //	[version 5: as 4 (no paused run), the dump in parts (parts.go)]
 //	[version 6: as 4 or 5 (flag bit 3: the dump in parts) | decisions (u32 len + JSON array)]
 //	[version 7: as 6 (decisions may be empty) | driver (u32 len + JSON object)]
+//	[version 8: as 7 (driver may be empty) | idempotency keys (u32 len + JSON array)]
 //	| sha256 of everything before (32) | hmac-sha256 of everything before (32, if signed)
 //
 // Version 2 is written only for sessions that record a type check context,
@@ -36,6 +37,8 @@ import (
 // decisions on approval calls (Session.Decisions). Version 7 is written
 // only for a session another surface drives (a Driven: the monty.v1
 // server's), which keeps that surface's own state beside the dump.
+// Version 8 is written only for a session that keeps idempotency keys
+// (Idempotency).
 const (
 	blobMagic        = "MGOS"
 	blobVersion      = 1
@@ -45,7 +48,8 @@ const (
 	blobVersionParts = 5
 	blobVersionAudit = 6
 	blobVersionDrive = 7
-	blobVersionMax   = blobVersionDrive
+	blobVersionKeys  = 8
+	blobVersionMax   = blobVersionKeys
 
 	flagSigned     = 1 << 0
 	flagCompressed = 1 << 1
@@ -89,7 +93,10 @@ type blob struct {
 	Decisions []Decision
 	// Driver is what the surface driving the session keeps (format version
 	// 7); nil for a session no other surface drove.
-	Driver     *Driver
+	Driver *Driver
+	// Keys are the idempotency keys of the session's last calls (format
+	// version 8), oldest first; nil when none.
+	Keys       []keyRecord
 	compressed bool // Dump is zstd-compressed (parseBlob, or a copy of its blob)
 }
 
@@ -148,18 +155,27 @@ func (b *blob) encode(key []byte, compress bool) ([]byte, error) {
 	case tc != nil:
 		parts, version = append(parts, tc), blobVersionTC
 	}
-	if len(b.Decisions) > 0 || b.Driver != nil {
+	if len(b.Decisions) > 0 || b.Driver != nil || len(b.Keys) > 0 {
 		if parts, flags, err = b.withDecisions(parts, tc, flags); err != nil {
 			return nil, err
 		}
 		version = blobVersionAudit
 	}
-	if b.Driver != nil {
-		drv, err := json.Marshal(b.Driver)
+	if b.Driver != nil || len(b.Keys) > 0 {
+		var drv []byte
+		if b.Driver != nil {
+			if drv, err = json.Marshal(b.Driver); err != nil {
+				return nil, err
+			}
+		}
+		parts, version = append(parts, drv), blobVersionDrive
+	}
+	if len(b.Keys) > 0 {
+		keys, err := json.Marshal(b.Keys)
 		if err != nil {
 			return nil, err
 		}
-		parts, version = append(parts, drv), blobVersionDrive
+		parts, version = append(parts, keys), blobVersionKeys
 	}
 	var out bytes.Buffer
 	out.Grow(64 + len(names) + len(b.JSON) + len(dump) + len(tc) + len(b.Files) + 64)
@@ -335,8 +351,10 @@ func parseContent(content []byte, version, flags byte) (*blob, error) {
 	if _, err := io.ReadFull(r, b.ModuleSum[:]); err != nil {
 		return nil, corrupt("truncated header")
 	}
-	parts := make([][]byte, 3, 8)
+	parts := make([][]byte, 3, 9)
 	switch version {
+	case blobVersionKeys:
+		parts = parts[:9]
 	case blobVersionDrive:
 		parts = parts[:8]
 	case blobVersionAudit:
@@ -370,7 +388,7 @@ func parseContent(content []byte, version, flags byte) (*blob, error) {
 	}
 	b.Dump = parts[2]
 	b.compressed = flags&flagCompressed != 0
-	audit := version == blobVersionAudit || version == blobVersionDrive // sections as version 6's
+	audit := version >= blobVersionAudit // sections as version 6's
 	inParts := version == blobVersionParts || audit && flags&flagParts != 0
 	if inParts {
 		if b.JSONOnly || len(parts[5]) != 0 {
@@ -396,10 +414,15 @@ func parseContent(content []byte, version, flags byte) (*blob, error) {
 			return nil, corrupt("decisions: not a non-empty JSON array (%v)", err)
 		}
 	}
-	if version == blobVersionDrive {
+	if version == blobVersionDrive || version == blobVersionKeys && len(parts[7]) > 0 {
 		b.Driver = &Driver{}
 		if err := json.Unmarshal(parts[7], b.Driver); err != nil || b.Driver.Name == "" {
 			return nil, corrupt("driver: not a JSON object naming its surface (%v)", err)
+		}
+	}
+	if version == blobVersionKeys {
+		if err := json.Unmarshal(parts[8], &b.Keys); err != nil || len(b.Keys) == 0 {
+			return nil, corrupt("idempotency keys: not a non-empty JSON array (%v)", err)
 		}
 	}
 	if version == blobVersionRun || audit && !inParts && len(parts[5]) > 0 {

@@ -199,6 +199,11 @@ type Result struct {
 	// (ExecOptions.Tools) and was stored paused: Value is nil, and
 	// Resume continues it.
 	Paused *Paused
+	// Replay is set when the call's idempotency key was used by an
+	// earlier call of the same request (ExecOptions.Idempotency): nothing
+	// ran, Replay holds that call's answer, and the state fields describe
+	// the state it stored.
+	Replay *Replay
 }
 
 // Session is a Python REPL whose globals, functions, classes and instances
@@ -241,6 +246,9 @@ type Session struct {
 	// decided are the decisions the resume in progress stores with its
 	// outcome.
 	decided []Decision
+	// keyed is the idempotency of the call in progress (nil: none), whose
+	// key its save stores.
+	keyed *Idempotency
 }
 
 // Open returns the session stored under id, or a new empty one.
@@ -417,6 +425,11 @@ func (s *Session) ExecOptions(ctx context.Context, code string, o ExecOptions) (
 	if err := s.catchUp(ctx); err != nil {
 		return nil, err
 	}
+	if res, err := s.startKeyed(o.Idempotency); res != nil || err != nil {
+		return res, err
+	}
+	s.keyed = o.Idempotency
+	defer func() { s.keyed = nil }()
 	if o.TypeCheck != nil {
 		checked, err := s.check(ctx, code, o.TypeCheck, o.Inputs, o.Tools)
 		if err != nil {
@@ -583,7 +596,11 @@ func (s *Session) finishCall(ctx context.Context, code string, v object.Value, e
 		res.Err = pyErr
 		if !captureErr {
 			s.state.describe(res)
-			return res, s.rollback(ctx)
+			if err := s.rollback(ctx); err != nil {
+				return res, err
+			}
+			s.keepKey(ctx, res)
+			return res, nil
 		}
 	default:
 		// Cancelled, host limit, dead interpreter: put the last saved state back.
@@ -604,6 +621,16 @@ func (s *Session) finishCall(ctx context.Context, code string, v object.Value, e
 		// later call could save as if this one had succeeded.
 		if rerr := s.rollback(ctx); rerr != nil {
 			return res, errors.Join(err, rerr)
+		}
+	}
+	switch {
+	case err == nil && !res.Saved:
+		s.keepKey(ctx, res)
+	case errors.Is(err, store.ErrConflict) && s.keyed != nil:
+		// Another writer got there first: a racing call with the same
+		// key, in another process, when its key is stored now.
+		if replay, rerr := s.replayed(s.keyed); replay != nil || rerr != nil {
+			return replay, rerr
 		}
 	}
 	return res, err
@@ -639,7 +666,7 @@ func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) 
 	}
 	res.ViewOmitted = g.omitted
 	b := &blob{MontyVersion: s.state.montyVersion, ModuleSum: s.state.module, Names: g.names, namesJSON: g.namesJSON, JSON: g.json,
-		JSONOnly: s.opts.JSONOnly, TypeCheck: tc, Run: s.runs.record()}
+		JSONOnly: s.opts.JSONOnly, TypeCheck: tc, Run: s.runs.record(), Keys: s.keysFor(res, true)}
 	if s.state.saved != nil {
 		b.Driver = s.state.saved.Driver // kept for the surface that drove it
 	}
@@ -756,6 +783,12 @@ func (s *Session) ResumeOptions(ctx context.Context, runID string, results []Too
 		}
 		span.End(o)
 	}()
+	if err := s.catchUp(ctx); err != nil {
+		return nil, err
+	}
+	if res, err := s.startKeyed(o.Idempotency); res != nil || err != nil {
+		return res, err
+	}
 	r, err := s.resumeRun(ctx, runID, results, o)
 	if err != nil {
 		return nil, err
@@ -790,6 +823,8 @@ func (s *Session) ResumeOptions(ctx context.Context, runID string, results []Too
 	// An exception the code raised ends the run and is stored; a limit
 	// (time, memory, ...) leaves the run paused as it was stored.
 	capture := runtime.LimitOf(err) == runtime.NoLimit
+	s.keyed = o.Idempotency
+	defer func() { s.keyed = nil }()
 	res, err = s.finishCall(ctx, run.rec.Code, v, err, capture)
 	if r.token != "" && (err != nil || !res.Saved) {
 		s.giveUp(ctx, r.token)
@@ -816,15 +851,12 @@ type resumed struct {
 }
 
 // resumeRun hands results to the paused run runID, under a span of its
-// own, after the calls o makes (claimed first). A non-nil err means
-// nothing was resumed.
+// own, after the calls o makes (claimed first), the session caught up
+// with the store. A non-nil err means nothing was resumed.
 func (s *Session) resumeRun(ctx context.Context, runID string, results []ToolResult, o ResumeOptions) (r resumed, err error) {
 	ctx, span := telemetry.Start(ctx, telemetry.SpanResume, trace.SpanKindInternal,
 		telemetry.AttrRunID.String(telemetry.Clip(runID)), telemetry.AttrToolCalls.Int(len(results)))
 	defer func() { telemetry.End(span, errors.Join(err, r.resumed)) }()
-	if err := s.catchUp(ctx); err != nil {
-		return r, err
-	}
 	run, relisted, err := s.runs.find(s.id, runID)
 	if err != nil {
 		return r, err

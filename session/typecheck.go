@@ -49,6 +49,11 @@ type ExecOptions struct {
 	// RunTTL is how long a paused run waits for Resume; 0 means
 	// DefaultRunTTL.
 	RunTTL time.Duration
+	// Idempotency, when set, makes the call safe to retry: its key is
+	// stored with the state it leaves, and a call with the same key
+	// replays its answer (Result.Replay) instead of running; see
+	// Idempotency.
+	Idempotency *Idempotency
 }
 
 // request is the check of code under limits, with inputs declared and

@@ -247,7 +247,8 @@ func (e *Executor) Tool() tools.Tool {
 			`"session_id":{"type":"string","description":"Optional name of a separate session within this conversation (letters, digits and . _ - :); omit it to use the conversation's session"},` +
 			`"type_check":{"type":"boolean","description":"Type-check the code against the available functions and this session's earlier code before running it; if the check finds problems, nothing runs and they are returned (default: ` + strconv.FormatBool(e.check) + `)"},` +
 			`"client_tools":{"type":"array","description":"Functions the code may call that you answer yourself (for example your other tools): a call pauses the run and the result lists the calls; answer them with ` + ResumeToolName + `. With async true a call is awaitable, so asyncio.gather pauses once for several.",` +
-			`"items":{"type":"object","properties":{"name":{"type":"string"},"async":{"type":"boolean"}},"required":["name"]}}},` +
+			`"items":{"type":"object","properties":{"name":{"type":"string"},"async":{"type":"boolean"}},"required":["name"]}},` +
+			idempotencyKeyParam + `},` +
 			`"required":["code"]}`),
 	}
 }
@@ -262,6 +263,10 @@ type ToolArgs struct {
 	// ClientTools are functions the caller answers: a call pauses the run
 	// (Result.Paused) until Resume (resume_python) gives the results.
 	ClientTools []ClientToolArg `json:"client_tools,omitempty"`
+	// IdempotencyKey, when set, makes the call safe to retry: a call with
+	// the key and the same arguments answers what the first one did and
+	// runs nothing (session.Idempotency).
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 // ClientToolArg declares a client tool in ToolArgs.
@@ -273,10 +278,11 @@ type ClientToolArg struct {
 // ParseArgs decodes tool-call arguments. Errors match ErrBadArgs.
 func ParseArgs(raw json.RawMessage) (ToolArgs, error) {
 	var a struct {
-		Code        *string         `json:"code"`
-		SessionID   *string         `json:"session_id"`
-		TypeCheck   *bool           `json:"type_check"`
-		ClientTools []ClientToolArg `json:"client_tools"`
+		Code           *string         `json:"code"`
+		SessionID      *string         `json:"session_id"`
+		TypeCheck      *bool           `json:"type_check"`
+		ClientTools    []ClientToolArg `json:"client_tools"`
+		IdempotencyKey string          `json:"idempotency_key"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&a); err != nil {
@@ -285,7 +291,7 @@ func ParseArgs(raw json.RawMessage) (ToolArgs, error) {
 	if a.Code == nil {
 		return ToolArgs{}, badArgs(ToolName, "\"code\" is required")
 	}
-	out := ToolArgs{Code: *a.Code, TypeCheck: a.TypeCheck, ClientTools: a.ClientTools}
+	out := ToolArgs{Code: *a.Code, TypeCheck: a.TypeCheck, ClientTools: a.ClientTools, IdempotencyKey: a.IdempotencyKey}
 	seen := map[string]bool{}
 	for _, t := range a.ClientTools {
 		if !tools.IsIdentifier(t.Name) || seen[t.Name] {
@@ -445,7 +451,12 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 	for _, t := range a.ClientTools {
 		opts.Tools = append(opts.Tools, session.ClientTool{Name: t.Name, Async: t.Async})
 	}
-	res, err := e.execute(ctx, lease, a.SessionID, tc, func(ctx context.Context, s *session.Session) (*session.Result, error) {
+	key, err := newCallKey(ToolName, a.IdempotencyKey, args)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.execute(ctx, lease, a.SessionID, tc, key, func(ctx context.Context, s *session.Session, idem *session.Idempotency) (*session.Result, error) {
+		opts.Idempotency = idem
 		return s.ExecOptions(ctx, a.Code, opts)
 	}, sink)
 	if err != nil || res.Err != nil && !errors.As(res.Err, new(*runtime.Error)) {
@@ -457,8 +468,9 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 	return res, err
 }
 
-// execute runs op (code, or a resume) in the session the caller claimed.
-func (e *Executor) execute(ctx context.Context, lease *session.Lease, named string, tc *session.TypeCheck, op sessionOp, sink func(Event)) (*Result, error) {
+// execute runs op (code, or a resume) in the session the caller claimed,
+// made retry-safe with key (nil: none).
+func (e *Executor) execute(ctx context.Context, lease *session.Lease, named string, tc *session.TypeCheck, key *callKey, op keyedOp, sink func(Event)) (*Result, error) {
 	id := lease.ID()
 	s, err := lease.Session(ctx, nil)
 	if err != nil && runtime.LimitOf(err) != runtime.NoLimit {
@@ -489,28 +501,31 @@ func (e *Executor) execute(ctx context.Context, lease *session.Lease, named stri
 		runCtx, cancel = context.WithTimeoutCause(ctx, e.timeout, ErrTimeout)
 	}
 	defer cancel()
-	rec, sres, err := runOp(runCtx, s, "", op, sink)
-	res := &Result{Output: sres.Output, SessionID: named, StoreID: id, EventRunID: rec.runID, Saved: sres.Saved, NotSaved: sres.NotSavedReason, StateWarning: warning}
-	if sres.HasState {
-		res.StateSize, res.StateHash = sres.StateSize, sres.StateHash
+	rec, sres, err := runOp(runCtx, s, "", func(ctx context.Context, s *session.Session) (*session.Result, error) {
+		return op(ctx, s, e.keyed(ctx, key, named, id, warning))
+	}, sink)
+	if err == nil && sres.Replay != nil {
+		rec.finish(nil, nil)
+		return replayed(sres.Replay, id, rec.runID)
 	}
+	if err != nil {
+		failed := *sres
+		failed.Value, failed.Err, failed.Paused = nil, nil, nil // the error says how it ended
+		sres = &failed
+	}
+	res := e.completed(sres, named, id, warning)
+	res.EventRunID = rec.runID
 	const rolledBack = "; the session was left as it was before this call"
 	switch {
-	case err == nil && sres.Err != nil:
-		res.Err, res.ErrorType = sres.Err, sres.Err.Type
-		res.Error = cmp.Or(strings.TrimRight(sres.Err.Text, "\n"), sres.Err.Error())
-	case err == nil && sres.Paused != nil:
-		res.Paused = pausedOf(sres.Paused, named, e.fns)
-		res.RunID = res.Paused.RunID
+	case err == nil && res.Paused != nil:
 		for _, c := range res.Paused.Calls {
 			args, _ := json.Marshal(map[string]any{"args": c.Args, "kwargs": c.Kwargs})
 			rec.CallStarted(c.Name, string(args))
 		}
 	case err == nil:
-		res.Value = sres.Value
-		if _, none := sres.Value.(object.None); !none && sres.Value != nil {
-			res.Repr = object.Repr(sres.Value)
-		}
+	case errors.As(err, new(*session.KeyReusedError)):
+		rec.finish(nil, err)
+		return nil, &ArgsError{Tool: key.tool, Err: err}
 	case errors.Is(err, typecheck.ErrTypeErrors):
 		// The model's code has problems the checker found: its failure,
 		// reported with the diagnostics so that it can fix them.
@@ -539,6 +554,30 @@ func (e *Executor) execute(ctx context.Context, lease *session.Lease, named stri
 	}
 	res.Text = text(res)
 	return res, nil
+}
+
+// completed is the Result of a call that left sres (of session named,
+// store id id, with warning about its state), as far as sres tells: its
+// value, exception or pause.
+func (e *Executor) completed(sres *session.Result, named, id, warning string) *Result {
+	res := &Result{Output: sres.Output, SessionID: named, StoreID: id, Saved: sres.Saved, NotSaved: sres.NotSavedReason, StateWarning: warning}
+	if sres.HasState {
+		res.StateSize, res.StateHash = sres.StateSize, sres.StateHash
+	}
+	switch {
+	case sres.Err != nil:
+		res.Err, res.ErrorType = sres.Err, sres.Err.Type
+		res.Error = cmp.Or(strings.TrimRight(sres.Err.Text, "\n"), sres.Err.Error())
+	case sres.Paused != nil:
+		res.Paused = pausedOf(sres.Paused, named, e.fns)
+		res.RunID = res.Paused.RunID
+	default:
+		res.Value = sres.Value
+		if _, none := sres.Value.(object.None); !none && sres.Value != nil {
+			res.Repr = object.Repr(sres.Value)
+		}
+	}
+	return res
 }
 
 // loadChecker waits until tc's checker is compiled.

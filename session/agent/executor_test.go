@@ -111,7 +111,8 @@ func TestToolDefinition(t *testing.T) {
 		"session_id":{"type":"string","description":"Optional name of a separate session within this conversation (letters, digits and . _ - :); omit it to use the conversation's session"},
 		"type_check":{"type":"boolean","description":"Type-check the code against the available functions and this session's earlier code before running it; if the check finds problems, nothing runs and they are returned (default: false)"},
 		"client_tools":{"type":"array","description":"Functions the code may call that you answer yourself (for example your other tools): a call pauses the run and the result lists the calls; answer them with resume_python. With async true a call is awaitable, so asyncio.gather pauses once for several.",
-			"items":{"type":"object","properties":{"name":{"type":"string"},"async":{"type":"boolean"}},"required":["name"]}}},
+			"items":{"type":"object","properties":{"name":{"type":"string"},"async":{"type":"boolean"}},"required":["name"]}},
+		"idempotency_key":{"type":"string","description":"Optional: a new unique key (such as a UUID) for this call; send the same key with the same arguments only to retry the call after its answer was lost, and the first answer comes back without running the code again"}},
 		"required":["code"]}`, string(tool.Parameters))
 	var resume map[string]any
 	require.NoError(t, json.Unmarshal(e.ResumeTool().Parameters, &resume), "resume_python's schema is JSON")

@@ -122,6 +122,9 @@ type ResumeArgs struct {
 	RunID     string         `json:"run_id"`
 	SessionID string         `json:"session_id,omitempty"`
 	Results   []ResumeResult `json:"results"`
+	// IdempotencyKey, when set, makes the resume safe to retry, as
+	// ToolArgs.IdempotencyKey does.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 // ResumeResult answers one call: Value (JSON), or Error raised in the
@@ -153,7 +156,8 @@ func (e *Executor) ResumeTool() tools.Tool {
 			`"run_id":{"type":"string","description":"the run_id the paused result gave"},` +
 			`"session_id":{"type":"string","description":"the session_id given to ` + ToolName + `, if any"},` +
 			`"results":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"value":{},"approve":{"type":"boolean","description":"for a call that needs a person's approval: true once they approved it, false if they refused"},` +
-			`"error":{"type":"object","properties":{"type":{"type":"string"},"message":{"type":"string"}},"required":["type"]}},"required":["id"]}}},` +
+			`"error":{"type":"object","properties":{"type":{"type":"string"},"message":{"type":"string"}},"required":["type"]}},"required":["id"]}},` +
+			idempotencyKeyParam + `},` +
 			`"required":["run_id","results"]}`),
 	}
 }
@@ -195,8 +199,14 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 		return nil, err
 	}
 	defer lease.Release()
-	res, err := e.execute(ctx, lease, a.SessionID, nil, func(ctx context.Context, s *session.Session) (*session.Result, error) {
-		return s.ResumeOptions(ctx, a.RunID, results, e.approvals(ctx, a))
+	key, err := newCallKey(ResumeToolName, a.IdempotencyKey, args)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.execute(ctx, lease, a.SessionID, nil, key, func(ctx context.Context, s *session.Session, idem *session.Idempotency) (*session.Result, error) {
+		opts := e.approvals(ctx, a)
+		opts.Idempotency = idem
+		return s.ResumeOptions(ctx, a.RunID, results, opts)
 	}, nil)
 	if err != nil {
 		lease.Forget()

@@ -162,6 +162,10 @@ func newSessionID() string {
 }
 
 func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiError {
+	key, aerr := h.requestKey(r)
+	if aerr != nil {
+		return aerr
+	}
 	req, aerr := h.readExec(w, r)
 	if aerr != nil {
 		return aerr
@@ -171,6 +175,13 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 		return aerr
 	}
 	limits := h.limits(req.Limits)
+	if key != nil {
+		canonical, _ := json.Marshal(req)
+		key.fingerprint = fingerprint("exec", canonical)
+		if req.SessionID == "" {
+			req.SessionID = keyedSessionID(key.key)
+		}
+	}
 	if req.SessionID == "" {
 		req.SessionID = newSessionID()
 	} else if aerr := checkSessionID(req.SessionID); aerr != nil {
@@ -190,6 +201,7 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 		}
 		opts := session.ExecOptions{Inputs: inputs, TypeCheck: tc, Tools: tools, RunTTL: h.opts.RunTTL}
 		op := sessionOp{
+			key: key,
 			// A session waiting for its run's resume runs nothing else (an
 			// expired run is abandoned by the call instead).
 			refuse: func(s *session.Session) *apiError {
@@ -198,7 +210,8 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 				}
 				return nil
 			},
-			do: func(ctx context.Context, s *session.Session) (*session.Result, error) {
+			do: func(ctx context.Context, s *session.Session, idem *session.Idempotency) (*session.Result, error) {
+				opts.Idempotency = idem
 				return s.ExecOptions(ctx, req.Code, opts)
 			},
 		}
@@ -211,29 +224,45 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request, ns string) *apiEr
 type sessionOp struct {
 	// run is the run_id a resume continues; empty for an execution.
 	run string
+	// key is the request's idempotency key; nil when it has none.
+	key *keyedRequest
 	// refuse, once the session is open and before anything runs (before
 	// a stream's first frame), returns the answer to a request the
 	// session cannot serve, or nil. The session checks again (it may
-	// change meanwhile): refuse only answers early.
+	// change meanwhile): refuse only answers early. A retried request
+	// (key) is answered before refuse is asked.
 	refuse func(s *session.Session) *apiError
-	// do runs the request's code on the session.
-	do func(ctx context.Context, s *session.Session) (*session.Result, error)
+	// do runs the request's code on the session, with idem (nil without
+	// key) for session.ExecOptions or ResumeOptions.
+	do func(ctx context.Context, s *session.Session, idem *session.Idempotency) (*session.Result, error)
 }
 
 // answer does op on the session and answers the request: as JSON, or as
 // a stream of events when the client asks for one.
 func (h *Handler) answer(ctx context.Context, w http.ResponseWriter, r *http.Request, ns, sessionID string, op sessionOp, limits runtime.Limits, start time.Time) *apiError {
+	release, aerr := h.holdKey(ns, sessionID, op.key)
+	if aerr != nil {
+		return aerr
+	}
+	defer release()
 	runID := agent.NewRunID()
+	execute := func(sink func(agent.Event)) (*ExecResponse, *apiError) {
+		resp, replayed, aerr := h.execute(ctx, ns, sessionID, op, limits, start, runID, sink)
+		if replayed {
+			w.Header().Set(HeaderReplayed, "true")
+		}
+		return resp, aerr
+	}
 	if wantsEvents(r) {
 		return h.stream(ctx, w, sessionID, runID, func(ctx context.Context, sink func(agent.Event)) (any, *apiError) {
-			resp, aerr := h.execute(ctx, ns, sessionID, op, limits, start, runID, sink)
+			resp, aerr := execute(sink)
 			if aerr != nil {
 				return nil, aerr // not a nil *ExecResponse in an interface
 			}
 			return resp, nil
 		})
 	}
-	resp, aerr := h.execute(ctx, ns, sessionID, op, limits, start, runID, nil)
+	resp, aerr := execute(nil)
 	if aerr != nil {
 		return aerr
 	}
@@ -242,14 +271,33 @@ func (h *Handler) answer(ctx context.Context, w http.ResponseWriter, r *http.Req
 }
 
 // execute does op on the session and returns the answer, reporting the
-// run's events to sink (nil: none).
-func (h *Handler) execute(ctx context.Context, ns, sessionID string, op sessionOp, limits runtime.Limits, start time.Time, runID string, sink func(agent.Event)) (*ExecResponse, *apiError) {
-	out, err := h.run(ctx, ns, sessionID, op, limits, runID, sink)
+// run's events to sink (nil: none); replayed is true when it is the
+// stored answer to a retried request (op.key), which ran nothing.
+func (h *Handler) execute(ctx context.Context, ns, sessionID string, op sessionOp, limits runtime.Limits, start time.Time, runID string, sink func(agent.Event)) (resp *ExecResponse, replayed bool, aerr *apiError) {
+	out, err := h.run(ctx, ns, sessionID, op, limits, start, runID, sink)
+	if out.replay != nil {
+		h.metrics.execution("replayed")
+		resp, aerr := replay(out.replay, sessionID)
+		return resp, true, aerr
+	}
+	resp, aerr = h.finish(ns, sessionID, op, out, err, limits, start)
+	return resp, false, aerr
+}
+
+// finish is the answer to op's request, which ran as out and err say.
+func (h *Handler) finish(ns, sessionID string, op sessionOp, out outcome, err error, limits runtime.Limits, start time.Time) (*ExecResponse, *apiError) {
 	elapsed := time.Since(start)
+	if out.duration > 0 && err == nil {
+		elapsed = out.duration
+	}
 	var refused *apiError
 	if errors.As(err, &refused) {
 		h.metrics.execution("error")
 		return nil, refused
+	}
+	if aerr := keyError(err, sessionID); aerr != nil {
+		h.metrics.execution("error")
+		return nil, aerr
 	}
 	if aerr := typeCheckError(err); aerr != nil {
 		h.metrics.execution("type_error")
@@ -259,13 +307,7 @@ func (h *Handler) execute(ctx context.Context, ns, sessionID string, op sessionO
 	if aerr := execLimitError(err, out.pyErr, out.resp != nil, limits, h.opts.Session.Limits); aerr != nil {
 		h.metrics.execution("limit")
 		h.metrics.limit(aerr.code)
-		aerr.body = &ErrorResponse{SessionID: sessionID, DurationMS: durationMS(elapsed)}
-		if resp := out.resp; resp != nil {
-			b := aerr.body
-			b.Stdout, b.Stderr, b.HasState, b.StateSize, b.StateHash = resp.Stdout, resp.Stderr, resp.HasState, resp.StateSize, resp.StateHash
-			b.Exception = resp.Error
-		}
-		return nil, aerr.named(ns, sessionID)
+		return nil, limitAnswer(aerr, ns, sessionID, out.resp, elapsed)
 	}
 	if err != nil {
 		h.metrics.execution("error")
@@ -282,7 +324,6 @@ func (h *Handler) execute(ctx context.Context, ns, sessionID string, op sessionO
 		h.metrics.execution("paused")
 		return resp, nil
 	}
-	resp.DurationMS = durationMS(elapsed)
 	if resp.Error != nil {
 		h.metrics.execution("exception")
 	} else {
@@ -292,6 +333,36 @@ func (h *Handler) execute(ctx context.Context, ns, sessionID string, op sessionO
 		h.metrics.state(resp.StateSize)
 	}
 	return resp, nil
+}
+
+// limitAnswer is the 422 answer aerr to a call of session sessionID (of
+// namespace ns) that a limit stopped, with what the call left (resp; nil
+// when the session did not open) after elapsed.
+func limitAnswer(aerr *apiError, ns, sessionID string, resp *ExecResponse, elapsed time.Duration) *apiError {
+	aerr.body = &ErrorResponse{SessionID: sessionID, DurationMS: durationMS(elapsed)}
+	if resp != nil {
+		b := aerr.body
+		b.Stdout, b.Stderr, b.HasState, b.StateSize, b.StateHash = resp.Stdout, resp.Stderr, resp.HasState, resp.StateSize, resp.StateHash
+		b.Exception = resp.Error
+	}
+	return aerr.named(ns, sessionID)
+}
+
+// storeAnswer is what a retry of a call of session sessionID (of
+// namespace ns) that left res after elapsed, having printed stdout and
+// stderr, is answered (session.Idempotency.Answer): finish's answer, its state
+// fields left for the replay to fill in.
+func (h *Handler) storeAnswer(ns, sessionID string, res *session.Result, stdout, stderr string, limits runtime.Limits, elapsed time.Duration) []byte {
+	resp, pyErr := response(res, stdout, stderr, limits.MaxResult)
+	if aerr := execLimitError(nil, pyErr, true, limits, h.opts.Session.Limits); aerr != nil {
+		aerr = limitAnswer(aerr, ns, sessionID, resp, elapsed)
+		return marshal(storedAnswer{Status: aerr.status, Body: marshal(errorBody(aerr))})
+	}
+	resp.SessionID, resp.DurationMS = sessionID, durationMS(elapsed)
+	if res.Paused != nil {
+		setPaused(resp, sessionID, res.Paused, h.opts.Functions)
+	}
+	return marshal(storedAnswer{Status: http.StatusOK, Body: marshal(resp)})
 }
 
 // readExec decodes and checks the body of POST /exec.
@@ -382,11 +453,16 @@ func clamp[T int | int64 | time.Duration](want, max T) T {
 }
 
 // outcome is what run learnt: the answer (nil when the session could not
-// be opened) and the Python exception that ended the code, if any.
+// be opened) and the Python exception that ended the code, if any; or
+// the stored answer to a retried request.
 type outcome struct {
 	resp   *ExecResponse
 	pyErr  *runtime.Error
 	paused *session.Paused // the run stopped at client tool calls
+	replay *session.Replay // a retried request: nothing ran
+	// duration, when set, is the run's duration in the answer stored for
+	// a retry, which the answer gives too (it is the same answer).
+	duration time.Duration
 }
 
 // openSession returns the session lease holds (id of namespace ns) with
@@ -442,7 +518,8 @@ func (h *Handler) claim(ctx context.Context, ns, id string, limits runtime.Limit
 // it fails (what the code printed before a limit stopped it). The run's
 // events (run runID: print output, host calls) go to sink when it is not
 // nil; they are also where the answer's stdout and stderr come from.
-func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits runtime.Limits, runID string, sink func(agent.Event)) (outcome, error) {
+func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits runtime.Limits, start time.Time, runID string, sink func(agent.Event)) (outcome, error) {
+	var printed sync.Mutex // guards stdout and stderr
 	var stdout, stderr strings.Builder
 	host, closeHost, err := h.requestHost()
 	if err != nil {
@@ -459,6 +536,23 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 		return outcome{}, err
 	}
 	defer s.SetHost(nil) // the request's Host (its mounts) is closed
+	var idem *session.Idempotency
+	var answered time.Duration // the duration_ms of the answer stored for a retry
+	if k := op.key; k != nil {
+		idem = &session.Idempotency{Key: k.key, Fingerprint: k.fingerprint, Answer: func(res *session.Result) []byte {
+			printed.Lock()
+			defer printed.Unlock()
+			answered = time.Since(start)
+			return h.storeAnswer(ns, id, res, stdout.String(), stderr.String(), limits, answered)
+		}}
+		// A retry is answered before the session's state is judged (the
+		// run the first request resumed is over).
+		if res, err := s.Replayed(idem); err != nil {
+			return outcome{}, err
+		} else if res != nil {
+			return outcome{replay: res.Replay}, nil
+		}
+	}
 	if op.refuse != nil {
 		if aerr := op.refuse(s); aerr != nil {
 			return outcome{}, aerr
@@ -473,17 +567,24 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 		case agent.TextStart:
 			stream = e.Stream
 		case agent.TextContent:
+			printed.Lock()
 			if stream == runtime.Stderr {
 				stderr.WriteString(e.Delta)
 			} else {
 				stdout.WriteString(e.Delta)
 			}
+			printed.Unlock()
 		}
 		if sink != nil {
 			sink(e)
 		}
 	})
-	res, err := op.do(rctx, s)
+	res, err := op.do(rctx, s, idem)
+	if res != nil && res.Replay != nil {
+		// A racing retry on another instance stored first.
+		rec.Finish(nil, nil)
+		return outcome{replay: res.Replay}, nil
+	}
 	// How the state was loaded: at Open, or by the call when another
 	// instance had continued the session (told once per load).
 	var warning *StateWarning
@@ -503,16 +604,37 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 	default:
 		rec.Finish(res.Value, nil)
 	}
-	resp := &ExecResponse{Status: StatusCompleted, Stdout: stdout.String(), Stderr: stderr.String(), Result: json.RawMessage("null"), StateWarning: warning}
-	out := outcome{resp: resp}
 	if res != nil {
-		out.paused = res.Paused
-		resp.HasState, resp.StateSize, resp.StateHash = res.HasState, res.StateSize, res.StateHash
-		resp.StateSaved, resp.StateNote = res.Saved, res.NotSavedReason
-		out.pyErr = res.Err
 		h.logNotSaved(ctx, ns, id, res)
 	}
-	if e := out.pyErr; e != nil {
+	printed.Lock()
+	defer printed.Unlock()
+	if err != nil && res != nil {
+		failed := *res
+		failed.Value = nil // no result without an outcome
+		res = &failed
+	}
+	out := outcome{duration: answered}
+	out.resp, out.pyErr = response(res, stdout.String(), stderr.String(), limits.MaxResult)
+	out.resp.StateWarning = warning
+	if res != nil {
+		out.paused = res.Paused
+	}
+	return out, err
+}
+
+// response is the answer to a call that left res (nil: the call failed
+// before it had an outcome), having printed stdout and stderr, its
+// result at most maxResult bytes; and the Python exception the code
+// raised, if any.
+func response(res *session.Result, stdout, stderr string, maxResult int64) (*ExecResponse, *runtime.Error) {
+	resp := &ExecResponse{Status: StatusCompleted, Stdout: stdout, Stderr: stderr, Result: json.RawMessage("null")}
+	if res == nil {
+		return resp, nil
+	}
+	resp.HasState, resp.StateSize, resp.StateHash = res.HasState, res.StateSize, res.StateHash
+	resp.StateSaved, resp.StateNote = res.Saved, res.NotSavedReason
+	if e := res.Err; e != nil {
 		resp.ExitCode = 1
 		resp.Error = pythonError(e)
 		if resp.Stderr != "" && !strings.HasSuffix(resp.Stderr, "\n") {
@@ -520,13 +642,10 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 		}
 		resp.Stderr += strings.TrimRight(resp.Error.Text, "\n") + "\n"
 	}
-	if err != nil {
-		return out, err
-	}
 	if res.Value != nil {
-		setResult(resp, res.Value, limits.MaxResult)
+		setResult(resp, res.Value, maxResult)
 	}
-	return out, nil
+	return resp, res.Err
 }
 
 // setResult puts the value's JSON and repr in the answer, each at most

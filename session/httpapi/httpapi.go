@@ -281,11 +281,14 @@ type Handler struct {
 	inflight sync.WaitGroup
 	running  atomic.Int64
 
-	poolOnce  sync.Once
-	pool      *runtime.Pool    // warm interpreters, started on first use
-	keeper    *session.Manager // sessions claimed by requests, and open between them
-	guard     *apikey.Guard    // failed authentications by address
-	ownKeeper bool             // keeper is the Handler's: closed with it
+	poolOnce sync.Once
+	pool     *runtime.Pool    // warm interpreters, started on first use
+	keeper   *session.Manager // sessions claimed by requests, and open between them
+	guard    *apikey.Guard    // failed authentications by address
+	// keysInFlight are the idempotency keys of the requests running here
+	// (holdKey).
+	keysInFlight sync.Map
+	ownKeeper    bool // keeper is the Handler's: closed with it
 
 	probe probe // GET /health/store
 }

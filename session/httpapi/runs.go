@@ -370,11 +370,19 @@ func (h *Handler) resumeRun(w http.ResponseWriter, r *http.Request, ns, apiRun s
 	if !ok {
 		return &apiError{status: http.StatusNotFound, code: "run_not_found", msg: "no such run: run_id is not one this API gave out"}
 	}
+	key, aerr := h.requestKey(r)
+	if aerr != nil {
+		return aerr
+	}
 	if req == nil {
 		req = new(ResumeRequest)
 		if aerr := h.readBody(w, r, req); aerr != nil {
 			return aerr
 		}
+	}
+	if key != nil {
+		canonical, _ := json.Marshal(req)
+		key.fingerprint = fingerprint("resume", []byte(apiRun), canonical)
 	}
 	results, aerr := toolResults(req.Results)
 	if aerr != nil {
@@ -396,6 +404,7 @@ func (h *Handler) resumeRun(w http.ResponseWriter, r *http.Request, ns, apiRun s
 		}
 		op := sessionOp{
 			run: apiRun,
+			key: key,
 			refuse: func(s *session.Session) *apiError {
 				p := s.Paused()
 				switch {
@@ -415,10 +424,12 @@ func (h *Handler) resumeRun(w http.ResponseWriter, r *http.Request, ns, apiRun s
 				}
 				return h.checkApprovals(p, req.Results, apiRun)
 			},
-			do: func(ctx context.Context, s *session.Session) (*session.Result, error) {
+			do: func(ctx context.Context, s *session.Session, idem *session.Idempotency) (*session.Result, error) {
 				who := h.decider(ns)
 				ctx = agent.WithDecider(ctx, who)
-				res, err := s.ResumeOptions(ctx, run, results, h.approvalPolicy(who, runID(sessionID, run), req.Results, limits).ResumeOptions())
+				opts := h.approvalPolicy(who, runID(sessionID, run), req.Results, limits).ResumeOptions()
+				opts.Idempotency = idem
+				res, err := s.ResumeOptions(ctx, run, results, opts)
 				if errors.Is(err, store.ErrConflict) {
 					err = fmt.Errorf("%w: %w", errResumeRaced, err)
 				}

@@ -128,6 +128,10 @@ func (h *Handler) uploadState(w http.ResponseWriter, r *http.Request, ns string)
 	if aerr != nil {
 		return aerr
 	}
+	key, aerr := h.requestKey(r)
+	if aerr != nil {
+		return aerr
+	}
 	max := h.opts.Session.MaxStateSize
 	if r.ContentLength > max {
 		count(h.metrics.largeUploads)
@@ -166,6 +170,24 @@ func (h *Handler) uploadState(w http.ResponseWriter, r *http.Request, ns string)
 				"the state's interpreter dump is %s, more than the server's memory limit of %s per execution, so it could never be loaded; nothing was stored",
 				byteSize(in.DumpSize), byteSize(mem))}
 		}
+		var idem *session.Idempotency
+		if key != nil {
+			// A retry is answered before its If-Match is judged (the
+			// first upload moved the state on).
+			idem = &session.Idempotency{Key: key.key, Fingerprint: fingerprint("upload", []byte(id), data, []byte(r.Header.Get("If-Match")))}
+			res, err := session.ReplayedState(r.Context(), sid, h.fileOptions(ns, id), idem)
+			if aerr := keyError(err, id); aerr != nil {
+				return aerr
+			} else if err != nil {
+				return storeError(err)
+			}
+			if res != nil {
+				w.Header().Set(HeaderReplayed, "true")
+				w.Header().Set("ETag", `"`+res.StateHash+`"`)
+				writeJSON(w, http.StatusCreated, UploadResponse{Message: "state_uploaded", Size: res.StateSize, Hash: res.StateHash})
+				return nil
+			}
+		}
 		var cond store.Cond
 		if m := r.Header.Get("If-Match"); m != "" {
 			// Conditional upload: only over the state the client last saw.
@@ -178,9 +200,13 @@ func (h *Handler) uploadState(w http.ResponseWriter, r *http.Request, ns string)
 			}
 			cond.IfVersion = info.Version
 		}
-		info, err := h.opts.Session.Store.Put(r.Context(), sid, data, cond)
-		if err != nil {
-			return storeError(err)
+		info, res, aerr := h.putState(r.Context(), ns, id, sid, data, cond, idem)
+		if aerr != nil {
+			return aerr
+		}
+		if res != nil {
+			info = store.Info{Size: res.StateSize, SHA256: res.StateHash}
+			w.Header().Set(HeaderReplayed, "true")
 		}
 		count(h.metrics.uploads)
 		h.metrics.state(info.Size)
@@ -188,6 +214,24 @@ func (h *Handler) uploadState(w http.ResponseWriter, r *http.Request, ns string)
 		writeJSON(w, http.StatusCreated, UploadResponse{Message: "state_uploaded", Size: info.Size, Hash: info.SHA256})
 		return nil
 	})
+}
+
+// putState stores data, an uploaded state of session id (store id sid)
+// of namespace ns, under cond; with idem, as session.PutState does (the
+// key stored in the state), and res replays a racing upload of the key
+// that stored first.
+func (h *Handler) putState(ctx context.Context, ns, id, sid string, data []byte, cond store.Cond, idem *session.Idempotency) (store.Info, *session.Result, *apiError) {
+	info, res, err := session.PutState(ctx, sid, data, h.fileOptions(ns, id), cond, idem)
+	switch {
+	case err == nil:
+		return info, res, nil
+	case keyError(err, id) != nil:
+		return info, nil, keyError(err, id)
+	case errors.Is(err, session.ErrStateTooLarge):
+		return info, nil, &apiError{status: statusTooLarge, code: codeStateTooLarge, msg: fmt.Sprintf(
+			"the state with its %s is over the server's %s limit on a session's state; nothing was stored", HeaderIdempotencyKey, byteSize(h.opts.Session.MaxStateSize))}
+	}
+	return info, nil, storeError(err)
 }
 
 func (h *Handler) deleteState(w http.ResponseWriter, r *http.Request, ns string) *apiError {

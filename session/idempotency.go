@@ -1,0 +1,380 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session/store"
+)
+
+// How long and how many idempotency keys a session keeps (Idempotency):
+// the last KeysKept, none older than KeyTTL, and of their answers the
+// newest that fit in AnswersKept bytes together.
+const (
+	KeysKept    = 100
+	KeyTTL      = 24 * time.Hour
+	AnswersKept = 1 << 20
+	// MaxKeyLength bounds an idempotency key.
+	MaxKeyLength = 255
+)
+
+// ErrKeyReused matches the error of a call whose idempotency key an
+// earlier, different request of the session used (*KeyReusedError).
+var ErrKeyReused = errors.New("session: idempotency key already used for a different request")
+
+// KeyReusedError is a call's idempotency key used at At by a request with
+// another fingerprint: nothing ran. It matches ErrKeyReused.
+type KeyReusedError struct {
+	Key string
+	At  time.Time
+}
+
+func (e *KeyReusedError) Error() string {
+	return fmt.Sprintf("%v: key %q was used at %s for another request; use a new key for a new request",
+		ErrKeyReused, e.Key, e.At.UTC().Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, ErrKeyReused) true.
+func (e *KeyReusedError) Is(target error) bool { return target == ErrKeyReused }
+
+// Idempotency makes a call safe to retry (ExecOptions.Idempotency,
+// ResumeOptions.Idempotency). The call's key, its request's fingerprint
+// and its answer are stored with the state the call leaves, in the same
+// compare-and-set: a later call of the session with the key, in this
+// process or another, runs nothing and returns Result.Replay, whose
+// Answer is the stored one; a call with the key and another fingerprint
+// fails with *KeyReusedError.
+//
+// A call whose code raised, or whose state was over the size cap, stores
+// the key (and its answer) with the state as it was, so that its retry
+// does not run the code again either. A call that failed without an
+// answer (a store failure, cancellation, a busy session, a refused
+// resume) stores nothing: it had no effect, and its retry runs.
+//
+// Keys are kept as the constants KeysKept, KeyTTL and AnswersKept say; a
+// retry after its key was dropped runs as a new call. A key whose answer
+// was dropped (over AnswersKept) still replays, with Replay.Answer nil.
+type Idempotency struct {
+	// Key is the client's key: 1 to MaxKeyLength bytes.
+	Key string
+	// Fingerprint identifies the request (such as a hash of its canonical
+	// form): a retry must have the same.
+	Fingerprint string
+	// Answer, called once the call is over and before its state is
+	// stored, returns what a retry answers: JSON text (anything else is
+	// not kept). Nil: no answer is kept, only the key.
+	Answer func(res *Result) []byte
+}
+
+// check refuses keys that are empty or too long.
+func (o *Idempotency) check() error {
+	if o.Key == "" || len(o.Key) > MaxKeyLength {
+		return fmt.Errorf("%w: an idempotency key has 1 to %d bytes", runtime.ErrInvalidOption, MaxKeyLength)
+	}
+	return nil
+}
+
+// Replay is the answer to a call whose idempotency key an earlier call
+// of the same request used (Result.Replay): that call's time, answer and
+// the state it left.
+type Replay struct {
+	Key string
+	// At is when the first call was stored.
+	At time.Time
+	// Answer is what Idempotency.Answer returned for the first call; nil
+	// when it was not kept (AnswerSize bytes, over AnswersKept).
+	Answer     []byte
+	AnswerSize int
+	// Saved is true when the first call stored its state (false when
+	// its code raised, or its state was over the size cap: its key was
+	// stored with the state as it was).
+	Saved bool
+	// HasState, StateSize and StateHash describe the state the first call
+	// stored (the one holding its key).
+	HasState  bool
+	StateSize int64
+	StateHash string
+}
+
+// keyRecord is a used idempotency key as the state stores it.
+type keyRecord struct {
+	Key         string          `json:"key"`
+	Fingerprint string          `json:"fingerprint"`
+	At          time.Time       `json:"at"`
+	Answer      json.RawMessage `json:"answer,omitempty"`
+	// AnswerSize is the answer's size; with Answer empty, it was dropped.
+	AnswerSize int `json:"answer_size,omitempty"`
+	// Saved: the call stored its own state (Replay.Saved).
+	Saved bool `json:"saved,omitempty"`
+	// State is the stored state that first held the record, filled in by
+	// the save that replaces it (nil: the stored one holds it).
+	State *keyState `json:"state,omitempty"`
+}
+
+// keyState is the stored state a call with a key left.
+type keyState struct {
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// findKey returns the record of key in records that has not expired at
+// now; nil when none.
+func findKey(records []keyRecord, key string, now time.Time) *keyRecord {
+	for i := len(records) - 1; i >= 0; i-- {
+		if r := &records[i]; r.Key == key && now.Sub(r.At) < KeyTTL {
+			return r
+		}
+	}
+	return nil
+}
+
+// nextKeys are the records a save stores: older's (whose records without
+// a state get replaced, the state being replaced, nil when none) that
+// have not expired, then add (nil: none), bounded as KeysKept and
+// AnswersKept say.
+func nextKeys(older []keyRecord, replaced *keyState, add *keyRecord, now time.Time) []keyRecord {
+	out := make([]keyRecord, 0, len(older)+1)
+	for _, r := range older {
+		if now.Sub(r.At) >= KeyTTL || add != nil && r.Key == add.Key {
+			continue
+		}
+		if r.State == nil && replaced != nil {
+			st := *replaced
+			r.State = &st
+		}
+		out = append(out, r)
+	}
+	if add != nil {
+		out = append(out, *add)
+	}
+	if len(out) > KeysKept {
+		out = out[len(out)-KeysKept:]
+	}
+	budget := AnswersKept
+	for i := len(out) - 1; i >= 0; i-- {
+		if n := len(out[i].Answer); n > 0 {
+			if n > budget {
+				out[i].Answer = nil
+				continue
+			}
+			budget -= n
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// newKeyRecord is the record of a call with o, which left res (its own
+// state stored when saved), at now.
+func newKeyRecord(o *Idempotency, res *Result, saved bool, now time.Time) *keyRecord {
+	r := &keyRecord{Key: o.Key, Fingerprint: o.Fingerprint, At: now.UTC(), Saved: saved}
+	if o.Answer != nil {
+		if answer := o.Answer(res); json.Valid(answer) {
+			var compact bytes.Buffer
+			if json.Compact(&compact, answer) == nil {
+				r.Answer, r.AnswerSize = compact.Bytes(), compact.Len()
+			}
+		}
+	}
+	if len(r.Answer) > AnswersKept {
+		r.Answer = nil
+	}
+	return r
+}
+
+// replayOf is the Replay of r, a record of the stored state st, for a
+// call with o: an error matching ErrKeyReused when o is another request.
+func replayOf(st *storedState, r *keyRecord, o *Idempotency) (*Result, error) {
+	if r.Fingerprint != o.Fingerprint {
+		return nil, &KeyReusedError{Key: r.Key, At: r.At}
+	}
+	rp := &Replay{Key: r.Key, At: r.At, AnswerSize: r.AnswerSize, Saved: r.Saved}
+	if len(r.Answer) > 0 {
+		rp.Answer = slices.Clone([]byte(r.Answer))
+	}
+	res := &Result{Replay: rp}
+	st.describe(res)
+	if r.State != nil {
+		res.HasState, res.StateSize, res.StateHash = true, r.State.Size, r.State.SHA256
+	}
+	rp.HasState, rp.StateSize, rp.StateHash = res.HasState, res.StateSize, res.StateHash
+	return res, nil
+}
+
+// replayed looks o's key up in the stored state: the Result replaying the
+// call that used it, nil when none did, or a *KeyReusedError.
+func (s *Session) replayed(o *Idempotency) (*Result, error) {
+	if o == nil || s.state.saved == nil {
+		return nil, nil
+	}
+	r := findKey(s.state.saved.Keys, o.Key, time.Now())
+	if r == nil {
+		return nil, nil
+	}
+	return replayOf(s.state, r, o)
+}
+
+// startKeyed begins a call with o (nil: none): it refuses a bad key, and
+// answers a call whose key was used (a Result with Replay set, or a
+// *KeyReusedError) before anything runs.
+func (s *Session) startKeyed(o *Idempotency) (*Result, error) {
+	if o == nil {
+		return nil, nil
+	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	if s.opts.Ephemeral {
+		return nil, fmt.Errorf("%w: an idempotency key needs stored state, and this session is ephemeral", runtime.ErrInvalidOption)
+	}
+	return s.replayed(o)
+}
+
+// keysFor are the idempotency records of the state a call saves: the
+// stored ones, and the call's own (s.keyed) with res's answer (saved:
+// the state saved is the call's own).
+func (s *Session) keysFor(res *Result, saved bool) []keyRecord {
+	var older []keyRecord
+	var replaced *keyState
+	if saved := s.state.saved; saved != nil {
+		older = saved.Keys
+		replaced = &keyState{Size: s.state.info.Size, SHA256: s.state.info.SHA256}
+	}
+	var add *keyRecord
+	if s.keyed != nil {
+		add = newKeyRecord(s.keyed, res, saved, time.Now())
+	}
+	if len(older) == 0 && add == nil {
+		return nil
+	}
+	return nextKeys(older, replaced, add, time.Now())
+}
+
+// keepKey stores the key of a call whose own state was not stored (its
+// code raised, or the state was too large): the stored state again, with
+// the key and answer added, so that a retry replays instead of running.
+// It is best effort: when it fails, the retry runs the call again, which
+// had no effect on the state.
+func (s *Session) keepKey(ctx context.Context, res *Result) {
+	if s.keyed == nil || s.opts.Ephemeral {
+		return
+	}
+	base := s.state.saved
+	if base == nil {
+		base = blank(s.state.montyVersion, s.state.module)
+	}
+	b := *base
+	b.Keys = s.keysFor(res, false)
+	mark := filesMark{gen: s.state.filesGen, cache: s.state.filesCache}
+	if _, err := s.state.put(ctx, &b, mark); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			_ = s.reload(ctx)
+		}
+		return
+	}
+	s.state.describe(res)
+}
+
+// Replayed returns the Result replaying the call of the session that used
+// o's key (Result.Replay set), nil when none did, or a *KeyReusedError
+// when one did for another request; the session is as the store held it
+// when it was opened or last synced (Sync). A caller that must answer a
+// retried request before it checks anything else (such as a resume of a
+// run that request completed) asks here first.
+func (s *Session) Replayed(o *Idempotency) (*Result, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.busy.Store(false)
+	defer s.mu.Unlock()
+	return s.startKeyed(o)
+}
+
+// PutState stores data, a state blob this service wrote (it must verify
+// with opts' keys), as session id's state under cond, as an upload of a
+// downloaded state does. With o, the key is stored in the blob (signed
+// again with opts.SigningKey), in the same compare-and-set: a retry gets
+// a Result replaying the first upload (Result.Replay), and a key another
+// upload of the session used fails with *KeyReusedError. Without cond's
+// conditions, the compare-and-set is on the state the key was looked up
+// in. The returned Info describes what was stored.
+func PutState(ctx context.Context, id string, data []byte, opts Options, cond store.Cond, o *Idempotency) (store.Info, *Result, error) {
+	if o == nil {
+		info, err := opts.Store.Put(ctx, id, data, cond)
+		return info, nil, err
+	}
+	if err := o.check(); err != nil {
+		return store.Info{}, nil, err
+	}
+	b, err := parseBlobKeys(data, opts.readKeys())
+	if err != nil {
+		return store.Info{}, nil, err
+	}
+	now := time.Now()
+	held := &keyState{Size: int64(len(data)), SHA256: store.Checksum(data)}
+	b.Keys = nextKeys(b.Keys, held, newKeyRecord(o, &Result{}, true, now), now)
+	if data, err = b.encode(opts.SigningKey, !opts.NoCompression); err != nil {
+		return store.Info{}, nil, err
+	}
+	if limit := opts.maxStateSize(); int64(len(data)) > limit {
+		return store.Info{}, nil, &sizeError{size: int64(len(data)), limit: limit}
+	}
+	for attempt := 0; ; attempt++ {
+		res, version, err := storedReplay(ctx, id, opts, o)
+		if res != nil || err != nil {
+			return store.Info{}, res, err
+		}
+		c := cond
+		if c.IfVersion == "" && !c.IfAbsent {
+			c = store.Cond{IfVersion: version, IfAbsent: version == ""}
+		}
+		info, err := opts.Store.Put(ctx, id, data, c)
+		if errors.Is(err, store.ErrConflict) && c != cond && attempt == 0 {
+			continue // another writer: maybe the same upload, retried
+		}
+		return info, nil, err
+	}
+}
+
+// ReplayedState looks o's key up in the state stored under id, as
+// Replayed does for an open session: the Result replaying the call or
+// upload that used it, nil when none did, or a *KeyReusedError.
+func ReplayedState(ctx context.Context, id string, opts Options, o *Idempotency) (*Result, error) {
+	res, _, err := storedReplay(ctx, id, opts, o)
+	return res, err
+}
+
+// storedReplay looks o's key up in the state stored under id: the Result
+// replaying the call that used it, nil when none did, with the stored
+// version ("" when nothing is stored). A stored state that does not load
+// has no keys.
+func storedReplay(ctx context.Context, id string, opts Options, o *Idempotency) (*Result, string, error) {
+	obj, err := opts.Store.Get(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, "", nil
+	case errors.Is(err, store.ErrUnreadable):
+		info, err := opts.Store.Stat(ctx, id)
+		return nil, info.Version, err
+	case err != nil:
+		return nil, "", err
+	}
+	b, err := parseBlobKeys(obj.Data, opts.readKeys())
+	if err != nil {
+		return nil, obj.Info.Version, nil
+	}
+	r := findKey(b.Keys, o.Key, time.Now())
+	if r == nil {
+		return nil, obj.Info.Version, nil
+	}
+	res, err := replayOf(&storedState{saved: b, info: obj.Info}, r, o)
+	return res, obj.Info.Version, err
+}
