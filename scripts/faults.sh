@@ -19,6 +19,8 @@
 #   FAULTS_FIGURES       also write the figures (Markdown) to this file
 #   FAULTS_ONLY          run only these scenarios (comma-separated)
 #   FAULTS_KEEP          keep the logs and data directory (its path is printed)
+#   FAULTS_NO_KEY        retry without Idempotency-Key: a self-test, the checker
+#                        should then report retries applied twice
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -104,6 +106,7 @@ log "profile $profile; work directory $work"
 "$work/faults" -profile "$profile" -work "$work" \
   -monty "$work/monty" -redis-server "$(command -v redis-server)" \
   -versitygw "$VERSITYGW" -toxiproxy "$TOXIPROXY" \
-  ${FAULTS_FIGURES:+-figures "$FAULTS_FIGURES"} ${FAULTS_ONLY:+-only "$FAULTS_ONLY"} &
+  ${FAULTS_FIGURES:+-figures "$FAULTS_FIGURES"} ${FAULTS_ONLY:+-only "$FAULTS_ONLY"} \
+  ${FAULTS_NO_KEY:+-no-idempotency-key} &
 driver_pid=$!
 wait "$driver_pid"
