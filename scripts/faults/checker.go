@@ -19,6 +19,7 @@ type Violation struct {
 	Detail  string
 }
 
+// String is the violation as one line of a report.
 func (v Violation) String() string {
 	return fmt.Sprintf("%s: session %s: %s", v.Kind, v.Session, v.Detail)
 }

@@ -28,6 +28,7 @@ const (
 	Unknown
 )
 
+// String names the outcome as the reports do.
 func (o Outcome) String() string {
 	switch o {
 	case Acked:

@@ -16,6 +16,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -38,6 +39,9 @@ type config struct {
 	limitMS                       int
 	slack, opTimeout              time.Duration
 	before, during, after         time.Duration
+	// tmpfsSize is the size of the directory store's tmpfs: room for the
+	// sessions' state (idempotency answers included), filled by disk-full.
+	tmpfsSize string
 }
 
 func main() {
@@ -61,9 +65,11 @@ func main() {
 	case "short":
 		cfg.slots, cfg.clients, cfg.perSession = 3, 2, 30
 		cfg.before, cfg.during, cfg.after = 3*time.Second, 4*time.Second, 6*time.Second
+		cfg.tmpfsSize = "16m"
 	case "long":
 		cfg.slots, cfg.clients, cfg.perSession = 4, 2, 100
 		cfg.before, cfg.during, cfg.after = 10*time.Second, 15*time.Second, 15*time.Second
+		cfg.tmpfsSize = "64m"
 	default:
 		fmt.Fprintf(os.Stderr, "faults: unknown profile %q (short or long)\n", cfg.profile)
 		os.Exit(2)
@@ -100,7 +106,7 @@ func run(cfg config) int {
 		}
 		r, err := runScenario(e, sc)
 		if err != nil {
-			if strings.Contains(err.Error(), errSkip.Error()) {
+			if errors.Is(err, errSkip) {
 				findings = append(findings, fmt.Sprintf("scenario %s skipped: %v", sc.name, err))
 				fmt.Fprintf(os.Stderr, "faults: scenario %s skipped: %v\n", sc.name, err)
 				continue

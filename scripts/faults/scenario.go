@@ -297,14 +297,14 @@ func scenarios() []scenario {
 			name: "dirfull",
 			setup: func(e *env) (string, []string, error) {
 				mnt := filepath.Join(e.cfg.work, "dirstore")
-				if err := mountTmpfs(mnt, "4m"); err != nil {
-					return "", nil, fmt.Errorf("%w: mount -t tmpfs -o size=4m is not permitted here (%v)", errSkip, err)
+				if err := mountTmpfs(mnt, e.cfg.tmpfsSize); err != nil {
+					return "", nil, fmt.Errorf("%w: mount -t tmpfs -o size=%s is not permitted here (%v)", errSkip, e.cfg.tmpfsSize, err)
 				}
 				return filepath.Join(mnt, "sessions"), nil, nil
 			},
 			teardown: func(e *env) { unmount(filepath.Join(e.cfg.work, "dirstore")) },
 			faults: []fault{{
-				name: "disk-full", what: "the directory store's 4 MiB tmpfs filled up, then the filler removed",
+				name: "disk-full", what: "the directory store's tmpfs (16 MiB short, 64 MiB long) filled up, then the filler removed",
 				inject: func(r *scenarioRun) error { return fillDisk(filepath.Join(r.e.cfg.work, "dirstore", "filler")) },
 				heal:   func(r *scenarioRun) error { return os.Remove(filepath.Join(r.e.cfg.work, "dirstore", "filler")) },
 			}},
