@@ -72,6 +72,12 @@ if [ "${MONTY_TEST_AOT:-1}" != 0 ]; then
 else
   scripts/release.sh check --engine wazero
 fi
+# --- the fault suite (docs/reliability.md): its checker's tests, then the
+# short profile against two monty serve instances with servers of its own.
+echo "== fault suite: scripts/faults (go vet, go test -race), scripts/faults.sh short" >&2
+(cd scripts/faults && go vet ./... && go test -race -count=1 ./...)
+scripts/faults.sh short
+# --- end of the fault suite
 echo "== nested modules (adapters and examples with their own go.mod): go vet, go test -race" >&2
 # Each adapter is a module of its own so the main module does not pull in
 # its SDK, and the Kubernetes example so that it does not pull in k8s.io;
