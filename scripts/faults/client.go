@@ -119,6 +119,9 @@ func (c *client) attempt(ctx context.Context, inst int, op *Op, code string) ans
 	if op.Key != "" && !c.noKey {
 		req.Header.Set("Idempotency-Key", op.Key)
 	}
+	if op.ExpectState {
+		req.Header.Set("If-Match", "*")
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return answer{class: transportClass(err), detail: err.Error(), retriable: true}

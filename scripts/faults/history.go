@@ -66,9 +66,13 @@ type Op struct {
 	Kind    OpKind
 	Value   string // the appended value (Append)
 	Key     string // the Idempotency-Key (Append)
-	Call    time.Time
-	Return  time.Time
-	Outcome Outcome
+	// ExpectState sends If-Match: * (every request but the session's
+	// first): a session the store lost is refused with 412, never
+	// continued as an empty one.
+	ExpectState bool
+	Call        time.Time
+	Return      time.Time
+	Outcome     Outcome
 	// List is the session's list the server returned (Acked).
 	List     []string
 	Attempts []Attempt

@@ -11,13 +11,15 @@ import (
 const recoveryTarget = 5 * time.Second
 
 // errorPolicy checks every answer a client saw: a clear retriable status
-// (503 or 429 with Retry-After, 409 busy, conflict or key in flight), a
+// (503 or 429 with Retry-After, 409 busy, conflict or key in flight), 412
+// precondition_failed for a session the store lost (If-Match: *), a
 // Python-side error, or a connection error from an instance that was
 // killed; never a 500, an error without a code, or no answer within the
 // request's time limit plus slack. It also collects findings: sessions
 // that silently came back empty, state warnings, Python errors.
 func (r *scenarioRun) errorPolicy() (vs []Violation, findings []string, replays int) {
 	emptied := map[string]bool{}
+	lost := map[string]bool{} // sessions refused with 412: their state is gone
 	warned := map[string]int{}
 	pyErrors := map[string]int{}
 	var emptiedExamples []string
@@ -56,6 +58,14 @@ func (r *scenarioRun) errorPolicy() (vs []Violation, findings []string, replays 
 					if !a.RetryAfter {
 						bad = "without Retry-After"
 					}
+				case "412":
+					// If-Match: * on a session the store no longer has:
+					// the client is told its state is gone.
+					if code != "precondition_failed" {
+						bad = "not a clear refusal"
+					} else {
+						lost[op.Session] = true
+					}
 				case "409":
 					switch code {
 					case "session_busy", "conflict":
@@ -91,6 +101,9 @@ func (r *scenarioRun) errorPolicy() (vs []Violation, findings []string, replays 
 	}
 	if len(emptied) > 0 {
 		findings = append(findings, fmt.Sprintf("silent empty session: %d sessions with acknowledged appends answered 200 with NameError (their list gone) with no state_warning and no error status, e.g. %s", len(emptied), strings.Join(emptiedExamples[:min(3, len(emptiedExamples))], "; ")))
+	}
+	if len(lost) > 0 {
+		findings = append(findings, fmt.Sprintf("lost sessions told: %d sessions whose state the store lost were refused 412 precondition_failed (If-Match: *), not continued as empty ones", len(lost)))
 	}
 	for code, n := range noRetryAfter {
 		findings = append(findings, fmt.Sprintf("%d answers 409 %s (\"being resumed elsewhere\") came without Retry-After, though the client must wait for the claim's lease", n, code))

@@ -160,7 +160,7 @@ func (r *scenarioRun) drive(ctx context.Context, slot int) {
 		var hmu sync.Mutex
 		do := func(clientID, seq int, create bool) {
 			v := fmt.Sprintf("%s.c%d.%d", h.ID, clientID, seq)
-			op := Op{Session: h.ID, Client: clientID, Kind: Append, Value: v, Key: "fk-" + v}
+			op := Op{Session: h.ID, Client: clientID, Kind: Append, Value: v, Key: "fk-" + v, ExpectState: !create}
 			r.client.run(ctx, &op, appendCode(v, create), (slot+clientID+seq)%2)
 			hmu.Lock()
 			h.Ops = append(h.Ops, op)
@@ -190,7 +190,7 @@ func (r *scenarioRun) finalReads(ctx context.Context) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			op := Op{Session: h.ID, Client: 0, Kind: Read}
+			op := Op{Session: h.ID, Client: 0, Kind: Read, ExpectState: true}
 			r.client.run(ctx, &op, "log", i%2)
 			h.Ops = append(h.Ops, op)
 			for _, f := range r.faults {
