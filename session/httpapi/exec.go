@@ -20,6 +20,7 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/apikey"
+	"github.com/monty-go/monty/session/store"
 )
 
 // ExecRequest is the body of POST /exec. Unknown fields (such as the
@@ -499,8 +500,14 @@ func (h *Handler) openSession(ctx context.Context, lease *session.Lease, ns, id 
 	}
 	s.SetLimits(limits)
 	s.SetHost(host)
-	if err := s.Sync(ctx); err == nil {
+	err = s.Sync(ctx)
+	switch {
+	case err == nil:
 		return s, nil
+	case errors.Is(err, store.ErrUnavailable) || ctx.Err() != nil:
+		// The store did not answer: opening it afresh would ask again
+		// and keep the request waiting twice as long.
+		return nil, err
 	}
 	// Not usable as kept: open it afresh, as with none kept.
 	lease.Forget()

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -14,14 +15,28 @@ import (
 	"github.com/monty-go/monty/session/store/memstore"
 )
 
-// countingStore counts the reads of whole entries.
+// countingStore counts the reads of whole entries; while down is set,
+// every call fails as a store that does not answer.
 type countingStore struct {
 	store.Store
 	gets atomic.Int64
+	down atomic.Bool
+}
+
+var errNoAnswer = fmt.Errorf("%w: no answer in time", store.ErrUnavailable)
+
+func (c *countingStore) Stat(ctx context.Context, id string) (store.Info, error) {
+	if c.down.Load() {
+		return store.Info{}, errNoAnswer
+	}
+	return c.Store.Stat(ctx, id)
 }
 
 func (c *countingStore) Get(ctx context.Context, id string) (store.Object, error) {
 	c.gets.Add(1)
+	if c.down.Load() {
+		return store.Object{}, errNoAnswer
+	}
 	return c.Store.Get(ctx, id)
 }
 
@@ -76,4 +91,20 @@ func TestHotSessionsOff(t *testing.T) {
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+// A store that stops answering fails a request on a kept session at its
+// first call (503), without a second try at opening the session afresh,
+// which would keep the client waiting twice as long.
+func TestKeptSessionStoreDown(t *testing.T) {
+	st := &countingStore{Store: memstore.New(memstore.Options{})}
+	c := newServer(t, httpapi.Options{Session: session.Options{Store: st}}).client("")
+	id := c.run("", "n = 0").SessionID
+	st.gets.Store(0)
+	st.down.Store(true)
+	status, _, data := c.do("POST", "/exec", []byte(`{"session_id": "`+id+`", "code": "n"}`))
+	wantError(t, "store down", status, data, 503, "store_unavailable")
+	assert.Zero(t, st.gets.Load(), "the session was not opened again")
+	st.down.Store(false)
+	assert.JSONEq(t, "0", string(c.run(id, "n").Result), "the kept session goes on")
 }
