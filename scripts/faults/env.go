@@ -128,6 +128,16 @@ func (e *env) s3Spec() string {
 type instance struct {
 	p   *proc
 	url string
+	// front is the proxy the clients reach the instance through.
+	front *front
+}
+
+// close stops the instance and its front.
+func (inst *instance) close() {
+	if inst.p.pid() != 0 {
+		inst.p.stop()
+	}
+	inst.front.close()
 }
 
 // startInstances starts two `monty serve` sharing the store spec.
@@ -143,8 +153,13 @@ func (e *env) startInstances(scenario, spec string, extra []string) ([]*instance
 		p := e.track(&proc{name: fmt.Sprintf("monty %s #%d", scenario, i), args: args,
 			env: []string{"MONTY_SIGNING_KEY=faults-signing-key-0123456789abcdef"},
 			log: filepath.Join(e.cfg.work, fmt.Sprintf("monty-%s-%d.log", scenario, i))})
-		inst := &instance{p: p, url: "http://" + addr}
+		fr, err := newFront(addr)
+		if err != nil {
+			return nil, err
+		}
+		inst := &instance{p: p, url: "http://" + addr, front: fr}
 		if err := startAndWait(p, httpReady(inst.url+"/health")); err != nil {
+			fr.close()
 			return nil, err
 		}
 		out = append(out, inst)
@@ -154,9 +169,7 @@ func (e *env) startInstances(scenario, spec string, extra []string) ([]*instance
 
 // killInstance SIGKILLs an instance and marks it down from now.
 func (e *env) killInstance(inst *instance) {
-	e.mu.Lock()
-	e.down[inst.url] = append(e.down[inst.url], [2]time.Time{time.Now(), {}})
-	e.mu.Unlock()
+	e.markDown(inst.front.url(), true)
 	inst.p.kill()
 }
 
@@ -164,15 +177,26 @@ func (e *env) killInstance(inst *instance) {
 // answers /health.
 func (e *env) restartInstance(inst *instance) error {
 	err := startAndWait(inst.p, httpReady(inst.url+"/health"))
-	e.mu.Lock()
-	d := e.down[inst.url]
-	d[len(d)-1][1] = time.Now()
-	e.mu.Unlock()
+	e.markDown(inst.front.url(), false)
 	return err
 }
 
-// wasDown reports whether the instance at url was down at some time in
-// [from-1s, to+1s].
+// markDown starts (down) or ends a time in which the instance its
+// clients reach at url may fail their connections: it was killed, or its
+// answers are being lost.
+func (e *env) markDown(url string, down bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if down {
+		e.down[url] = append(e.down[url], [2]time.Time{time.Now(), {}})
+		return
+	}
+	d := e.down[url]
+	d[len(d)-1][1] = time.Now()
+}
+
+// wasDown reports whether the instance at url was down (or losing
+// answers) at some time in [from-1s, to+1s].
 func (e *env) wasDown(url string, from, to time.Time) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()

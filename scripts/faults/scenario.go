@@ -93,13 +93,11 @@ func runScenario(e *env, sc scenario) (*scenarioRun, error) {
 	}
 	defer func() {
 		for _, inst := range r.instances {
-			if inst.p.pid() != 0 {
-				inst.p.stop()
-			}
+			inst.close()
 		}
 	}()
 	cfg := e.cfg
-	r.client = newClient([]string{r.instances[0].url, r.instances[1].url}, apiKey, cfg.limitMS, cfg.slack, cfg.opTimeout)
+	r.client = newClient([]string{r.instances[0].front.url(), r.instances[1].front.url()}, apiKey, cfg.limitMS, cfg.slack, cfg.opTimeout)
 	r.client.noKey = cfg.noKey
 
 	ctx := context.Background()
@@ -251,6 +249,19 @@ func scenarios() []scenario {
 				return e.redisSpec(0), redisFlags, nil
 			},
 			faults: []fault{
+				{
+					name: "answers-lost", what: "half of instance #0's answers lost on their way back (the request done, the connection closed)",
+					inject: func(r *scenarioRun) error {
+						r.e.markDown(r.instances[0].front.url(), true)
+						r.instances[0].front.dropping.Store(50)
+						return nil
+					},
+					heal: func(r *scenarioRun) error {
+						r.instances[0].front.dropping.Store(0)
+						r.e.markDown(r.instances[0].front.url(), false)
+						return nil
+					},
+				},
 				toxicFault("redis-latency", "200 ms ± 50 ms added to every Redis reply", redisLink, "latency", 1, toxiproxy.Attributes{"latency": 200, "jitter": 50}, "downstream"),
 				toxicFault("redis-timeout", "Redis link stops passing data (toxiproxy timeout toxic, no close)", redisLink, "timeout", 1, toxiproxy.Attributes{"timeout": 0}, "upstream"),
 				toxicFault("redis-reset", "half of the new Redis connections reset by peer", redisLink, "reset_peer", 0.5, toxiproxy.Attributes{"timeout": 0}, "downstream"),
