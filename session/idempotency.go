@@ -54,6 +54,7 @@ type KeyReusedError struct {
 	At  time.Time
 }
 
+// Error says which key was used when, and what to do.
 func (e *KeyReusedError) Error() string {
 	return fmt.Sprintf("%v: key %q was used at %s for another request; use a new key for a new request",
 		ErrKeyReused, e.Key, e.At.UTC().Format(time.RFC3339))
@@ -103,6 +104,7 @@ func (o *Idempotency) check() error {
 // of the same request used (Result.Replay): that call's time, answer and
 // the state it left.
 type Replay struct {
+	// Key is the call's idempotency key.
 	Key string
 	// At is when the first call was stored.
 	At time.Time

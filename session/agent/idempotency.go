@@ -89,7 +89,7 @@ func replayed(rp *session.Replay, id, runID string) (*Result, error) {
 	res.StoreID, res.EventRunID = id, runID
 	res.Saved, res.StateSize, res.StateHash = rp.Saved, rp.StateSize, rp.StateHash
 	if stored.IsError {
-		res.Err = &runtime.Error{Type: res.ErrorType, Message: lastLine(res.Error), Text: res.Error}
+		res.Err = &runtime.Error{Type: res.ErrorType, Message: strings.TrimPrefix(lastLine(res.Error), res.ErrorType+": "), Text: res.Error}
 	}
 	return res, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/agent/agenttest"
@@ -50,6 +51,10 @@ func TestIdempotentToolCalls(t *testing.T) {
 	require.Error(t, replay.Err, "a replayed exception is still a failure")
 	assert.Equal(t, raised.Text, replay.Text)
 	assert.Equal(t, "ZeroDivisionError", replay.ErrorType)
+	var firstErr, againErr *runtime.Error
+	require.ErrorAs(t, raised.Err, &firstErr)
+	require.ErrorAs(t, replay.Err, &againErr)
+	assert.Equal(t, firstErr.Message, againErr.Message)
 
 	paused, err := a.Execute(ctx, "t", json.RawMessage(`{"code": "x = ask()\nx + 1", "client_tools": [{"name": "ask"}]}`))
 	require.NoError(t, err)

@@ -232,3 +232,30 @@ func TestExecIfMatch(t *testing.T) {
 	_, err := s.store.Get(context.Background(), "public/m")
 	require.Error(t, err, "nothing was stored in its place")
 }
+
+// A streamed request retried with its key gets the stored answer as a
+// finished run, marked as a replay; an answer too large to keep is 409
+// idempotency_answer_not_kept, the code not run again.
+func TestIdempotentReplayEdges(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	c := s.client("")
+	req := map[string]any{"session_id": "e", "code": "print('once')\n41 + 1"}
+	first := c.streamExec(t, req, "Idempotency-Key", "streamed").rest()
+	want := finished(t, first[len(first)-1])
+	again := c.streamExec(t, req, "Idempotency-Key", "streamed")
+	assert.Equal(t, "true", again.resp.Header.Get("Idempotent-Replayed"))
+	evs := again.rest()
+	require.Len(t, evs, 2, "RUN_STARTED and RUN_FINISHED, nothing ran")
+	got := finished(t, evs[1])
+	assert.JSONEq(t, "42", string(got.Result))
+	assert.Equal(t, want.Stdout, got.Stdout)
+	assert.Equal(t, want.StateHash, got.StateHash)
+
+	c.run("big", "n = 0")
+	body, _ := json.Marshal(map[string]any{"session_id": "big", "code": "n += 1\n'x' * 1200000"})
+	status, _, data := c.do("POST", "/exec", body, "Idempotency-Key", "huge")
+	require.Equal(t, http.StatusOK, status)
+	status, _, data = c.do("POST", "/exec", body, "Idempotency-Key", "huge")
+	wantError(t, "answer not kept", status, data, http.StatusConflict, "idempotency_answer_not_kept")
+	assert.JSONEq(t, "1", string(c.run("big", "n").Result), "not run again")
+}

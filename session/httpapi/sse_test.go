@@ -33,13 +33,16 @@ type events struct {
 
 // streamExec posts req to /exec asking for events, and checks the
 // response's headers.
-func (c *client) streamExec(t *testing.T, req map[string]any) *events {
+func (c *client) streamExec(t *testing.T, req map[string]any, header ...string) *events {
 	t.Helper()
 	body, _ := json.Marshal(req)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	hreq, err := http.NewRequestWithContext(ctx, "POST", c.s.srv.URL+"/exec", bytes.NewReader(body))
 	require.NoError(t, err)
 	hreq.Header.Set("Accept", "text/event-stream")
+	for i := 0; i+1 < len(header); i += 2 {
+		hreq.Header.Set(header[i], header[i+1])
+	}
 	if c.key != "" {
 		hreq.Header.Set("x-api-key", c.key)
 	}
