@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -30,13 +31,22 @@ type AOTMemory = interface {
 }
 
 // AOTImports are the functions an [AOTInstance] imports (docs/abi.md):
-// monty.print and the six WASI calls, and NewMemory, which gives a new
-// instance its linear memory. This package implements them.
+// monty.print and the six WASI calls, and NewMemory or NewGuardedMemory,
+// which give a new instance its linear memory. This package implements
+// them.
 type AOTImports interface {
 	// NewMemory returns size bytes of zeros for a new instance's linear
 	// memory, with capacity up to the engine's memory limit to grow into
-	// in place; nil when the instance should allocate its own.
+	// in place; nil when the instance should allocate its own. A
+	// translation that checks the bounds of every access calls it.
 	NewMemory(size int) []byte
+	// NewGuardedMemory returns size bytes of zeros for a new instance's
+	// linear memory, at the start of a reservation of all a wasm32 access
+	// can reach, accessible only up to size, with capacity up to the
+	// engine's memory limit: a stray access faults, and becomes a trap.
+	// A translation with guard pages calls it, and cannot run without it
+	// (nil).
+	NewGuardedMemory(size int) []byte
 	Xprint(stream, ptr, n int32) int32
 	Xclock_time_get(id int32, precision int64, result int32) int32
 	Xenviron_get(environ, buf int32) int32
@@ -73,7 +83,9 @@ func RegisterAOT(moduleSHA256 string, newInstance func(AOTImports) AOTInstance) 
 func AOTLinked() bool { return registeredAOT.Load() != nil }
 
 // aotModule is the translated module. Each instance's linear memory is a
-// reservation of its maximum size that grows in place.
+// reservation that grows in place: of all a wasm32 access can reach, with
+// guard pages, where the translation has them (docs/building.md#guard-pages);
+// else of the memory limit.
 type aotModule struct {
 	newInstance func(AOTImports) AOTInstance
 	maxBytes    uint64
@@ -92,6 +104,9 @@ func (m *aotModule) instantiate(ctx context.Context, it *Interpreter) (instance,
 	})
 	if err != nil {
 		_ = a.close(ctx)
+		if a.Err != nil {
+			err = a.Err // the reservation the translation needs was refused
+		}
 		return nil, fmt.Errorf("monty: instantiate interpreter: %w", err)
 	}
 	return a, nil
@@ -101,33 +116,39 @@ func (m *aotModule) instantiate(ctx context.Context, it *Interpreter) (instance,
 // that serve it.
 type aotInstance struct {
 	guest.WASI        // the WASI calls but the clock; WASI.Mem is the linear memory
-	guest.Reservation // behind *Mem unless the system refused it (NewMemory)
+	guest.Reservation // behind *Mem unless the system refused it (NewMemory without guard pages)
 	it                *Interpreter
 	mod               AOTInstance
 	ctx               context.Context // of the call in progress
 }
 
-// run calls f, the only way into the module: a panic inside it (a trap of
-// the translated code, proc_exit, linear memory past the engine's cap)
-// becomes an error.
+// run calls f, the only way into the module, with memory faults turned
+// into panics: a panic inside it (a trap of the translated code, an
+// access past linear memory's length faulting in its guard pages,
+// proc_exit, linear memory past the engine's cap) becomes an error. A
+// fault outside the instance's memory is not the module's and ends the
+// process, as it would without this (guest.Reservation.Fault).
 func (a *aotInstance) run(ctx context.Context, f func()) (err error) {
 	a.ctx = ctx
 	defer func() {
 		a.ctx = nil
 		if r := recover(); r != nil {
-			err = trapOf(r)
+			err = trapOf(a.Fault(r))
 		}
 	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	f()
 	a.checkMemory()
 	return nil
 }
 
 // checkMemory traps when the linear memory grew past the engine's cap (the
-// trap matches ErrMemoryLimit). The translated code grows up to wasm32's
-// 4 GiB, where wazero refuses to grow past the cap, so a smaller cap is
-// checked after every call and at every clock read (which the guest makes
-// every 255 bytecode instructions while a time budget is armed).
+// trap matches ErrMemoryLimit): in a translation without guard pages,
+// memory.grow past the reservation moves the memory to the Go heap, up to
+// wasm32's 4 GiB, so the cap is checked after every call and at every
+// clock read (which the guest makes every 255 bytecode instructions while
+// a time budget is armed). With guard pages, memory.grow past the cap
+// fails, as on wazero.
 func (a *aotInstance) checkMemory() {
 	if a.Mem != nil && uint64(len(*a.Mem)) > a.Max {
 		panic(fmt.Errorf("%w: linear memory grew past %d pages (WithMaxMemoryPages)", ErrMemoryLimit, a.Max>>16))
@@ -193,6 +214,9 @@ func (a *aotInstance) Xprint(stream, ptr, n int32) int32 {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// The host's code, the print callback's too: a fault in it is no
+	// stray access of the module's.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(false))
 	return int32(a.it.printOutput(ctx, uint32(stream), b))
 }
 

@@ -3,14 +3,20 @@
 # wasm2go and checks them against the committed wasm/aot/translated.sha256,
 # which also names the modules they come from:
 #   * the interpreter, wasm/monty.wasm -> wasm/aot/internal/translated
-#     (module.go, and source.go naming the module's SHA-256);
+#     (module.go, source.go naming the module's SHA-256, and guard_pages.go
+#     and guard_checked.go: linear memory with guard pages or with checked
+#     bounds, by platform);
 #   * the type checker, wasm/checker/checker.wasm -> wasm/aot/internal/checker
 #     (module.go and module_N.go: the functions in parts of at most 40 MB,
 #     so that no file reaches GitHub's 100 MB limit when a release commits
-#     them; and source.go).
+#     them; and source.go);
+#   * a test module of stray memory accesses,
+#     runtime/internal/stray/testdata/stray.wasm (from stray.wat) ->
+#     runtime/internal/stray, with the interpreter's edits; small, and
+#     committed, so that the tests of package runtime run it, with -race.
 # Nothing is done when they already match. With --stamp (after `make wasm`),
-# regenerates them and rewrites the checksum file instead. The generated
-# files are not committed on main; a release commits them
+# regenerates them (stray.wasm too, with wat2wasm) and rewrites the
+# checksum file instead. The generated files but stray's are not committed on main; a release commits them
 # (scripts/aot-release.sh; docs/building.md says why).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,19 +26,23 @@ WASM2GO=github.com/ncruces/wasm2go@v0.4.21
 sums=wasm/aot/translated.sha256
 if [ "${1:-}" != --stamp ] && [ -f wasm/aot/internal/translated/module.go ] && [ -f wasm/aot/internal/checker/module.go ] &&
   sha256sum --quiet -c "$sums" >/dev/null 2>&1; then
-  echo "aot: wasm/aot/internal/translated and wasm/aot/internal/checker are up to date" >&2
+  echo "aot: wasm/aot/internal/translated, wasm/aot/internal/checker and runtime/internal/stray are up to date" >&2
   exit 0
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# edit FILE PATTERN REPLACEMENT: sed -E on FILE, which must match once, so
-# that another wasm2go output fails here instead of compiling unedited.
+# edit FILE PATTERN REPLACEMENT [LINES]: sed -E on FILE (every match on a
+# line), which must match LINES lines (1 unless told; "some": at least one),
+# so that another wasm2go output fails here instead of compiling unedited.
 edit() {
-  local n
+  local n want=${4:-1}
   n=$(grep -cE "$2" "$1" || true)
-  [ "$n" = 1 ] || { echo "aot: $WASM2GO's output has $n lines matching '$2' (want 1): update the edits in scripts/aot.sh" >&2; exit 1; }
-  sed -i -E "s/$2/$3/" "$1"
+  if [ "$want" = some ] && [ "$n" -gt 0 ]; then
+    want=$n
+  fi
+  [ "$n" = "$want" ] || { echo "aot: $WASM2GO's output has $n lines matching '$2' (want $want): update the edits in scripts/aot.sh" >&2; exit 1; }
+  sed -i -E "s/$2/$3/g" "$1"
 }
 
 # translate WASM PKG: wasm2go of WASM into $tmp/PKG/module.go, with New
@@ -48,7 +58,7 @@ translate() {
   # the largest functions (the safe translation is 1.4-2x slower;
   # performance.md).
   GOFLAGS= GOWORK=off go run "$WASM2GO" -unsafe -pkg "$pkg" -o "$tmp/$pkg/module.go" <"$wasm"
-  edit "$tmp/$pkg/module.go" '^[[:blank:]]m\.memory = make\(\[\]byte, (0x[0-9a-f]+)\)$' '\tm.memory = newMemory(v0, \1)'
+  edit "$tmp/$pkg/module.go" '^[[:blank:]]m\.memory = make\(\[\]byte, (0x[0-9a-f]+|[0-9]+)\)$' '\tm.memory = newMemory(v0, \1)'
 }
 
 # source PKG WASM: $tmp/PKG/source.go, naming WASM's SHA-256.
@@ -64,13 +74,99 @@ const WasmSHA256 = "$(sha256sum "$wasm" | cut -d' ' -f1)"
 GO
 }
 
-# The interpreter: memory.grow reslices into the reserved range instead of
-# clearing it (the bytes past the memory's length are zeros the module
-# cannot reach); past the range, on the Go heap.
-translate wasm/monty.wasm translated
-edit "$tmp/translated/module.go" '^[[:blank:]]\*mem = append\(buf, make\(\[\]byte, int\(new<<16\)-len\)\.\.\.\)$' '\t*mem = growMemory(buf, int(new<<16))'
-source_go translated wasm/monty.wasm
-cat >>"$tmp/translated/source.go" <<'GO'
+# Guard pages (docs/building.md#guard-pages): where GUARDED holds, linear
+# memory is a reservation of all a wasm32 access can reach (a 32-bit
+# address plus a 32-bit offset) with access rights only up to the memory's
+# length, so a stray load or store faults (package runtime turns the fault
+# into a trap) and the translated code checks no bounds. Elsewhere, and
+# with the build tag monty_boundscheck, every access is checked. The
+# expression is written once, into both files' build lines: exactly one of
+# them is compiled on any platform, and without either a build fails
+# (guarded undefined) rather than drop the checks.
+GUARDED='(linux || darwin) && (amd64 || arm64) && !monty_boundscheck'
+
+# guard PKG WASM: the edits and files that give PKG guard pages where
+# GUARDED holds: memory.grow through growMemory, which grants access rights
+# (or fails past the host's cap); the memory helpers' bounds check only
+# where not guarded; every byte access (m.memory[i]) through byteAt; and
+# source.go, guard_pages.go and guard_checked.go.
+guard() {
+  local pkg=$1 wasm=$2 f=$tmp/$1/module.go
+  edit "$f" '^[[:blank:]]\*mem = append\(buf, make\(\[\]byte, int\(new<<16\)-len\)\.\.\.\)$' \
+    '\tgrown, ok := growMemory(buf, int(new<<16))\n\tif !ok {\n\t\treturn -1\n\t}\n\t*mem = grown'
+  # One bounds check in each of the helpers wasm2go emitted (those the
+  # module uses: load16 to store64).
+  edit "$f" '^[[:blank:]]_ = mem\[uint64\(addr\)\+([137])\]$' '\tif !guarded {\n\t\t_ = mem[uint64(addr)+\1]\n\t}' \
+    "$(grep -cE '^func (load|store)(16|32|64)\[' "$f")"
+  edit "$f" 'm\.memory\[([^][]*)\]' '*byteAt(m.memory, \1)' some
+  if grep -q 'm\.memory\[' "$f"; then
+    echo "aot: $WASM2GO's output indexes linear memory in a way scripts/aot.sh does not rewrite: update the edits" >&2
+    exit 1
+  fi
+  source_go "$pkg" "$wasm"
+  cat >"$tmp/$pkg/guard_pages.go" <<GO
+// Code generated by scripts/aot.sh. DO NOT EDIT.
+
+//go:build $GUARDED
+
+package $pkg
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// guarded is true: linear memory has guard pages, and no access checks
+// its bounds. A stray one faults, which the host turns into a trap.
+const guarded = true
+
+// byteAt returns the byte of linear memory at addr, unchecked: past the
+// memory's length, it has no access rights.
+//
+//go:nosplit
+func byteAt[T uint32 | uint64](mem []byte, addr T) *byte {
+	return (*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(mem)), addr))
+}
+
+// newMemory returns a new instance's linear memory, size bytes of zeros in
+// the host's reservation of all a wasm32 access can reach, accessible up
+// to size, with capacity up to the host's cap. Without one, the instance
+// cannot run: it has no other bounds.
+func newMemory(host any, size int) []byte {
+	if h, ok := host.(interface{ NewGuardedMemory(size int) []byte }); ok {
+		if b := h.NewGuardedMemory(size); b != nil {
+			return b
+		}
+	}
+	panic("the host reserved no guarded linear memory")
+}
+
+// growMemory extends linear memory to size bytes by granting access to
+// the pages up to it; false past the host's cap.
+func growMemory(buf []byte, size int) ([]byte, bool) {
+	if size > cap(buf) || syscall.Mprotect(buf[len(buf):size], syscall.PROT_READ|syscall.PROT_WRITE) != nil {
+		return buf, false
+	}
+	return buf[:size], true
+}
+GO
+  cat >"$tmp/$pkg/guard_checked.go" <<GO
+// Code generated by scripts/aot.sh. DO NOT EDIT.
+
+//go:build !($GUARDED)
+
+package $pkg
+
+// guarded is false: every access to linear memory checks its bounds.
+const guarded = false
+
+// byteAt returns the byte of linear memory at addr; it panics past the
+// memory's length.
+//
+//go:nosplit
+func byteAt[T uint32 | uint64](mem []byte, addr T) *byte {
+	return &mem[addr]
+}
 
 // newMemory returns a new instance's linear memory, size bytes of zeros:
 // the host's (package runtime reserves an address range for it to grow
@@ -87,14 +183,30 @@ func newMemory(host any, size int) []byte {
 // growMemory extends linear memory to size bytes. The bytes past its
 // length are zeros the module never reached, so memory with room is
 // resliced, not cleared: a reserved range's pages cost nothing until the
-// module writes them.
-func growMemory(buf []byte, size int) []byte {
+// module writes them. Past the room, it moves to the Go heap; the host
+// enforces its cap after the call.
+func growMemory(buf []byte, size int) ([]byte, bool) {
 	if size <= cap(buf) {
-		return buf[:size]
+		return buf[:size], true
 	}
-	return append(buf, make([]byte, size-len(buf))...)
+	return append(buf, make([]byte, size-len(buf))...), true
 }
 GO
+}
+
+# The interpreter, with guard pages.
+translate wasm/monty.wasm translated
+guard translated wasm/monty.wasm
+
+# A test module of stray loads and stores (runtime/internal/stray), with
+# the interpreter's edits; committed, it is regenerated and checked here.
+stray=runtime/internal/stray/testdata/stray
+if [ "${1:-}" = --stamp ]; then
+  command -v wat2wasm >/dev/null || { echo "aot: wat2wasm (Debian's wabt, scripts/install-toolchain.sh) is needed for $stray.wasm" >&2; exit 1; }
+  wat2wasm "$stray.wat" -o "$stray.wasm"
+fi
+translate "$stray.wasm" stray
+guard stray "$stray.wasm"
 
 # The type checker: its memory lives only in the host's reservation, of
 # the checker's memory limit, and memory.grow past it fails (returns -1),
@@ -147,8 +259,13 @@ for pkg in translated checker; do
   mkdir -p "wasm/aot/internal/$pkg"
   mv "$tmp/$pkg"/*.go "wasm/aot/internal/$pkg/"
 done
-files() { printf '%s\n' wasm/monty.wasm wasm/aot/internal/translated/module.go wasm/aot/internal/translated/source.go \
-  wasm/checker/checker.wasm $(ls wasm/aot/internal/checker/*.go | LC_ALL=C sort); }
+rm -f runtime/internal/stray/*.go
+mv "$tmp/stray"/*.go runtime/internal/stray/
+files() {
+  printf '%s\n' wasm/monty.wasm $(ls wasm/aot/internal/translated/*.go | LC_ALL=C sort) \
+    wasm/checker/checker.wasm $(ls wasm/aot/internal/checker/*.go | LC_ALL=C sort) \
+    "$stray.wat" "$stray.wasm" $(ls runtime/internal/stray/*.go | LC_ALL=C sort)
+}
 if [ "${1:-}" = --stamp ]; then
   files | xargs sha256sum >"$sums"
   echo "aot: wrote $sums" >&2
@@ -156,5 +273,5 @@ elif ! sha256sum --quiet -c "$sums" || [ "$(files)" != "$(awk '{print $2}' "$sum
   echo "aot: the translation differs from $sums: a module changed without 'scripts/aot.sh --stamp', or the translator is not reproducible" >&2
   exit 1
 else
-  echo "aot: wasm/aot/internal/translated and wasm/aot/internal/checker generated and checked against $sums" >&2
+  echo "aot: wasm/aot/internal/translated, wasm/aot/internal/checker and runtime/internal/stray generated and checked against $sums" >&2
 fi

@@ -27,6 +27,9 @@
 #     its samples, and every column must compute the same value. The columns:
 #       Go        this runtime in benchcmp's own process (a warm
 #                 interpreter, the program compiled once, one Run per run)
+#       AOT       the same on the ahead-of-time engine (the module
+#                 translated to Go, wasm/aot; benchcmp built by
+#                 scripts/aotgo.sh; MONTY_BENCH_AOT=0 leaves it out)
 #       wasmtime  scripts/wasmtime/bench.py --serve: the committed
 #                 wasm/monty.wasm under wasmtime (Cranelift) through its
 #                 Python wheel, speaking the module's ABI as runtime/ does:
@@ -60,9 +63,10 @@
 #     then the memory of `monty serve` holding 1,000 live sessions of 100
 #     snippets against upstream's worker (scripts/bench_memory.py). Both
 #     need scripts/pyclients.sh's venv (pydantic-monty, from PyPI).
-# Prints a table (workload, the five columns, the ratios of Go to each,
-# target, met?), then the same table as markdown for docs/performance.md. Exits
-# non-zero if a part could not run (the table still shows the rest).
+# Prints a table (workload, Go, AOT and the other columns, the ratios of Go
+# to each and of AOT to upstream, targets, met?), then the same table as
+# markdown for docs/performance.md. Exits non-zero if a part could not run
+# (the table still shows the rest).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1
@@ -152,11 +156,25 @@ else
 fi
 
 # --- the workloads, interleaved -------------------------------------------------
+# With the AOT column (unless MONTY_BENCH_AOT=0), the workloads run in
+# scripts/benchcmp built by scripts/aotgo.sh: its go column on wazero, its
+# aot column on the module translated to Go. Its first build compiles the
+# translated package (about 10 GB, many minutes); Go's build cache keeps it.
 if command -v go >/dev/null; then
   say "go build ./scripts/benchcmp ./cmd/monty"
   if go build -o "$tmp/benchcmp" ./scripts/benchcmp && go build -o "$tmp/monty" ./cmd/monty; then
+    workloads=$tmp/benchcmp
+    if [ "${MONTY_BENCH_AOT:-1}" != 0 ]; then
+      say "scripts/aotgo.sh build ./scripts/benchcmp (the AOT column; the first build compiles the translated package: about 10 GB, many minutes)"
+      if make -s aot >&2 && scripts/aotgo.sh build -o "$tmp/benchcmp-aot" ./scripts/benchcmp; then
+        workloads=$tmp/benchcmp-aot
+      else
+        say "could not build scripts/benchcmp on the ahead-of-time engine; the AOT column is missing"
+        failed=1
+      fi
+    fi
     say "scripts/benchcmp ${benchcmp[*]}"
-    if ! "$tmp/benchcmp" "${benchcmp[@]}" >>"$tmp/results"; then
+    if ! "$workloads" "${benchcmp[@]}" >>"$tmp/results"; then
       say "some measurements failed (above)"
       failed=1
     fi
@@ -305,79 +323,81 @@ if command -v go >/dev/null && [ -x "$tmp/monty" ]; then
 fi
 
 # --- table ------------------------------------------------------------------
-# Rows: label | unit | Go | wasmtime | native | upstream | CPython | target
-# The unit is ns or B (bytes). Each column is a "source/key" of the results
-# ("-": none). The target is
+# Rows: label | unit | Go | wasmtime | native | upstream | CPython | target |
+# AOT target. The unit is ns or B (bytes). Each column is a "source/key" of
+# the results ("-": none); the AOT column is the Go column's key on the
+# ahead-of-time engine ("aot/KEY" for "go/KEY"; none for other rows). The
+# targets are, for Go and for AOT,
 #   COLUMN X  -> Go/COLUMN <= X (COLUMN: native, upstream or cpython);
 #   abs N     -> Go <= N (in the unit);   -  -> none (a reference row);
 #   of KEY X NAME -> Go <= X × the results' KEY ("source/key"), which the
 #                target calls NAME (one word).
-# "Go" is this runtime: scripts/benchcmp's Go column, the monty command
+# "Go" is this runtime: scripts/benchcmp's Go column (wazero), the monty command
 # built from ./cmd/monty for the start-time and memory rows, the session
 # benchmarks for the continuing-session rows (upstream: its worker through
 # pydantic-monty, the round trip included: scripts/bench_session.py and
 # scripts/bench_memory.py say what each figure is).
 cat >"$tmp/rows" <<'EOF'
-tiny call (1 + 1, warm interpreter)|ns|go/tiny|wasmtime/tiny|native/tiny|-|cpython/tiny|native 1.5
-fib(25)|ns|go/fib25|wasmtime/fib25|native/fib25|upstream/fib25|cpython/fib25|upstream 1.5
-loop of 1M iterations|ns|go/loop|wasmtime/loop|native/loop|upstream/loop|cpython/loop|upstream 1.5
-sort 100k tuples|ns|go/sort|wasmtime/sort|native/sort|upstream/sort|cpython/sort|upstream 1.5
-join 100k pieces|ns|go/join|wasmtime/join|native/join|upstream/join|cpython/join|upstream 1.5
-count 200k words in a dict|ns|go/words|wasmtime/words|native/words|upstream/words|cpython/words|upstream 1.5
-fannkuch, permutations of 6|ns|go/fannkuch|wasmtime/fannkuch|native/fannkuch|upstream/fannkuch|cpython/fannkuch|upstream 1.5
-spectral norm, 20×20, 10 steps|ns|go/spectral_norm|wasmtime/spectral_norm|native/spectral_norm|upstream/spectral_norm|cpython/spectral_norm|upstream 1.5
-n-body, 5 bodies, 300 steps|ns|go/nbody|wasmtime/nbody|native/nbody|upstream/nbody|cpython/nbody|upstream 1.5
-Barnes-Hut quadtree, 60 bodies|ns|go/barnes_hut|wasmtime/barnes_hut|native/barnes_hut|upstream/barnes_hut|cpython/barnes_hut|upstream 1.5
-float: 1,500 points normalized|ns|go/float|wasmtime/float|native/float|upstream/float|cpython/float|upstream 1.5
-unpack sequences, 5k rounds|ns|go/unpack_sequence|wasmtime/unpack_sequence|native/unpack_sequence|upstream/unpack_sequence|cpython/unpack_sequence|upstream 1.5
-json.dumps, 300 records ×10|ns|go/json_dumps|wasmtime/json_dumps|native/json_dumps|upstream/json_dumps|cpython/json_dumps|upstream 1.5
-json.loads, 47 KB ×5|ns|go/json_loads|wasmtime/json_loads|native/json_loads|upstream/json_loads|cpython/json_loads|upstream 1.5
-gc traversal, 2k live, 100k dropped|ns|go/gc_traversal|wasmtime/gc_traversal|native/gc_traversal|upstream/gc_traversal|cpython/gc_traversal|upstream 1.5
-aggregate 2,000 rows by key|ns|go/aggregate|wasmtime/aggregate|native/aggregate|upstream/aggregate|cpython/aggregate|upstream 1.5
-f-string report, 1,500 lines|ns|go/fstring_report|wasmtime/fstring_report|native/fstring_report|upstream/fstring_report|cpython/fstring_report|upstream 1.5
-parse 600 log lines|ns|go/parse_strings|wasmtime/parse_strings|native/parse_strings|upstream/parse_strings|cpython/parse_strings|upstream 1.5
-datetime arithmetic, 2,000 dates|ns|go/datetime_math|wasmtime/datetime_math|native/datetime_math|upstream/datetime_math|cpython/datetime_math|upstream 1.5
-regex extraction, 1,000 lines|ns|go/regex_extract|wasmtime/regex_extract|native/regex_extract|upstream/regex_extract|cpython/regex_extract|upstream 1.5
-pool get|ns|go/pool_get|-|-|-|-|abs 100000
-fresh instantiate|ns|go/new_interpreter|wasmtime/new_interpreter|native/new_interpreter|-|-|abs 1000000
-REPL dump+load, 1 MB|ns|go/dump_load_1mb|wasmtime/dump_load_1mb|native/dump_load_1mb|-|cpython/dump_load_1mb|abs 5000000
-first result, fresh process (warm cache)|ns|go/first_result|-|-|-|cpython/first_result|abs 50000000
-monty -c 'print(1)', warm cache|ns|start/monty_c|-|-|start/upstream_c|start/python_c|cpython 3
-idle RSS, monty -c waiting after its first print|B|start/monty_idle|-|-|start/upstream_idle|start/python_idle|abs 52428800
-peak RSS, monty -c 'pass'|B|start/monty_rss|-|-|start/upstream_rss|start/python_rss|-
-monty check -c 'print(1)', warm cache|ns|start/check_c|-|-|-|-|-
-AOT CLI: monty -c 'print(1)'|ns|start/aot_c|-|-|start/upstream_c|start/python_c|upstream 3
-AOT CLI: monty check -c 'print(1)'|ns|start/aot_check_c|-|-|-|-|-
-AOT CLI: idle RSS after its first print|B|start/aot_idle|-|-|start/upstream_idle|start/python_idle|abs 26214400
-AOT CLI: peak RSS, monty -c 'pass'|B|start/aot_rss|-|-|start/upstream_rss|start/python_rss|-
-new pydantic-monty worker to feed_run('1 + 1'), AOT CLI|ns|worker/aot_first|-|-|worker/upstream_first|-|upstream 3
-same, type-checked (checkout(type_check=True)), AOT CLI|ns|worker/aot_typed|-|-|worker/upstream_typed|-|upstream 10
-new pydantic-monty worker to feed_run('1 + 1'), wazero CLI|ns|worker/wazero_first|-|-|worker/upstream_first|-|-
-same, type-checked, wazero CLI|ns|worker/wazero_typed|-|-|worker/upstream_typed|-|-
-first result, no cache: monty serve|ns|start/serve_cold|-|-|-|-|abs 2000000000
-first result, no cache: monty mcp|ns|start/mcp_cold|-|-|-|-|abs 2000000000
-monty -c 'print(1)', no cache (compiles)|ns|start/cli_cold|-|-|-|-|-
-Go API: snippet 10 of a session|ns|session/api_10|-|-|upstream/feed_10|-|-
-Go API: snippet 300 of a session|ns|session/api_300|-|-|upstream/feed_300|-|of session/api_10 1.5 10th
-Go API: snippet 1,000 of a session|ns|session/api_1000|-|-|upstream/feed_1000|-|of session/api_10 1.5 10th
-POST /exec: snippet 10 of a session|ns|session/http_10|-|-|upstream/feed_10|-|-
-POST /exec: snippet 300 of a session|ns|session/http_300|-|-|upstream/feed_300|-|of session/http_10 1.5 10th
-POST /exec: snippet 1,000 of a session|ns|session/http_1000|-|-|upstream/feed_1000|-|of session/http_10 1.5 10th
-MCP: snippet 10 of a session|ns|session/mcp_10|-|-|upstream/feed_10|-|-
-MCP: snippet 300 of a session|ns|session/mcp_300|-|-|upstream/feed_300|-|of session/mcp_10 1.5 10th
-MCP: snippet 1,000 of a session|ns|session/mcp_1000|-|-|upstream/feed_1000|-|of session/mcp_10 1.5 10th
-dump of a session of 10 snippets|ns|session/dump_10|-|-|upstream/dump_10|-|-
-dump of a session of 300 snippets|ns|session/dump_300|-|-|upstream/dump_300|-|-
-dump of a session of 1,000 snippets|ns|session/dump_1000|-|-|upstream/dump_1000|-|-
-load of a session of 10 snippets|ns|session/load_10|-|-|upstream/load_10|-|-
-load of a session of 300 snippets|ns|session/load_300|-|-|upstream/load_300|-|-
-load of a session of 1,000 snippets|ns|session/load_1000|-|-|upstream/load_1000|-|-
-open a stored session of 10 snippets|ns|session/open_10|-|-|-|-|-
-open a stored session of 300 snippets|ns|session/open_300|-|-|-|-|-
-open a stored session of 1,000 snippets|ns|session/open_1000|-|-|-|-|-
-RSS, 1,000 live sessions of 100 snippets|B|memory/serve_rss|-|-|-|-|-
-RSS per live session of 100 snippets|B|memory/serve_session|-|-|memory/upstream_session|-|-
-bytes stored per session of 100 snippets|B|memory/serve_stored|-|-|memory/upstream_stored|-|-
+tiny call (1 + 1, warm interpreter)|ns|go/tiny|wasmtime/tiny|native/tiny|-|cpython/tiny|native 1.5|-
+fib(25)|ns|go/fib25|wasmtime/fib25|native/fib25|upstream/fib25|cpython/fib25|upstream 1.5|upstream 1
+loop of 1M iterations|ns|go/loop|wasmtime/loop|native/loop|upstream/loop|cpython/loop|upstream 1.5|upstream 1
+sort 100k tuples|ns|go/sort|wasmtime/sort|native/sort|upstream/sort|cpython/sort|upstream 1.5|upstream 1
+join 100k pieces|ns|go/join|wasmtime/join|native/join|upstream/join|cpython/join|upstream 1.5|upstream 1
+count 200k words in a dict|ns|go/words|wasmtime/words|native/words|upstream/words|cpython/words|upstream 1.5|upstream 1
+fannkuch, permutations of 6|ns|go/fannkuch|wasmtime/fannkuch|native/fannkuch|upstream/fannkuch|cpython/fannkuch|upstream 1.5|upstream 1
+spectral norm, 20×20, 10 steps|ns|go/spectral_norm|wasmtime/spectral_norm|native/spectral_norm|upstream/spectral_norm|cpython/spectral_norm|upstream 1.5|upstream 1
+n-body, 5 bodies, 300 steps|ns|go/nbody|wasmtime/nbody|native/nbody|upstream/nbody|cpython/nbody|upstream 1.5|upstream 1
+Barnes-Hut quadtree, 60 bodies|ns|go/barnes_hut|wasmtime/barnes_hut|native/barnes_hut|upstream/barnes_hut|cpython/barnes_hut|upstream 1.5|upstream 1
+float: 1,500 points normalized|ns|go/float|wasmtime/float|native/float|upstream/float|cpython/float|upstream 1.5|upstream 1
+unpack sequences, 5k rounds|ns|go/unpack_sequence|wasmtime/unpack_sequence|native/unpack_sequence|upstream/unpack_sequence|cpython/unpack_sequence|upstream 1.5|upstream 1
+json.dumps, 300 records ×10|ns|go/json_dumps|wasmtime/json_dumps|native/json_dumps|upstream/json_dumps|cpython/json_dumps|upstream 1.5|upstream 1
+json.loads, 47 KB ×5|ns|go/json_loads|wasmtime/json_loads|native/json_loads|upstream/json_loads|cpython/json_loads|upstream 1.5|upstream 1
+gc traversal, 2k live, 100k dropped|ns|go/gc_traversal|wasmtime/gc_traversal|native/gc_traversal|upstream/gc_traversal|cpython/gc_traversal|upstream 1.5|upstream 1
+aggregate 2,000 rows by key|ns|go/aggregate|wasmtime/aggregate|native/aggregate|upstream/aggregate|cpython/aggregate|upstream 1.5|upstream 1
+f-string report, 1,500 lines|ns|go/fstring_report|wasmtime/fstring_report|native/fstring_report|upstream/fstring_report|cpython/fstring_report|upstream 1.5|upstream 1
+parse 600 log lines|ns|go/parse_strings|wasmtime/parse_strings|native/parse_strings|upstream/parse_strings|cpython/parse_strings|upstream 1.5|upstream 1
+datetime arithmetic, 2,000 dates|ns|go/datetime_math|wasmtime/datetime_math|native/datetime_math|upstream/datetime_math|cpython/datetime_math|upstream 1.5|upstream 1
+regex extraction, 1,000 lines|ns|go/regex_extract|wasmtime/regex_extract|native/regex_extract|upstream/regex_extract|cpython/regex_extract|upstream 1.5|upstream 1
+pool get|ns|go/pool_get|-|-|-|-|abs 100000|-
+fresh instantiate|ns|go/new_interpreter|wasmtime/new_interpreter|native/new_interpreter|-|-|abs 1000000|-
+REPL dump+load, 1 MB|ns|go/dump_load_1mb|wasmtime/dump_load_1mb|native/dump_load_1mb|-|cpython/dump_load_1mb|abs 5000000|-
+first result, fresh process (warm cache)|ns|go/first_result|-|-|-|cpython/first_result|abs 50000000|-
+monty -c 'print(1)', warm cache|ns|start/monty_c|-|-|start/upstream_c|start/python_c|cpython 3|-
+idle RSS, monty -c waiting after its first print|B|start/monty_idle|-|-|start/upstream_idle|start/python_idle|abs 52428800|-
+peak RSS, monty -c 'pass'|B|start/monty_rss|-|-|start/upstream_rss|start/python_rss|-|-
+monty check -c 'print(1)', warm cache|ns|start/check_c|-|-|-|-|-|-
+AOT CLI: monty -c 'print(1)'|ns|start/aot_c|-|-|start/upstream_c|start/python_c|upstream 3|-
+AOT CLI: monty check -c 'print(1)'|ns|start/aot_check_c|-|-|-|-|-|-
+AOT CLI: idle RSS after its first print|B|start/aot_idle|-|-|start/upstream_idle|start/python_idle|abs 26214400|-
+AOT CLI: peak RSS, monty -c 'pass'|B|start/aot_rss|-|-|start/upstream_rss|start/python_rss|-|-
+new pydantic-monty worker to feed_run('1 + 1'), AOT CLI|ns|worker/aot_first|-|-|worker/upstream_first|-|upstream 3|-
+same, type-checked (checkout(type_check=True)), AOT CLI|ns|worker/aot_typed|-|-|worker/upstream_typed|-|upstream 10|-
+new pydantic-monty worker to feed_run('1 + 1'), wazero CLI|ns|worker/wazero_first|-|-|worker/upstream_first|-|-|-
+same, type-checked, wazero CLI|ns|worker/wazero_typed|-|-|worker/upstream_typed|-|-|-
+first result, no cache: monty serve|ns|start/serve_cold|-|-|-|-|abs 2000000000|-
+first result, no cache: monty mcp|ns|start/mcp_cold|-|-|-|-|abs 2000000000|-
+monty -c 'print(1)', no cache (compiles)|ns|start/cli_cold|-|-|-|-|-|-
+Go API: snippet 10 of a session|ns|session/api_10|-|-|upstream/feed_10|-|-|-
+Go API: snippet 300 of a session|ns|session/api_300|-|-|upstream/feed_300|-|of session/api_10 1.5 10th|-
+Go API: snippet 1,000 of a session|ns|session/api_1000|-|-|upstream/feed_1000|-|of session/api_10 1.5 10th|-
+POST /exec: snippet 10 of a session|ns|session/http_10|-|-|upstream/feed_10|-|-|-
+POST /exec: snippet 300 of a session|ns|session/http_300|-|-|upstream/feed_300|-|of session/http_10 1.5 10th|-
+POST /exec: snippet 1,000 of a session|ns|session/http_1000|-|-|upstream/feed_1000|-|of session/http_10 1.5 10th|-
+MCP: snippet 10 of a session|ns|session/mcp_10|-|-|upstream/feed_10|-|-|-
+MCP: snippet 300 of a session|ns|session/mcp_300|-|-|upstream/feed_300|-|of session/mcp_10 1.5 10th|-
+MCP: snippet 1,000 of a session|ns|session/mcp_1000|-|-|upstream/feed_1000|-|of session/mcp_10 1.5 10th|-
+dump of a session of 10 snippets|ns|session/dump_10|-|-|upstream/dump_10|-|-|-
+dump of a session of 300 snippets|ns|session/dump_300|-|-|upstream/dump_300|-|-|-
+dump of a session of 1,000 snippets|ns|session/dump_1000|-|-|upstream/dump_1000|-|-|-
+load of a session of 10 snippets|ns|session/load_10|-|-|upstream/load_10|-|-|-
+load of a session of 300 snippets|ns|session/load_300|-|-|upstream/load_300|-|-|-
+load of a session of 1,000 snippets|ns|session/load_1000|-|-|upstream/load_1000|-|-|-
+open a stored session of 10 snippets|ns|session/open_10|-|-|-|-|-|-
+open a stored session of 300 snippets|ns|session/open_300|-|-|-|-|-|-
+open a stored session of 1,000 snippets|ns|session/open_1000|-|-|-|-|-|-
+RSS, 1,000 live sessions of 100 snippets|B|memory/serve_rss|-|-|-|-|-|-
+RSS per live session of 100 snippets|B|memory/serve_session|-|-|memory/upstream_session|-|-|-
+bytes stored per session of 100 snippets|B|memory/serve_stored|-|-|memory/upstream_stored|-|-|-
 EOF
 
 awk -F'|' -v results="$tmp/results" -v md="$tmp/table.md" '
@@ -399,9 +419,9 @@ function pad(s, w, left) {
 function row(cells,   cell, i, out, w) {
   split(cells, cell, "|")
   out = ""
-  for (i = 1; i <= 12; i++) {
+  for (i = 1; i <= 16; i++) {
     w = widths[i] + 0
-    out = out ((i > 1) ? ((i == 11) ? "  " : " ") : "") ((w < 0) ? pad(cell[i], -w, 1) : pad(cell[i], w, 0))
+    out = out ((i > 1) ? ((i == 13 || i == 15) ? "  " : " ") : "") ((w < 0) ? pad(cell[i], -w, 1) : pad(cell[i], w, 0))
   }
   print out
 }
@@ -413,35 +433,38 @@ BEGIN {
     split(line, f, " ")
     val[f[1] "/" f[2]] = f[3]
   }
-  split("-40 10 10 10 10 10 8 8 8 8 -15 0", widths, " ")
-  row("workload|Go|wasmtime|native|upstream|CPython|Go/wasmt|Go/nat|Go/upstr|Go/CPy|target|status")
-  print "| workload | Go | wasmtime | native | upstream | CPython | Go/wasmtime | Go/native | Go/upstream | Go/CPython | target | status |" > md
-  print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|" > md
+  split("-40 10 10 10 10 10 10 8 8 8 8 9 -15 -7 -15 0", widths, " ")
+  row("workload|Go|AOT|wasmtime|native|upstream|CPython|Go/wasmt|Go/nat|Go/upstr|Go/CPy|AOT/upstr|target|status|AOT target|AOT status")
+  print "| workload | Go | AOT | wasmtime | native | upstream | CPython | Go/wasmtime | Go/native | Go/upstream | Go/CPython | AOT/upstream | target | status | AOT target | AOT status |" > md
+  print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|" > md
   column["native"] = 5; column["upstream"] = 6; column["cpython"] = 7
   label["native"] = "native"; label["upstream"] = "upstream"; label["cpython"] = "CPython"
+}
+# target(SPEC, G): the target SPEC of a row for the figure G, as
+# "text|status" (v: the columns of the row).
+function target(spec, g,   t, other) {
+  split(spec, t, " ")
+  if (t[1] in column) {
+    other = v[column[t[1]]]
+    return sprintf("≤ %s× %s|%s", t[2], label[t[1]], (g == "" || other == "") ? "unknown" : ((g / other <= t[2] + 0) ? "met" : "MISSED"))
+  }
+  if (t[1] == "of") {
+    other = val[t[2]]
+    return sprintf("≤ %s× %s|%s", t[3], t[4], (g == "" || other == "") ? "unknown" : ((g / other <= t[3] + 0) ? "met" : "MISSED"))
+  }
+  if (t[1] == "abs")
+    return sprintf("≤ %s|%s", fmt(t[2], unit), (g == "") ? "unknown" : ((g + 0 <= t[2] + 0) ? "met" : "MISSED"))
+  return (spec == "-" && g == "") ? "—|—" : "(reference)|—"
 }
 {
   unit = $2
   for (i = 3; i <= 7; i++) v[i] = get($i)
   g = v[3]
-  split($8, t, " ")
-  if (t[1] in column) {
-    other = v[column[t[1]]]
-    target = sprintf("≤ %s× %s", t[2], label[t[1]])
-    status = (g == "" || other == "") ? "unknown" : ((g / other <= t[2] + 0) ? "met" : "MISSED")
-  } else if (t[1] == "of") {
-    other = val[t[2]]
-    target = sprintf("≤ %s× %s", t[3], t[4])
-    status = (g == "" || other == "") ? "unknown" : ((g / other <= t[3] + 0) ? "met" : "MISSED")
-  } else if (t[1] == "abs") {
-    target = "≤ " fmt(t[2], unit)
-    status = (g == "") ? "unknown" : ((g + 0 <= t[2] + 0) ? "met" : "MISSED")
-  } else {
-    target = "(reference)"; status = "—"
-  }
-  cells = sprintf("%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s", $1, fmt(g, unit),
+  aot_spec = ($3 ~ /^go\//) ? "aot/" substr($3, 4) : "-"
+  a = get(aot_spec)
+  cells = sprintf("%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s", $1, fmt(g, unit), cell(aot_spec, a, unit),
     cell($4, v[4], unit), cell($5, v[5], unit), cell($6, v[6], unit), cell($7, v[7], unit),
-    ratio(g, v[4]), ratio(g, v[5]), ratio(g, v[6]), ratio(g, v[7]), target, status)
+    ratio(g, v[4]), ratio(g, v[5]), ratio(g, v[6]), ratio(g, v[7]), ratio(a, v[6]), target($8, g), target($9, a))
   row(cells)
   gsub(/\|/, " | ", cells)
   print "| " cells " |" > md
@@ -463,7 +486,7 @@ echo "Markdown (for docs/performance.md):"
 echo
 cat "$tmp/table.md"
 echo
-echo "Interleaved (scripts/benchcmp: each workload for >= $benchtime, medians) on $(go env GOOS 2>/dev/null)/$(go env GOARCH 2>/dev/null), $(nproc 2>/dev/null || echo '?') CPUs. Go: this runtime in-process; wasmtime: $wasmtime_version (Cranelift) through its Python wheel, the tiny call less the Python host's per-call cost; native: monty $native_version built for the host; upstream: ${upstream_version:-missing}, a process per run less an empty file's; CPython: $([ -n "$python" ] && "$python" --version 2>&1); start times and memory: medians of fresh processes; continuing sessions: medians of $session_rounds rounds (Go: the mean of ${SESSION_BENCHTIME:-20x} snippets a round; upstream: pydantic-monty's client and worker, the round trip included); memory: scripts/bench_memory.py."
+echo "Interleaved (scripts/benchcmp: each workload for >= $benchtime, medians) on $(go env GOOS 2>/dev/null)/$(go env GOARCH 2>/dev/null), $(nproc 2>/dev/null || echo '?') CPUs. Go: this runtime in-process, on wazero; AOT: the same on the ahead-of-time engine; wasmtime: $wasmtime_version (Cranelift) through its Python wheel, the tiny call less the Python host's per-call cost; native: monty $native_version built for the host; upstream: ${upstream_version:-missing}, a process per run less an empty file's; CPython: $([ -n "$python" ] && "$python" --version 2>&1); start times and memory: medians of fresh processes; continuing sessions: medians of $session_rounds rounds (Go: the mean of ${SESSION_BENCHTIME:-20x} snippets a round; upstream: pydantic-monty's client and worker, the round trip included); memory: scripts/bench_memory.py."
 if [ "${MONTY_BENCH_AOT:-}" = 1 ]; then
   echo
   echo "The ahead-of-time engine (scripts/bench_aot.sh):"

@@ -48,6 +48,10 @@ go test -count=1 -run '^TestEngineClosed$' ./runtime/ >/dev/null
 go test -count=1 -run '^TestSameMontyVersionAsTheInterpreter$' ./runtime/typecheck/ >/dev/null
 echo "== go test -race" >&2
 go test -race -count=1 -timeout 20m "$@" ./...
+echo "== the stray memory accesses again with bounds checks instead of guard pages (-tags monty_boundscheck)" >&2
+# What every platform without guard pages runs (docs/building.md#guard-pages):
+# the translated test module of stray loads and stores, checked instead.
+go test -race -count=1 -tags monty_boundscheck -run '^TestStray' ./runtime/
 echo "== the tests on the ahead-of-time engine (make test-aot; MONTY_TEST_AOT=0 leaves them out)" >&2
 # The two modules translated to Go (wasm/aot) are generated and checked
 # byte for byte, and the translated packages compiled into Go's build

@@ -141,7 +141,7 @@ func (a *aotInstance) run(ctx context.Context, f func()) (err error) {
 	defer func() {
 		r := recover()
 		if f, ok := r.(interface{ Addr() uintptr }); ok && !a.Contains(f.Addr()) && f.Addr() >= nilPage {
-			panic(r) // not the module's memory
+			guest.Crash(r) // not the module's memory
 		}
 		if !stop() {
 			// ctx ended while f ran: the reservation is (being made)

@@ -4,7 +4,8 @@
 //
 //	go run ./scripts/benchcmp [-benchtime 3s] [-rounds 5] [-only fib25,sort]
 //	    [-wasmtime VENV_PYTHON [-wasmtime-cache DIR]] [-native MONTY_NATIVE]
-//	    [-upstream UPSTREAM_MONTY] [-python PYTHON3]
+//	    [-upstream UPSTREAM_MONTY] [-python PYTHON3] [-columns go,aot]
+//	    [-cpuprofile FILE]
 //	benchcmp -peak-rss FILE -- COMMAND [ARG...]
 //
 // The second form is scripts/bench_start.py's helper: it runs COMMAND
@@ -72,6 +73,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -170,6 +172,8 @@ func main() {
 	native := flag.String("native", "", "the monty-native binary for the native column")
 	upstream := flag.String("upstream", "", "upstream's monty binary for the upstream column")
 	python := flag.String("python", "", "the python3 for the cpython column")
+	keep := flag.String("columns", "", "comma-separated columns of this process to keep, of go and aot (default both)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the measurements to this file (scripts/pgo.sh: the AOT build's profile)")
 	flag.Parse()
 	if *firstResult {
 		os.Exit(runFirstResult(*firstResultWazero, *code))
@@ -181,72 +185,98 @@ func main() {
 		fatalf("%v: run from the repository root or pass -dir", err)
 	}
 
-	failed := false
-	var columns []*column
-	add := func(c *column, err error) {
-		if err != nil {
-			logf("%v; the %s column is missing", err, c.name)
-			failed = true
-			return
-		}
-		columns = append(columns, c)
-	}
-	if aotLinked {
-		add(newGoColumn(*dir, "go", runtime.WithWazero()))
-		add(newGoColumn(*dir, "aot"))
-	} else {
-		add(newGoColumn(*dir, "go"))
-	}
-	if *wasmtimePython != "" {
-		argv := []string{*wasmtimePython, filepath.Join("scripts", "wasmtime", "bench.py"), "--serve", "--dir", *dir}
-		if *wasmtimeCache != "" {
-			argv = append(argv, "--cache-dir", *wasmtimeCache)
-		}
-		add(newWorker("wasmtime", argv, func(op string) string {
-			// The Python host's own cost of a call (bench.py: call_floor)
-			// is larger than the module's share of a tiny call.
-			if op == "tiny" {
-				return "call_floor"
+	// In a function of its own so that its deferred closes (and the
+	// profile's end) run before the exit status is set.
+	measured := func() bool {
+		failed := false
+		var columns []*column
+		add := func(c *column, err error) {
+			if err != nil {
+				logf("%v; the %s column is missing", err, c.name)
+				failed = true
+				return
 			}
-			return ""
-		}))
-	}
-	if *native != "" {
-		add(newWorker("native", []string{*native, "serve", "--dir", *dir}, noBaseline))
-	}
-	if *upstream != "" {
-		add(newUpstream(*upstream, *dir))
-	}
-	if *python != "" {
-		add(newWorker("cpython", []string{*python, filepath.Join("scripts", "benchcmp", "cpython.py"), *dir}, noBaseline))
-	}
-	defer func() {
-		for _, c := range columns {
-			c.close()
+			columns = append(columns, c)
 		}
-	}()
+		kept := func(name string) bool { return *keep == "" || slices.Contains(strings.Split(*keep, ","), name) }
+		if aotLinked {
+			if kept("go") {
+				add(newGoColumn(*dir, "go", runtime.WithWazero()))
+			}
+			if kept("aot") {
+				add(newGoColumn(*dir, "aot"))
+			}
+		} else if kept("go") {
+			add(newGoColumn(*dir, "go"))
+		}
+		if *wasmtimePython != "" {
+			argv := []string{*wasmtimePython, filepath.Join("scripts", "wasmtime", "bench.py"), "--serve", "--dir", *dir}
+			if *wasmtimeCache != "" {
+				argv = append(argv, "--cache-dir", *wasmtimeCache)
+			}
+			add(newWorker("wasmtime", argv, func(op string) string {
+				// The Python host's own cost of a call (bench.py: call_floor)
+				// is larger than the module's share of a tiny call.
+				if op == "tiny" {
+					return "call_floor"
+				}
+				return ""
+			}))
+		}
+		if *native != "" {
+			add(newWorker("native", []string{*native, "serve", "--dir", *dir}, noBaseline))
+		}
+		if *upstream != "" {
+			add(newUpstream(*upstream, *dir))
+		}
+		if *python != "" {
+			add(newWorker("cpython", []string{*python, filepath.Join("scripts", "benchcmp", "cpython.py"), *dir}, noBaseline))
+		}
+		defer func() {
+			for _, c := range columns {
+				c.close()
+			}
+		}()
 
-	m := measurer{benchtime: *benchtime, rounds: *rounds, sample: *sample, baselines: map[string][]float64{}}
-	wanted := strings.Split(*only, ",")
-	for _, w := range workloads {
-		if *only != "" && !slices.Contains(wanted, w.name) {
-			continue
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				fatalf("%v", err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				fatalf("cpu profile: %v", err)
+			}
+			defer func() {
+				pprof.StopCPUProfile()
+				if err := f.Close(); err != nil {
+					logf("cpu profile: %v", err)
+					failed = true
+				}
+			}()
 		}
-		var cols []*column
-		for _, c := range columns {
-			if slices.Contains(w.columns, c.name) {
-				cols = append(cols, c)
+		m := measurer{benchtime: *benchtime, rounds: *rounds, sample: *sample, baselines: map[string][]float64{}}
+		wanted := strings.Split(*only, ",")
+		for _, w := range workloads {
+			if *only != "" && !slices.Contains(wanted, w.name) {
+				continue
+			}
+			var cols []*column
+			for _, c := range columns {
+				if slices.Contains(w.columns, c.name) {
+					cols = append(cols, c)
+				}
+			}
+			if !m.measure(w.name, cols) {
+				failed = true
 			}
 		}
-		if !m.measure(w.name, cols) {
-			failed = true
+		// The baselines, over all workloads, for bench.sh's notes.
+		for _, key := range slices.Sorted(maps.Keys(m.baselines)) {
+			fmt.Printf("%s %.1f\n", key, median(m.baselines[key]))
 		}
-	}
-	// The baselines, over all workloads, for bench.sh's notes.
-	for _, key := range slices.Sorted(maps.Keys(m.baselines)) {
-		fmt.Printf("%s %.1f\n", key, median(m.baselines[key]))
-	}
-	if failed {
+		return !failed
+	}()
+	if !measured {
 		os.Exit(1)
 	}
 }

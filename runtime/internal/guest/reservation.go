@@ -1,15 +1,24 @@
 package guest
 
-import "unsafe"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // Reservation is the linear memory of an instance translated to Go ahead
-// of time: Max bytes of address space mapped at the instance's first
-// NewMemory, which it grows into in place, so that only the pages it
-// writes cost memory. Not safe for concurrent use, except Interrupt.
+// of time, mapped at the instance's first NewMemory or NewGuardedMemory
+// and grown into in place, so that only the pages it writes cost memory:
+// Max bytes (the instance's memory limit), or GuardedSize bytes
+// accessible up to the memory's length (guard pages). Not safe for
+// concurrent use, except Interrupt.
 type Reservation struct {
-	// Max is the size reserved: the instance's memory limit.
+	// Max is the instance's memory limit.
 	Max uint64
-	mem []byte
+	// Err says why NewGuardedMemory returned nil.
+	Err error
+	// Guarded reports whether the memory has guard pages.
+	Guarded bool
+	mem     []byte
 }
 
 // NewMemory reserves Max bytes and returns the first size of them, the
@@ -23,6 +32,50 @@ func (r *Reservation) NewMemory(size int) []byte {
 		return nil
 	}
 	return r.mem[:size]
+}
+
+// NewGuardedMemory reserves GuardedSize bytes with access only to the
+// first size of them, and returns those, with capacity Max to grow into
+// (granting access page by page): the translated New's memory in a build
+// without bounds checks, where an access past its length faults. It
+// returns nil, and sets Err, when one was reserved already, size is past
+// Max or the system refuses the mapping.
+func (r *Reservation) NewGuardedMemory(size int) []byte {
+	if r.mem != nil || uint64(size) > r.Max || r.Max > 1<<32 {
+		r.Err = fmt.Errorf("no guarded linear memory of %d bytes, up to %d, for this instance", size, r.Max)
+		return nil
+	}
+	mem, err := ReserveGuarded()
+	if err == nil && size > 0 {
+		if err = Grant(mem[:size]); err != nil {
+			Free(mem)
+		}
+	}
+	if err != nil {
+		r.Err = fmt.Errorf("reserve %d GiB of address space for linear memory with guard pages: %w "+
+			"(each interpreter on the ahead-of-time engine needs this much; is the address space limited, ulimit -v?)",
+			GuardedSize>>30, err)
+		return nil
+	}
+	r.mem, r.Guarded = mem, true
+	return mem[:size:r.Max]
+}
+
+// Fault returns what to make of p, a value recovered from a call into the
+// module made with debug.SetPanicOnFault on: ErrOutOfBounds for a fault
+// inside a guarded reservation (an access past linear memory's length), p
+// itself when it is no fault. A fault anywhere else is not the module's:
+// it ends the process (Crash).
+func (r *Reservation) Fault(p any) any {
+	f, ok := p.(interface{ Addr() uintptr })
+	switch {
+	case !ok:
+		return p
+	case r.Guarded && r.Contains(f.Addr()):
+		return ErrOutOfBounds
+	}
+	Crash(p)
+	return nil
 }
 
 // Interrupt takes the reservation's access rights away (see Interrupt);
@@ -52,5 +105,5 @@ func (r *Reservation) Free(mem *[]byte) {
 		*mem = nil
 	}
 	Free(r.mem)
-	r.mem = nil
+	r.mem, r.Guarded = nil, false
 }

@@ -1,0 +1,286 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/runtime/internal/guest"
+	"github.com/monty-go/monty/runtime/internal/stray"
+)
+
+// The accesses of runtime/internal/stray/testdata/stray.wat (monty_call's
+// op): the module, translated to Go with the interpreter's edits, makes
+// the access a test asks for, anywhere.
+const (
+	strayLoad8 = iota
+	strayStore8
+	strayLoad32
+	strayStore32
+	strayLoad64MaxOffset
+	strayStore64MaxOffset
+	strayLoad16
+	strayGrow
+	straySize
+	strayLoad8MaxOffset
+	strayPrint
+)
+
+// newStray instantiates the stray module as the engine instantiates the
+// translated interpreter, its memory capped at maxPages (it starts with
+// one page, 64 KiB).
+func newStray(t testing.TB, maxPages uint32) *aotInstance {
+	t.Helper()
+	m := &aotModule{
+		newInstance: func(imports AOTImports) AOTInstance { return stray.New(imports) },
+		maxBytes:    uint64(maxPages) << 16,
+	}
+	inst, err := m.instantiate(context.Background(), &Interpreter{})
+	require.NoError(t, err)
+	a := inst.(*aotInstance)
+	t.Cleanup(func() { _ = a.close(context.Background()) })
+	require.Equal(t, strayGuarded, a.Guarded, "the translation's guard pages and the platform disagree")
+	return a
+}
+
+// strayCall makes access op at addr and returns what it loaded.
+func strayCall(a *aotInstance, op int, addr uint32, value int32) (int64, error) {
+	v, err := a.call(context.Background(), uint32(op), addr, uint32(value))
+	return int64(v), err
+}
+
+// requireOutOfBounds: err is the trap of an access past linear memory's
+// length, as wazero words it where there are guard pages, and Go's bounds
+// check where not.
+func requireOutOfBounds(t *testing.T, err error) {
+	t.Helper()
+	require.Error(t, err, "a stray access did not trap")
+	if strayGuarded {
+		require.ErrorIs(t, err, guest.ErrOutOfBounds)
+		assert.Equal(t, "wasm error: out of bounds memory access", err.Error())
+	} else {
+		assert.Contains(t, err.Error(), "index out of range")
+	}
+}
+
+// TestStrayAccessesTrap: every load and store past linear memory's length
+// traps (just past it, straddling it, at the 4 GiB edge, with the largest
+// offset), the host goes on, and the next instance works; those inside
+// it work.
+func TestStrayAccessesTrap(t *testing.T) {
+	const length = 1 << 16
+	a := newStray(t, 4)
+	_, err := strayCall(a, strayStore32, length-4, 0x01020304)
+	require.NoError(t, err)
+	v, err := strayCall(a, strayLoad32, length-4, 0)
+	require.NoError(t, err)
+	assert.EqualValues(t, 0x01020304, v)
+	_, err = strayCall(a, strayStore8, length-1, 0xab)
+	require.NoError(t, err)
+	v, err = strayCall(a, strayLoad8, length-1, 0)
+	require.NoError(t, err)
+	assert.EqualValues(t, 0xab, v)
+
+	for _, c := range []struct {
+		name string
+		op   int
+		addr uint32
+	}{
+		{"load8 just past the length", strayLoad8, length},
+		{"store8 just past the length", strayStore8, length},
+		{"load16 straddling the end", strayLoad16, length - 1},
+		{"load32 straddling the end", strayLoad32, length - 2},
+		{"store32 straddling the end", strayStore32, length - 3},
+		{"load32 a page past the length", strayLoad32, 2 * length},
+		{"load8 at the 4 GiB edge", strayLoad8, math.MaxUint32},
+		{"load32 across the 4 GiB edge", strayLoad32, math.MaxUint32 - 1},
+		{"store32 across the 4 GiB edge", strayStore32, math.MaxUint32 - 2},
+		{"load8 at offset 4 GiB - 1", strayLoad8MaxOffset, 0},
+		{"load8 at the largest address and offset", strayLoad8MaxOffset, math.MaxUint32},
+		{"load64 at the largest address and offset", strayLoad64MaxOffset, math.MaxUint32},
+		{"store64 at the largest address and offset", strayStore64MaxOffset, math.MaxUint32},
+		{"load64 at offset 4 GiB - 1", strayLoad64MaxOffset, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := newStray(t, 4)
+			_, err := strayCall(a, c.op, c.addr, 0x7f)
+			requireOutOfBounds(t, err)
+			// The instance is discarded; the next one works.
+			require.NoError(t, a.close(context.Background()))
+			b := newStray(t, 4)
+			_, err = strayCall(b, strayStore8, 10, 42)
+			require.NoError(t, err)
+			v, err := strayCall(b, strayLoad8, 10, 0)
+			require.NoError(t, err)
+			assert.EqualValues(t, 42, v)
+		})
+	}
+}
+
+// TestStrayGrowth: memory.grow opens pages up to the cap, and the new end
+// traps as the old one did; past the cap, memory.grow fails (guard pages)
+// or the call traps with ErrMemoryLimit (checked bounds).
+func TestStrayGrowth(t *testing.T) {
+	const page = 1 << 16
+	a := newStray(t, 4)
+	old, err := strayCall(a, strayGrow, 0, 2)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, old)
+	size, err := strayCall(a, straySize, 0, 0)
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, size)
+	_, err = strayCall(a, strayStore32, 3*page-4, 99)
+	require.NoError(t, err)
+	v, err := strayCall(a, strayLoad32, 3*page-4, 0)
+	require.NoError(t, err)
+	assert.EqualValues(t, 99, v)
+	v, err = strayCall(a, strayLoad32, page, 0)
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, v, "a grown page is zeros")
+
+	got, err := strayCall(a, strayGrow, 0, 2) // to 5 pages, past the cap of 4
+	if strayGuarded {
+		require.NoError(t, err)
+		assert.EqualValues(t, -1, int32(got), "memory.grow past WithMaxMemoryPages fails")
+		size, err = strayCall(a, straySize, 0, 0)
+		require.NoError(t, err)
+		assert.EqualValues(t, 3, size)
+	} else {
+		require.ErrorIs(t, err, ErrMemoryLimit)
+	}
+
+	b := newStray(t, 4)
+	_, err = strayCall(b, strayGrow, 0, 1)
+	require.NoError(t, err)
+	_, err = strayCall(b, strayLoad8, 2*page, 0)
+	requireOutOfBounds(t, err)
+}
+
+// TestStrayPrint: the host reads what the module prints within its
+// memory, refuses what is past it (the module goes on), and runs the
+// print callback with faults not turned into panics: a fault there is the
+// host's, not a stray access.
+func TestStrayPrint(t *testing.T) {
+	a := newStray(t, 4)
+	for i, c := range []byte("hello") {
+		_, err := strayCall(a, strayStore8, uint32(100+i), int32(c))
+		require.NoError(t, err)
+	}
+	var printed string
+	panicOnFault := true
+	ctx := WithPrintFunc(context.Background(), func(_ Stream, text string) {
+		printed += text
+		panicOnFault = debug.SetPanicOnFault(false)
+	})
+	status, err := a.call(ctx, strayPrint, 100, 5)
+	require.NoError(t, err)
+	assert.Zero(t, status)
+	assert.Equal(t, "hello", printed)
+	assert.False(t, panicOnFault, "the print callback ran with SetPanicOnFault on")
+	status, err = a.call(ctx, strayPrint, 1<<16-2, 5)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, status, "a print past the memory's end is refused")
+	v, err := strayCall(a, strayLoad8, 100, 0)
+	require.NoError(t, err)
+	assert.EqualValues(t, 'h', v)
+}
+
+// TestStrayConcurrent: instances trapping on many goroutines at once
+// (under -race too) each get their own trap, and the others' work is
+// unharmed.
+func TestStrayConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				a := newStray(t, 2)
+				if _, err := strayCall(a, strayStore32, uint32(8*g), int32(i)); err != nil {
+					errs <- err
+					return
+				}
+				if v, err := strayCall(a, strayLoad32, uint32(8*g), 0); err != nil || v != int64(i) {
+					errs <- fmt.Errorf("goroutine %d: load = %d, %v; want %d", g, v, err, i)
+					return
+				}
+				if _, err := strayCall(a, strayLoad32, 1<<16+uint32(i), 0); err == nil {
+					errs <- errors.New("a stray load did not trap")
+					return
+				}
+				_ = a.close(context.Background())
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestStrayReservation: the guard pages are address space, not memory:
+// each instance adds GuardedSize (8 GiB) to VmSize, and to RSS only the
+// pages it touched; closing it gives the address space back.
+func TestStrayReservation(t *testing.T) {
+	if !strayGuarded {
+		t.Skip("no guard pages in this build")
+	}
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("no /proc/self/status here")
+	}
+	before := procStatus(t)
+	const n = 4
+	var as []*aotInstance
+	for range n {
+		a := newStray(t, 1024)
+		_, err := strayCall(a, strayGrow, 0, 15) // 1 MiB
+		require.NoError(t, err)
+		for off := uint32(0); off < 1<<20; off += 4096 {
+			_, err = strayCall(a, strayStore8, off, 1)
+			require.NoError(t, err)
+		}
+		as = append(as, a)
+	}
+	during := procStatus(t)
+	vm := during["VmSize"] - before["VmSize"]
+	rss := during["VmRSS"] - before["VmRSS"]
+	t.Logf("%d instances with 1 MiB touched each: VmSize +%d MiB, VmRSS +%d MiB", n, vm>>20, rss>>20)
+	assert.GreaterOrEqual(t, vm, int64(n)*guest.GuardedSize, "each instance reserves its guard pages")
+	assert.Less(t, rss, int64(n)*8<<20, "RSS grows by what is touched, not by what is reserved")
+	for _, a := range as {
+		require.NoError(t, a.close(context.Background()))
+	}
+	after := procStatus(t)
+	assert.Less(t, after["VmSize"]-before["VmSize"], int64(guest.GuardedSize), "closing an instance unmaps its reservation")
+}
+
+// procStatus reads the sizes (in bytes) of /proc/self/status.
+func procStatus(t *testing.T) map[string]int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	sizes := map[string]int64{}
+	for line := range strings.Lines(string(b)) {
+		key, rest, ok := strings.Cut(line, ":")
+		fields := strings.Fields(rest)
+		if !ok || len(fields) != 2 || fields[1] != "kB" {
+			continue
+		}
+		if kb, err := strconv.ParseInt(fields[0], 10, 64); err == nil {
+			sizes[key] = kb << 10
+		}
+	}
+	return sizes
+}

@@ -1,0 +1,48 @@
+;; A module with the exports of the interpreter's ABI whose monty_call
+;; makes one memory access a test asks for, anywhere: translated by
+;; scripts/aot.sh with the interpreter's edits into package stray, it shows
+;; that a stray load or store traps (docs/building.md, guard pages).
+;;
+;; monty_call(op, addr, value) makes access op at addr:
+;;   0 i32.load8_u   1 i32.store8 of value   2 i32.load   3 i32.store
+;;   4 i64.load and  5 i64.store with the largest offset (4 GiB - 1)
+;;   6 i32.load16_u  7 memory.grow by value pages, the old size
+;;   8 memory.size   9 i32.load8_u with the largest offset
+;;  10 monty.print of value bytes at addr, its result
+;; and returns what it loaded (or 0 after a store).
+(module
+  (import "monty" "print" (func $print (param i32 i32 i32) (result i32)))
+  (memory (export "memory") 1 65536)
+  (func (export "_initialize"))
+  (func (export "monty_abi_version") (result i32) (i32.const 1))
+  (func (export "monty_reserve") (param i32) (result i32) (i32.const 0))
+  (func (export "monty_release"))
+  (func (export "monty_call") (param $op i32) (param $addr i32) (param $value i32) (result i64)
+    (block $print
+    (block $load8_max
+    (block $size
+    (block $grow
+    (block $load16
+    (block $store64_max
+    (block $load64_max
+    (block $store32
+    (block $load32
+    (block $store8
+    (block $load8
+      (br_table $load8 $store8 $load32 $store32 $load64_max $store64_max $load16 $grow $size $load8_max $print
+        (local.get $op))
+      (unreachable))
+      (return (i64.extend_i32_u (i32.load8_u (local.get $addr)))))
+      (i32.store8 (local.get $addr) (local.get $value))
+      (return (i64.const 0)))
+      (return (i64.extend_i32_u (i32.load (local.get $addr)))))
+      (i32.store (local.get $addr) (local.get $value))
+      (return (i64.const 0)))
+      (return (i64.load offset=4294967295 (local.get $addr))))
+      (i64.store offset=4294967295 (local.get $addr) (i64.extend_i32_u (local.get $value)))
+      (return (i64.const 0)))
+      (return (i64.extend_i32_u (i32.load16_u (local.get $addr)))))
+      (return (i64.extend_i32_s (memory.grow (local.get $value)))))
+      (return (i64.extend_i32_u (memory.size))))
+      (return (i64.extend_i32_u (i32.load8_u offset=4294967295 (local.get $addr)))))
+    (i64.extend_i32_u (call $print (i32.const 1) (local.get $addr) (local.get $value)))))
