@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -228,59 +225,4 @@ func TestStrayConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-}
-
-// TestStrayReservation: the guard pages are address space, not memory:
-// each instance adds GuardedSize (8 GiB) to VmSize, and to RSS only the
-// pages it touched; closing it gives the address space back.
-func TestStrayReservation(t *testing.T) {
-	if !strayGuarded {
-		t.Skip("no guard pages in this build")
-	}
-	if _, err := os.Stat("/proc/self/status"); err != nil {
-		t.Skip("no /proc/self/status here")
-	}
-	before := procStatus(t)
-	const n = 4
-	var as []*aotInstance
-	for range n {
-		a := newStray(t, 1024)
-		_, err := strayCall(a, strayGrow, 0, 15) // 1 MiB
-		require.NoError(t, err)
-		for off := uint32(0); off < 1<<20; off += 4096 {
-			_, err = strayCall(a, strayStore8, off, 1)
-			require.NoError(t, err)
-		}
-		as = append(as, a)
-	}
-	during := procStatus(t)
-	vm := during["VmSize"] - before["VmSize"]
-	rss := during["VmRSS"] - before["VmRSS"]
-	t.Logf("%d instances with 1 MiB touched each: VmSize +%d MiB, VmRSS +%d MiB", n, vm>>20, rss>>20)
-	assert.GreaterOrEqual(t, vm, int64(n)*guest.GuardedSize, "each instance reserves its guard pages")
-	assert.Less(t, rss, int64(n)*8<<20, "RSS grows by what is touched, not by what is reserved")
-	for _, a := range as {
-		require.NoError(t, a.close(context.Background()))
-	}
-	after := procStatus(t)
-	assert.Less(t, after["VmSize"]-before["VmSize"], int64(guest.GuardedSize), "closing an instance unmaps its reservation")
-}
-
-// procStatus reads the sizes (in bytes) of /proc/self/status.
-func procStatus(t *testing.T) map[string]int64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	require.NoError(t, err)
-	sizes := map[string]int64{}
-	for line := range strings.Lines(string(b)) {
-		key, rest, ok := strings.Cut(line, ":")
-		fields := strings.Fields(rest)
-		if !ok || len(fields) != 2 || fields[1] != "kB" {
-			continue
-		}
-		if kb, err := strconv.ParseInt(fields[0], 10, 64); err == nil {
-			sizes[key] = kb << 10
-		}
-	}
-	return sizes
 }
