@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -155,4 +157,43 @@ func TestAOTMemoryOffTheGoHeap(t *testing.T) {
 		assert.Equal(t, object.Int(20_000_000+i), v)
 		require.NoError(t, it.Close(ctx))
 	}
+}
+
+// TestAOTGuardPages: on linux/amd64 and linux/arm64 the translated
+// interpreter runs on guard pages (docs/building.md#guard-pages): each
+// interpreter reserves 8 GiB of address space, of which it touches only
+// what it uses, and gives it back when closed.
+func TestAOTGuardPages(t *testing.T) {
+	if goruntime.GOOS != "linux" || (goruntime.GOARCH != "amd64" && goruntime.GOARCH != "arm64") {
+		t.Skip("guard pages are checked on linux/amd64 and linux/arm64")
+	}
+	ctx := context.Background()
+	vmSize := func() int64 {
+		b, err := os.ReadFile("/proc/self/status")
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmSize:"); ok {
+				kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+				require.NoError(t, err)
+				return kb << 10
+			}
+		}
+		t.Fatal("no VmSize in /proc/self/status")
+		return 0
+	}
+	before := vmSize()
+	// An engine of its own: its pool's interpreters are all this test's.
+	e, err := runtime.NewEngine(ctx)
+	require.NoError(t, err)
+	it, err := e.NewInterpreter(ctx)
+	require.NoError(t, err)
+	during := vmSize()
+	v, err := run(t, it, "len([i for i in range(100_000)])")
+	require.NoError(t, err)
+	assert.Equal(t, object.Int(100_000), v)
+	require.NoError(t, it.Close(ctx))
+	require.NoError(t, e.Close(ctx))
+	t.Logf("VmSize: +%d MiB with an engine and an interpreter", (during-before)>>20)
+	assert.GreaterOrEqual(t, during-before, int64(8<<30), "the interpreter has no guard pages")
+	assert.Less(t, vmSize()-before, int64(8<<30), "closing the engine keeps a reservation")
 }
