@@ -51,7 +51,8 @@ monty-aot: aot
 
 # The tests on the ahead-of-time engine: the runtime, session, monty.v1
 # and type checker tests, the CLI make monty-aot builds (cmd/monty's
-# TestAOTBinary), the serverless example built on it, and a release of
+# TestAOTBinary, and the hostile code of servetest's TestHostileCodeLimits
+# against its monty serve), the serverless example built on it, and a release of
 # wasm/aot fetched by go get from a local module proxy
 # (scripts/aot-release.sh --check). Without the race detector: each race
 # build of a translated package is another compile of it, which CI cannot
@@ -66,7 +67,8 @@ test-aot: aot
 	scripts/aotgo.sh test $(AOT_RACE) -vet=off -count=1 -timeout 30m $(AOT_TESTS)
 	@bin=$$(mktemp -d) && trap 'rm -rf $$bin' EXIT && \
 	$(MAKE) -s monty-aot AOT_BIN=$$bin/monty && \
-	MONTY_TEST_AOT_BIN=$$bin/monty scripts/aotgo.sh test -vet=off -count=1 -run '^TestAOTBinary$$' ./cmd/monty
+	MONTY_TEST_AOT_BIN=$$bin/monty scripts/aotgo.sh test -vet=off -count=1 -run '^TestAOTBinary$$' ./cmd/monty && \
+	MONTY_TEST_BIN=$$bin/monty go test -count=1 -run '^TestHostileCodeLimits$$' ./cmd/monty/servetest
 	scripts/aotgo.sh build -o /dev/null ./examples/serverless
 	scripts/aot-release.sh --check
 

@@ -173,7 +173,7 @@ func main() {
 	upstream := flag.String("upstream", "", "upstream's monty binary for the upstream column")
 	python := flag.String("python", "", "the python3 for the cpython column")
 	keep := flag.String("columns", "", "comma-separated columns of this process to keep, of go and aot (default both)")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the measurements to this file (scripts/pgo.sh: the AOT build's profile)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the measurements to this file (profile-guided optimization: docs/performance.md)")
 	flag.Parse()
 	if *firstResult {
 		os.Exit(runFirstResult(*firstResultWazero, *code))
