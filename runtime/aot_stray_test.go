@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"os/exec"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"testing"
 
@@ -35,19 +38,28 @@ const (
 
 // newStray instantiates the stray module as the engine instantiates the
 // translated interpreter, its memory capped at maxPages (it starts with
-// one page, 64 KiB).
+// one page, 64 KiB), and closes it when the test ends.
 func newStray(t testing.TB, maxPages uint32) *aotInstance {
 	t.Helper()
+	a, err := instantiateStray(maxPages)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = a.close(context.Background()) })
+	require.Equal(t, strayGuarded, a.Guarded, "the translation's guard pages and the platform disagree")
+	return a
+}
+
+// instantiateStray is newStray for any goroutine: the caller closes the
+// instance.
+func instantiateStray(maxPages uint32) (*aotInstance, error) {
 	m := &aotModule{
 		newInstance: func(imports AOTImports) AOTInstance { return stray.New(imports) },
 		maxBytes:    uint64(maxPages) << 16,
 	}
 	inst, err := m.instantiate(context.Background(), &Interpreter{})
-	require.NoError(t, err)
-	a := inst.(*aotInstance)
-	t.Cleanup(func() { _ = a.close(context.Background()) })
-	require.Equal(t, strayGuarded, a.Guarded, "the translation's guard pages and the platform disagree")
-	return a
+	if err != nil {
+		return nil, err
+	}
+	return inst.(*aotInstance), nil
 }
 
 // strayCall makes access op at addr and returns what it loaded.
@@ -196,33 +208,88 @@ func TestStrayPrint(t *testing.T) {
 // (under -race too) each get their own trap, and the others' work is
 // unharmed.
 func TestStrayConcurrent(t *testing.T) {
+	// round stores and loads i at its goroutine's own address, then makes
+	// a stray load past the memory's end.
+	round := func(g, i int) error {
+		a, err := instantiateStray(2)
+		if err != nil {
+			return err
+		}
+		defer a.close(context.Background())
+		if _, err := strayCall(a, strayStore32, uint32(8*g), int32(i)); err != nil {
+			return err
+		}
+		if v, err := strayCall(a, strayLoad32, uint32(8*g), 0); err != nil || v != int64(i) {
+			return fmt.Errorf("goroutine %d: load = %d, %v; want %d", g, v, err, i)
+		}
+		if _, err := strayCall(a, strayLoad32, 1<<16+uint32(i), 0); err == nil {
+			return errors.New("a stray load did not trap")
+		}
+		return nil
+	}
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
+	errs := make(chan error, 8)
 	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range 20 {
-				a := newStray(t, 2)
-				if _, err := strayCall(a, strayStore32, uint32(8*g), int32(i)); err != nil {
+				if err := round(g, i); err != nil {
 					errs <- err
 					return
 				}
-				if v, err := strayCall(a, strayLoad32, uint32(8*g), 0); err != nil || v != int64(i) {
-					errs <- fmt.Errorf("goroutine %d: load = %d, %v; want %d", g, v, err, i)
-					return
-				}
-				if _, err := strayCall(a, strayLoad32, 1<<16+uint32(i), 0); err == nil {
-					errs <- errors.New("a stray load did not trap")
-					return
-				}
-				_ = a.close(context.Background())
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// TestStrayGuardPlatforms: exactly one of the translation's two memory
+// files builds on any platform, guard pages on the documented ones only
+// (docs/building.md#guard-pages), and each builds there.
+func TestStrayGuardPlatforms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	for _, c := range []struct {
+		target, tags, file string
+	}{
+		{"linux/amd64", "", "guard_pages.go"},
+		{"linux/arm64", "", "guard_pages.go"},
+		{"darwin/arm64", "", "guard_pages.go"},
+		{"darwin/amd64", "", "guard_pages.go"},
+		{"linux/amd64", "monty_boundscheck", "guard_checked.go"},
+		{"windows/amd64", "", "guard_checked.go"},
+		{"linux/386", "", "guard_checked.go"},
+		{"linux/riscv64", "", "guard_checked.go"},
+		{"freebsd/amd64", "", "guard_checked.go"},
+	} {
+		t.Run(strings.ReplaceAll(c.target, "/", "_")+c.tags, func(t *testing.T) {
+			goos, goarch, _ := strings.Cut(c.target, "/")
+			cmd := exec.Command("go", "list", "-tags", c.tags, "-f", "{{.GoFiles}}", "github.com/monty-go/monty/runtime/internal/stray")
+			cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			files := strings.Fields(strings.Trim(strings.TrimSpace(string(out)), "[]"))
+			assert.Contains(t, files, c.file)
+			assert.Equal(t, 1, countGuardFiles(files), "files %v", files)
+			build := exec.Command("go", "build", "-tags", c.tags, "-o", os.DevNull, "github.com/monty-go/monty/runtime/internal/stray")
+			build.Env = cmd.Env
+			out, err = build.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+		})
+	}
+}
+
+// countGuardFiles counts the memory files among a package's files.
+func countGuardFiles(files []string) int {
+	n := 0
+	for _, f := range files {
+		if f == "guard_pages.go" || f == "guard_checked.go" {
+			n++
+		}
+	}
+	return n
 }
