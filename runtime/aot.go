@@ -104,7 +104,10 @@ func (m *aotModule) instantiate(ctx context.Context, it *Interpreter) (instance,
 	})
 	if err != nil {
 		_ = a.close(ctx)
-		if a.Err != nil {
+		switch {
+		case errors.Is(a.Err, guest.ErrPastMax):
+			err = fmt.Errorf("%w: %w (WithMaxMemoryPages)", ErrMemoryLimit, a.Err)
+		case a.Err != nil:
 			err = a.Err // the reservation the translation needs was refused
 		}
 		return nil, fmt.Errorf("monty: instantiate interpreter: %w", err)

@@ -84,6 +84,12 @@ func TestStrayReservationRefused(t *testing.T) {
 		vm := procStatus(t)["VmSize"]
 		require.NotZero(t, vm)
 		limit := uint64(vm) + 1<<30 // room for the Go heap, not for 8 GiB
+		var was syscall.Rlimit
+		require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_AS, &was))
+		if was.Max < limit {
+			fmt.Println("skip: the hard address-space limit is lower already")
+			return
+		}
 		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: limit, Max: limit}))
 		_, err := m.instantiate(context.Background(), &Interpreter{})
 		require.Error(t, err)
@@ -94,6 +100,9 @@ func TestStrayReservationRefused(t *testing.T) {
 	cmd.Env = append(os.Environ(), "MONTY_TEST_ADDRESS_LIMIT=1")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	if strings.Contains(string(out), "skip: ") {
+		t.Skip("the hard address-space limit is too low to lower it to VmSize + 1 GiB")
+	}
 	assert.Contains(t, string(out), "monty: instantiate interpreter: reserve 8 GiB of address space for linear memory with guard pages")
 	assert.Contains(t, string(out), "ulimit -v")
 

@@ -121,8 +121,10 @@ func WithModule(wasmBytes []byte) EngineOption {
 // WithMaxMemoryPages caps each interpreter's linear memory, in 64 KiB pages
 // (default 65536: 4 GiB, the wasm32 maximum). Growing past it aborts the
 // instance; Limits.MaxMemory is the graceful limit. The translated module
-// (see [RegisterAOT]) reserves that much address space per interpreter and
-// ends the instance when a call leaves its memory larger.
+// (see [RegisterAOT]) reserves 8 GiB of address space per interpreter where
+// it has guard pages, and growing past the cap fails there as on wazero;
+// elsewhere it reserves the cap and ends the instance when a call leaves
+// its memory larger (docs/building.md#guard-pages).
 func WithMaxMemoryPages(pages uint32) EngineOption {
 	return func(c *engineConfig) { c.memoryPages = pages }
 }

@@ -83,6 +83,9 @@ type Interpreter struct {
 	interrupting  sync.WaitGroup
 	dead          error
 	handles       map[uint32]struct{}
+	// inCall: a call into the module is running (print callbacks run
+	// inside it); closeAfter: Close was called during it.
+	inCall, closeAfter bool
 }
 
 // NewInterpreter instantiates a fresh interpreter with DefaultLimits and
@@ -120,8 +123,14 @@ func (e *Engine) instantiate(ctx context.Context, code module) (*Interpreter, er
 }
 
 // Close frees the instance and everything in it. Closing twice is harmless.
+// Called from a print callback, while the module runs, it takes effect
+// when the module returns, and the run fails with ErrDead.
 func (it *Interpreter) Close(ctx context.Context) error {
 	if it.inst == nil {
+		return nil
+	}
+	if it.inCall {
+		it.closeAfter = true
 		return nil
 	}
 	err := it.destroy(ctx)
@@ -298,7 +307,9 @@ func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wir
 		it.interrupting.Add(1)
 		stop = context.AfterFunc(ctx, it.interruptCall)
 	}
+	it.inCall = true
 	packed, err := it.inst.call(ctx, op, handle, uint32(len(req)))
+	it.inCall = false
 	if stop != nil {
 		if stop() {
 			it.interrupting.Done() // it will not run
@@ -312,6 +323,11 @@ func (it *Interpreter) call(ctx context.Context, op uint32, handle uint32) (*wir
 	if cancelled {
 		it.interrupted.Store(false)
 		it.jump.Store(0)
+	}
+	if it.closeAfter {
+		it.closeAfter = false
+		_ = it.Close(context.WithoutCancel(ctx))
+		return nil, it.dead
 	}
 	if err != nil {
 		return nil, it.kill(err)

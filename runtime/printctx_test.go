@@ -66,3 +66,34 @@ print('late', end='')
 	require.ErrorIs(t, err, runtime.ErrOutputLimit)
 	assert.LessOrEqual(t, len(strings.Join(got, "")), 10)
 }
+
+// TestCloseInPrintCallback: an interpreter closed by its own print
+// callback, while the module runs, is closed when the module returns; the
+// run fails with ErrDead and the host goes on.
+func TestCloseInPrintCallback(t *testing.T) {
+	ctx := context.Background()
+	e, err := runtime.Default(ctx)
+	require.NoError(t, err)
+	it, err := e.NewInterpreter(ctx)
+	require.NoError(t, err)
+	printed := 0
+	during := runtime.WithPrintFunc(ctx, func(runtime.Stream, string) {
+		printed++
+		require.NoError(t, it.Close(ctx))
+	})
+	p, err := it.Compile(ctx, "print('a')\nx = [1] * 100_000\nprint('b')\nlen(x)")
+	require.NoError(t, err)
+	_, err = p.Run(during)
+	require.ErrorIs(t, err, runtime.ErrDead)
+	assert.Positive(t, printed)
+	_, err = it.Compile(ctx, "1")
+	require.ErrorIs(t, err, runtime.ErrDead)
+	require.NoError(t, it.Close(ctx))
+
+	other, err := e.NewInterpreter(ctx)
+	require.NoError(t, err)
+	defer other.Close(ctx)
+	v, err := run(t, other, "'alive'")
+	require.NoError(t, err)
+	assert.Equal(t, object.Str("alive"), v)
+}

@@ -24,8 +24,15 @@ cd "$repo"
 # The translator, pinned: its output is checked byte for byte.
 WASM2GO=github.com/ncruces/wasm2go@v0.4.21
 sums=wasm/aot/translated.sha256
+stray=runtime/internal/stray/testdata/stray
+# files: what translated.sha256 covers, in its order.
+files() {
+  printf '%s\n' wasm/monty.wasm $(ls wasm/aot/internal/translated/*.go | LC_ALL=C sort) \
+    wasm/checker/checker.wasm $(ls wasm/aot/internal/checker/*.go | LC_ALL=C sort) \
+    "$stray.wat" "$stray.wasm" $(ls runtime/internal/stray/*.go | LC_ALL=C sort)
+}
 if [ "${1:-}" != --stamp ] && [ -f wasm/aot/internal/translated/module.go ] && [ -f wasm/aot/internal/checker/module.go ] &&
-  sha256sum --quiet -c "$sums" >/dev/null 2>&1; then
+  sha256sum --quiet -c "$sums" >/dev/null 2>&1 && [ "$(files)" = "$(awk '{print $2}' "$sums")" ]; then
   echo "aot: wasm/aot/internal/translated, wasm/aot/internal/checker and runtime/internal/stray are up to date" >&2
   exit 0
 fi
@@ -37,12 +44,12 @@ trap 'rm -rf "$tmp"' EXIT
 # so that another wasm2go output fails here instead of compiling unedited.
 edit() {
   local n want=${4:-1}
-  n=$(grep -cE "$2" "$1" || true)
+  n=$(LC_ALL=C grep -cE "$2" "$1" || true)
   if [ "$want" = some ] && [ "$n" -gt 0 ]; then
     want=$n
   fi
   [ "$n" = "$want" ] || { echo "aot: $WASM2GO's output has $n lines matching '$2' (want $want): update the edits in scripts/aot.sh" >&2; exit 1; }
-  sed -i -E "s/$2/$3/g" "$1"
+  LC_ALL=C sed -i -E "s/$2/$3/g" "$1"
 }
 
 # translate WASM PKG: wasm2go of WASM into $tmp/PKG/module.go, with New
@@ -54,9 +61,9 @@ translate() {
   local wasm=$1 pkg=$2
   mkdir -p "$tmp/$pkg"
   echo "aot: translating $wasm with $WASM2GO (about 2 minutes)" >&2
-  # -unsafe: bounds are still checked, but the memory helpers inline into
-  # the largest functions (the safe translation is 1.4-2x slower;
-  # performance.md).
+  # -unsafe: the memory helpers inline into the largest functions (the
+  # safe translation is 1.4-2x slower; performance.md); their bounds
+  # checks go where there are guard pages (guard, below).
   GOFLAGS= GOWORK=off go run "$WASM2GO" -unsafe -pkg "$pkg" -o "$tmp/$pkg/module.go" <"$wasm"
   edit "$tmp/$pkg/module.go" '^[[:blank:]]m\.memory = make\(\[\]byte, (0x[0-9a-f]+|[0-9]+)\)$' '\tm.memory = newMemory(v0, \1)'
 }
@@ -199,8 +206,8 @@ translate wasm/monty.wasm translated
 guard translated wasm/monty.wasm
 
 # A test module of stray loads and stores (runtime/internal/stray), with
-# the interpreter's edits; committed, it is regenerated and checked here.
-stray=runtime/internal/stray/testdata/stray
+# the interpreter's edits; committed, it is regenerated and compared here
+# (and replaced only by --stamp).
 if [ "${1:-}" = --stamp ]; then
   command -v wat2wasm >/dev/null || { echo "aot: wat2wasm (Debian's wabt, scripts/install-toolchain.sh) is needed for $stray.wasm" >&2; exit 1; }
   wat2wasm "$stray.wat" -o "$stray.wasm"
@@ -259,13 +266,20 @@ for pkg in translated checker; do
   mkdir -p "wasm/aot/internal/$pkg"
   mv "$tmp/$pkg"/*.go "wasm/aot/internal/$pkg/"
 done
-rm -f runtime/internal/stray/*.go
-mv "$tmp/stray"/*.go runtime/internal/stray/
-files() {
-  printf '%s\n' wasm/monty.wasm $(ls wasm/aot/internal/translated/*.go | LC_ALL=C sort) \
-    wasm/checker/checker.wasm $(ls wasm/aot/internal/checker/*.go | LC_ALL=C sort) \
-    "$stray.wat" "$stray.wasm" $(ls runtime/internal/stray/*.go | LC_ALL=C sort)
+# same_go A B: directories A and B hold the same .go files, byte for byte.
+same_go() {
+  [ "$(cd "$1" && ls -- *.go)" = "$(cd "$2" && ls -- *.go)" ] || return 1
+  local f
+  for f in "$1"/*.go; do cmp -s "$f" "$2/${f##*/}" || return 1; done
 }
+# runtime/internal/stray holds only generated files.
+if [ "${1:-}" = --stamp ]; then
+  rm -f runtime/internal/stray/*.go
+  mv "$tmp/stray"/*.go runtime/internal/stray/
+elif ! same_go "$tmp/stray" runtime/internal/stray; then
+  echo "aot: runtime/internal/stray differs from its translation: run scripts/aot.sh --stamp" >&2
+  exit 1
+fi
 if [ "${1:-}" = --stamp ]; then
   files | xargs sha256sum >"$sums"
   echo "aot: wrote $sums" >&2

@@ -17,6 +17,10 @@ const GuardedSize = 1<<33 + 1<<16
 // same trap).
 var ErrOutOfBounds = errors.New("out of bounds memory access")
 
+// ErrPastMax says a new instance's memory would start past the
+// reservation's Max.
+var ErrPastMax = errors.New("linear memory past its limit")
+
 // Crash ends the process for p, a memory fault recovered while the module
 // ran that is not the module's (outside its reservation): what Go does
 // with a fault when debug.SetPanicOnFault is off, since recovering from

@@ -48,8 +48,8 @@ func TestGuardedMemory(t *testing.T) {
 	require.NoError(t, Grant(b[1<<16:2<<16]))
 	assert.Nil(t, faultOf(&r, b, 2<<16-1))
 	assert.Equal(t, ErrOutOfBounds, faultOf(&r, b, 2<<16))
-	// The far end of the reservation: the largest address plus the
-	// largest offset, and the 8 bytes a load there reads.
+	// The far end of the reservation: the last byte an 8-byte load at the
+	// largest address plus the largest offset reads.
 	far := unsafe.Slice(unsafe.SliceData(b), GuardedSize)
 	assert.Equal(t, ErrOutOfBounds, faultOf(&r, far, 1<<33-2+7))
 	assert.Equal(t, "not a fault", r.Fault("not a fault"))

@@ -41,7 +41,11 @@ func (r *Reservation) NewMemory(size int) []byte {
 // returns nil, and sets Err, when one was reserved already, size is past
 // Max or the system refuses the mapping.
 func (r *Reservation) NewGuardedMemory(size int) []byte {
-	if r.mem != nil || uint64(size) > r.Max || r.Max > 1<<32 {
+	switch {
+	case uint64(size) > r.Max:
+		r.Err = fmt.Errorf("%w: the module starts with %d pages of linear memory, its limit is %d", ErrPastMax, size>>16, r.Max>>16)
+		return nil
+	case r.mem != nil || r.Max > 1<<32:
 		r.Err = fmt.Errorf("no guarded linear memory of %d bytes, up to %d, for this instance", size, r.Max)
 		return nil
 	}

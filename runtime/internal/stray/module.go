@@ -91,9 +91,13 @@ func (m *Module) Xmonty_call(v0, v1, v2 int32) int64 {
 	case 9:
 		t6 := int32(*byteAt(m.memory, uint64(uint32(v1))+0xffffffff))
 		return int64(uint32(t6))
-	default:
+	case 10:
 		t7 := m.fn0(i32(1), v1, v2)
 		return int64(uint32(t7))
+	default:
+		_ = m.fn0(i32(1), v1, v2)
+		t9 := int32(*byteAt(m.memory, uint64(uint32(v1+v2))))
+		return int64(uint32(t9))
 	}
 }
 func (m *Module) Xmemory() Memory {

@@ -3,4 +3,4 @@
 package stray
 
 // WasmSHA256 is the SHA-256 of the stray.wasm this package was translated from.
-const WasmSHA256 = "bbd06e408407c2e98d9df0438f792d4f0963a73ce226531c54a2dbcbd0f0b58a"
+const WasmSHA256 = "8393d93866107fc23cb66dfc3e7993f3cfecc024c30273ec9dc1e672abaf344d"

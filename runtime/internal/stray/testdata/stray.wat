@@ -9,6 +9,7 @@
 ;;   6 i32.load16_u  7 memory.grow by value pages, the old size
 ;;   8 memory.size   9 i32.load8_u with the largest offset
 ;;  10 monty.print of value bytes at addr, its result
+;;  11 monty.print of value bytes at addr, then i32.load8_u at addr + value
 ;; and returns what it loaded (or 0 after a store).
 (module
   (import "monty" "print" (func $print (param i32 i32 i32) (result i32)))
@@ -18,6 +19,7 @@
   (func (export "monty_reserve") (param i32) (result i32) (i32.const 0))
   (func (export "monty_release"))
   (func (export "monty_call") (param $op i32) (param $addr i32) (param $value i32) (result i64)
+    (block $print_load
     (block $print
     (block $load8_max
     (block $size
@@ -29,7 +31,7 @@
     (block $load32
     (block $store8
     (block $load8
-      (br_table $load8 $store8 $load32 $store32 $load64_max $store64_max $load16 $grow $size $load8_max $print
+      (br_table $load8 $store8 $load32 $store32 $load64_max $store64_max $load16 $grow $size $load8_max $print $print_load
         (local.get $op))
       (unreachable))
       (return (i64.extend_i32_u (i32.load8_u (local.get $addr)))))
@@ -45,4 +47,6 @@
       (return (i64.extend_i32_s (memory.grow (local.get $value)))))
       (return (i64.extend_i32_u (memory.size))))
       (return (i64.extend_i32_u (i32.load8_u offset=4294967295 (local.get $addr)))))
-    (i64.extend_i32_u (call $print (i32.const 1) (local.get $addr) (local.get $value)))))
+      (return (i64.extend_i32_u (call $print (i32.const 1) (local.get $addr) (local.get $value)))))
+    (drop (call $print (i32.const 1) (local.get $addr) (local.get $value)))
+    (i64.extend_i32_u (i32.load8_u (i32.add (local.get $addr) (local.get $value))))))

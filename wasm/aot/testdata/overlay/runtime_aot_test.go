@@ -161,8 +161,7 @@ func TestAOTMemoryOffTheGoHeap(t *testing.T) {
 
 // TestAOTGuardPages: on linux/amd64 and linux/arm64 the translated
 // interpreter runs on guard pages (docs/building.md#guard-pages): each
-// interpreter reserves 8 GiB of address space, of which it touches only
-// what it uses, and gives it back when closed.
+// interpreter reserves 8 GiB of address space.
 func TestAOTGuardPages(t *testing.T) {
 	if goruntime.GOOS != "linux" || (goruntime.GOARCH != "amd64" && goruntime.GOARCH != "arm64") {
 		t.Skip("guard pages are checked on linux/amd64 and linux/arm64")
@@ -193,7 +192,9 @@ func TestAOTGuardPages(t *testing.T) {
 	assert.Equal(t, object.Int(100_000), v)
 	require.NoError(t, it.Close(ctx))
 	require.NoError(t, e.Close(ctx))
-	t.Logf("VmSize: +%d MiB with an engine and an interpreter", (during-before)>>20)
+	// Given back on close is runtime's TestStrayReservation: here another
+	// test's engine could be making an interpreter meanwhile.
+	t.Logf("VmSize: +%d MiB with an engine and an interpreter, %+d MiB once both are closed",
+		(during-before)>>20, (vmSize()-before)>>20)
 	assert.GreaterOrEqual(t, during-before, int64(8<<30), "the interpreter has no guard pages")
-	assert.Less(t, vmSize()-before, int64(8<<30), "closing the engine keeps a reservation")
 }
