@@ -90,10 +90,5 @@ func TestCloseInPrintCallback(t *testing.T) {
 	require.ErrorIs(t, err, runtime.ErrDead)
 	require.NoError(t, it.Close(ctx))
 
-	other, err := e.NewInterpreter(ctx)
-	require.NoError(t, err)
-	defer other.Close(ctx)
-	v, err := run(t, other, "'alive'")
-	require.NoError(t, err)
-	assert.Equal(t, object.Str("alive"), v)
+	requireNewInterpreterWorks(t, e)
 }

@@ -373,6 +373,19 @@ func TestCancellation(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
+// requireNewInterpreterWorks: e makes an interpreter that runs code (after
+// another of its interpreters died).
+func requireNewInterpreterWorks(t *testing.T, e *runtime.Engine) {
+	t.Helper()
+	ctx := context.Background()
+	other, err := e.NewInterpreter(ctx)
+	require.NoError(t, err)
+	defer other.Close(ctx)
+	v, err := run(t, other, "'alive'")
+	require.NoError(t, err)
+	assert.Equal(t, object.Str("alive"), v)
+}
+
 func TestTrapKillsOnlyThatInterpreter(t *testing.T) {
 	ctx := context.Background()
 	e, err := runtime.NewEngine(ctx, runtime.WithMaxMemoryPages(1024))
@@ -392,12 +405,7 @@ func TestTrapKillsOnlyThatInterpreter(t *testing.T) {
 	_, err = it.Compile(ctx, "1")
 	require.ErrorIs(t, err, runtime.ErrDead, "a dead interpreter stays dead")
 
-	other, err := e.NewInterpreter(ctx)
-	require.NoError(t, err)
-	defer other.Close(ctx)
-	v, err := run(t, other, "'alive'")
-	require.NoError(t, err)
-	assert.Equal(t, object.Str("alive"), v)
+	requireNewInterpreterWorks(t, e)
 }
 
 func TestBadPython(t *testing.T) {

@@ -22,8 +22,9 @@ var ErrOutOfBounds = errors.New("out of bounds memory access")
 var ErrPastMax = errors.New("linear memory past its limit")
 
 // Crash ends the process for p, a memory fault recovered while the module
-// ran that is not the module's (outside its reservation): what Go does
-// with a fault when debug.SetPanicOnFault is off, since recovering from
+// ran that is not the module's (outside its reservation), with exit status
+// 2 and the fault and this goroutine's stack on stderr, as Go ends a
+// process for a fault when debug.SetPanicOnFault is off: recovering from
 // it would leave the program running on memory it never meant to touch.
 func Crash(p any) {
 	debug.SetPanicOnFault(false)
