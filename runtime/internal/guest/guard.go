@@ -4,11 +4,6 @@ package guest
 
 import "syscall"
 
-// CanGuard reports whether linear memory can have guard pages here: a
-// reservation of all a wasm32 access can reach, accessible only up to the
-// memory's length (ReserveGuarded, Grant).
-const CanGuard = true
-
 // ReserveGuarded maps GuardedSize bytes with no access rights, charged to
 // nothing until Grant opens them: an access to them faults.
 func ReserveGuarded() ([]byte, error) {

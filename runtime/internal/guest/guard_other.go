@@ -4,11 +4,8 @@ package guest
 
 import "errors"
 
-// CanGuard reports whether linear memory can have guard pages here: not
-// on this platform, where the translated modules check every access's
-// bounds (docs/building.md#guard-pages).
-const CanGuard = false
-
+// errNoGuard: here the translated modules check every access's bounds
+// instead (docs/building.md#guard-pages).
 var errNoGuard = errors.New("no guard pages on this platform")
 
 // ReserveGuarded fails: there are no guard pages here.
