@@ -47,7 +47,7 @@ aot:
 # flags stay those of scripts/aotgo.sh.
 AOT_BIN ?= wasm/aot/bin/monty
 monty-aot: aot
-	scripts/aotgo.sh build -o $(AOT_BIN) ./cmd/monty
+	MONTY_AOT_NOEMBED=1 scripts/aotgo.sh build -o $(AOT_BIN) ./cmd/monty
 
 # The tests on the ahead-of-time engine: the runtime, session, monty.v1
 # and type checker tests, the CLI make monty-aot builds (cmd/monty's

@@ -69,7 +69,11 @@ func moduleHash(module []byte) string {
 }
 
 // isEmbeddedModule reports whether module is the embedded one itself (not a
-// copy).
+// copy); in a program built with the tag monty_noembed, whether it is the
+// empty default that stands for the module not carried.
 func isEmbeddedModule(module []byte) bool {
+	if !wasm.Embedded {
+		return len(module) == 0
+	}
 	return len(module) == len(wasm.Module) && len(module) > 0 && &module[0] == &wasm.Module[0]
 }

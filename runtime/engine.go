@@ -177,6 +177,9 @@ func NewEngine(ctx context.Context, opts ...EngineOption) (*Engine, error) {
 		e.info.Ready = time.Since(start)
 		return e, nil
 	}
+	if len(cfg.module) == 0 {
+		return nil, ErrModuleNotEmbedded
+	}
 	var cache *modcache.Entry
 	if cfg.cacheDir != "" {
 		var err error

@@ -46,6 +46,15 @@ var (
 	// ErrInvalidOption is returned by Compile and NewREPL for an option the
 	// module cannot apply (an unknown time zone, a relative working directory).
 	ErrInvalidOption = errors.New("monty: invalid option")
+
+	// ErrModuleNotEmbedded is returned by NewEngine when the engine would
+	// run monty.wasm on wazero in a program built with the tag
+	// monty_noembed, which carries no monty.wasm: link the interpreter
+	// translated ahead of time (github.com/monty-go/monty/wasm/aot) and do
+	// not ask for wazero, or build without the tag.
+	ErrModuleNotEmbedded = errors.New("monty: this program carries no monty.wasm (built with -tags monty_noembed): " +
+		"it runs only the interpreter translated ahead of time; link github.com/monty-go/monty/wasm/aot and drop WithWazero, " +
+		"pass the module with WithModule, or build without the tag")
 )
 
 // LimitKind says which resource limit, if any, raised an exception.

@@ -2,18 +2,19 @@
 # Generates the two modules translated to Go ahead of time by the pinned
 # wasm2go and checks them against the committed wasm/aot/translated.sha256,
 # which also names the modules they come from:
-#   * the interpreter, wasm/monty.wasm -> wasm/aot/internal/translated
-#     (module.go, source.go naming the module's SHA-256, and guard_pages.go
-#     and guard_checked.go: linear memory with guard pages or with checked
-#     bounds, by platform);
-#   * the type checker, wasm/checker/checker.wasm -> wasm/aot/internal/checker
-#     (module.go and module_N.go: the functions in parts of at most 40 MB,
-#     so that no file reaches GitHub's 100 MB limit when a release commits
-#     them; and source.go);
+#   * the interpreter, wasm/monty.wasm -> wasm/aot/internal/translated;
+#   * the type checker, wasm/checker/checker.wasm -> wasm/aot/internal/checker;
 #   * a test module of stray memory accesses,
 #     runtime/internal/stray/testdata/stray.wasm (from stray.wat) ->
 #     runtime/internal/stray, with the interpreter's edits; small, and
 #     committed, so that the tests of package runtime run it, with -race.
+# Each translation is wasm2go's output with the checked edits below (linear
+# memory from the host, guard pages), split by scripts/aotsplit into a
+# package of its API (module.go; source.go naming the module's SHA-256),
+# state/ (the instance's fields) and part00/ ... (the functions, about 2 MB
+# of source each), which the go command compiles in parallel, each in a
+# fraction of the memory one package of the whole needed
+# (docs/building.md#the-ahead-of-time-engine).
 # Nothing is done when they already match. With --stamp (after `make wasm`),
 # regenerates them (stray.wasm too, with wat2wasm) and rewrites the
 # checksum file instead. The generated files but stray's are not committed on main; a release commits them
@@ -27,8 +28,8 @@ sums=wasm/aot/translated.sha256
 stray=runtime/internal/stray/testdata/stray
 # files: what translated.sha256 covers, in its order.
 files() {
-  printf '%s\n' wasm/monty.wasm $(ls wasm/aot/internal/translated/*.go | LC_ALL=C sort) \
-    wasm/checker/checker.wasm $(ls wasm/aot/internal/checker/*.go | LC_ALL=C sort) \
+  printf '%s\n' wasm/monty.wasm $(find wasm/aot/internal/translated -name '*.go' | LC_ALL=C sort) \
+    wasm/checker/checker.wasm $(find wasm/aot/internal/checker -name '*.go' | LC_ALL=C sort) \
     "$stray.wat" "$stray.wasm" $(ls runtime/internal/stray/*.go | LC_ALL=C sort)
 }
 if [ "${1:-}" != --stamp ] && [ -f wasm/aot/internal/translated/module.go ] && [ -f wasm/aot/internal/checker/module.go ] &&
@@ -92,13 +93,18 @@ GO
 # (guarded undefined) rather than drop the checks.
 GUARDED='(linux || darwin) && (amd64 || arm64) && !monty_boundscheck'
 
-# guard PKG WASM: the edits and files that give PKG guard pages where
-# GUARDED holds: memory.grow through growMemory, which grants access rights
-# (or fails past the host's cap); the memory helpers' bounds check only
-# where not guarded; every byte access (m.memory[i]) through byteAt; and
-# source.go, guard_pages.go and guard_checked.go.
+# guard PKG WASM [limited]: the edits and files that give PKG guard pages
+# where GUARDED holds: memory.grow through growMemory, which grants access
+# rights (or fails past the host's cap); the memory helpers' bounds check
+# only where not guarded; every byte access (m.memory[i]) through byteAt;
+# and source.go, guard_pages.go and guard_checked.go. Where GUARDED does not
+# hold, memory comes from the host's reservation when it offers one; with
+# "limited" (the type checker) it must, and memory.grow past the
+# reservation fails there too (the checker's memory limit, and the range
+# its host takes the access rights of to stop a check), instead of moving
+# to the Go heap for the host to enforce its cap after the call.
 guard() {
-  local pkg=$1 wasm=$2 f=$tmp/$1/module.go
+  local pkg=$1 wasm=$2 limited=${3:-} f=$tmp/$1/module.go
   edit "$f" '^[[:blank:]]\*mem = append\(buf, make\(\[\]byte, int\(new<<16\)-len\)\.\.\.\)$' \
     '\tgrown, ok := growMemory(buf, int(new<<16))\n\tif !ok {\n\t\treturn -1\n\t}\n\t*mem = grown'
   # One bounds check in each of the helpers wasm2go emitted (those the
@@ -175,6 +181,33 @@ func byteAt[T uint32 | uint64](mem []byte, addr T) *byte {
 	return &mem[addr]
 }
 
+GO
+  if [ "$limited" = limited ]; then
+    cat >>"$tmp/$pkg/guard_checked.go" <<'GO'
+// newMemory returns a new instance's linear memory: size bytes of zeros at
+// the start of the range the host reserved for it to grow into. The
+// module cannot run without one.
+func newMemory(host any, size int) []byte {
+	if h, ok := host.(interface{ NewMemory(size int) []byte }); ok {
+		if b := h.NewMemory(size); b != nil {
+			return b
+		}
+	}
+	panic("the host reserved no linear memory")
+}
+
+// growMemory extends linear memory to size bytes within the host's
+// reservation; false past it.
+func growMemory(buf []byte, size int) ([]byte, bool) {
+	if size > cap(buf) {
+		return buf, false
+	}
+	return buf[:size], true
+}
+GO
+    return
+  fi
+  cat >>"$tmp/$pkg/guard_checked.go" <<GO
 // newMemory returns a new instance's linear memory, size bytes of zeros:
 // the host's (package runtime reserves an address range for it to grow
 // into) when it offers one, else from the Go heap.
@@ -215,56 +248,23 @@ fi
 translate "$stray.wasm" stray
 guard stray "$stray.wasm"
 
-# The type checker: its memory lives only in the host's reservation, of
-# the checker's memory limit, and memory.grow past it fails (returns -1),
-# as it does on wazero with the same limit: the checker's allocator then
-# ends the check with its out-of-memory exit.
+# The type checker, with guard pages too. Its memory lives only in the
+# host's reservation, up to the checker's memory limit: memory.grow past it
+# fails (returns -1), as it does on wazero with the same limit, and the
+# checker's allocator then ends the check with its out-of-memory exit.
 translate wasm/checker/checker.wasm checker
-edit "$tmp/checker/module.go" '^[[:blank:]]\*mem = append\(buf, make\(\[\]byte, int\(new<<16\)-len\)\.\.\.\)$' \
-  '\tif int(new<<16) > cap(buf) {\n\t\treturn -1\n\t}\n\t*mem = buf[:new<<16]'
-source_go checker wasm/checker/checker.wasm
-cat >>"$tmp/checker/source.go" <<'GO'
+guard checker wasm/checker/checker.wasm limited
 
-// newMemory returns a new instance's linear memory: size bytes of zeros at
-// the start of the range the host (package runtime/typecheck) reserved
-// for it to grow into. The module cannot run without one.
-func newMemory(host any, size int) []byte {
-	if h, ok := host.(interface{ NewMemory(size int) []byte }); ok {
-		if b := h.NewMemory(size); b != nil {
-			return b
-		}
-	}
-	panic("the type checker's host reserved no linear memory")
-}
-GO
-# Its functions in parts of at most 40 MB, each importing what it uses.
-awk -v dir="$tmp/checker" '
-  function part() { n++; out = sprintf("%s/part_%02d.go", dir, n); size = 0 }
-  /^var _ = map\[bool\]struct/ { body = 0 }
-  body == 0 && !done && /^func (\(m \*Module\) )?fn[0-9]+\(/ { body = 1; done = 1; part() }
-  body && /^func / && size > 40000000 { part() }
-  body { print > out; size += length($0) + 1; next }
-  { print > (dir "/rest.go") }
-' "$tmp/checker/module.go"
-mv "$tmp/checker/rest.go" "$tmp/checker/module.go"
-for f in "$tmp"/checker/part_*.go; do
-  n=${f##*/part_}
-  n=${n%.go}
-  {
-    printf '// Code generated by wasm2go v0.4.21 (split by scripts/aot.sh). DO NOT EDIT.\n\npackage checker\n\nimport (\n'
-    for imp in encoding/binary math math/bits runtime unsafe; do
-      grep -qE "(^|[^A-Za-z0-9_.])${imp##*/}\." "$f" && printf '\t"%s"\n' "$imp"
-    done
-    printf ')\n\n'
-    cat "$f"
-  } >"$tmp/checker/module_$n.go"
-  rm "$f"
+# Both split into packages that compile in parallel.
+for pkg in translated checker; do
+  echo "aot: splitting $pkg into packages" >&2
+  go run ./scripts/aotsplit -dir "$tmp/$pkg" -path "github.com/monty-go/monty/wasm/aot/internal/$pkg" \
+    -shared guard_pages.go,guard_checked.go
 done
 
 for pkg in translated checker; do
   rm -rf "wasm/aot/internal/$pkg"
-  mkdir -p "wasm/aot/internal/$pkg"
-  mv "$tmp/$pkg"/*.go "wasm/aot/internal/$pkg/"
+  mv "$tmp/$pkg" "wasm/aot/internal/$pkg"
 done
 # same_go A B: directories A and B hold the same .go files, byte for byte.
 same_go() {

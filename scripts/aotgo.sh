@@ -16,12 +16,13 @@
 # wasm/aot/go.work. MONTY_AOT_CHECKER=0 leaves the type checker's
 # translation out of cmd/monty. No file of the main module imports it: `go build
 # ./...`, `go vet ./...` and `go mod tidy` of the main module, and of every
-# module that requires it, never see it. The translated package is compiled
-# with the same flags every time (no DWARF, one compiler worker, one package
-# at a time: about 10 GB of memory; -trimpath and CGO_ENABLED=0, as
-# releases build it), so that Go's build cache keeps it across tests and
-# releases; run
-# `make aot` (scripts/aot.sh) first to generate it.
+# module that requires it, never see it. The translated packages (each
+# translation split into some 50 packages of about 2 MB of source by
+# scripts/aot.sh, which compile side by side in under 1 GB) are compiled
+# with the same flags every time (no DWARF, one compiler worker per
+# package; -trimpath and CGO_ENABLED=0, as releases build them), so that
+# Go's build cache keeps them across tests and releases; run
+# `make aot` (scripts/aot.sh) first to generate them.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -ge 1 ] || { echo "usage: scripts/aotgo.sh build|test|run [go flags] packages" >&2; exit 2; }
@@ -51,11 +52,23 @@ cat >"$overlay" <<JSON
   "$repo/session/protocol/aot_test.go": "$from/protocol_aot_test.go"
 }}
 JSON
+# MONTY_AOT_NOEMBED=1 (make monty-aot, scripts/release.sh): the program
+# runs its modules on the translations only, so it does not embed
+# monty.wasm (-tags monty_noembed) nor, unless MONTY_AOT_CHECKER=0,
+# checker.wasm (monty_checker_noembed): 27.6 MB less, and an engine asked
+# for wazero fails with runtime.ErrModuleNotEmbedded
+# (docs/building.md#carrying-only-what-runs).
+tags=()
+if [ "${MONTY_AOT_NOEMBED:-0}" = 1 ]; then
+  t=monty_noembed
+  [ "${MONTY_AOT_CHECKER:-1}" = 0 ] || t=$t,monty_checker_noembed
+  tags=(-tags="$t")
+fi
 # CGO_ENABLED=0 unless the caller says otherwise or asks for -race (which
 # needs cgo): releases are static, and with cgo every package, the
 # translations included, would be another entry in Go's build cache.
 cgo=0
 for arg in "$@"; do [ "$arg" != -race ] || cgo=1; done
-CGO_ENABLED=${CGO_ENABLED:-$cgo} GOWORK=$repo/wasm/aot/go.work GOFLAGS=-p=1 go "$cmd" -overlay="$overlay" -trimpath \
-  -gcflags='github.com/monty-go/monty/wasm/aot/internal/translated=-dwarf=false -c=1' \
-  -gcflags='github.com/monty-go/monty/wasm/aot/internal/checker=-dwarf=false -c=1 -l' -ldflags=-w "$@"
+CGO_ENABLED=${CGO_ENABLED:-$cgo} GOWORK=$repo/wasm/aot/go.work go "$cmd" -overlay="$overlay" -trimpath "${tags[@]}" \
+  -gcflags='github.com/monty-go/monty/wasm/aot/internal/translated/...=-dwarf=false -c=1' \
+  -gcflags='github.com/monty-go/monty/wasm/aot/internal/checker/...=-dwarf=false -c=1' -ldflags='-s -w' "$@"

@@ -2,6 +2,11 @@
 // (wasm32-wasip1), built from the Rust shim in this directory by
 // `make wasm` and committed so that Go users never need Rust.
 //
+// A program built with the tag monty_noembed does not embed it (Module is
+// empty): one that links the interpreter translated to Go ahead of time
+// (github.com/monty-go/monty/wasm/aot) and never runs the module on wazero
+// saves its 11 MB (docs/building.md#carrying-only-what-runs).
+//
 // The module's SHA-256 is in monty.wasm.sha256 and a stamp of the inputs it
 // was built from is in monty.wasm.stamp; the package's tests fail when either
 // no longer matches. docs/abi.md describes the module's exports and imports.
@@ -11,11 +16,6 @@ import (
 	_ "embed"
 	"strings"
 )
-
-// Module is the compiled interpreter module. It must not be modified.
-//
-//go:embed monty.wasm
-var Module []byte
 
 //go:embed monty.wasm.sha256
 var checksumFile string

@@ -33,13 +33,21 @@ type AOTMemory = interface {
 }
 
 // AOTImports are the functions an [AOTInstance] imports: the seven WASI
-// calls of the checker module, and NewMemory, which gives a new instance
-// its linear memory. This package implements them.
+// calls of the checker module, and NewMemory or NewGuardedMemory, which
+// give a new instance its linear memory. This package implements them.
 type AOTImports interface {
 	// NewMemory returns size bytes of zeros for a new instance's linear
 	// memory, with capacity up to the checker's memory limit to grow into
-	// in place.
+	// in place. A translation that checks the bounds of every access
+	// calls it.
 	NewMemory(size int) []byte
+	// NewGuardedMemory returns size bytes of zeros for a new instance's
+	// linear memory, at the start of a reservation of all a wasm32 access
+	// can reach, accessible only up to size, with capacity up to the
+	// checker's memory limit: a stray access faults, and becomes a trap.
+	// A translation with guard pages calls it, and cannot run without it
+	// (nil).
+	NewGuardedMemory(size int) []byte
 	Xclock_time_get(id int32, precision int64, result int32) int32
 	Xenviron_get(environ, buf int32) int32
 	Xenviron_sizes_get(count, size int32) int32
@@ -110,10 +118,13 @@ func (c *aotCode) instantiate(ctx context.Context, stderr *guest.Stderr) (backen
 }
 
 // aotInstance is one instance of the translated checker, and the imports
-// that serve it. Its linear memory is a reservation of the checker's
-// memory limit: memory.grow past it fails, and a check that must stop
-// (its context ends) is stopped by taking the reservation's access rights
-// away, so that its next load or store faults (see run).
+// that serve it. Its linear memory is a reservation: with guard pages
+// (docs/building.md#guard-pages) all a wasm32 access can reach, accessible
+// up to the memory's length, so that a stray access faults; without, the
+// checker's memory limit, with every access's bounds checked. memory.grow
+// past the limit fails, and a check that must stop (its context ends) is
+// stopped by taking the reservation's access rights away, so that its next
+// load or store faults (see run).
 type aotInstance struct {
 	guest.WASI        // the WASI calls but the clock and sched_yield; WASI.Mem is the linear memory
 	guest.Reservation // behind *Mem
@@ -129,8 +140,11 @@ var errInterrupted = errors.New("interrupted")
 // proc_exit and a stopped check a *sys.ExitError (the exit code, or
 // sys.ExitCodeContextCanceled / ExitCodeDeadlineExceeded, as wazero
 // reports them), a trap of the translated code "wasm error: ...". A fault
-// outside the reservation (and past the nil page) is not the module's and
-// crashes the process, as it would without this.
+// inside the reservation is the check's interruption when ctx ended, and
+// otherwise a stray access past linear memory's length (the trap "wasm
+// error: out of bounds memory access", as on wazero). A fault outside the
+// reservation (and past the nil page) is not the module's and crashes the
+// process, as it would without this.
 func (a *aotInstance) run(ctx context.Context, f func()) (err error) {
 	interrupted := make(chan struct{})
 	stopped := false
@@ -157,6 +171,8 @@ func (a *aotInstance) run(ctx context.Context, f func()) (err error) {
 			}
 			err = sys.NewExitError(code)
 		case r == nil:
+		case a.Guarded && a.inside(r):
+			err = a.trap(guest.ErrOutOfBounds)
 		default:
 			err = a.trap(r)
 		}
@@ -181,6 +197,13 @@ func (a *aotInstance) trap(r any) error {
 		return fmt.Errorf("wasm error: %w", r)
 	}
 	return fmt.Errorf("wasm error: %v", r)
+}
+
+// inside reports whether r, recovered with debug.SetPanicOnFault on, is
+// a memory fault inside the reservation.
+func (a *aotInstance) inside(r any) bool {
+	f, ok := r.(interface{ Addr() uintptr })
+	return ok && a.Contains(f.Addr())
 }
 
 // nilPage bounds the addresses a nil dereference faults at: such a fault

@@ -9,6 +9,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -60,6 +61,37 @@ const (
 
 // ErrClosed is returned by Check after the Checker was closed.
 var ErrClosed = errors.New("monty: type checker is closed")
+
+// ErrNoModule is returned by a check when the Checker would run
+// checker.wasm on wazero and the program does not carry it: it imports
+// neither github.com/monty-go/monty/runtime/typecheck/embedded (the
+// module, on wazero) nor github.com/monty-go/monty/wasm/aot/checker (the
+// checker translated ahead of time, which runs where mmap is: not on
+// Windows), or it was built with the tag monty_checker_noembed and asks
+// for wazero.
+var ErrNoModule = errors.New("monty: this program links no type checker module: import _ \"github.com/monty-go/monty/runtime/typecheck/embedded\" " +
+	"(checker.wasm, 16.5 MB) or the checker translated ahead of time (github.com/monty-go/monty/wasm/aot/checker), " +
+	"or pass the module with WithModule")
+
+// registeredModule is the checker.wasm that RegisterModule received.
+var registeredModule atomic.Pointer[[]byte]
+
+// RegisterModule makes module the checker.wasm that Checkers compile with
+// wazero unless given WithModule. It is called by the init function of
+// github.com/monty-go/monty/runtime/typecheck/embedded, which a program
+// imports to carry the module (package typecheck itself does not, so that
+// programs that never type-check, or run the checker translated ahead of
+// time, go without its 16.5 MB); nothing else should call it. It is safe
+// for concurrent use.
+func RegisterModule(module []byte) { registeredModule.Store(&module) }
+
+// linkedModule is the module RegisterModule received, if any.
+func linkedModule() []byte {
+	if p := registeredModule.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
 
 // Checker type-checks Python code the way Monty runs it: ty's analysis
 // against the part of the standard library Monty implements, with the
@@ -128,7 +160,8 @@ type Option func(*config)
 
 type config struct {
 	cacheDir    string
-	module      []byte
+	module      []byte // set by WithModule (moduleSet), else the linked one
+	moduleSet   bool
 	memoryPages uint32
 	log         *slog.Logger
 	wazero      bool
@@ -138,9 +171,11 @@ type config struct {
 // runtime.DefaultCacheDir(); "" turns caching off).
 func WithCacheDir(dir string) Option { return func(c *config) { c.cacheDir = dir } }
 
-// WithModule replaces the embedded checker module (for testing other
-// builds).
-func WithModule(wasmBytes []byte) Option { return func(c *config) { c.module = wasmBytes } }
+// WithModule replaces the linked checker module (RegisterModule) with
+// wasmBytes, run on wazero (for testing other builds).
+func WithModule(wasmBytes []byte) Option {
+	return func(c *config) { c.module, c.moduleSet = wasmBytes, true }
+}
 
 // WithWazero keeps the Checker on wazero even when the checker translated
 // to Go ahead of time is linked (see [RegisterAOT]): to compare the two.
@@ -172,7 +207,7 @@ func New(ctx context.Context, opts ...Option) (*Checker, error) {
 // failed compilation is returned by that check and tried again by the
 // next.
 func Lazy(opts ...Option) *Checker {
-	cfg := config{cacheDir: runtime.DefaultCacheDir(), module: checker.Module, memoryPages: defaultMemoryPages}
+	cfg := config{cacheDir: runtime.DefaultCacheDir(), memoryPages: defaultMemoryPages}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -233,11 +268,15 @@ func (c *Checker) compile(done chan struct{}) {
 	cfg, log := &c.cfg, c.cfg.log
 	var entry *modcache.Entry
 	t := registeredAOT.Load()
-	aot := t != nil && guest.CanInterrupt && !cfg.wazero && sameBytes(cfg.module, checker.Module)
-	if cfg.cacheDir != "" && !aot {
+	aot := t != nil && guest.CanInterrupt && !cfg.wazero && !cfg.moduleSet
+	module := cfg.module
+	if !cfg.moduleSet {
+		module = linkedModule()
+	}
+	if cfg.cacheDir != "" && !aot && len(module) > 0 {
 		hash := checker.SHA256
-		if !sameBytes(cfg.module, checker.Module) {
-			hash = modcache.Hash(cfg.module)
+		if cfg.moduleSet {
+			hash = modcache.Hash(module)
 		}
 		var err error
 		if entry, err = modcache.Open(cfg.cacheDir, hash); err != nil {
@@ -249,17 +288,20 @@ func (c *Checker) compile(done chan struct{}) {
 	var m *compiled
 	var first *instance
 	var err error
-	if aot {
+	switch {
+	case aot:
 		m, first, err = startAOT(ctx, cfg, t)
-	} else {
-		m, first, err = compileModule(ctx, cfg, entry, log)
+	case len(module) == 0:
+		err = ErrNoModule
+	default:
+		m, first, err = compileModule(ctx, cfg, module, entry, log)
 	}
 	if err != nil && entry != nil && entry.Warm {
 		// A damaged entry: write it afresh.
 		log.Warn("the compilation cache entry is damaged; compiling the type checker again",
 			"event", "cache_damaged", "module", "checker", "cache_dir", entry.Dir, "error", err)
 		if entry.Clear() == nil {
-			m, first, err = compileModule(ctx, cfg, entry, log)
+			m, first, err = compileModule(ctx, cfg, module, entry, log)
 		}
 	}
 	c.mu.Lock()
@@ -277,12 +319,10 @@ func (c *Checker) compile(done chan struct{}) {
 		c.loaded, c.loadErr = m, nil
 		c.idle = append(c.idle, first)
 	}
-	if err == nil && !aot && sameBytes(cfg.module, checker.Module) {
-		pages.Release(cfg.module)
+	if err == nil && !aot && !cfg.moduleSet {
+		pages.Release(module)
 	}
 }
-
-func sameBytes(a, b []byte) bool { return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) }
 
 // startAOT makes the translated module the checker's code and checks it
 // with a first instance, which stays idle for the first check.

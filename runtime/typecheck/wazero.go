@@ -28,7 +28,7 @@ type wazeroCode struct {
 
 // compileModule builds the runtime, compiles the module and checks it
 // with a first instance, which stays idle for the first check.
-func compileModule(ctx context.Context, cfg *config, entry *modcache.Entry, log *slog.Logger) (*compiled, *instance, error) {
+func compileModule(ctx context.Context, cfg *config, module []byte, entry *modcache.Entry, log *slog.Logger) (*compiled, *instance, error) {
 	start := time.Now()
 	w := &wazeroCode{}
 	c := &compiled{maxPages: cfg.memoryPages, code: w}
@@ -60,7 +60,7 @@ func compileModule(ctx context.Context, cfg *config, entry *modcache.Entry, log 
 		return fail(fmt.Errorf("monty: type checker: instantiate WASI: %w", err))
 	}
 	var err error
-	w.module, err = w.rt.CompileModule(experimental.WithCompilationWorkers(ctx, goruntime.GOMAXPROCS(0)), cfg.module)
+	w.module, err = w.rt.CompileModule(experimental.WithCompilationWorkers(ctx, goruntime.GOMAXPROCS(0)), module)
 	if err != nil {
 		return fail(fmt.Errorf("monty: compile type checker module: %w", err))
 	}

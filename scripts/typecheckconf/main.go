@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"github.com/monty-go/monty/runtime/typecheck"
+	_ "github.com/monty-go/monty/runtime/typecheck/embedded" // checker.wasm, for type checks on wazero
 )
 
 func main() {

@@ -3,7 +3,11 @@
 // compiled to WebAssembly (wasm32-wasip1), built from the Rust shim in this
 // directory by `make wasm` and committed so that Go users never need Rust.
 // It is a package of its own so that programs that never type-check do not
-// carry it; runtime/typecheck runs it.
+// carry it; runtime/typecheck runs it. A program built with the tag
+// monty_checker_noembed does not embed it either (Module is empty): one
+// that links the checker translated to Go ahead of time
+// (github.com/monty-go/monty/wasm/aot/checker) saves its 16.5 MB
+// (docs/building.md#carrying-only-what-runs).
 //
 // The module's SHA-256 is in checker.wasm.sha256 and a stamp of the inputs
 // it was built from in checker.wasm.stamp; the package's tests fail when
@@ -14,11 +18,6 @@ import (
 	_ "embed"
 	"strings"
 )
-
-// Module is the compiled type checker module. It must not be modified.
-//
-//go:embed checker.wasm
-var Module []byte
 
 //go:embed checker.wasm.sha256
 var checksumFile string

@@ -15,6 +15,7 @@ import (
 
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
+	_ "github.com/monty-go/monty/runtime/typecheck/embedded" // checker.wasm, for type checks on wazero
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
 )

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Measures what the ahead-of-time CLI costs to build and to carry
+# (docs/building.md#what-the-ahead-of-time-engine-costs):
+#
+#   scripts/aot-build-cost.sh [--wheel] [--worker] [--out DIR]
+#
+#  1. `make aot` (the translations generated and checked; not measured);
+#  2. a fresh Go build cache (GOCACHE in a temporary directory) given the
+#     dependencies: the CLI built on wazero with the flags and tags of
+#     `make monty-aot`, so that everything but the translated packages is
+#     cached, as on a machine that built monty-go before;
+#  3. `make monty-aot` under scripts/buildcost.py: wall time, CPU time and
+#     the peak memory of the whole process tree (every concurrent compile
+#     and the linker together);
+#  4. the binary's size, and its sections and the share of the two
+#     translations (from a copy linked without -s, which only the symbol
+#     table distinguishes);
+#  5. with --wheel, the linux/amd64 wheel of scripts/release.sh (from the
+#     same cache: it links only);
+#  6. with --worker, a new pydantic-monty worker to its first result, plain
+#     and type-checked, against upstream's (scripts/bench_worker.py, with
+#     scripts/pyclients.sh's Python), and the CLI's memory once it printed.
+#
+# The figures go to stdout, and as JSON into --out DIR (default a
+# temporary directory, removed). The cache is removed at the end.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+say() { echo "aot-build-cost: $*" >&2; }
+die() { say "$*"; exit 1; }
+wheel=0 worker=0 out=
+while [ $# -gt 0 ]; do
+  case $1 in
+  --wheel) wheel=1 ;;
+  --worker) worker=1 ;;
+  --out) out=$2; shift ;;
+  *) die "usage: scripts/aot-build-cost.sh [--wheel] [--worker] [--out DIR]" ;;
+  esac
+  shift
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[ -n "$out" ] || out=$tmp/out
+mkdir -p "$out"
+
+make -s aot
+export GOCACHE=$tmp/gocache
+say "a fresh Go build cache in $GOCACHE, given the dependencies (the CLI on wazero, the flags of make monty-aot)"
+CGO_ENABLED=0 go build -trimpath -tags=monty_noembed,monty_checker_noembed -ldflags='-s -w' -o /dev/null ./cmd/monty
+
+say "make monty-aot (the translated packages compile now)"
+scripts/buildcost.py --label "make monty-aot" --json "$out/build.json" -- make -s monty-aot AOT_BIN="$out/monty"
+bin=$out/monty
+size=$(stat -c %s "$bin")
+
+# The sections and the translations' share, from the same build linked
+# without -s (the flags otherwise those of make monty-aot: only the link
+# runs again).
+MONTY_AOT_NOEMBED=1 scripts/aotgo.sh build -ldflags=-w -o "$tmp/monty-symbols" ./cmd/monty
+sections=$(readelf -SW "$tmp/monty-symbols" | awk '$2 ~ /^\.(text|gopclntab|rodata|noptrdata|data|typelink|itablink|go\.buildinfo)$/ { printf "%s %d\n", $2, strtonum("0x" $6) }')
+translated=$(go tool nm -size "$tmp/monty-symbols" | awk '$4 ~ /wasm\/aot\/internal\/translated/ && $3 ~ /[Tt]/ { s += $2 } END { print s + 0 }')
+checker=$(go tool nm -size "$tmp/monty-symbols" | awk '$4 ~ /wasm\/aot\/internal\/checker/ && $3 ~ /[Tt]/ { s += $2 } END { print s + 0 }')
+{
+  echo "binary $size"
+  echo "$sections"
+  echo "text_translated_interpreter $translated"
+  echo "text_translated_checker $checker"
+} | tee "$out/sizes.txt"
+
+if [ "$wheel" = 1 ]; then
+  say "the linux/amd64 wheel (scripts/release.sh wheel)"
+  scripts/release.sh wheel --out "$out/wheel" --platform linux/amd64 >&2
+  for w in "$out"/wheel/*.whl; do echo "wheel $(stat -c %s "$w") ${w##*/}"; done | tee -a "$out/sizes.txt"
+fi
+
+if [ "$worker" = 1 ]; then
+  eval "$(scripts/pyclients.sh env)"
+  upstream=$(dirname "$MONTY_TEST_PYTHON")/monty
+  [ -x "$upstream" ] || die "upstream's worker (pydantic-monty-runtime) is not in $MONTY_TEST_PYTHON's environment: run scripts/pyclients.sh"
+  say "a new pydantic-monty worker to its first result, upstream's and this CLI interleaved; then the start and idle memory of -c"
+  "$MONTY_TEST_PYTHON" scripts/bench_worker.py --rounds 15 upstream="$upstream" aot="$bin" | tee "$out/worker.txt"
+  "$MONTY_TEST_PYTHON" scripts/bench_start.py "$bin" "$tmp/warm" --aot "$bin" --upstream "$upstream" --cold-runs 0 | tee -a "$out/worker.txt"
+fi
+say "figures in $out"
