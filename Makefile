@@ -41,10 +41,11 @@ aot:
 
 # The CLI on the ahead-of-time engine (interpreter and type checker), in
 # $(AOT_BIN): what releases ship (scripts/release.sh builds it the same
-# way, stamped with the version and commit: docs/building.md). Compiling
-# the translated packages needs about 10 GB each (one at a time) and
-# minutes on 2 cores, once: Go's build cache keeps them as long as the
-# flags stay those of scripts/aotgo.sh.
+# way, stamped with the version and commit: docs/building.md), stripped,
+# and without the wasm modules it never runs (MONTY_AOT_NOEMBED=1).
+# Compiling the translated packages takes a few minutes and about 1 GB on
+# 2 cores, once: Go's build cache keeps them as long as the flags stay
+# those of scripts/aotgo.sh. scripts/aot-build-cost.sh measures it.
 AOT_BIN ?= wasm/aot/bin/monty
 monty-aot: aot
 	MONTY_AOT_NOEMBED=1 scripts/aotgo.sh build -o $(AOT_BIN) ./cmd/monty

@@ -57,7 +57,8 @@ size=$(stat -c %s "$bin")
 # without -s (the flags otherwise those of make monty-aot: only the link
 # runs again).
 MONTY_AOT_NOEMBED=1 scripts/aotgo.sh build -ldflags=-w -o "$tmp/monty-symbols" ./cmd/monty
-sections=$(readelf -SW "$tmp/monty-symbols" | awk '$2 ~ /^\.(text|gopclntab|rodata|noptrdata|data|typelink|itablink|go\.buildinfo)$/ { printf "%s %d\n", $2, strtonum("0x" $6) }')
+sections=$(readelf -SW "$tmp/monty-symbols" | awk '$2 ~ /^\.(text|gopclntab|rodata|noptrdata|data)$/ { print $2, $6 }' |
+  while read -r name hex; do echo "$name $((16#$hex))"; done)
 translated=$(go tool nm -size "$tmp/monty-symbols" | awk '$4 ~ /wasm\/aot\/internal\/translated/ && $3 ~ /[Tt]/ { s += $2 } END { print s + 0 }')
 checker=$(go tool nm -size "$tmp/monty-symbols" | awk '$4 ~ /wasm\/aot\/internal\/checker/ && $3 ~ /[Tt]/ { s += $2 } END { print s + 0 }')
 {

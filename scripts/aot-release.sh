@@ -5,9 +5,9 @@
 #   scripts/aot-release.sh VERSION         # e.g. v0.3.0, at HEAD of main
 #   scripts/aot-release.sh --check [--build]
 #
-# The translated packages (78.7 MB of generated Go for the interpreter,
-# 108 MB for the type checker, in files under GitHub's 100 MB limit) are
-# never committed on main. A release commits them on a commit of its own, a child of the
+# The translated packages (79 MB of generated Go for the interpreter,
+# 108 MB for the type checker, each split into some 50 packages of about
+# 2 MB by scripts/aot.sh) are never committed on main. A release commits them on a commit of its own, a child of the
 # released main commit that no branch holds, and tags that commit
 # wasm/aot/VERSION; the main module is tagged VERSION at HEAD (made here
 # when missing). The release commit's wasm/aot/go.mod requires
@@ -23,8 +23,8 @@
 # and `go list` of a program importing it and wasm/aot/checker, then checks
 # the translated files in the module cache against
 # wasm/aot/translated.sha256. With --build it also builds that program
-# (the translated packages compile again: about
-# 10 GB and minutes) and runs print(1) on it. `make test-aot` runs --check.
+# (the translated packages compile again: a few
+# minutes) and runs print(1) on it. `make test-aot` runs --check.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 say() { echo "aot-release: $*" >&2; }
@@ -52,7 +52,7 @@ release() {
   git -C "$dir" worktree add -q --detach "$wt" "$head"
   for gen in "${gens[@]}"; do
     mkdir -p "$wt/$gen"
-    cp "$dir/$gen"/*.go "$wt/$gen/"
+    cp -R "$dir/$gen"/. "$wt/$gen/"
   done
   (cd "$wt/wasm/aot" &&
     GOWORK=off go mod edit -dropreplace=github.com/monty-go/monty -require="github.com/monty-go/monty@$version")
@@ -92,7 +92,7 @@ say "a release of HEAD as $version in a temporary clone"
 git clone -q --shared "$repo" "$tmp/repo"
 for gen in "${gens[@]}"; do
   mkdir -p "$tmp/repo/$gen"
-  cp "$gen"/*.go "$tmp/repo/$gen/"
+  cp -R "$gen"/. "$tmp/repo/$gen/"
 done
 release "$tmp/repo" "$version"
 [ -z "$(git -C "$tmp/repo" branch --contains "wasm/aot/$version")" ] || die "a branch holds the release commit"
@@ -167,10 +167,10 @@ for gen in "${gens[@]}"; do
 done
 say "go get, go mod tidy and go list of a program importing wasm/aot@$version and wasm/aot/checker: ok"
 if $build; then
-  say "building that program (compiles the translated packages: about 10 and 13 GB, one at a time, many minutes)"
-  GOFLAGS="$GOFLAGS -p=1" go build \
-    -gcflags='github.com/monty-go/monty/wasm/aot/internal/translated=-dwarf=false -c=1' \
-    -gcflags='github.com/monty-go/monty/wasm/aot/internal/checker=-dwarf=false -c=1 -l' -ldflags=-w -o app .
+  say "building that program (compiles the translated packages: a few minutes)"
+  go build \
+    -gcflags='github.com/monty-go/monty/wasm/aot/internal/translated/...=-dwarf=false -c=1' \
+    -gcflags='github.com/monty-go/monty/wasm/aot/internal/checker/...=-dwarf=false -c=1' -ldflags='-s -w' -o app .
   out=$(./app)
   [ "$out" = $'1\ntrue true' ] || die "the program printed $out (want 1, then true true: both on the AOT engine)"
   say "the program built from the proxy printed 1 on the AOT engine, and its type checker runs translated too"

@@ -26,11 +26,14 @@ cd "$repo"
 WASM2GO=github.com/ncruces/wasm2go@v0.4.21
 sums=wasm/aot/translated.sha256
 stray=runtime/internal/stray/testdata/stray
-# files: what translated.sha256 covers, in its order.
+# files: what translated.sha256 covers, in its order: the modules, what
+# they are translated into, and the generator (this script and
+# scripts/aotsplit), so that a change to it without --stamp fails here.
 files() {
   printf '%s\n' wasm/monty.wasm $(find wasm/aot/internal/translated -name '*.go' | LC_ALL=C sort) \
     wasm/checker/checker.wasm $(find wasm/aot/internal/checker -name '*.go' | LC_ALL=C sort) \
-    "$stray.wat" "$stray.wasm" $(ls runtime/internal/stray/*.go | LC_ALL=C sort)
+    "$stray.wat" "$stray.wasm" $(ls runtime/internal/stray/*.go | LC_ALL=C sort) \
+    scripts/aot.sh scripts/aotsplit/main.go
 }
 if [ "${1:-}" != --stamp ] && [ -f wasm/aot/internal/translated/module.go ] && [ -f wasm/aot/internal/checker/module.go ] &&
   sha256sum --quiet -c "$sums" >/dev/null 2>&1 && [ "$(files)" = "$(awk '{print $2}' "$sums")" ]; then

@@ -30,12 +30,13 @@
 # toolchain and flags give the same bytes.
 #
 # Engines (--engine, default by target): aot links the interpreter and the
-# type checker translated to Go ahead of time (make aot; compiling each
-# translation needs about 10 GB, 7.7 GB with GOGC=30 in the environment,
-# and 15 to 28 minutes here, once per target: Go's build cache keeps them); aot-interp links the interpreter only, the
-# type checker on wazero (Windows, where only wazero can stop a running
-# check); wazero links neither (seconds to build; the modules compile at
-# first use). The SBOM comes from cyclonedx-gomod (installed at a pinned
+# type checker translated to Go ahead of time (make aot; the translations
+# compile in a few minutes and about 1 GB, once per target: Go's build
+# cache keeps them) and embeds neither wasm module (MONTY_AOT_NOEMBED=1 of
+# scripts/aotgo.sh); aot-interp links the interpreter only and embeds
+# checker.wasm, the type checker on wazero (Windows, where only wazero can
+# stop a running check); wazero links neither (seconds to build; the
+# modules compile at first use). The SBOM comes from cyclonedx-gomod (installed at a pinned
 # version into ~/.cache/monty-go/tools) and scripts/release/pack.py, which packs everything.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -134,12 +135,12 @@ build() {
   if [ "$eng" = wazero ]; then
     say "building $target on the wazero engine"
   else
-    say "building $target on the $eng engine (the first build for a target compiles the translations: about 10 GB, or 7.7 with GOGC=30, and 15 to 28 minutes each)"
+    say "building $target on the $eng engine (the first build for a target compiles the translations: a few minutes)"
   fi
   case $eng in
     wazero) env "${goenv[@]}" go build -trimpath -buildvcs=false -ldflags="$ldflags" -o "$dir/$exe" ./cmd/monty ;;
-    aot) env "${goenv[@]}" scripts/aotgo.sh build -buildvcs=false -ldflags="$ldflags" -o "$dir/$exe" ./cmd/monty ;;
-    aot-interp) env "${goenv[@]}" MONTY_AOT_CHECKER=0 scripts/aotgo.sh build -buildvcs=false -ldflags="$ldflags" -o "$dir/$exe" ./cmd/monty ;;
+    aot) env "${goenv[@]}" MONTY_AOT_NOEMBED=1 scripts/aotgo.sh build -buildvcs=false -ldflags="$ldflags" -o "$dir/$exe" ./cmd/monty ;;
+    aot-interp) env "${goenv[@]}" MONTY_AOT_NOEMBED=1 MONTY_AOT_CHECKER=0 scripts/aotgo.sh build -buildvcs=false -ldflags="$ldflags" -o "$dir/$exe" ./cmd/monty ;;
   esac >&2
   say "built $target in $((SECONDS - start)) s: $(du -m "$dir/$exe" | cut -f1) MB"
   # The SBOM of the Go modules the binary links (its build information),

@@ -54,10 +54,10 @@ echo "== the stray memory accesses again with bounds checks instead of guard pag
 go test -race -count=1 -tags monty_boundscheck -run '^TestStray' ./runtime/
 echo "== the tests on the ahead-of-time engine (make test-aot; MONTY_TEST_AOT=0 leaves them out)" >&2
 # The two modules translated to Go (wasm/aot) are generated and checked
-# byte for byte, and the translated packages compiled into Go's build
-# cache once each, without -race (about 10 GB of memory at most, one
-# package at a time, and 8 to 20 minutes each on 2 cores; later runs only
-# link; docs/building.md says why no race build); then the runtime,
+# byte for byte, and the translated packages (some 50 per module)
+# compiled into Go's build cache once, without -race (about 1 GB of
+# memory in all and a few minutes on 2 cores; later runs only link;
+# docs/building.md says why no race build); then the runtime,
 # session, monty.v1 and type checker tests run on it, the CLI make
 # monty-aot builds is checked (TestAOTBinary), the
 # serverless example builds on it, and a release of wasm/aot is fetched

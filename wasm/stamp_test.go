@@ -1,7 +1,10 @@
 package wasm
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,4 +42,20 @@ func TestMontyVersion(t *testing.T) {
 	cargo, err := os.ReadFile("Cargo.toml")
 	require.NoError(t, err)
 	assert.Contains(t, string(cargo), "\nmonty = \"="+MontyVersion+"\"\n", "wasm.MontyVersion is not the monty version wasm/Cargo.toml pins")
+}
+
+// TestAOTGenerator fails when scripts/aot.sh or scripts/aotsplit, which
+// generate the translation, changed after wasm/aot/translated.sha256 was
+// written: the committed checksums would no longer be what they make
+// (run scripts/aot.sh --stamp).
+func TestAOTGenerator(t *testing.T) {
+	sums, err := os.ReadFile("aot/translated.sha256")
+	require.NoError(t, err)
+	for _, name := range []string{"scripts/aot.sh", "scripts/aotsplit/main.go"} {
+		b, err := os.ReadFile(filepath.Join("..", name))
+		require.NoError(t, err)
+		sum := sha256.Sum256(b)
+		assert.Contains(t, string(sums), hex.EncodeToString(sum[:])+"  "+name+"\n",
+			"%s changed since wasm/aot/translated.sha256 was written: run scripts/aot.sh --stamp", name)
+	}
 }

@@ -16,8 +16,12 @@
 // The checker module is compiled once per machine and cached next to the
 // interpreter's machine code (runtime.DefaultCacheDir); [New] compiles or
 // loads it at once, [Lazy] at the first check, [Default] gives a
-// process-wide one. A process that never checks never loads it, and a
-// program that does not import this package does not embed it.
+// process-wide one. A process that never checks never loads it. This
+// package does not embed it: a program that checks on wazero imports
+// github.com/monty-go/monty/runtime/typecheck/embedded, which does
+// ([RegisterModule]), so that programs that use sessions (which import
+// this package) but never check go without its 16.5 MB. Without it, or
+// the translation below, a check fails with [ErrNoModule].
 //
 // A program that imports github.com/monty-go/monty/wasm/aot/checker runs
 // the checker translated to Go ahead of time instead ([RegisterAOT]): no

@@ -378,7 +378,7 @@ func (m *module) split(importPath string, budget int) (map[string][]byte, error)
 	st.WriteString(helpers)
 	stateDoc := "// Package state holds the state of one instance of the translated module: the\n" +
 		"// fields of Module, which the functions of every part reach.\n"
-	if err := writeGo(files, "state/module.go", m.header, stateDoc, "state", st.String(), nil); err != nil {
+	if err := writeGo(files, "state/module.go", m.header, stateDoc, "state", st.String(), "", nil); err != nil {
 		return nil, err
 	}
 
@@ -406,20 +406,21 @@ func (m *module) split(importPath string, budget int) (map[string][]byte, error)
 				}
 			}
 		}
+		var funcs strings.Builder
 		for _, f := range own {
-			code.WriteString(m.function(f, fieldRef))
+			funcs.WriteString(oneLine(m.function(f, fieldRef)))
 		}
 		for _, k := range sortedKeys(copied) {
-			code.WriteString(m.function(m.byIndex[k], fieldRef))
+			funcs.WriteString(oneLine(m.function(m.byIndex[k], fieldRef)))
 		}
 		code.WriteString(helpers)
 		name := partPath(p)
-		doc := fmt.Sprintf("// Package %s holds functions %d to %d of the translated module.\n", name, own[0].index, own[len(own)-1].index)
-		if err := writeGo(files, name+"/module.go", m.header, doc, name, code.String(), []string{statePath}); err != nil {
+		doc := fmt.Sprintf("// Package %s holds functions %d to %d of the translated module, each on a line\n// of its own.\n", name, own[0].index, own[len(own)-1].index)
+		if err := writeGo(files, name+"/module.go", m.header, doc, name, code.String(), funcs.String(), []string{statePath}); err != nil {
 			return nil, err
 		}
 		if len(need) > 0 {
-			if err := writeGo(files, name+"/links.go", m.header, "", name, m.links(need, "m *state.Module", importPath, partPath), []string{statePath}); err != nil {
+			if err := writeGo(files, name+"/links.go", m.header, "", name, m.links(need, "m *state.Module", importPath, partPath), "", []string{statePath}); err != nil {
 				return nil, err
 			}
 		}
@@ -450,11 +451,11 @@ func (m *module) split(importPath string, budget int) (map[string][]byte, error)
 	for p := 0; p < nparts; p++ {
 		rootImports = append(rootImports, "_ "+strconv.Quote(importPath+"/"+partPath(p)))
 	}
-	if err := writeGo(files, "module.go", m.header, "", m.pkg, root.String(), rootImports); err != nil {
+	if err := writeGo(files, "module.go", m.header, "", m.pkg, root.String(), "", rootImports); err != nil {
 		return nil, err
 	}
 	if len(need) > 0 {
-		if err := writeGo(files, "links.go", m.header, "", m.pkg, m.links(need, "m *state.Module", importPath, partPath), []string{statePath}); err != nil {
+		if err := writeGo(files, "links.go", m.header, "", m.pkg, m.links(need, "m *state.Module", importPath, partPath), "", []string{statePath}); err != nil {
 			return nil, err
 		}
 	}
@@ -634,8 +635,9 @@ func sortedKeys(s map[int]bool) []int {
 var stdImports = []string{"encoding/binary", "math", "math/bits", "runtime", "syscall", "unsafe"}
 
 // writeGo writes a Go file of package pkg: header, doc, the package
-// clause, the imports code uses (and extra, import specs or paths), code.
-func writeGo(files map[string][]byte, name, header, doc, pkg, code string, extra []string) error {
+// clause, the imports code and raw use (and extra, import specs or paths),
+// code, formatted, then raw as it is.
+func writeGo(files map[string][]byte, name, header, doc, pkg, code, raw string, extra []string) error {
 	var b strings.Builder
 	b.WriteString(strings.Replace(header, ". DO NOT EDIT.", " (split by scripts/aotsplit). DO NOT EDIT.", 1))
 	b.WriteString(doc)
@@ -643,7 +645,8 @@ func writeGo(files map[string][]byte, name, header, doc, pkg, code string, extra
 	links := strings.Contains(code, "//go:linkname ")
 	for _, imp := range stdImports {
 		short := imp[strings.LastIndex(imp, "/")+1:]
-		if regexp.MustCompile(`(^|[^A-Za-z0-9_.])` + short + `\.`).MatchString(code) {
+		used := regexp.MustCompile(`(^|[^A-Za-z0-9_.])` + short + `\.`)
+		if used.MatchString(code) || used.MatchString(raw) {
 			fmt.Fprintf(&b, "\t%q\n", imp)
 		} else if imp == "unsafe" && links {
 			b.WriteString("\t_ \"unsafe\"\n")
@@ -654,7 +657,7 @@ func writeGo(files map[string][]byte, name, header, doc, pkg, code string, extra
 		switch {
 		case strings.HasPrefix(imp, "_ "):
 			b.WriteString("\t" + imp + "\n")
-		case strings.Contains(code, short+"."):
+		case strings.Contains(code, short+".") || strings.Contains(raw, short+"."):
 			fmt.Fprintf(&b, "\t%q\n", imp)
 		}
 	}
@@ -664,6 +667,68 @@ func writeGo(files map[string][]byte, name, header, doc, pkg, code string, extra
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	if raw != "" {
+		out = append(append(out, '\n'), raw...)
+	}
 	files[name] = out
 	return nil
+}
+
+// oneLine puts a function on one line, with the semicolons Go would insert
+// at the ends of its lines (go.dev/ref/spec#Semicolons), so that all its
+// code has one line number: the table of line numbers, which the binary
+// carries for every function, then takes a few bytes per function instead
+// of one entry for every change of line, which for translated code is
+// about as large as the code itself. Nothing reads those lines (a trap's
+// traceback names the wasm function). A function with a comment or a raw
+// string is left as it is.
+func oneLine(fn string) string {
+	if strings.Contains(fn, "//") || strings.Contains(fn, "`") {
+		return fn
+	}
+	lines := strings.Split(strings.TrimSuffix(fn, "\n"), "\n")
+	var b strings.Builder
+	b.Grow(len(fn))
+	for i, line := range lines {
+		t := strings.TrimSpace(line)
+		if t == "" {
+			continue
+		}
+		b.WriteString(t)
+		switch {
+		case i == len(lines)-1:
+		case endsStatement(t):
+			b.WriteString("; ")
+		default:
+			b.WriteString(" ")
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// endsStatement reports whether Go inserts a semicolon after line: its
+// last token is an identifier, a literal, one of the keywords break,
+// continue, fallthrough and return, ++, --, ), ] or }.
+func endsStatement(line string) bool {
+	isWord := func(r rune) bool {
+		return r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+	}
+	c := rune(line[len(line)-1])
+	switch {
+	case c == ')' || c == ']' || c == '}' || c == '"' || c == '\'':
+		return true
+	case strings.HasSuffix(line, "++") || strings.HasSuffix(line, "--"):
+		return true
+	case isWord(c):
+		switch word := line[strings.LastIndexFunc(line, func(r rune) bool { return !isWord(r) })+1:]; word {
+		case "break", "continue", "fallthrough", "return":
+			return true
+		case "case", "chan", "const", "default", "defer", "else", "for", "func", "go", "goto", "if",
+			"import", "interface", "map", "package", "range", "select", "struct", "switch", "type", "var":
+			return false
+		}
+		return true
+	}
+	return false
 }

@@ -1,12 +1,16 @@
 package main_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/wasm"
+	"github.com/monty-go/monty/wasm/checker"
 )
 
 // scripts/aotgo.sh adds this file to cmd/monty's tests; make test-aot runs
@@ -14,10 +18,21 @@ import (
 
 // TestAOTBinary: the CLI releases ship says it runs both modules
 // translated to Go, and runs code and type checks without wazero: with
-// an empty cache directory, nothing is compiled into it.
+// an empty cache directory, nothing is compiled into it. It carries
+// neither wasm module (monty_noembed, monty_checker_noembed).
 func TestAOTBinary(t *testing.T) {
 	bin := os.Getenv("MONTY_TEST_AOT_BIN")
 	require.NotEmpty(t, bin, "MONTY_TEST_AOT_BIN names the CLI make monty-aot built (make test-aot sets it)")
+	exe, err := os.ReadFile(bin)
+	require.NoError(t, err)
+	for name, module := range map[string][]byte{"monty.wasm": wasm.Module, "checker.wasm": checker.Module} {
+		// 64 KiB of the module's code section (which comes before its data
+		// segments, which a translation holds too): no translation holds
+		// them.
+		require.Greater(t, len(module), 1<<20, "this test's own build embeds %s", name)
+		at := len(module) / 8
+		assert.False(t, bytes.Contains(exe, module[at:at+64<<10]), "the AOT CLI embeds %s", name)
+	}
 	cache := t.TempDir()
 	monty := func(args ...string) (int, string, string) {
 		t.Helper()
