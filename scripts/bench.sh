@@ -159,13 +159,13 @@ fi
 # With the AOT column (unless MONTY_BENCH_AOT=0), the workloads run in
 # scripts/benchcmp built by scripts/aotgo.sh: its go column on wazero, its
 # aot column on the module translated to Go. Its first build compiles the
-# translated package (about 10 GB, many minutes); Go's build cache keeps it.
+# translated packages (a few minutes); Go's build cache keeps them.
 if command -v go >/dev/null; then
   say "go build ./scripts/benchcmp ./cmd/monty"
   if go build -o "$tmp/benchcmp" ./scripts/benchcmp && go build -o "$tmp/monty" ./cmd/monty; then
     workloads=$tmp/benchcmp
     if [ "${MONTY_BENCH_AOT:-1}" != 0 ]; then
-      say "scripts/aotgo.sh build ./scripts/benchcmp (the AOT column; the first build compiles the translated package: about 10 GB, many minutes)"
+      say "scripts/aotgo.sh build ./scripts/benchcmp (the AOT column; the first build compiles the translated packages: a few minutes)"
       if make -s aot >&2 && scripts/aotgo.sh build -o "$tmp/benchcmp-aot" ./scripts/benchcmp; then
         workloads=$tmp/benchcmp-aot
       else

@@ -5,9 +5,9 @@
 #
 #   scripts/bench_aot.sh        # BENCHTIME (3s) per kernel
 #
-# It needs what `make monty-aot` needs: about 10 GB of memory the first time
-# the translated package is compiled (Go's build cache keeps it; later runs
-# link in seconds). It
+# It needs what `make monty-aot` needs: a few minutes and about 1 GB of
+# memory the first time the translated packages are compiled (Go's build
+# cache keeps them; later runs link in seconds). It
 #   * builds the CLI on each engine (make monty-aot, go build ./cmd/monty),
 #     reporting the AOT build's peak memory and time (/usr/bin/time: a
 #     cached build shows only the link) and both binaries' sizes;
@@ -33,7 +33,7 @@ say() { echo "bench_aot.sh: $*" >&2; }
 results=$tmp/results # lines: "<source> <key> <value>"
 python=$(command -v python3) || { say "python3 not found"; exit 1; }
 
-say "make monty-aot (the first build compiles the translated package: about 10 GB, minutes)"
+say "make monty-aot (the first build compiles the translated packages: a few minutes)"
 if ! /usr/bin/time -f 'build aot_peak %M\nbuild aot_seconds %e' -o "$tmp/buildcost" \
   make -s monty-aot AOT_BIN="$tmp/monty-aot" >&2; then
   say "make monty-aot failed"

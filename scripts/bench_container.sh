@@ -10,7 +10,7 @@
 # HEAD, as a clean checkout has them), with chroot isolation: this
 # machine's OCI runtimes cannot run a build step (crun refuses its hybrid
 # cgroups, runc the rlimits buildah sets). The AOT image compiles the
-# translated package inside its build stage: about 10 GB and 10 minutes.
+# translated packages inside its build stage: about 1 GB and a few minutes.
 #
 # Base images: golang:1.26 and gcr.io/distroless/static are pulled when a
 # registry answers. Where none does (this machine), stand-ins are made and

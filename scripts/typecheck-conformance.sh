@@ -10,8 +10,8 @@
 #   MONTY_TYPECHECK_AOT=1 scripts/typecheck-conformance.sh --go-only
 #                                               the Go side on the checker
 #                                               translated to Go (make aot;
-#                                               its first build needs about
-#                                               10 GB)
+#                                               its first build takes a
+#                                               few minutes)
 #
 # The native build takes several minutes the first time (its target
 # directory is kept in ~/.cache/monty-go/typecheck-native).

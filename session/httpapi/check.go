@@ -154,8 +154,17 @@ func checkerError(err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, code: "invalid_request", msg: err.Error()}
 	case errors.Is(err, typecheck.ErrCheckerFailed):
 		return &apiError{status: http.StatusInternalServerError, code: "type_checker_failed", msg: err.Error()}
+	case errors.Is(err, typecheck.ErrNoModule):
+		return checkerUnavailable(err)
 	}
 	return storeError(err)
+}
+
+// checkerUnavailable is the answer of a server whose program links no
+// type checker (typecheck.ErrNoModule).
+func checkerUnavailable(err error) *apiError {
+	return &apiError{status: http.StatusNotImplemented, code: "type_check_unavailable",
+		msg: "this server cannot type-check: " + err.Error()}
 }
 
 // readBody decodes a JSON request body of at most MaxBody bytes into v.

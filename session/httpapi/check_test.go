@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session/httpapi"
 )
 
@@ -111,4 +112,21 @@ func mustJSON(t *testing.T, v any) []byte {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return b
+}
+
+// A server whose program links no type checker module says so (501), on
+// /check and on a checked /exec, and runs nothing.
+func TestCheckWithoutAChecker(t *testing.T) {
+	s := newServer(t, httpapi.Options{Checker: typecheck.Lazy(typecheck.WithModule(nil))})
+	c := s.client("")
+	status, _, data := c.check(map[string]any{"code": "x = 1"})
+	wantError(t, "/check", status, data, http.StatusNotImplemented, "type_check_unavailable")
+	assert.Contains(t, string(data), "runtime/typecheck/embedded")
+
+	status, _, e := c.exec(map[string]any{"code": "ran = 1", "session_id": "s", "type_check": true})
+	require.Equal(t, http.StatusNotImplemented, status, e)
+	require.Equal(t, "type_check_unavailable", e.Error)
+	status, resp, e := c.exec(map[string]any{"code": "ran", "session_id": "s"})
+	require.Equal(t, http.StatusOK, status, e)
+	assert.Contains(t, resp.Stderr, "NameError", "nothing ran, so ran is not defined")
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/apikey"
@@ -306,6 +307,10 @@ func (h *Handler) finish(ns, sessionID string, op sessionOp, out outcome, err er
 		h.metrics.execution("error")
 		return nil, &apiError{status: http.StatusPreconditionFailed, code: "precondition_failed", msg: fmt.Sprintf(
 			"session %q's stored state is not the one named by If-Match (it changed since, or the store lost it: GET /state/%s/info says which); nothing ran", sessionID, sessionID)}
+	}
+	if errors.Is(err, typecheck.ErrNoModule) {
+		h.metrics.execution("error")
+		return nil, checkerUnavailable(err)
 	}
 	if aerr := typeCheckError(err); aerr != nil {
 		h.metrics.execution("type_error")
