@@ -2,7 +2,7 @@
 # Measures what the ahead-of-time CLI costs to build and to carry
 # (docs/building.md#what-the-ahead-of-time-engine-costs):
 #
-#   scripts/aot-build-cost.sh [--wheel] [--worker] [--out DIR]
+#   scripts/aot-build-cost.sh [--wheel] [--image] [--worker] [--out DIR]
 #
 #  1. `make aot` (the translations generated and checked; not measured);
 #  2. a fresh Go build cache (GOCACHE in a temporary directory) given the
@@ -15,8 +15,8 @@
 #  4. the binary's size, and its sections and the share of the two
 #     translations (from a copy linked without -s, which only the symbol
 #     table distinguishes);
-#  5. with --wheel, the linux/amd64 wheel of scripts/release.sh (from the
-#     same cache: it links only);
+#  5. with --wheel, the linux/amd64 wheel of scripts/release.sh, and with
+#     --image its OCI image (as root; from the same cache: they link only);
 #  6. with --worker, a new pydantic-monty worker to its first result, plain
 #     and type-checked, against upstream's (scripts/bench_worker.py, with
 #     scripts/pyclients.sh's Python), and the CLI's memory once it printed.
@@ -28,13 +28,14 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 say() { echo "aot-build-cost: $*" >&2; }
 die() { say "$*"; exit 1; }
-wheel=0 worker=0 out=
+wheel=0 image=0 worker=0 out=
 while [ $# -gt 0 ]; do
   case $1 in
   --wheel) wheel=1 ;;
+  --image) image=1 ;;
   --worker) worker=1 ;;
   --out) out=$2; shift ;;
-  *) die "usage: scripts/aot-build-cost.sh [--wheel] [--worker] [--out DIR]" ;;
+  *) die "usage: scripts/aot-build-cost.sh [--wheel] [--image] [--worker] [--out DIR]" ;;
   esac
   shift
 done
@@ -72,6 +73,12 @@ if [ "$wheel" = 1 ]; then
   say "the linux/amd64 wheel (scripts/release.sh wheel)"
   scripts/release.sh wheel --out "$out/wheel" --platform linux/amd64 >&2
   for w in "$out"/wheel/*.whl; do echo "wheel $(stat -c %s "$w") ${w##*/}"; done | tee -a "$out/sizes.txt"
+fi
+
+if [ "$image" = 1 ]; then
+  say "the linux image (scripts/release.sh image)"
+  scripts/release.sh image --out "$out/image" >&2
+  for i in "$out"/image/*.oci.tar; do echo "image $(stat -c %s "$i") ${i##*/}"; done | tee -a "$out/sizes.txt"
 fi
 
 if [ "$worker" = 1 ]; then
