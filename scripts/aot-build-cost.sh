@@ -58,7 +58,8 @@ size=$(stat -c %s "$bin")
 # without -s (the flags otherwise those of make monty-aot: only the link
 # runs again).
 MONTY_AOT_NOEMBED=1 scripts/aotgo.sh build -ldflags=-w -o "$tmp/monty-symbols" ./cmd/monty
-sections=$(readelf -SW "$tmp/monty-symbols" | awk '$2 ~ /^\.(text|gopclntab|rodata|noptrdata|data)$/ { print $2, $6 }' |
+sections=$(readelf -SW "$tmp/monty-symbols" | sed -n 's/^ *\[ *[0-9]*\] *//p' |
+  awk '$1 ~ /^\.(text|gopclntab|rodata|noptrdata|data)$/ { print $1, $5 }' |
   while read -r name hex; do echo "$name $((16#$hex))"; done)
 translated=$(go tool nm -size "$tmp/monty-symbols" | awk '$4 ~ /wasm\/aot\/internal\/translated/ && $3 ~ /[Tt]/ { s += $2 } END { print s + 0 }')
 checker=$(go tool nm -size "$tmp/monty-symbols" | awk '$4 ~ /wasm\/aot\/internal\/checker/ && $3 ~ /[Tt]/ { s += $2 } END { print s + 0 }')
@@ -87,6 +88,7 @@ if [ "$worker" = 1 ]; then
   [ -x "$upstream" ] || die "upstream's worker (pydantic-monty-runtime) is not in $MONTY_TEST_PYTHON's environment: run scripts/pyclients.sh"
   say "a new pydantic-monty worker to its first result, upstream's and this CLI interleaved; then the start and idle memory of -c"
   "$MONTY_TEST_PYTHON" scripts/bench_worker.py --rounds 15 upstream="$upstream" aot="$bin" | tee "$out/worker.txt"
-  "$MONTY_TEST_PYTHON" scripts/bench_start.py "$bin" "$tmp/warm" --aot "$bin" --upstream "$upstream" --cold-runs 0 | tee -a "$out/worker.txt"
+  MONTY_SIGNING_KEY=$(head -c 32 /dev/urandom | base64) \
+    "$MONTY_TEST_PYTHON" scripts/bench_start.py "$bin" "$tmp/warm" --aot "$bin" --upstream "$upstream" --cold-runs 1 | tee -a "$out/worker.txt"
 fi
 say "figures in $out"
