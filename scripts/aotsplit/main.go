@@ -162,15 +162,14 @@ func (f field) exported() string {
 
 // A function is one translated wasm function, fnN.
 type function struct {
-	index    int
-	method   bool   // a method of Module (it uses the instance)
-	params   string // the parameter list as written
-	results  string // the results as written, possibly empty
-	body     string // everything after the header line
-	calls    []int  // indexes of the functions it refers to, sorted, unique
-	small    bool   // copied into each part that calls it
-	part     int
-	hasValue bool // referred to other than by a call (only New may)
+	index   int
+	method  bool   // a method of Module (it uses the instance)
+	params  string // the parameter list as written
+	results string // the results as written, possibly empty
+	body    string // everything after the header line
+	calls   []int  // indexes of the functions it refers to, sorted, unique
+	small   bool   // copied into each part that calls it
+	part    int    // the part that holds it
 }
 
 var (
@@ -179,6 +178,8 @@ var (
 	// ref finds references to translated functions: m.fnN (a method) or
 	// fnN (a function without the instance), then a call's parenthesis.
 	ref = regexp.MustCompile(`\bm\.fn([0-9]+)\b(\(\)|\()?|\bfn([0-9]+)\b(\()?`)
+	// dataConst starts a data segment's declaration.
+	dataConst = regexp.MustCompile(`^const data[0-9]+ = `)
 )
 
 // parse splits wasm2go's output into declarations.
@@ -236,7 +237,7 @@ func parse(src []byte) (*module, error) {
 			m.decls = append(m.decls, decl{c, declMemory})
 		case strings.HasPrefix(first, "type ") && strings.Contains(first, " = interface {"):
 			m.decls = append(m.decls, decl{c, declInterface})
-		case regexp.MustCompile(`^const data[0-9]+ = `).MatchString(first):
+		case dataConst.MatchString(first):
 			m.decls = append(m.decls, decl{c, declData})
 		case strings.HasPrefix(first, "func ") || strings.HasPrefix(first, "const ") || strings.HasPrefix(first, "var _ = "):
 			m.decls = append(m.decls, decl{c, declHelper})
