@@ -17,9 +17,9 @@
 //     its own). A method fnN of Module becomes the function fnN(m, ...).
 //     A call to a function in another part is a direct call through a
 //     declaration without a body that //go:linkname binds to it, so parts
-//     never import each other; small functions that call nothing are
-//     copied into each part that calls them instead, so that they still
-//     inline;
+//     never import each other; small functions (-small) are copied into
+//     each part that calls them instead (with the small functions they
+//     call), so that they still inline;
 //   - DIR/module.go: package P's API unchanged (Module, New, the exports,
 //     the data segments), importing state and every part.
 //
@@ -51,6 +51,7 @@ func main() {
 	path := flag.String("path", "", "import path of the package in -dir")
 	budget := flag.Int("budget", 2_000_000, "most bytes of source per part (a larger function has a part of its own)")
 	shared := flag.String("shared", "", "comma-separated files of -dir to copy into every package")
+	small := flag.Int("small", 1200, "functions of at most this many bytes of source are copied into each part that calls them")
 	flag.Parse()
 	if *dir == "" || *path == "" || flag.NArg() != 0 {
 		flag.Usage()
@@ -60,18 +61,18 @@ func main() {
 	if *shared != "" {
 		sharedFiles = strings.Split(*shared, ",")
 	}
-	if err := run(*dir, *path, *budget, sharedFiles); err != nil {
+	if err := run(*dir, *path, *budget, *small, sharedFiles); err != nil {
 		log.Fatal(err)
 	}
 }
 
 // run splits dir/module.go (see the package doc).
-func run(dir, importPath string, budget int, shared []string) error {
+func run(dir, importPath string, budget, small int, shared []string) error {
 	src, err := os.ReadFile(filepath.Join(dir, "module.go"))
 	if err != nil {
 		return err
 	}
-	m, err := parse(src)
+	m, err := parse(src, small)
 	if err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(dir, "module.go"), err)
 	}
@@ -168,7 +169,7 @@ type function struct {
 	results string // the results as written, possibly empty
 	body    string // everything after the header line
 	calls   []int  // indexes of the functions it refers to, sorted, unique
-	small   bool   // copied into each part that calls it
+	small   bool   // copied into each part that calls it (run's small)
 	part    int    // the part that holds it
 }
 
@@ -183,7 +184,7 @@ var (
 )
 
 // parse splits wasm2go's output into declarations.
-func parse(src []byte) (*module, error) {
+func parse(src []byte, small int) (*module, error) {
 	m := &module{byIndex: map[int]*function{}}
 	lines := strings.SplitAfter(string(src), "\n")
 	var chunks []string
@@ -271,9 +272,9 @@ func parse(src []byte) (*module, error) {
 		sort.Ints(f.calls)
 	}
 	for _, f := range m.funcs {
-		// Small enough to inline, and calling nothing: a copy in each
-		// part that calls it costs little and keeps it inlined.
-		f.small = len(f.calls) == 0 && len(f.body) <= 600
+		// Small enough that the compiler may inline it: a copy in each
+		// part that calls it costs little and keeps it inlined there.
+		f.small = len(f.body) <= small
 	}
 	return m, nil
 }
@@ -388,23 +389,25 @@ func (m *module) split(importPath string, budget int) (map[string][]byte, error)
 	for p := 0; p < nparts; p++ {
 		var code strings.Builder
 		need := map[int]bool{}   // called here, defined elsewhere, not copied
-		copied := map[int]bool{} // small functions copied here
+		copied := map[int]bool{} // small functions copied here, and what they call
 		var own []*function
+		var queue []int
 		for _, f := range m.funcs {
 			if f.part == p {
 				own = append(own, f)
+				queue = append(queue, f.calls...)
 			}
 		}
-		for _, f := range own {
-			for _, k := range f.calls {
-				g := m.byIndex[k]
-				switch {
-				case g.part == p:
-				case g.small:
-					copied[k] = true
-				default:
-					need[k] = true
-				}
+		for len(queue) > 0 {
+			k := queue[len(queue)-1]
+			queue = queue[:len(queue)-1]
+			switch g := m.byIndex[k]; {
+			case g.part == p || copied[k] || need[k]:
+			case g.small:
+				copied[k] = true
+				queue = append(queue, g.calls...)
+			default:
+				need[k] = true
 			}
 		}
 		var funcs strings.Builder

@@ -51,8 +51,9 @@ func writeSample(t *testing.T, split bool) string {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/split\n\ngo 1.26\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "cmd", "main.go"), []byte(sampleMain), 0o644))
 	if split {
-		// A budget of one byte: every function in a part of its own.
-		require.NoError(t, run(pkg, "example.com/split/sample", 1, []string{"shared.go"}))
+		// A budget of one byte: every function in a part of its own;
+		// functions of at most 150 bytes (all but fn2 and fn6) copied.
+		require.NoError(t, run(pkg, "example.com/split/sample", 1, 150, []string{"shared.go"}))
 	}
 	return dir
 }
@@ -89,8 +90,8 @@ func TestSplitRunsAsTheWhole(t *testing.T) {
 		return string(b)
 	}
 	// fn2 (part02) calls fn6 in another part through a linkname; fn3
-	// (part03) has its own copies of fn0, fn1 and fn4, small and calling
-	// nothing, and so no links.
+	// (part03) has its own copies of fn0, fn1 and fn4, small, and so no
+	// links.
 	require.Contains(t, read("part02/links.go"), "//go:linkname fn6 example.com/split/sample/part06.fn6\nfunc fn6(m *state.Module, v0 int32) int32")
 	require.NoFileExists(t, filepath.Join(pkg, "part03/links.go"))
 	for _, f := range []string{"func fn0(m *state.Module, v0 int32) int32 {", "func fn1(m *state.Module) int32 {", "func fn4(v0, v1 int32) int32 {"} {
@@ -138,7 +139,7 @@ func TestSplitRefusesWhatItDoesNotKnow(t *testing.T) {
 			src := strings.Replace(string(b), edit[0], edit[1], 1)
 			require.NotEqual(t, string(b), src, "the edit must apply")
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "module.go"), []byte(src), 0o644))
-			require.Error(t, run(dir, "example.com/split/sample", 1, nil))
+			require.Error(t, run(dir, "example.com/split/sample", 1, 150, nil))
 		})
 	}
 }
