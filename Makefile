@@ -55,11 +55,11 @@ monty-aot: aot
 # TestAOTBinary, and the hostile code of servetest's TestHostileCodeLimits
 # against its monty serve), the serverless example built on it, and a release of
 # wasm/aot fetched by go get from a local module proxy
-# (scripts/aot-release.sh --check). Without the race detector: each race
-# build of a translated package is another compile of it, which CI cannot
-# afford beside the checker's (docs/building.md); AOT_RACE=-race adds it.
-# Without go test's vet: it analyses every dependency for facts, the
-# translated packages included (the checker's took 11 GB and 9 minutes),
+# (scripts/aot-release.sh --check). Without the race detector: a race
+# build of the translations is another compile of them, and what it would
+# check is the Go code around them, which the main run race-checks
+# (docs/building.md); AOT_RACE=-race adds it. Without go test's vet: it
+# analyses every dependency for facts, the translated packages included,
 # while go vet ./... and go test -race ./... vet the same code without the
 # overlay.
 AOT_TESTS ?= ./runtime/ ./runtime/internal/... ./runtime/typecheck/ ./session/ ./session/protocol/

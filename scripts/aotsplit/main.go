@@ -682,10 +682,10 @@ func writeGo(files map[string][]byte, name, header, doc, pkg, code, raw string, 
 // at the ends of its lines (go.dev/ref/spec#Semicolons), so that all its
 // code has one line number: the table of line numbers, which the binary
 // carries for every function, then takes a few bytes per function instead
-// of one entry for every change of line, which for translated code is
-// about as large as the code itself. Nothing reads those lines (a trap's
-// traceback names the wasm function). A function with a comment or a raw
-// string is left as it is.
+// of an entry for every change of line (for both translations, 10 MB of a
+// 130 MB binary). Nothing reads those lines (a trap's traceback names the
+// wasm function). A function with a comment or a raw string is left as it
+// is.
 func oneLine(fn string) string {
 	if strings.Contains(fn, "//") || strings.Contains(fn, "`") {
 		return fn
