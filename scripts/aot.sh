@@ -265,6 +265,7 @@ for pkg in translated checker; do
     -shared guard_pages.go,guard_checked.go
 done
 
+mkdir -p wasm/aot/internal # not in a fresh clone: everything in it is generated
 for pkg in translated checker; do
   rm -rf "wasm/aot/internal/$pkg"
   mv "$tmp/$pkg" "wasm/aot/internal/$pkg"
