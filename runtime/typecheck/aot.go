@@ -154,7 +154,9 @@ func (a *aotInstance) run(ctx context.Context, f func()) (err error) {
 	})
 	defer func() {
 		r := recover()
-		if f, ok := r.(interface{ Addr() uintptr }); ok && !a.Contains(f.Addr()) && f.Addr() >= nilPage {
+		f, fault := r.(interface{ Addr() uintptr })
+		inside := fault && a.Contains(f.Addr())
+		if fault && !inside && f.Addr() >= nilPage {
 			guest.Crash(r) // not the module's memory
 		}
 		if !stop() {
@@ -171,7 +173,7 @@ func (a *aotInstance) run(ctx context.Context, f func()) (err error) {
 			}
 			err = sys.NewExitError(code)
 		case r == nil:
-		case a.Guarded && a.inside(r):
+		case inside && a.Guarded:
 			err = a.trap(guest.ErrOutOfBounds)
 		default:
 			err = a.trap(r)
@@ -197,13 +199,6 @@ func (a *aotInstance) trap(r any) error {
 		return fmt.Errorf("wasm error: %w", r)
 	}
 	return fmt.Errorf("wasm error: %v", r)
-}
-
-// inside reports whether r, recovered with debug.SetPanicOnFault on, is
-// a memory fault inside the reservation.
-func (a *aotInstance) inside(r any) bool {
-	f, ok := r.(interface{ Addr() uintptr })
-	return ok && a.Contains(f.Addr())
 }
 
 // nilPage bounds the addresses a nil dereference faults at: such a fault

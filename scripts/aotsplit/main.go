@@ -360,11 +360,7 @@ func (m *module) split(importPath string, budget int) (map[string][]byte, error)
 	var st strings.Builder
 	st.WriteString("type Module struct {\n")
 	for _, f := range m.fields {
-		if f.typ == "" {
-			st.WriteString("\t" + strings.ToUpper(f.name[:1]) + f.name[1:] + "\n")
-		} else {
-			st.WriteString("\t" + f.exported() + " " + f.typ + "\n")
-		}
+		st.WriteString(strings.TrimRight("\t"+f.exported()+" "+f.typ, " ") + "\n") // an embedded field has no type
 	}
 	st.WriteString("}\n\n")
 	for _, d := range m.decls {
