@@ -55,15 +55,23 @@ func (c Chain) HandleOS(ctx context.Context, call *OSCall) (object.Value, error)
 // that code takes the same except branch under both: a file operation
 // (open and the Path calls) is a PermissionError naming its path, such as
 // "Permission denied: '/etc/passwd'"; anything else (os.getenv, os.environ,
-// os.urandom, a host clock) is a RuntimeError such as "'os.getenv' is not
-// supported in this environment". Imports are not found instead
+// os.urandom, a host clock, a sleep left to the host) is a RuntimeError
+// such as "'os.getenv' is not supported in this environment", a sleep
+// named as the code called it (time.sleep, asyncio.sleep). Imports are not found instead
 // (ModuleNotFoundError), which the interpreter raises itself.
 func unserved(call *OSCall) *Exception {
 	if strings.HasPrefix(call.Name, "Path.") || call.Name == "open" {
 		p, _ := call.Str(0, "path")
 		return &Exception{Type: "PermissionError", Message: "Permission denied: " + quote(normalizeVirtual(p))}
 	}
-	return &Exception{Type: "RuntimeError", Message: "'" + call.Name + "' is not supported in this environment"}
+	name := call.Name
+	switch name { // the interpreter asks every sleep as a system one
+	case "system.sleep":
+		name = "time.sleep"
+	case "system.async_sleep":
+		name = "asyncio.sleep"
+	}
+	return &Exception{Type: "RuntimeError", Message: "'" + name + "' is not supported in this environment"}
 }
 
 // Unhandled answers an OS call that nothing serves, as upstream Monty does

@@ -178,6 +178,22 @@ var streams = map[string]stream{
 			}
 		}
 	},
+	// What pydantic-monty does with an awaited asyncio.sleep in system
+	// mode: it sleeps, then answers the OS call with ResumeFutures (the
+	// sleep as an eagerly awaited future). A file call cannot be answered
+	// so.
+	"async sleep answered as a future": func(p *parent, tr *transcript) {
+		tr.add(p.turn(configure(nil))...)
+		evs := p.turn(feed("import asyncio\nasync def main():\n    r = await asyncio.sleep(0.01)\n    return [r, 7]\nawait main()"))
+		for i := 0; i < 4 && len(evs) > 0 && evs[len(evs)-1].GetOsCall() != nil; i++ {
+			tr.add(evs...)
+			id := evs[len(evs)-1].GetOsCall().GetCallId()
+			a := &pb.Arena{Nodes: []*pb.MontyNode{{Kind: &pb.MontyNode_None{None: &pb.Unit{}}}}}
+			res := []*pb.FutureResult{{CallId: id, Result: &pb.ExtFunctionResult{Kind: &pb.ExtFunctionResult_ReturnValue{ReturnValue: 0}}}}
+			evs = p.turn(&pb.ParentRequest{Kind: &pb.ParentRequest_ResumeFutures{ResumeFutures: &pb.ResumeFutures{Results: res, Values: a}}})
+		}
+		tr.add(evs...)
+	},
 	"errors": func(p *parent, tr *transcript) {
 		tr.add(p.turn(configure(nil))...)
 		for _, code := range []string{"def f(n):\n    return 10 // n\nf(0)", "raise ValueError('x')", "1 +", "nope", "f(2)"} {

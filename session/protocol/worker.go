@@ -1026,7 +1026,7 @@ func (w *Worker) extAnswer(res *pb.ExtFunctionResult, arena *pb.Arena, callID ui
 		if k.Future != callID {
 			return runtime.Answer{}, fmt.Errorf("future for call %d answers call %d", k.Future, callID)
 		}
-		if osCall != nil && osCall.Name != "system.async_sleep" && osCall.Name != "asyncio.sleep" {
+		if osCall != nil && !isAsyncSleep(osCall.Name) {
 			return runtime.Answer{}, fmt.Errorf("a future cannot answer the OS call %s", osCall.Name)
 		}
 		return runtime.Pending(), nil
@@ -1069,20 +1069,15 @@ func (w *Worker) resumeFutures(ctx context.Context, r *pb.ResumeFutures) *pb.Chi
 	}
 	switch p := w.exec.Pause().(type) {
 	case *runtime.FunctionCall:
-		// An eagerly awaited call answered with its outcome: it becomes a
-		// future that is already settled, resolved at the next wait.
-		if len(r.Results) != 1 || r.Results[0].GetCallId() != p.CallID {
-			return Violation("ResumeFutures answering call %d must carry exactly its result", p.CallID)
+		return w.settleEagerly(ctx, p.CallID, r)
+	case *runtime.OSCall:
+		// The parent awaits an asyncio.sleep itself (the client does, for
+		// the system sleep of every mode but call_host's) and answers it
+		// like an eagerly awaited call.
+		if !isAsyncSleep(p.Name) {
+			return Violation("ResumeFutures cannot answer the OS call %s: only an async sleep becomes a future", p.Name)
 		}
-		fr, ev := futureResult(r.Results[0], r.GetValues())
-		if ev != nil {
-			return ev
-		}
-		if w.settled == nil {
-			w.settled = map[uint32]runtime.FutureResult{}
-		}
-		w.settled[p.CallID] = fr
-		return w.resume(ctx, runtime.Pending())
+		return w.settleEagerly(ctx, p.CallID, r)
 	case *runtime.AwaitFutures:
 		pending := map[uint32]bool{}
 		for _, id := range p.CallIDs {
@@ -1106,6 +1101,30 @@ func (w *Worker) resumeFutures(ctx context.Context, r *pb.ResumeFutures) *pb.Chi
 		return w.resume(ctx, runtime.Resolve(results...))
 	}
 	return Violation("ResumeFutures without a suspended future resolution")
+}
+
+// settleEagerly takes the outcome of the suspended call callID, which
+// the parent awaited at once: the call becomes a future that is already
+// settled, resolved at the next wait.
+func (w *Worker) settleEagerly(ctx context.Context, callID uint32, r *pb.ResumeFutures) *pb.ChildEvent {
+	if len(r.Results) != 1 || r.Results[0].GetCallId() != callID {
+		return Violation("ResumeFutures answering call %d must carry exactly its result", callID)
+	}
+	fr, ev := futureResult(r.Results[0], r.GetValues())
+	if ev != nil {
+		return ev
+	}
+	if w.settled == nil {
+		w.settled = map[uint32]runtime.FutureResult{}
+	}
+	w.settled[callID] = fr
+	return w.resume(ctx, runtime.Pending())
+}
+
+// isAsyncSleep tells whether the OS call name is asyncio.sleep's, the one
+// OS call whose answer may be a future.
+func isAsyncSleep(name string) bool {
+	return name == "system.async_sleep" || name == "asyncio.sleep"
 }
 
 // futureResult is the runtime's form of one future's outcome, or the

@@ -57,6 +57,21 @@ func TestMontyV1WebSocket(t *testing.T) {
 	t.Log(out)
 }
 
+// TestMontyV1OSCalls runs testdata/clients/monty_v1_oscalls.py: every
+// kind of OS call Monty makes (sleep in each mode, clocks, random,
+// environment, file operations under each mount mode, through a handler
+// and with nothing to serve them), in synchronous and in async code,
+// through pydantic-monty 1.4.0's sync and async pools on upstream's worker
+// and ours, and through AsyncMontyWebsocket on monty serve; it fails unless
+// all give what upstream's worker gives, apart from the differences listed
+// in monty_v1_known.py. (An await of asyncio.sleep failed over monty.v1
+// while every sleep the other tests made was the host's.)
+func TestMontyV1OSCalls(t *testing.T) {
+	in := serve(t, "--store", filepath.Join(t.TempDir(), "store"), "--api-key", "ws-oscalls-key")
+	out := clienttest.Run(t, 5*time.Minute, nil, "monty_v1_oscalls.py", clienttest.UpstreamMonty(t), binary, in.wsURL(), "ws-oscalls-key")
+	t.Log(out)
+}
+
 // balancer is a TCP load balancer in front of instances: each new
 // connection goes to the first instance whose GET /health answers 200, as
 // a load balancer's health check would send it.
