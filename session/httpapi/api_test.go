@@ -355,6 +355,34 @@ func TestAtCapacity(t *testing.T) {
 	}
 }
 
+// A fresh server scrapes every series it knows in advance at 0, so that
+// rate() and alerts on a series' absence work before the first request.
+func TestMetricsKnownSeriesStartAtZero(t *testing.T) {
+	c := newServer(t, httpapi.Options{}).client("")
+	_, _, m := c.do("GET", "/metrics", nil)
+	for _, want := range []string{
+		`monty_executions_total{outcome="ok"} 0`,
+		`monty_executions_total{outcome="exception"} 0`,
+		`monty_executions_total{outcome="limit"} 0`,
+		`monty_executions_total{outcome="type_error"} 0`,
+		`monty_executions_total{outcome="replayed"} 0`,
+		`monty_type_checks_total{outcome="clean"} 0`,
+		`monty_type_checks_total{outcome="problems"} 0`,
+		`monty_execution_limits_total{limit="time_limit"} 0`,
+		`monty_execution_limits_total{limit="memory_limit"} 0`,
+		`monty_execution_limits_total{limit="host_call_limit"} 0`,
+		`monty_execution_limits_total{limit="state_too_large"} 0`,
+		`monty_http_requests_total{code="200",endpoint="exec"} 0`,
+		`monty_http_requests_total{code="200",endpoint="check"} 0`,
+		`monty_http_requests_total{code="200",endpoint="state_get"} 0`,
+		`monty_executions_rejected_total 0`,
+	} {
+		if !strings.Contains(string(m), want+"\n") {
+			t.Errorf("a fresh server's metrics lack %q", want)
+		}
+	}
+}
+
 func TestHealthAndMetrics(t *testing.T) {
 	c := newServer(t, httpapi.Options{APIKeys: []string{"k1"}}).client("")
 	status, _, body := c.do("GET", "/healthz", nil)

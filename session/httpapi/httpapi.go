@@ -731,6 +731,7 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 
 // instrument adds error responses, a log record and request metrics.
 func (h *Handler) instrument(name string, f handlerFunc) http.HandlerFunc {
+	h.metrics.endpoint(name)
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		span := trace.SpanFromContext(r.Context())

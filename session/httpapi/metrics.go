@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/telemetry"
 )
@@ -58,9 +59,21 @@ func newMetrics(mp metric.MeterProvider, h *Handler) *metrics {
 		fileUploads:    counter("monty.file.uploads", "Session files written by PUT /state/{id}/files/{path}."),
 		fileDownloads:  counter("monty.file.downloads", "Session files served by GET /state/{id}/files/{path}."),
 	}
+	// Every series known in advance is scraped as 0 before its first
+	// count, so that rate() and alerts on absence work from the start.
 	for _, c := range []metric.Int64Counter{out.rejected, out.uploads, out.invalidUploads, out.largeUploads, out.downloads, out.fileUploads, out.fileDownloads} {
-		c.Add(context.Background(), 0) // scraped as 0 before the first
+		c.Add(context.Background(), 0)
 	}
+	for _, outcome := range executionOutcomes {
+		out.execs.Add(context.Background(), 0, metric.WithAttributes(attribute.String("outcome", outcome)))
+	}
+	for _, outcome := range []string{"clean", "problems"} {
+		out.checks.Add(context.Background(), 0, metric.WithAttributes(attribute.String("outcome", outcome)))
+	}
+	for _, code := range limitCodes() {
+		out.limits.Add(context.Background(), 0, metric.WithAttributes(attribute.String("limit", code)))
+	}
+	// monty.http.requests: each endpoint's 200, as instrument registers it.
 	var err error
 	out.stateSize, err = m.Int64Histogram("monty.state.size", metric.WithUnit("By"),
 		metric.WithDescription("Size of stored state blobs after executions and uploads."),
@@ -78,9 +91,28 @@ func newMetrics(mp metric.MeterProvider, h *Handler) *metrics {
 	return out
 }
 
+// executionOutcomes are the outcome labels of monty.executions.
+var executionOutcomes = []string{"ok", "exception", "limit", "error", "type_error", "paused", "replayed"}
+
+// limitCodes are the limit labels of monty.execution.limits: the 422
+// codes of the runtime's limits and of the state's size.
+func limitCodes() []string {
+	codes := []string{codeStateTooLarge}
+	for k := runtime.TimeLimit; k <= runtime.HostCallLimit; k++ {
+		codes = append(codes, k.String())
+	}
+	return codes
+}
+
 // count adds one to c, with the attributes kv.
 func count(c metric.Int64Counter, kv ...attribute.KeyValue) {
 	c.Add(context.Background(), 1, metric.WithAttributes(kv...))
+}
+
+// endpoint makes the endpoint's series of 200s scraped as 0 before its
+// first request.
+func (m *metrics) endpoint(name string) {
+	m.requests.Add(context.Background(), 0, metric.WithAttributes(attribute.String("endpoint", name), attribute.String("code", "200")))
 }
 
 func (m *metrics) request(endpoint string, status int) {
