@@ -18,8 +18,10 @@
 #  5. with --wheel, the linux/amd64 wheel of scripts/release.sh, and with
 #     --image its OCI image (as root; from the same cache: they link only);
 #  6. with --worker, a new pydantic-monty worker to its first result, plain
-#     and type-checked, against upstream's (scripts/bench_worker.py, with
-#     scripts/pyclients.sh's Python), and the CLI's memory once it printed.
+#     and type-checked, on this CLI and on its lean build (the monty_lean
+#     tag, which the wheel carries) against upstream's
+#     (scripts/bench_worker.py, with scripts/pyclients.sh's Python), and
+#     each CLI's memory once it printed.
 #
 # The figures go to stdout, and as JSON into --out DIR (default a
 # temporary directory, removed). The cache is removed at the end.
@@ -87,8 +89,13 @@ if [ "$worker" = 1 ]; then
   upstream=$(dirname "$MONTY_TEST_PYTHON")/monty
   [ -x "$upstream" ] || die "upstream's worker (pydantic-monty-runtime) is not in $MONTY_TEST_PYTHON's environment: run scripts/pyclients.sh"
   say "a new pydantic-monty worker to its first result, upstream's and this CLI interleaved; then the start and idle memory of -c"
-  "$MONTY_TEST_PYTHON" scripts/bench_worker.py --rounds 15 upstream="$upstream" aot="$bin" | tee "$out/worker.txt"
-  MONTY_SIGNING_KEY=$(head -c 32 /dev/urandom | base64) \
-    "$MONTY_TEST_PYTHON" scripts/bench_start.py "$bin" "$tmp/warm" --aot "$bin" --upstream "$upstream" --cold-runs 1 | tee -a "$out/worker.txt"
+  lean=$tmp/monty-lean
+  MONTY_LEAN=1 MONTY_AOT_NOEMBED=1 scripts/aotgo.sh build -o "$lean" ./cmd/monty
+  echo "lean_binary $(stat -c %s "$lean")" | tee -a "$out/sizes.txt"
+  "$MONTY_TEST_PYTHON" scripts/bench_worker.py --rounds 15 upstream="$upstream" aot="$bin" lean="$lean" | tee "$out/worker.txt"
+  for b in "$bin" "$lean"; do
+    MONTY_SIGNING_KEY=$(head -c 32 /dev/urandom | base64) \
+      "$MONTY_TEST_PYTHON" scripts/bench_start.py "$bin" "$tmp/warm" --aot "$b" --upstream "$upstream" --cold-runs 1 | tee -a "$out/worker.txt"
+  done
 fi
 say "figures in $out"

@@ -58,12 +58,17 @@ JSON
 # checker.wasm (monty_checker_noembed): 27.6 MB less, and an engine asked
 # for wazero fails with runtime.ErrModuleNotEmbedded
 # (docs/building.md#carrying-only-what-runs).
-tags=()
+# MONTY_LEAN=1 adds the monty_lean tag: the CLI without monty serve,
+# monty mcp, --connect, OTLP export and the Redis and S3 stores, which the
+# wheel carries (docs/building.md#the-lean-build).
+t=
 if [ "${MONTY_AOT_NOEMBED:-0}" = 1 ]; then
   t=monty_noembed
   [ "${MONTY_AOT_CHECKER:-1}" = 0 ] || t=$t,monty_checker_noembed
-  tags=(-tags="$t")
 fi
+[ "${MONTY_LEAN:-0}" != 1 ] || t=${t:+$t,}monty_lean
+tags=()
+[ -z "$t" ] || tags=(-tags="$t")
 # CGO_ENABLED=0 unless the caller says otherwise or asks for -race (which
 # needs cgo): releases are static, and with cgo every package, the
 # translations included, would be another entry in Go's build cache.

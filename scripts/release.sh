@@ -8,7 +8,9 @@
 #
 # wheel: the monty-go wheel, which installs `monty` into the environment's
 # scripts directory, where pydantic-monty-client looks for its worker
-# first. P is a target (linux/amd64, linux/arm64, darwin/arm64,
+# first: the lean build (the monty_lean tag: no monty serve, monty mcp,
+# --connect, OTLP export, Redis or S3 store; docs/building.md#the-lean-build),
+# which starts a worker sooner; archives and the image carry the full one. P is a target (linux/amd64, linux/arm64, darwin/arm64,
 # darwin/amd64, windows/amd64) or its wheel-style name (linux-x86_64,
 # linux-aarch64, macos-arm64, macos-x86_64, win-amd64); default this
 # machine's. archives: a tar.gz (zip for Windows) per target (default all
@@ -118,12 +120,15 @@ sbom_tool() {
   echo "$bin/cyclonedx-gomod"
 }
 
-# build TARGET VERSION: the monty binary for TARGET into $work/TARGET/,
-# with its notices and SBOM beside it; prints the binary's path.
+# build TARGET VERSION [lean]: the monty binary for TARGET into
+# $work/TARGET/ (with lean, the lean build, the monty_lean tag, into
+# $work/TARGET_lean/), with its notices and SBOM beside it; prints the
+# binary's path.
 build() {
-  local target=$1 version=$2 eng dir start=$SECONDS exe=monty
+  local target=$1 version=$2 variant=${3:-} eng dir start=$SECONDS exe=monty tags=()
   eng=$(engine_for "$target")
-  dir=$work/${target/\//_}
+  dir=$work/${target/\//_}${variant:+_$variant}
+  [ "$variant" != lean ] || tags=(-tags=monty_lean)
   [ "${target%/*}" = windows ] && exe=monty.exe
   mkdir -p "$dir"
   local ldflags="-s -w -X $cli.Version=v$version -X $cli.Commit=$commit"
@@ -138,11 +143,13 @@ build() {
     say "building $target on the $eng engine (the first build for a target compiles the translations: a few minutes)"
   fi
   case $eng in
-    wazero) env "${goenv[@]}" go build -trimpath -buildvcs=false -ldflags="$ldflags" -o "$dir/$exe" ./cmd/monty ;;
-    aot) env "${goenv[@]}" MONTY_AOT_NOEMBED=1 scripts/aotgo.sh build -buildvcs=false -ldflags="$ldflags" -o "$dir/$exe" ./cmd/monty ;;
-    aot-interp) env "${goenv[@]}" MONTY_AOT_NOEMBED=1 MONTY_AOT_CHECKER=0 scripts/aotgo.sh build -buildvcs=false -ldflags="$ldflags" -o "$dir/$exe" ./cmd/monty ;;
+    wazero) env "${goenv[@]}" go build -trimpath "${tags[@]}" -buildvcs=false -ldflags="$ldflags" -o "$dir/$exe" ./cmd/monty ;;
+    aot) env "${goenv[@]}" MONTY_LEAN=$([ "$variant" = lean ] && echo 1 || echo 0) MONTY_AOT_NOEMBED=1 \
+      scripts/aotgo.sh build -buildvcs=false -ldflags="$ldflags" -o "$dir/$exe" ./cmd/monty ;;
+    aot-interp) env "${goenv[@]}" MONTY_LEAN=$([ "$variant" = lean ] && echo 1 || echo 0) MONTY_AOT_NOEMBED=1 MONTY_AOT_CHECKER=0 \
+      scripts/aotgo.sh build -buildvcs=false -ldflags="$ldflags" -o "$dir/$exe" ./cmd/monty ;;
   esac >&2
-  say "built $target in $((SECONDS - start)) s: $(du -m "$dir/$exe" | cut -f1) MB"
+  say "built $target${variant:+ ($variant)} in $((SECONDS - start)) s: $(du -m "$dir/$exe" | cut -f1) MB"
   # The SBOM of the Go modules the binary links (its build information),
   # their licenses looked up in the module cache.
   (cd "$work" && "$(sbom_tool)" bin -json -noserial -notimestamp -licenses \
@@ -163,7 +170,7 @@ case $cmd in
     version=${version:-$(default_version)}
     check_version "$version"
     target=$(target_of "${platform:-$(go env GOOS)/$(go env GOARCH)}")
-    bin=$(build "$target" "$version")
+    bin=$(build "$target" "$version" lean)
     dir=$(dirname "$bin")
     python3 scripts/release/pack.py wheel --binary "$bin" --target "$target" --version "$version" \
       --sbom "$dir/monty-go.cyclonedx.json" --notices "$dir/THIRD_PARTY_NOTICES.md" --out "$out"
@@ -251,8 +258,8 @@ import json, sys
 v, want = json.load(sys.stdin), sys.argv[1]
 engine = "aot" if want.startswith("aot") else "wazero"
 checker = "aot" if want == "aot" else "wazero"
-got = (v["version"], v["engine"], v["type_checker"])
-sys.exit(None if got == ("v0.0.1", engine, checker) else f"the wheel binary says {got}, want v0.0.1, {engine}, {checker}")' "$eng"
+got = (v["version"], v["engine"], v["type_checker"], v["build"])
+sys.exit(None if got == ("v0.0.1", engine, checker, "lean") else f"the wheel binary says {got}, want v0.0.1, {engine}, {checker}, lean")' "$eng"
     # A session, on an empty environment: the client finds the wheel's
     # binary on its own.
     env -i "$venv/bin/python" testdata/clients/wheel_session.py >&2 || die "the pydantic-monty session on the wheel failed"

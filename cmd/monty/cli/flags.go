@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
 )
 
 // newFlagSet is the flag set of command name: errors go to stderr, and
@@ -118,4 +120,18 @@ func (f *sandboxFlags) setup(sessionFiles bool) (*sandbox, error) {
 		return nil, err
 	}
 	return sb, nil
+}
+
+// usageError is a configuration mistake (exit status 2).
+type usageError struct{ error }
+
+// refuseFilesMount refuses a mount at or below /work, where each session
+// sees its own files: the mount would never be reached.
+func refuseFilesMount(t *runtime.MountTable) error {
+	for _, s := range t.Specs() {
+		if s.Guest == session.FilesMount || strings.HasPrefix(s.Guest, session.FilesMount+"/") {
+			return fmt.Errorf("--mount %s: %s is where each session's own files appear, in front of any mount; choose another guest path", s, session.FilesMount)
+		}
+	}
+	return nil
 }

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/monty-go/monty/runtime"
-	"github.com/monty-go/monty/session/agent"
-	"github.com/monty-go/monty/session/httpapi"
 )
 
 // limitFlags are the flags that bound the code a command runs, one per
@@ -45,16 +43,10 @@ type limitProfile struct {
 	host bool
 }
 
-// The commands' limit profiles.
-var (
-	// runLimits are monty's (-c, FILE, the REPL): the library's defaults.
-	runLimits = limitProfile{defaults: runtime.DefaultLimits(), host: true}
-	// mcpLimits are monty mcp's: the agent executor's time and memory
-	// defaults.
-	mcpLimits = limitProfile{defaults: withTimeMemory(runtime.DefaultLimits(), agent.DefaultTimeout, agent.DefaultMaxMemory), service: true, host: true}
-	// serveLimits are monty serve's: the HTTP API's defaults.
-	serveLimits = limitProfile{defaults: httpapi.DefaultLimits(), service: true, host: true}
-)
+// runLimits are monty's limit flags (-c, FILE, the REPL): the library's
+// defaults. mcpLimits and serveLimits are those of monty mcp and monty
+// serve.
+var runLimits = limitProfile{defaults: runtime.DefaultLimits(), host: true}
 
 // maxAnswer is the largest --max-output and --max-result of a service.
 const maxAnswer = 1 << 30
@@ -63,12 +55,6 @@ const maxAnswer = 1 << 30
 // can allocate, and small enough that the runtime's hard ceiling (twice
 // the limit plus 64 MiB) cannot overflow.
 const maxMemory = 1 << 50
-
-// withTimeMemory is l with time limit d and memory limit mem.
-func withTimeMemory(l runtime.Limits, d time.Duration, mem int64) runtime.Limits {
-	l.MaxDuration, l.MaxMemory = d, mem
-	return l
-}
 
 // addLimitFlags registers the limit flags of profile p on fs.
 func addLimitFlags(fs *flag.FlagSet, p limitProfile) *limitFlags {

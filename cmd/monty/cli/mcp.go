@@ -1,3 +1,5 @@
+//go:build !monty_lean
+
 package cli
 
 import (
@@ -8,12 +10,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
@@ -21,6 +23,16 @@ import (
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/mcpserver"
 )
+
+// mcpLimits are monty mcp's limit flags: the agent executor's time and
+// memory defaults.
+var mcpLimits = limitProfile{defaults: withTimeMemory(runtime.DefaultLimits(), agent.DefaultTimeout, agent.DefaultMaxMemory), service: true, host: true}
+
+// withTimeMemory is l with time limit d and memory limit mem.
+func withTimeMemory(l runtime.Limits, d time.Duration, mem int64) runtime.Limits {
+	l.MaxDuration, l.MaxMemory = d, mem
+	return l
+}
 
 const mcpUsage = `usage: monty mcp [flags]
 
@@ -171,7 +183,7 @@ func (m *mcpService) build(ctx context.Context, stderr io.Writer) (int, error) {
 		return ExitUsage, err
 	}
 	m.closers = append(m.closers, exec.Close)
-	m.srv, err = mcpserver.New(mcpserver.Options{Executor: exec, ThreadKey: f.thread, Version: version(), Logger: m.logger,
+	m.srv, err = mcpserver.New(mcpserver.Options{Executor: exec, ThreadKey: f.thread, Version: about().Version, Logger: m.logger,
 		Approvals: f.approvals, ConsoleURL: f.consoleURL, ConsoleSession: consoleSession})
 	if err != nil {
 		return ExitUsage, err
@@ -291,13 +303,4 @@ func namespacedSessions(ns string, signing []byte) (storeID func(thread, session
 	}
 	keys = func(id string) ([]byte, [][]byte) { return apikey.StoreKeys(signing, id) }
 	return storeID, keys
-}
-
-// version is the module version the binary was built from ("devel" in a
-// work tree).
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "devel"
 }

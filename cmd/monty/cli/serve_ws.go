@@ -1,3 +1,5 @@
+//go:build !monty_lean
+
 package cli
 
 import (

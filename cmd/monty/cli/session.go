@@ -60,9 +60,10 @@ func openStoreWith(ctx context.Context, spec string, opts storeurl.Options) (sto
 }
 
 // storeExit is the exit status for a store that cannot be opened: a usage
-// error when the spec itself is wrong, else a runtime failure.
+// error when the spec itself is wrong or names a store this build leaves
+// out, else a runtime failure.
 func storeExit(err error) int {
-	if errors.Is(err, storeurl.ErrBadSpec) {
+	if errors.Is(err, storeurl.ErrBadSpec) || errors.Is(err, storeurl.ErrNotInThisBuild) {
 		return ExitUsage
 	}
 	return ExitException

@@ -39,10 +39,13 @@ flags:
 // buildAbout is what monty version prints and what monty serve answers at
 // GET /.
 type buildAbout struct {
-	Name        string `json:"name"`
-	Version     string `json:"version"`
-	Monty       string `json:"monty"`
-	Engine      string `json:"engine"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Monty   string `json:"monty"`
+	Engine  string `json:"engine"`
+	// Build is "full", or "lean" for a build with the monty_lean tag
+	// (no monty serve, monty mcp, --connect, OTLP export, Redis or S3).
+	Build       string `json:"build"`
 	TypeChecker string `json:"type_checker"`
 	// Protocol is monty.v1's version (protocol.Version); older peers down
 	// to MinProtocol are served too.
@@ -87,6 +90,7 @@ func about() buildAbout {
 		Version:     cmp.Or(version, "(devel)"),
 		Monty:       wasm.MontyVersion,
 		Engine:      engine(runtime.AOTLinked()),
+		Build:       build,
 		TypeChecker: engine(typecheck.AOTLinked()),
 		Protocol:    protocol.Version,
 		MinProtocol: protocol.MinVersion,
@@ -99,7 +103,7 @@ func about() buildAbout {
 // versionCommand is `monty version` (and `monty --version`).
 func versionCommand(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("monty version", versionUsage, stderr)
-	asJSON := fs.Bool("json", false, "print one JSON object (name, version, monty, engine, type_checker, protocol_version, min_protocol_version, commit, go, platform)")
+	asJSON := fs.Bool("json", false, "print one JSON object (name, version, monty, engine, build, type_checker, protocol_version, min_protocol_version, commit, go, platform)")
 	if exit, ok := parseFlags(fs, args); !ok {
 		return exit
 	}
@@ -117,7 +121,7 @@ func versionCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s\n", out)
 		return ExitOK
 	}
-	fmt.Fprintf(stdout, "%s %s\nmonty: %s\nengine: %s\ntype checker: %s\nprotocol: monty.v1 version %d (serves %d-%d)\ncommit: %s\ngo: %s %s\n",
-		a.Name, a.Version, a.Monty, a.Engine, a.TypeChecker, a.Protocol, a.MinProtocol, a.Protocol, a.Commit, a.Go, a.Platform)
+	fmt.Fprintf(stdout, "%s %s\nmonty: %s\nengine: %s\nbuild: %s\ntype checker: %s\nprotocol: monty.v1 version %d (serves %d-%d)\ncommit: %s\ngo: %s %s\n",
+		a.Name, a.Version, a.Monty, a.Engine, a.Build, a.TypeChecker, a.Protocol, a.MinProtocol, a.Protocol, a.Commit, a.Go, a.Platform)
 	return ExitOK
 }

@@ -29,6 +29,9 @@
 // For s3:// without credentials in the URL, AWS_ACCESS_KEY_ID and
 // AWS_SECRET_ACCESS_KEY are used.
 //
+// A program built with the monty_lean tag links no Redis or S3 client:
+// there, redis://, rediss:// and s3:// specs fail with ErrNotInThisBuild.
+//
 // OpenWith takes the same settings as Options instead, for a service's
 // flags (monty serve's --state-ttl, --state-archive-after, ...): they
 // apply to whatever store the spec names, a plain directory included.
@@ -40,23 +43,25 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/dirstore"
 	"github.com/monty-go/monty/session/store/memstore"
-	"github.com/monty-go/monty/session/store/redisstore"
-	"github.com/monty-go/monty/session/store/s3store"
 	"github.com/monty-go/monty/session/store/tiered"
 )
 
 // ErrBadSpec is wrapped by every error about the spec itself (as opposed to
 // a backend that cannot be reached).
 var ErrBadSpec = errors.New("storeurl: invalid store spec")
+
+// ErrNotInThisBuild is wrapped by the error for a redis:// or s3:// spec
+// in a program built with the monty_lean tag, which leaves those stores'
+// clients out (as the monty-go wheel's monty is built): such a program
+// keeps sessions in directories and memory only.
+var ErrNotInThisBuild = errors.New("storeurl: this kind of store is not in this build")
 
 // ErrUnknownScheme is wrapped by the error for a spec that starts with a
 // URL scheme but is none of the accepted forms (see the package
@@ -232,13 +237,8 @@ func openOne(ctx context.Context, spec string, ttl time.Duration) (store.Store, 
 			return nil, nil, badSpec(spec, err.Error())
 		}
 		st, err = dirstore.Open(u.Path, dirstore.Options{TTL: max(ttl, 0)})
-	case "redis", "rediss":
-		prefix := take(q, "prefix")
-		// go-redis reads its own pool settings from the query.
-		u.RawQuery = q.Encode()
-		st, err = redisstore.New(ctx, redisstore.Options{URL: u.String(), Prefix: prefix, TTL: ttl})
-	case "s3":
-		st, err = openS3(ctx, spec, u, q, ttl)
+	case "redis", "rediss", "s3":
+		st, err = openServer(ctx, spec, u, q, ttl)
 	default:
 		err = badSpec(spec, "unknown scheme "+u.Scheme)
 	}
@@ -246,40 +246,6 @@ func openOne(ctx context.Context, spec string, ttl time.Duration) (store.Store, 
 		return nil, nil, err
 	}
 	return st, tierOpts, nil
-}
-
-func openS3(ctx context.Context, spec string, u *url.URL, q url.Values, ttl time.Duration) (store.Store, error) {
-	bucket := strings.Trim(u.Path, "/")
-	if u.Host == "" || bucket == "" || strings.Contains(bucket, "/") {
-		return nil, badSpec(spec, "want s3://KEY:SECRET@host:port/bucket")
-	}
-	opts := s3store.Options{
-		Endpoint:  u.Host,
-		Bucket:    bucket,
-		Prefix:    take(q, "prefix"),
-		Region:    take(q, "region"),
-		AccessKey: os.Getenv("AWS_ACCESS_KEY_ID"),
-		SecretKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
-		TTL:       ttl,
-	}
-	if u.User != nil {
-		opts.AccessKey = u.User.Username()
-		opts.SecretKey, _ = u.User.Password()
-	}
-	if ssl := take(q, "ssl"); ssl != "" {
-		b, err := strconv.ParseBool(ssl)
-		if err != nil {
-			return nil, badSpec(spec, "ssl: want true or false")
-		}
-		opts.UseSSL = b
-	}
-	if err := leftover(q); err != nil {
-		return nil, badSpec(spec, err.Error())
-	}
-	if opts.AccessKey == "" || opts.SecretKey == "" {
-		return nil, badSpec(spec, "no credentials: put KEY:SECRET in the URL or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
-	}
-	return s3store.New(ctx, opts)
 }
 
 func openTiered(ctx context.Context, spec, hotSpec, coldSpec string, o Options) (store.Store, error) {
