@@ -274,6 +274,24 @@ func (e *Engine) fastStart(ctx context.Context, cfg *engineConfig, cache *modcac
 // module is compiled in memory.
 func (e *Engine) compile(ctx context.Context, cfg *engineConfig, cache *modcache.Entry, workers int) (*backend, error) {
 	start := time.Now()
+	if cache != nil && !cache.Warm {
+		// One process fills an entry at a time; the others wait for it and
+		// load what it stored (a killed filler leaves the lock to them).
+		unlock, err := cache.Fill(ctx)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, err
+		case err != nil:
+			e.log.Warn("the compilation cache's lock cannot be taken; compiling without it", "event", "cache_lock", "cache_dir", cache.Dir, "error", err)
+		default:
+			defer unlock()
+			if cache.Warm {
+				e.updateInfo(func(i *CompileInfo) { i.Cached = true })
+				e.log.Info("another process compiled the interpreter module into the cache meanwhile; loading it",
+					"event", "compiled_elsewhere", "cache_dir", cache.Root, "waited", time.Since(start).Round(time.Millisecond))
+			}
+		}
+	}
 	switch {
 	case cache == nil:
 		e.log.Info("compiling the interpreter module to machine code; this takes several seconds, in every process (no cache)",

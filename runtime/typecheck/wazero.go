@@ -36,6 +36,18 @@ func compileModule(ctx context.Context, cfg *config, module []byte, entry *modca
 	// to the end), so time limits and cancellation use wazero's: the
 	// compiled code checks the context in its loops and calls.
 	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).WithMemoryLimitPages(cfg.memoryPages)
+	if entry != nil && !entry.Warm {
+		// One process fills an entry at a time (see runtime's compile).
+		unlock, err := entry.Fill(ctx)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, nil, err
+		case err != nil:
+			log.Warn("the compilation cache's lock cannot be taken; compiling without it", "event", "cache_lock", "module", "checker", "error", err)
+		default:
+			defer unlock()
+		}
+	}
 	if entry != nil {
 		cc, err := wazero.NewCompilationCacheWithDir(entry.Dir)
 		if err != nil {
