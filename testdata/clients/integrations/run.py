@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-INTEGRATIONS = ['harness', 'fastmcp_codemode', 'haystack_tool', 'langchain_tool', 'dspy_interpreter', 'fluss_flow']
+INTEGRATIONS = ['harness', 'fastmcp_codemode', 'haystack_tool', 'langchain_tool', 'dspy_interpreter', 'fluss_flow', 'monty_compat_probes']
 MIN_SNIPPETS = 8
 CHILD_TIMEOUT = 600
 
