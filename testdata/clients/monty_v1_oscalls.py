@@ -21,6 +21,7 @@ still fail.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
 import sys
@@ -251,20 +252,38 @@ def snapshot(d: Path) -> list:
     return sorted((str(p.relative_to(d)), p.read_bytes() if p.is_file() else 'dir') for p in d.rglob('*'))
 
 
-def prepare(case: Case, context: str) -> tuple[str, dict, dict]:
+def prepare(case: Case, context: str) -> tuple[str, dict]:
+    """The case's code in the context's form, and the checkout's options."""
     code = case.async_code if context == 'async' and case.async_code else case.code
     if context == 'async' and case.async_code is None:
         code = as_async(code)
-    policy = pm.OSPolicy(**case.policy) if case.policy else None
-    return code, ({'os_policy': policy} if policy else {}), {}
+    return code, ({'os_policy': pm.OSPolicy(**case.policy)} if case.policy else {})
 
 
-def with_mount(case: Case):
-    """A fresh host directory, mounted as /data in the case's mode."""
-    d = tempfile.TemporaryDirectory()
-    Path(d.name, 'in.txt').write_text('hello')
-    Path(d.name, 'sub').mkdir()
-    return d
+@contextlib.contextmanager
+def staged(case: Case, context: str):
+    """What one case needs around its feed: its code, the checkout's and the
+    feed's options (the handler, a fresh host directory mounted as /data),
+    and done(result=..., error=...), which reads its outcome."""
+    code, checkout = prepare(case, context)
+    seen: list = []
+    feed: dict[str, Any] = {}
+    if case.handler:
+        h = HANDLERS[case.handler]
+        feed['os'] = lambda **kw: h(seen, **kw)
+    with contextlib.ExitStack() as stack:
+        files = None
+        if case.mount:
+            d = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            (d / 'in.txt').write_text('hello')
+            (d / 'sub').mkdir()
+            feed['mount'] = stack.enter_context(pm.MountDir(host_path=str(d), virtual_path='/data', mode=case.mount))
+            files = d
+
+        def done(result: Any = None, error: BaseException | None = None) -> str:
+            return outcome(result, error, seen, snapshot(files) if files else None)
+
+        yield code, checkout, feed, done
 
 
 def run_sync(binary: str, todo: list[tuple[Case, str]]) -> dict[str, str]:
@@ -280,28 +299,11 @@ def run_sync(binary: str, todo: list[tuple[Case, str]]) -> dict[str, str]:
 
 
 def one_sync(pool, case: Case, context: str) -> str:
-    code, checkout, _ = prepare(case, context)
-    seen: list = []
-    feed: dict[str, Any] = {}
-    if case.handler:
-        h = HANDLERS[case.handler]
-        feed['os'] = lambda **kw: h(seen, **kw)
-    d = with_mount(case) if case.mount else None
-    try:
-        with pool.checkout(**checkout) as s:
-            if d is not None:
-                with pm.MountDir(host_path=d.name, virtual_path='/data', mode=case.mount) as m:
-                    try:
-                        return outcome(s.feed_run(code, mount=m, **feed), seen=seen, files=snapshot(Path(d.name)))
-                    except pm.MontyError as e:
-                        return outcome(error=e, seen=seen, files=snapshot(Path(d.name)))
-            try:
-                return outcome(s.feed_run(code, **feed), seen=seen)
-            except pm.MontyError as e:
-                return outcome(error=e, seen=seen)
-    finally:
-        if d is not None:
-            d.cleanup()
+    with staged(case, context) as (code, checkout, feed, done), pool.checkout(**checkout) as s:
+        try:
+            return done(s.feed_run(code, **feed))
+        except pm.MontyError as e:
+            return done(error=e)
 
 
 async def run_async_pool(checkout_of, label: str, todo: list[tuple[Case, str]]) -> dict[str, str]:
@@ -316,28 +318,12 @@ async def run_async_pool(checkout_of, label: str, todo: list[tuple[Case, str]]) 
 
 
 async def one_async(checkout_of, case: Case, context: str) -> str:
-    code, checkout, _ = prepare(case, context)
-    seen: list = []
-    feed: dict[str, Any] = {}
-    if case.handler:
-        h = HANDLERS[case.handler]
-        feed['os'] = lambda **kw: h(seen, **kw)
-    d = with_mount(case) if case.mount else None
-    try:
+    with staged(case, context) as (code, checkout, feed, done):
         async with checkout_of(**checkout) as s:
-            if d is not None:
-                with pm.MountDir(host_path=d.name, virtual_path='/data', mode=case.mount) as m:
-                    try:
-                        return outcome(await s.feed_run(code, mount=m, **feed), seen=seen, files=snapshot(Path(d.name)))
-                    except pm.MontyError as e:
-                        return outcome(error=e, seen=seen, files=snapshot(Path(d.name)))
             try:
-                return outcome(await s.feed_run(code, **feed), seen=seen)
+                return done(await s.feed_run(code, **feed))
             except pm.MontyError as e:
-                return outcome(error=e, seen=seen)
-    finally:
-        if d is not None:
-            d.cleanup()
+                return done(error=e)
 
 
 def sweep(binary: str, todo: list[tuple[Case, str]]) -> dict[str, str]:
