@@ -14,9 +14,12 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 crate=$repo/wasm/checker
 out=${1:-$crate/checker.wasm}
 
-# monty-typeshed with the carried patch (wasm/checker/patches/: its build
-# script zips typeshed with the build's time of day and in directory
-# order), which wasm/checker/Cargo.toml uses through [patch.crates-io].
+# monty-typeshed and monty-type-checking with the carried patches
+# (wasm/checker/patches/: typeshed's build script zipped it with the
+# build's time of day and in directory order; the checker clamped spans in
+# the prelude onto the snippet), which wasm/checker/Cargo.toml uses through
+# [patch.crates-io].
 "$repo/scripts/patch-crate.sh" monty-typeshed 1.4.0 "$crate/patches" "$crate/.patched"
+"$repo/scripts/patch-crate.sh" monty-type-checking 1.4.0 "$crate/patches" "$crate/.patched"
 
 "$repo/scripts/cargo-wasm.sh" "$crate" monty_checker_wasm.wasm "$out"

@@ -36,9 +36,11 @@ type Request struct {
 	// checker provides itself (json, typing, builtins, ...).
 	Modules []ModuleStub
 	// Prelude is code that runs before Code, such as a session's earlier
-	// snippets (Context.Apply sets it): Code is checked with it, but
-	// problems inside it are not reported, and diagnostics keep Code's own
-	// line numbers.
+	// snippets (Context.Apply sets it), after the names of Stubs are
+	// imported: Code is checked with it, but problems inside it are not
+	// reported, diagnostics keep Code's own line numbers, and what they say
+	// of the prelude (where a function it defines is declared) they show in
+	// the stubs file (StubsPath), after the stubs.
 	Prelude string
 	// Format chooses how Result.Text renders the diagnostics (default
 	// Full).

@@ -568,7 +568,8 @@ func encode(w *wire.Writer, req *Request, retained uint64) {
 	w.Array(9)
 	w.Text(req.Code)
 	w.Text(req.Path)
-	w.OptText(req.Stubs, req.Stubs != "")
+	// A prelude always has a stubs file, where diagnostics show it.
+	w.OptText(req.Stubs, req.Stubs != "" || req.Prelude != "")
 	w.Text(StubsPath)
 	w.Array(len(req.Modules))
 	for _, m := range req.Modules {

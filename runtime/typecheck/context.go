@@ -18,8 +18,8 @@ import (
 // The earlier snippets are checked with the new one as code that precedes
 // it, in the same module, so that a variable assigned earlier can be
 // assigned again with another value, as it can at run time (as stubs,
-// every earlier assignment would fix the name's type); their own problems
-// are not reported. A check therefore analyses the whole history again,
+// every earlier assignment would fix the name's type: upstream's worker
+// refuses `x = 'a'` after `x = 1`); their own problems are not reported. A check therefore analyses the whole history again,
 // which salsa's caches make cheaper but not free: a very long session
 // checks more slowly than a short one.
 type Context struct {
@@ -28,17 +28,15 @@ type Context struct {
 }
 
 // Apply adds the context to req: the committed snippets run before
-// req.Prelude, after the names of req.Stubs are imported (so set Stubs
-// first).
+// req.Prelude, after the names of req.Stubs are imported. A diagnostic
+// that points into them (a function defined in an earlier snippet, say)
+// shows them in the stubs file (StubsPath), after the stubs, where
+// upstream Monty's worker appends each snippet.
 func (c Context) Apply(req *Request) {
 	if c.Code == "" {
 		return
 	}
-	prelude := c.Code
-	if req.Stubs != "" {
-		prelude = "from " + strings.TrimSuffix(StubsPath, ".pyi") + " import *\n" + prelude
-	}
-	req.Prelude = joinLines(prelude, req.Prelude)
+	req.Prelude = joinLines(c.Code, req.Prelude)
 }
 
 // Commit records a snippet that ran successfully.

@@ -187,6 +187,40 @@ func TestContextChecksLaterSnippetsAgainstEarlierOnes(t *testing.T) {
 	assert.True(t, check(t, req).Clean())
 }
 
+// What a diagnostic says of an earlier snippet points at it: shown in the
+// stubs file after the stubs, as upstream's worker appends each snippet
+// there (same file, line and excerpt), not clamped onto the new snippet.
+// A name assigned in an earlier snippet can still be assigned another type.
+func TestContextDiagnosticsPointIntoEarlierSnippets(t *testing.T) {
+	for _, tc := range []struct {
+		stubs, where string
+		excerpt      []string
+	}{
+		{"", "--> repl_type_stubs.pyi:3:5", []string{"2 | x = 1", "3 | def twice(v: int) -> int:", "Parameter declared here", "4 |     return v * 2"}},
+		{"def fetch(url: str) -> int: ...\nY: int\n", "--> repl_type_stubs.pyi:5:5",
+			[]string{"4 | x = 1", "5 | def twice(v: int) -> int:", "Parameter declared here"}},
+	} {
+		var c typecheck.Context
+		c.Commit("x = 1\ndef twice(v: int) -> int:\n    return v * 2")
+		req := typecheck.Request{Code: "twice('a')", Stubs: tc.stubs}
+		c.Apply(&req)
+		res := check(t, req)
+		require.Len(t, res.Diagnostics, 1, res.Text)
+		assert.Equal(t, typecheck.DefaultPath, res.Diagnostics[0].Path)
+		assert.Equal(t, 1, res.Diagnostics[0].Line)
+		assert.Contains(t, res.Text, "--> main.py:1:7")
+		assert.Contains(t, res.Text, tc.where)
+		for _, line := range tc.excerpt {
+			assert.Contains(t, res.Text, line)
+		}
+		assert.NotContains(t, res.Text, "--> main.py:1:1", "a span of the earlier snippet clamped onto this one")
+
+		req = typecheck.Request{Code: "x = 'a'\nx.upper()", Stubs: tc.stubs}
+		c.Apply(&req)
+		assert.True(t, check(t, req).Clean(), "a name of an earlier snippet cannot be assigned again")
+	}
+}
+
 func TestDeclarations(t *testing.T) {
 	decl := typecheck.Declarations(map[string]object.Value{"name": object.Str("x"), "n": object.Int(3), "items": object.List{}})
 	assert.Equal(t, "from typing import Any\nitems: list[Any]\nn: int\nname: str\n", decl)

@@ -370,6 +370,27 @@ def type_checking(pool, _binary):
 
 
 @scenario
+def type_error_about_an_earlier_snippet(pool, _binary):
+    """A diagnostic about a function an earlier snippet defined points at
+    that definition (the stubs file, which the snippets follow), with and
+    without stubs of the host's."""
+    res = []
+    for stubs in (None, 'def fetch(url: str) -> int: ...\nY: int\n'):
+        opts = {'type_check': True} if stubs is None else {'type_check': True, 'type_check_stubs': stubs}
+        with pool.checkout(**opts) as s:
+            s.feed_run('x = 1\ndef twice(v: int) -> int:\n    return v * 2')
+            s.feed_run('def label(n: int, *, unit: str) -> str:\n    return f"{n} {unit}"')
+            for code in ("twice('a')", 'label(1, unit=2)'):
+                try:
+                    s.feed_run(code)
+                    res.append('ran')
+                except pm.MontyTypingError as e:
+                    res.append(e.display())
+    assert all('repl_type_stubs.pyi:' in r for r in res), res
+    return '\n'.join(res)
+
+
+@scenario
 def type_checking_module_stubs(pool, _binary):
     mod = pm.ExternalModule({'double': lambda x: x * 2}, stubs='def double(x: int) -> int: ...\n')
     res = []
