@@ -66,8 +66,10 @@ type mcpConnection struct {
 // servers checks the flags and returns the servers they name, in order.
 // Every error is a usage error.
 func (c *connectFlags) servers() ([]*mcpConnection, error) {
-	if err := leftOut("--connect"); err != nil && len(c.connects) > 0 {
-		return nil, err
+	if len(c.connects) > 0 {
+		if err := leftOut("--connect"); err != nil {
+			return nil, err
+		}
 	}
 	if c.timeout <= 0 {
 		return nil, errors.New("--connect-timeout must be positive, like 30s")
