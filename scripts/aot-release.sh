@@ -163,7 +163,10 @@ for gen in "${gens[@]}"; do
   grep " $gen/" "$repo/wasm/aot/translated.sha256" | sed "s# $gen/# #" >"$tmp/translated.sha256"
   (cd "$dir" && sha256sum --quiet -c "$tmp/translated.sha256") ||
     die "the files of $pkg fetched from the proxy differ from wasm/aot/translated.sha256"
-  go list -deps . | grep -qx "$pkg" || die "the program does not link $pkg"
+  # Not piped into grep -q: under pipefail, go list killed by the pipe
+  # closing early (SIGPIPE) would fail the check.
+  deps=$(go list -deps .)
+  grep -qx "$pkg" <<<"$deps" || die "the program does not link $pkg"
 done
 say "go get, go mod tidy and go list of a program importing wasm/aot@$version and wasm/aot/checker: ok"
 if $build; then

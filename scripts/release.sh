@@ -278,7 +278,8 @@ sys.exit(None if got == ("v0.0.1", engine, checker, "lean") else f"the wheel bin
     entries=$(tar -tzf "$out/archives1/monty-go_0.0.1_linux_amd64.tar.gz" | tr '\n' ' ')
     [ "$entries" = "monty-go_0.0.1_linux_amd64/LICENSE monty-go_0.0.1_linux_amd64/THIRD_PARTY_NOTICES.md monty-go_0.0.1_linux_amd64/monty monty-go_0.0.1_linux_amd64/monty-go.cyclonedx.json " ] ||
       die "the archive holds $entries"
-    "$out/monty-go_0.0.1_linux_amd64/monty" version | grep -qx 'monty-go v0.0.1' || die "the archive's binary does not run monty version"
+    v=$("$out/monty-go_0.0.1_linux_amd64/monty" version) # not piped into grep -q: SIGPIPE under pipefail
+    grep -qx 'monty-go v0.0.1' <<<"$v" || die "the archive's binary does not run monty version"
     say "archives: two releases are byte-identical, SHA256SUMS verifies, the binary runs"
     ;;
   *) usage ;;
