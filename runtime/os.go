@@ -57,8 +57,9 @@ func (c Chain) HandleOS(ctx context.Context, call *OSCall) (object.Value, error)
 // "Permission denied: '/etc/passwd'"; anything else (os.getenv, os.environ,
 // os.urandom, a host clock, a sleep left to the host) is a RuntimeError
 // such as "'os.getenv' is not supported in this environment", a sleep
-// named as the code called it (time.sleep, asyncio.sleep). Imports are not found instead
-// (ModuleNotFoundError), which the interpreter raises itself.
+// named as the code called it (time.sleep, asyncio.sleep). Imports are
+// not found instead (ModuleNotFoundError), which the interpreter raises
+// itself.
 func unserved(call *OSCall) *Exception {
 	if strings.HasPrefix(call.Name, "Path.") || call.Name == "open" {
 		p, _ := call.Str(0, "path")
