@@ -72,6 +72,7 @@ type Lease struct {
 	m     *Manager
 	id    string
 	c     *claim
+	sl    *storeLease // the claim in the store (nil: this process's only)
 	s     *Session // the session acquired, nil until Session
 	done  func()   // releases it
 	fresh bool     // Session opened it from the store
@@ -106,10 +107,11 @@ func (m *Manager) Claim(ctx context.Context, id string, o ClaimOptions) (*Lease,
 	}
 	m.mu.Unlock()
 	l := &Lease{m: m, id: id, c: c}
+	start := time.Now()
 	if wait == 0 {
 		select {
 		case c.token <- struct{}{}:
-			return l.held(o), nil
+			return l.held(ctx, o, 0)
 		default:
 			return nil, m.busy(l, 0)
 		}
@@ -122,7 +124,10 @@ func (m *Manager) Claim(ctx context.Context, id string, o ClaimOptions) (*Lease,
 	}
 	select {
 	case c.token <- struct{}{}:
-		return l.held(o), nil
+		if wait > 0 {
+			wait = max(wait-time.Since(start), time.Millisecond)
+		}
+		return l.held(ctx, o, wait)
 	case <-timeout:
 		return nil, m.busy(l, wait)
 	case <-ctx.Done():
@@ -142,15 +147,68 @@ func (m *Manager) Claims(id string) int {
 	return 0
 }
 
-// held records who holds l's session, and for how long.
-func (l *Lease) held(o ClaimOptions) *Lease {
+// held records who holds l's session, and for how long, once this
+// process's claim is l's; then, with a store, takes the claim's lease in
+// the store, waiting up to wait for another instance's.
+func (l *Lease) held(ctx context.Context, o ClaimOptions, wait time.Duration) (*Lease, error) {
 	l.m.mu.Lock()
 	l.c.holder, l.c.long = o.Who, o.Long
 	if o.Who == "" {
 		l.c.holder = "another caller"
 	}
 	l.m.mu.Unlock()
-	return l
+	if l.m.leaseTTL == 0 {
+		return l, nil
+	}
+	o.Wait = wait
+	o.Who = l.c.holder
+	sl, err := acquireLease(ctx, l.m.opts.Store, l.id, o, l.m.leaseTTL)
+	if err != nil {
+		l.unclaim()
+		return nil, err
+	}
+	l.sl = sl
+	return l, nil
+}
+
+// Lost is closed when the claim's lease in the store is lost (Err says
+// why): another instance may run the session now, so its holder stops
+// and releases the claim. It is never closed for a claim this process
+// holds alone (no store, ManagerOptions.LeaseTTL negative, or a store
+// that refused the lease's write: no other instance can store the
+// session then either).
+func (l *Lease) Lost() <-chan struct{} {
+	if l.sl == nil || l.sl.unheld {
+		return nil
+	}
+	return l.sl.lost
+}
+
+// Err is why the claim was lost (an error matching ErrLeaseLost), nil
+// while it holds (and for a nil Lease).
+func (l *Lease) Err() error {
+	if l == nil || l.sl == nil {
+		return nil
+	}
+	return l.sl.err()
+}
+
+// Bind returns ctx, cancelled with the cause Err once the claim is lost,
+// and the function that stops watching for it: a call run under it stops
+// when another instance may take the session over.
+func (l *Lease) Bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	if l.sl == nil {
+		return ctx, func() { cancel(nil) }
+	}
+	go func() {
+		select {
+		case <-l.sl.lost:
+			cancel(l.sl.err())
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
 }
 
 // holder is who holds l's session now.
@@ -218,14 +276,24 @@ func (l *Lease) Release() {
 		if l.s != nil {
 			l.done()
 			l.s, l.done = nil, nil
-			if l.m.maxLive < 0 {
+			if l.m.maxLive < 0 || l.Err() != nil {
+				// A lost claim's session may be continued elsewhere:
+				// the next claim opens it from the store.
 				_ = l.m.Forget(l.id)
 			}
 		}
-		l.m.mu.Lock()
-		l.c.holder, l.c.long = "", false
-		l.m.mu.Unlock()
-		<-l.c.token
-		l.m.leave(l)
+		if l.sl != nil {
+			l.sl.release()
+		}
+		l.unclaim()
 	})
+}
+
+// unclaim hands this process's claim to the next caller.
+func (l *Lease) unclaim() {
+	l.m.mu.Lock()
+	l.c.holder, l.c.long = "", false
+	l.m.mu.Unlock()
+	<-l.c.token
+	l.m.leave(l)
 }

@@ -20,8 +20,9 @@ import (
 // serves (an HTTP request, an MCP call, a monty.v1 connection that runs
 // the session's interpreter itself), under a busy policy of the caller's:
 // wait in a bounded queue, or fail at once with ErrBusy naming who holds
-// it. Acquire and Exec take no claim: a concurrent second call fails at
-// once with ErrBusy. A Manager is safe for concurrent use.
+// it. With a store, the claim is also a lease in the store, so that of the
+// instances sharing it one at a time runs the session (ManagerOptions.LeaseTTL).
+// A Manager is safe for concurrent use.
 type Manager struct {
 	opts        Options
 	maxLive     int
@@ -29,6 +30,7 @@ type Manager struct {
 	warm        int
 	keys        func(id string) ([]byte, [][]byte) // ManagerOptions.Keys
 	maxWaiting  int
+	leaseTTL    time.Duration // 0: claims are this process's only
 
 	poolOnce sync.Once
 	pool     *runtime.Pool // own pool, closed with the manager
@@ -76,6 +78,14 @@ type ManagerOptions struct {
 	// (ClaimOptions.Wait): one more fails at once with ErrBusy. Default
 	// DefaultMaxWaiting.
 	MaxWaiting int
+	// LeaseTTL is how long a claim's lease in the store holds unless its
+	// holder renews it (every third of it): with a store (Options.Store),
+	// every claim is also a lease there, so that among the instances that
+	// share the store one runs a session at a time, and when one dies,
+	// another takes its sessions over this long after at the most. 0
+	// means DefaultLeaseTTL; negative keeps claims in this process only
+	// (one instance per store, or an ephemeral store).
+	LeaseTTL time.Duration
 }
 
 // DefaultMaxWaiting is ManagerOptions.MaxWaiting's default.
@@ -108,6 +118,13 @@ func NewManager(opts Options, mo ManagerOptions) *Manager {
 	if m.warm == 0 {
 		m.warm = 2
 	}
+	switch {
+	case opts.Store == nil || mo.LeaseTTL < 0:
+	case mo.LeaseTTL == 0:
+		m.leaseTTL = DefaultLeaseTTL
+	default:
+		m.leaseTTL = mo.LeaseTTL
+	}
 	if m.idleTimeout > 0 {
 		m.wg.Add(1)
 		go m.janitor()
@@ -115,25 +132,25 @@ func NewManager(opts Options, mo ManagerOptions) *Manager {
 	return m
 }
 
-// Exec runs code in the session id, opening it if needed.
+// Exec runs code in the session id, opening it if needed, under a claim
+// that fails at once with ErrBusy while another caller holds the session.
 func (m *Manager) Exec(ctx context.Context, id, code string) (*Result, error) {
-	s, release, err := m.Acquire(ctx, id)
+	l, err := m.Claim(ctx, id, ClaimOptions{Who: "Manager.Exec"})
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer l.Release()
+	s, err := l.Session(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
 	return s.Exec(ctx, code)
 }
 
-// Acquire returns the live session id, opening it if needed, and a release
-// function to call when done with it. While acquired it is not evicted.
-func (m *Manager) Acquire(ctx context.Context, id string) (*Session, func(), error) {
-	s, release, _, err := m.acquire(ctx, id, nil)
-	return s, release, err
-}
-
-// acquire is Acquire, opening the session with opts when it is not live
-// (nil: sessionOptions); fresh says it was opened.
+// acquire returns the live session id and a function that releases it
+// (while acquired it is not evicted), opening it with opts when it is not
+// live (nil: sessionOptions); fresh says it was opened. Lease.Session is
+// its one caller: the session is claimed.
 func (m *Manager) acquire(ctx context.Context, id string, opts *Options) (s *Session, release func(), fresh bool, err error) {
 	for {
 		m.mu.Lock()

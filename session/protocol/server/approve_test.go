@@ -160,12 +160,16 @@ func TestApprovalNotDecidedInTime(t *testing.T) {
 	assert.Contains(t, msg, "session "+sid)
 	assert.Contains(t, msg, "not called")
 	assert.Zero(t, wp.calls.Load())
-	// The run was taken back: a decision now finds nothing, and the
-	// session runs code again once parked.
+	// The run was taken back: the feed's end is stored, so a decision
+	// now finds the session as the connection holds it, and nothing to
+	// decide once it is free; the session runs code again.
 	status, out := decide(t, api, p.RunID, p.Calls[0].ID, true)
 	assert.Equal(t, http.StatusConflict, status, "%v", out)
-	assert.Equal(t, "run_not_paused", out["error"])
+	assert.Equal(t, "session_busy", out["error"])
 	ws.park(t, c)
+	status, out = decide(t, api, p.RunID, p.Calls[0].ID, true)
+	assert.Equal(t, http.StatusConflict, status, "%v", out)
+	assert.Equal(t, "run_not_paused", out["error"])
 	assert.Zero(t, wp.calls.Load())
 	status, out = exec(t, api, key, sid, "out")
 	require.Equal(t, http.StatusOK, status, "%v", out)

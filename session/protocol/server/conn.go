@@ -47,6 +47,13 @@ type conn struct {
 	lease     *session.Lease
 	announce  bool // the next turn-ending event carries sid
 	ephemeral bool
+	// dirty: the worker's session may differ from what is stored under
+	// sid (set by every turn, cleared by every store of it).
+	dirty bool
+	// unstored: a turn's state could not be stored, and the connection
+	// ends without storing anything more (the store keeps the session as
+	// of the last turn answered).
+	unstored bool
 
 	mounts *runtime.MountTable // the profile's mounts, opened for this session
 	tools  *tools.Registry     // the profile's, for the calls that wait for approval
@@ -90,7 +97,7 @@ func (c *conn) serve() {
 	closeCode, reason := websocket.StatusNormalClosure, ""
 	broken := false
 	defer func() {
-		if !broken {
+		if !broken && !c.unstored {
 			c.park(context.WithoutCancel(ctx), "disconnect")
 		}
 		c.release()
@@ -109,10 +116,17 @@ func (c *conn) serve() {
 	}()
 	for {
 		rctx, rcancel := context.WithTimeout(ctx, s.opts.IdleTimeout)
+		rctx, unbind := c.bind(rctx)
 		typ, b, err := c.ws.Read(rctx)
 		idle := err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded)
+		lost := err != nil && errors.Is(context.Cause(rctx), session.ErrLeaseLost)
+		unbind()
 		rcancel()
 		switch {
+		case lost && ctx.Err() == nil:
+			s.log.Warn("monty.v1 session's claim in the store was lost; closing the connection", "session_id", c.sid, "error", context.Cause(rctx))
+			closeCode, reason = websocket.StatusTryAgainLater, "session claimed elsewhere"
+			return
 		case idle && ctx.Err() == nil:
 			s.log.Info("monty.v1 connection idle; closing it", "session_id", c.sid, "idle_timeout", s.opts.IdleTimeout)
 			closeCode, reason = websocket.StatusPolicyViolation, "idle timeout"
@@ -154,8 +168,11 @@ func (c *conn) serve() {
 		}
 		more, err := c.handle(ctx, req)
 		if err != nil {
-			if errors.Is(err, errTurnTimeout) {
+			switch {
+			case errors.Is(err, errTurnTimeout):
 				closeCode, reason = websocket.StatusPolicyViolation, "turn timeout"
+			case errors.Is(err, errNotStored):
+				closeCode, reason = websocket.StatusInternalError, "session not stored"
 			}
 			return
 		}
@@ -165,7 +182,10 @@ func (c *conn) serve() {
 	}
 }
 
-var errTurnTimeout = errors.New("turn timeout")
+var (
+	errTurnTimeout = errors.New("turn timeout")
+	errNotStored   = errors.New("session not stored")
+)
 
 // handle serves one request; false ends the connection.
 func (c *conn) handle(ctx context.Context, req *pb.ParentRequest) (bool, error) {
@@ -184,6 +204,9 @@ func (c *conn) handle(ctx context.Context, req *pb.ParentRequest) (bool, error) 
 			if fresh && ev.GetOk() != nil && !c.ephemeral && s.store != nil {
 				c.newSession()
 				c.announce = true
+				if err := c.commit(ctx, send); err != nil {
+					return err
+				}
 			}
 			return send(ev)
 		})
@@ -192,6 +215,14 @@ func (c *conn) handle(ctx context.Context, req *pb.ParentRequest) (bool, error) 
 		sctx, span := c.span(ctx, "load")
 		ev := c.load(sctx, k.Load.GetState())
 		endSpan(span, ev)
+		if ev.GetOk() == nil && ev.GetError() == nil && ev.GetFatalError() == nil {
+			// A feed loaded suspended was announced again, or went on
+			// (an approval decided meanwhile): store where it is now.
+			c.dirty = true
+			if err := c.commit(ctx, send); err != nil {
+				return false, err
+			}
+		}
 		return true, send(ev)
 	case *pb.ParentRequest_Dump:
 		sctx, span := c.span(ctx, "dump")
@@ -214,6 +245,8 @@ func (c *conn) handle(ctx context.Context, req *pb.ParentRequest) (bool, error) 
 	resumed := req.GetFeed() == nil
 	tctx, cancel := context.WithTimeout(ctx, s.opts.TurnTimeout)
 	defer cancel()
+	tctx, unbind := c.bind(tctx)
+	defer unbind()
 	tctx, span := s.tel.StartExecution(tctx, c.sid, resumed)
 	var last *pb.ChildEvent
 	timedOut := func() bool { return errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil }
@@ -223,6 +256,10 @@ func (c *conn) handle(ctx context.Context, req *pb.ParentRequest) (bool, error) 
 			if timedOut() {
 				// A turn timeout is a dropped connection, as monty-server's.
 				return errTurnTimeout
+			}
+			c.dirty = true
+			if err := c.commit(ctx, send); err != nil {
+				return err
 			}
 		}
 		return send(ev)
@@ -369,7 +406,7 @@ func errEvent(excType, msg string) *pb.ChildEvent {
 
 // newSession gives the connection's session a new id, and claims it.
 func (c *conn) newSession() {
-	c.sid, c.held, c.legacy = newID("s-"), nil, ""
+	c.sid, c.held, c.legacy, c.dirty = newID("s-"), nil, "", true
 	_ = c.claim(context.Background(), c.sid, 0) // a new id is nobody else's
 }
 
@@ -460,7 +497,7 @@ func (c *conn) load(ctx context.Context, state []byte) *pb.ChildEvent {
 	case record:
 		c.newSession() // a record starts a new session
 	default:
-		c.sid, c.held, c.legacy = id, held, legacy // continuing that session
+		c.sid, c.held, c.legacy, c.dirty = id, held, legacy, legacy != "" // continuing that session
 	}
 	if c.sid != "" {
 		ev.SessionId = []byte(c.sid)
@@ -638,20 +675,102 @@ func (c *conn) saveInto(ctx context.Context, at place, held *session.Driven) (*s
 	return held, held.Save(ctx, r, session.Driver{Name: driverName, State: live.Header})
 }
 
-// park stores the session under its id, so that Load continues it on any
-// instance (and /exec on the HTTP API). A session written meanwhile by
-// another connection or surface is not overwritten: this one is kept
-// under a new id.
+// durable reports whether the connection's session is stored after each
+// turn, before the turn is answered (Options.ParkOnly, Profile.ParkOnly).
+func (c *conn) durable() bool {
+	if c.sid == "" || c.s.store == nil || c.s.opts.ParkOnly {
+		return false
+	}
+	return !c.s.opts.Profiles[c.w.Config().GetProfile()].ParkOnly
+}
+
+// bind returns ctx, ended with session.ErrLeaseLost as its cause when the
+// connection's claim on its session is lost.
+func (c *conn) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.lease == nil {
+		return ctx, func() {}
+	}
+	return c.lease.Bind(ctx)
+}
+
+// commit stores the session as the turn left it, before the turn's
+// answer goes out, when the session is durable: what a client was
+// answered is in the store. When it cannot be stored, the client is told
+// so instead (through send), and the error ends the connection: the store
+// keeps the session as of the turn answered last.
+func (c *conn) commit(ctx context.Context, send func(*pb.ChildEvent) error) error {
+	if !c.durable() {
+		return nil
+	}
+	s := c.s
+	ctx, span := c.span(context.WithoutCancel(ctx), "commit")
+	defer span.End()
+	err := c.lease.Err() // nil for a nil lease
+	if err == nil {
+		err = c.store(ctx)
+	}
+	if err == nil {
+		return nil
+	}
+	telemetry.Fail(span, err)
+	c.unstored = true
+	s.log.Warn("monty.v1 turn not stored; closing the connection", "session_id", c.sid, "error", err)
+	_ = send(errEvent("RuntimeError", c.notStored(err)))
+	return errNotStored
+}
+
+// notStored tells the client that the turn's state could not be stored
+// (err), and what it does now.
+func (c *conn) notStored(err error) string {
+	why := "the session could not be stored (" + dumpFailure(err) + ")"
+	switch {
+	case errors.Is(err, session.ErrStateTooLarge):
+		why = "the session is larger than this server's limit on stored state"
+	case errors.Is(err, store.ErrConflict), errors.Is(err, session.ErrLeaseLost):
+		why = "the session was taken over by another connection or instance (its claim lapsed while the store was out of reach)"
+	}
+	next := fmt.Sprintf("load_session('%s') on a new connection continues it as stored, as of the last turn answered", c.sid)
+	if c.held == nil {
+		next = "it was never stored: start a new one"
+	}
+	return why + ", so this turn's changes were not kept and the connection closes; " + next
+}
+
+// store stores the session under its id, in place of what the connection
+// last loaded or stored (store.ErrConflict when another writer stored it
+// since), and removes its legacy entry once it is stored in the format.
+func (c *conn) store(ctx context.Context) error {
+	s := c.s
+	held, err := c.saveInto(ctx, s.sessionPlace(c.ns, c.sid), c.held)
+	if err != nil {
+		return err
+	}
+	c.held, c.dirty = held, false
+	if c.legacy != "" {
+		// Stored in the new format: the legacy entry is not the session
+		// any more.
+		if err := s.store.Delete(ctx, c.legacy); err != nil && !errors.Is(err, store.ErrNotFound) {
+			s.log.Warn("monty.v1 legacy session entry not removed", "session_id", c.sid, "store_id", c.legacy, "error", err)
+		}
+		c.legacy = ""
+	}
+	return nil
+}
+
+// park stores the session under its id, unless the store holds it as it
+// is, so that Load continues it on any instance (and /exec on the HTTP
+// API). A session written meanwhile by another connection or surface is
+// not overwritten: this one is kept under a new id.
 func (c *conn) park(ctx context.Context, why string) {
 	s := c.s
-	if c.sid == "" || s.store == nil || !c.w.Configured() {
+	if c.sid == "" || s.store == nil || !c.w.Configured() || !c.dirty {
 		return
 	}
 	ctx, span := c.span(ctx, "park")
 	defer span.End()
 	span.SetAttributes(attribute.String("monty.session.park_reason", why))
 	for range 2 {
-		held, err := c.saveInto(ctx, s.sessionPlace(c.ns, c.sid), c.held)
+		err := c.store(ctx)
 		if errors.Is(err, store.ErrConflict) {
 			old := c.sid
 			c.newSession()
@@ -662,15 +781,6 @@ func (c *conn) park(ctx context.Context, why string) {
 			telemetry.Fail(span, err)
 			s.log.Warn("monty.v1 session not parked", "session_id", c.sid, "why", why, "error", err)
 			return
-		}
-		c.held = held
-		if c.legacy != "" {
-			// Parked in the new format: the legacy entry is not the
-			// session any more.
-			if err := s.store.Delete(ctx, c.legacy); err != nil && !errors.Is(err, store.ErrNotFound) {
-				s.log.Warn("monty.v1 legacy session entry not removed", "session_id", c.sid, "store_id", c.legacy, "error", err)
-			}
-			c.legacy = ""
 		}
 		s.log.Debug("monty.v1 session parked", "session_id", c.sid, "why", why)
 		return

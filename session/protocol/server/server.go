@@ -11,8 +11,13 @@
 //     each key has its own namespace of stored sessions (package apikey, as
 //     the HTTP API).
 //   - Stored sessions: unless the client asks for an ephemeral one, a
-//     session gets an id (ChildEvent.session_id) and is parked in the store
-//     when its connection ends, idles out or the server drains. Dump writes
+//     session gets an id (ChildEvent.session_id), and every turn's state
+//     (a feed's end, or its suspension) is in the store before the turn's
+//     answer is sent, so that a crash of this instance loses nothing a
+//     client was answered (Options.ParkOnly stores it only when its
+//     connection ends, idles out or the server drains). The connection's
+//     claim on its session is a lease in the store (session.Manager), so
+//     that another instance takes the session over once this one died. Dump writes
 //     a record that never changes and answers with its id; Load takes a
 //     session id (continuing that session) or a record id (starting a new
 //     session from it), on any instance sharing the store. Sessions are
@@ -92,6 +97,10 @@ type Profile struct {
 	// must be safe for concurrent use. Nil forwards everything to the
 	// client.
 	Host *runtime.Host
+	// ParkOnly stores the profile's sessions only when their connection
+	// ends, idles out, is reset or the server drains (as Options.ParkOnly,
+	// for this profile alone).
+	ParkOnly bool
 	// Tools is the registry behind Host's host objects (Registry.Host),
 	// when it has methods that wait for a person's approval (an MCP
 	// server's tools, mcpclient): such a call pauses the session durably
@@ -115,6 +124,14 @@ type Options struct {
 	// MinSigningKey bytes); every instance sharing the store needs it, and
 	// an HTTP API sharing the store and its sessions has the same key.
 	SigningKey []byte
+	// ParkOnly stores sessions only when their connection ends, idles
+	// out, is reset or the server drains, not after each turn: a turn is
+	// answered before its state is stored, which saves a store write per
+	// turn, and a crash of the instance (SIGKILL, OOM kill, a node lost)
+	// loses what its sessions did since they were last parked, and
+	// sessions never parked at all. False (the default): every turn's
+	// state is stored before its answer is sent.
+	ParkOnly bool
 	// MaxStateSize caps a stored session or record
 	// (session.DefaultMaxStateSize when 0): a session over it is not
 	// parked (the log says so), and dump() fails.

@@ -1,0 +1,274 @@
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/monty-go/monty/session/store"
+)
+
+// A claim's lease in the store (Manager.Claim): the claim on a session is
+// an entry of the session's store beside its state, written under
+// compare-and-set, so that of the instances sharing the store one at a
+// time runs the session. Its holder renews it every third of its time to
+// live; when the holder dies, the entry lapses and another instance takes
+// the session over, at most DefaultLeaseTTL later. A lease that could not
+// be renewed before it lapsed is lost: its holder is told (Lease.Lost)
+// and must stop, and the compare-and-set of the session's state refuses
+// whatever it still tries to store after a new holder stored.
+//
+// The lapse is judged by each instance's clock, so the instances' clocks
+// must agree to well within the time to live (NTP does).
+
+// DefaultLeaseTTL is how long a claim's lease in the store holds without
+// being renewed (ManagerOptions.LeaseTTL): the longest a session stays
+// claimed by an instance that died.
+const DefaultLeaseTTL = 5 * time.Second
+
+// ErrLeaseLost matches the error of a Lease whose claim in the store
+// lapsed (the store could not be written in time) or was taken by another
+// instance: its holder must stop using the session.
+var ErrLeaseLost = errors.New("session: the claim's lease in the store was lost")
+
+// leaseSuffix ends the store id of a session's lease.
+const leaseSuffix = ":lease"
+
+// LeaseID is the store id of the lease of the session stored under id:
+// id with ":lease" added, or, when that is too long for a store id, a
+// name made of its hash. Listings of sessions leave these out (IsLeaseID).
+func LeaseID(id string) string {
+	if len(id)+len(leaseSuffix) <= 200 {
+		return id + leaseSuffix
+	}
+	return fmt.Sprintf("lease.%x%s", sha256.Sum256([]byte(id)), leaseSuffix)
+}
+
+// IsLeaseID reports whether a store id is that of a lease (LeaseID).
+func IsLeaseID(id string) bool { return strings.HasSuffix(id, leaseSuffix) }
+
+// leaseRecord is a lease as stored.
+type leaseRecord struct {
+	// Token tells this holder's lease from another's.
+	Token string `json:"token"`
+	// Holder is who holds it (ClaimOptions.Who); Host the process
+	// ("host:pid"), for the error of a claim that finds it held.
+	Holder string `json:"holder"`
+	Host   string `json:"host"`
+	// Long: held for long (ClaimOptions.Long).
+	Long bool `json:"long,omitempty"`
+	// Until is when it lapses unless renewed.
+	Until time.Time `json:"until"`
+}
+
+// processName names this process in the leases it holds.
+var processName = sync.OnceValue(func() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return host + ":" + strconv.Itoa(os.Getpid())
+})
+
+// storeLease is a claim held in the store, renewed in the background
+// until it is released or lost.
+type storeLease struct {
+	st      store.Store
+	key     string
+	ttl     time.Duration
+	mu      sync.Mutex
+	rec     leaseRecord
+	version string
+	// unheld: the store refused the lease's write (it cannot be written,
+	// so no other instance can store the session either): the claim is
+	// this process's only, and nothing is renewed or removed.
+	unheld bool
+
+	stop    chan struct{} // closed by release
+	done    chan struct{} // closed when the renewal ends
+	lost    chan struct{} // closed when the lease is lost
+	lostErr error
+}
+
+// leaseWait bounds one pause of a claim waiting for another instance's
+// lease.
+const leaseWait = 250 * time.Millisecond
+
+// acquireLease takes the lease of session id in st for who, waiting up to
+// wait for another instance's lease to be released or to lapse (0: not at
+// all; negative: as long as ctx lets it; at most LongHoldWait while the
+// holder holds for long). A store that refuses the write (unavailable)
+// gives an unheld lease: see storeLease.unheld.
+func acquireLease(ctx context.Context, st store.Store, id string, o ClaimOptions, ttl time.Duration) (*storeLease, error) {
+	l := &storeLease{st: st, key: LeaseID(id), ttl: ttl}
+	start := time.Now()
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("session %s: claiming it in the store: %w", id, context.Cause(ctx))
+		}
+		l.rec = leaseRecord{Token: newClaimToken(), Holder: o.Who, Host: processName(), Long: o.Long, Until: time.Now().Add(ttl).UTC()}
+		data, _ := json.Marshal(l.rec) // a plain struct always marshals
+		info, err := st.Put(ctx, l.key, data, store.Cond{IfAbsent: true})
+		if err == nil {
+			l.version = info.Version
+			return l.start(), nil
+		}
+		if !isConflict(err) {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("session %s: claiming it in the store: %w", id, context.Cause(ctx))
+			}
+			if errors.Is(err, store.ErrUnavailable) {
+				l.unheld = true
+				return l.start(), nil
+			}
+			return nil, fmt.Errorf("session %s: claiming it in the store: %w", id, err)
+		}
+		obj, err := st.Get(ctx, l.key)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue // released meanwhile
+		case errors.Is(err, store.ErrUnreadable):
+			// Damaged: not a lease anyone holds.
+			if err := st.Delete(ctx, l.key); err != nil {
+				return nil, fmt.Errorf("session %s: removing its damaged claim in the store: %w", id, err)
+			}
+			continue
+		case err != nil:
+			if errors.Is(err, store.ErrUnavailable) && ctx.Err() == nil {
+				l.unheld = true
+				return l.start(), nil
+			}
+			return nil, fmt.Errorf("session %s: reading its claim in the store: %w", id, err)
+		}
+		var other leaseRecord
+		if json.Unmarshal(obj.Data, &other) != nil || other.Token == "" || !time.Now().Before(other.Until) {
+			// Lapsed (its holder died), or not a lease at all: take it.
+			info, err := st.Put(ctx, l.key, data, store.Cond{IfVersion: obj.Info.Version})
+			if err == nil {
+				l.version = info.Version
+				return l.start(), nil
+			}
+			if !isConflict(err) {
+				return nil, fmt.Errorf("session %s: taking over its lapsed claim in the store: %w", id, err)
+			}
+			continue
+		}
+		limit := o.Wait
+		if other.Long && (limit < 0 || limit > LongHoldWait) {
+			limit = LongHoldWait
+		}
+		waited := time.Since(start)
+		if limit >= 0 && waited >= limit {
+			return nil, &BusyError{ID: id, Holder: other.Holder + " on " + other.Host, Waited: waitedIf(limit, waited)}
+		}
+		pause := min(leaseWait, time.Until(other.Until)+time.Millisecond)
+		if limit >= 0 {
+			pause = min(pause, limit-waited)
+		}
+		t := time.NewTimer(max(pause, time.Millisecond))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("session %s: waiting for %s on %s to release it: %w", id, other.Holder, other.Host, context.Cause(ctx))
+		}
+	}
+}
+
+// waitedIf is how long a claim that gave up after waited waited: 0 when
+// it was not to wait (limit 0).
+func waitedIf(limit, waited time.Duration) time.Duration {
+	if limit == 0 {
+		return 0
+	}
+	return waited
+}
+
+// start starts renewing l.
+func (l *storeLease) start() *storeLease {
+	l.stop, l.done, l.lost = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	if l.unheld {
+		close(l.done)
+		return l
+	}
+	go l.renew()
+	return l
+}
+
+// renew renews the lease every third of its time to live until it is
+// released, and marks it lost when it cannot.
+func (l *storeLease) renew() {
+	defer close(l.done)
+	tick := time.NewTicker(l.ttl / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+		}
+		l.mu.Lock()
+		rec, version := l.rec, l.version
+		l.mu.Unlock()
+		next := rec
+		next.Until = time.Now().Add(l.ttl).UTC()
+		data, _ := json.Marshal(next)
+		ctx, cancel := context.WithDeadline(context.Background(), rec.Until)
+		info, err := l.st.Put(ctx, l.key, data, store.Cond{IfVersion: version})
+		cancel()
+		switch {
+		case err == nil:
+			l.mu.Lock()
+			l.rec, l.version = next, info.Version
+			l.mu.Unlock()
+		case isConflict(err):
+			l.lose(fmt.Errorf("%w: another instance took it over after it lapsed", ErrLeaseLost))
+			return
+		case !time.Now().Before(rec.Until):
+			l.lose(fmt.Errorf("%w: it lapsed while the store could not be written: %w", ErrLeaseLost, err))
+			return
+		}
+	}
+}
+
+// lose marks l lost with err.
+func (l *storeLease) lose(err error) {
+	l.mu.Lock()
+	l.lostErr = err
+	l.mu.Unlock()
+	close(l.lost)
+}
+
+// err is why l was lost (nil: it holds).
+func (l *storeLease) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lostErr
+}
+
+// release stops renewing l and removes it from the store, unless it was
+// lost (or never held there).
+func (l *storeLease) release() {
+	close(l.stop)
+	<-l.done
+	if l.unheld || l.err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.ttl)
+	defer cancel()
+	if !time.Now().Before(l.rec.Until) {
+		// Lapsed: another instance may hold it now; remove only ours.
+		obj, err := l.st.Get(ctx, l.key)
+		if err != nil || obj.Info.Version != l.version {
+			return
+		}
+	}
+	_ = l.st.Delete(ctx, l.key) // a lease left behind lapses by itself
+}
