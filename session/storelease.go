@@ -103,12 +103,14 @@ const leaseWait = 250 * time.Millisecond
 
 // acquireLease takes the lease of session id in st for who, waiting up to
 // wait for another instance's lease to be released or to lapse (0: not at
-// all; negative: as long as ctx lets it; at most LongHoldWait while the
-// holder holds for long). A store that refuses the write (unavailable)
+// all; negative: as long as ctx lets it; while the holder holds for long,
+// at most LongHoldWait, but until the lease first seen lapses, so that a
+// session whose holder died is taken over). A store that refuses the write (unavailable)
 // gives an unheld lease: see storeLease.unheld.
 func acquireLease(ctx context.Context, st store.Store, id string, o ClaimOptions, ttl time.Duration) (*storeLease, error) {
 	l := &storeLease{st: st, key: LeaseID(id), ttl: ttl}
 	start := time.Now()
+	var lapse time.Time // when the first long holder's lease lapses
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("session %s: claiming it in the store: %w", id, context.Cause(ctx))
@@ -161,8 +163,17 @@ func acquireLease(ctx context.Context, st store.Store, id string, o ClaimOptions
 			continue
 		}
 		limit := o.Wait
-		if other.Long && (limit < 0 || limit > LongHoldWait) {
-			limit = LongHoldWait
+		if other.Long && limit != 0 {
+			// Held for long, as a connection holds its session: waited
+			// for LongHoldWait at the most, but until the lease seen
+			// first lapses, when its holder may have died.
+			if lapse.IsZero() {
+				lapse = other.Until
+			}
+			if limit < 0 || limit > LongHoldWait {
+				limit = LongHoldWait
+			}
+			limit = max(limit, lapse.Sub(start)+leaseWait/10)
 		}
 		waited := time.Since(start)
 		if limit >= 0 && waited >= limit {
@@ -270,5 +281,23 @@ func (l *storeLease) release() {
 			return
 		}
 	}
-	_ = l.st.Delete(ctx, l.key) // a lease left behind lapses by itself
+	if err := l.st.Delete(ctx, l.key); err != nil {
+		// Retried until it lapses by itself, so that a claim need not
+		// wait for that once the store is back.
+		go l.retryDelete()
+	}
+}
+
+// retryDelete removes the lease, which release could not, until it
+// lapses.
+func (l *storeLease) retryDelete() {
+	for time.Now().Before(l.rec.Until) {
+		time.Sleep(leaseWait)
+		ctx, cancel := context.WithDeadline(context.Background(), l.rec.Until)
+		err := l.st.Delete(ctx, l.key)
+		cancel()
+		if err == nil {
+			return
+		}
+	}
 }

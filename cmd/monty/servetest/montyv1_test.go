@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -219,5 +220,80 @@ func TestMontyV1DrainContinuesOnAnotherInstance(t *testing.T) {
 	defer lb.mu.Unlock()
 	if lb.routed[b.url] < 2 {
 		t.Fatalf("the sessions should have continued on the second instance, routed: %v", lb.routed)
+	}
+}
+
+// TestMontyV1SessionsSurviveACrash: two monty serve processes share a
+// store (Redis, or one directory); pydantic-monty's AsyncMontyWebsocket
+// starts three sessions on the first (one never parked, one parked once and
+// fed again, one suspended on the client's function), which is then
+// SIGKILLed. On the second, load_session must give each as of the last turn
+// the first answered, and the suspended feed must ask for its function
+// again (testdata/clients/monty_v1_crash.py).
+func TestMontyV1SessionsSurviveACrash(t *testing.T) {
+	for _, name := range []string{"redis", "dir"} {
+		t.Run(name, func(t *testing.T) {
+			spec := filepath.Join(t.TempDir(), "store")
+			if name == "redis" {
+				spec = redisSpec(t)
+			}
+			const key = "crash-test-api-key"
+			a := serve(t, "--store", spec, "--api-key", key)
+			b := serve(t, "--store", spec, "--api-key", key)
+			const feeds = 7
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, clienttest.Python(t), clienttest.Script("monty_v1_crash.py"), a.wsURL(), b.wsURL(), key, fmt.Sprint(feeds))
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			lines := bufio.NewScanner(stdout)
+			var ids map[string]string
+			if !lines.Scan() || json.Unmarshal(lines.Bytes(), &ids) != nil {
+				_ = cmd.Wait()
+				t.Fatalf("the client did not start its sessions: %q\n%s\n%s", lines.Text(), stderr.String(), a.log())
+			}
+			if err := a.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			<-a.exited
+			if _, err := io.WriteString(stdin, "go\n"); err != nil {
+				t.Fatal(err)
+			}
+			var result struct {
+				Disconnected bool    `json:"disconnected"`
+				LoadSeconds  float64 `json:"load_seconds"`
+				Fresh        int     `json:"fresh"`
+				Reloaded     int     `json:"reloaded"`
+				AskedAgain   bool    `json:"asked_again"`
+				Waiting      int     `json:"waiting"`
+			}
+			if !lines.Scan() || json.Unmarshal(lines.Bytes(), &result) != nil {
+				_ = cmd.Wait()
+				t.Fatalf("no result from the client: %q\nclient stderr:\n%s\nsecond instance:\n%s", lines.Text(), stderr.String(), b.log())
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("client: %v: %+v\n%s\nsecond instance:\n%s", err, result, stderr.String(), b.log())
+			}
+			if !result.Disconnected || result.Fresh != feeds || result.Reloaded != 5 || !result.AskedAgain || result.Waiting != 42 {
+				t.Fatalf("the sessions are not as the crashed instance last answered: %+v (sessions %v)", result, ids)
+			}
+			// The crashed instance's claims lapse within the lease's time to
+			// live (5 s), which the first load waited out.
+			t.Logf("first load on the second instance %.2f s after the crash", result.LoadSeconds)
+			if result.LoadSeconds > 15 {
+				t.Errorf("the first load took %.2f s: the crashed instance's claim did not lapse in time", result.LoadSeconds)
+			}
+		})
 	}
 }

@@ -202,11 +202,10 @@ func (c *conn) handle(ctx context.Context, req *pb.ParentRequest) (bool, error) 
 		fresh := !c.w.Configured()
 		outcome, err := c.w.Handle(ctx, req, func(ev *pb.ChildEvent) error {
 			if fresh && ev.GetOk() != nil && !c.ephemeral && s.store != nil {
+				// Stored from its first turn on: until then it holds
+				// nothing to lose.
 				c.newSession()
 				c.announce = true
-				if err := c.commit(ctx, send); err != nil {
-					return err
-				}
 			}
 			return send(ev)
 		})
