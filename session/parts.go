@@ -21,6 +21,11 @@ type dumpParts struct {
 	marks    runtime.DumpMarks // how far the segments reach
 	segments []segment         // the added parts, oldest first
 	state    segment           // the rest of the state
+
+	// stateSum is the state's digest (unchanged.go), once summed;
+	// sumOK when it has one.
+	summed, sumOK bool
+	stateSum      [32]byte
 }
 
 // segment is one stored part: its bytes as stored (zstd-compressed when

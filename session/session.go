@@ -663,6 +663,11 @@ func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) 
 		s.state.describe(res)
 		return nil
 	}
+	same := s.unchanged(ctx)
+	if same && s.keyed == nil {
+		// Nothing to store: the call changed nothing.
+		return s.savedAsIs(res, tc)
+	}
 	g, err := s.snapshotUnlessPaused(ctx)
 	if err != nil {
 		return err
@@ -685,6 +690,12 @@ func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) 
 		return err
 	}
 	_, err = s.state.put(ctx, b, mark)
+	if same && errors.Is(err, store.ErrUnavailable) {
+		// Only the idempotency key was to be stored, and the store
+		// cannot take it: the answer is not kept, and a retry runs the
+		// call again, which changes nothing either.
+		return s.savedAsIs(res, tc)
+	}
 	var tooLarge *sizeError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -712,6 +723,15 @@ func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) 
 		}
 		return s.injectJSON(ctx, view)
 	}
+	return nil
+}
+
+// savedAsIs ends the save of a call that changed nothing: the stored state
+// is the session's as it is (unchanged.go).
+func (s *Session) savedAsIs(res *Result, tc *typecheck.Context) error {
+	s.tc = tc
+	res.Saved = true
+	s.state.describe(res)
 	return nil
 }
 

@@ -765,7 +765,7 @@ func (b *service) logStart(scheme, addr string) {
 		"on_corrupt_state", onCorrupt, "store", describeStore(opts.Session.Store, b.storeOpts))
 	log.Info("monty.v1 WebSocket sessions", "url", strings.Replace(scheme, "http", "ws", 1)+"://"+addr+"/",
 		"stored", wsOpts.Store != nil, "profiles", b.profiles, "max_conns", wsOpts.MaxConns, "max_conns_per_key", wsOpts.MaxConnsPerKey,
-		"idle_timeout", wsOpts.IdleTimeout, "turn_timeout", wsOpts.TurnTimeout)
+		"idle_timeout", wsOpts.IdleTimeout, "turn_timeout", wsOpts.TurnTimeout, "park_only", wsOpts.ParkOnly)
 	// Which entries were read as NAME=KEY: an entry of that shape is a
 	// named key, so the operator sees it was not taken whole.
 	keyNames := slices.Sorted(maps.Values(opts.KeyNames))

@@ -25,6 +25,7 @@ type wsFlags struct {
 	frameTimeout             time.Duration
 	maxFrame                 string
 	profilesFile             string
+	parkOnly                 bool
 }
 
 func addWSFlags(fs *flag.FlagSet) *wsFlags {
@@ -35,7 +36,8 @@ func addWSFlags(fs *flag.FlagSet) *wsFlags {
 	fs.DurationVar(&w.turnTimeout, "ws-turn-timeout", server.DefaultTurnTimeout, "close a monty.v1 connection whose request runs longer than this")
 	fs.StringVar(&w.maxFrame, "ws-max-frame", "16MiB", "largest monty.v1 request frame: a larger one is refused (close 1009) as soon as its header arrives")
 	fs.DurationVar(&w.frameTimeout, "ws-frame-timeout", server.DefaultFrameTimeout, "close a monty.v1 connection whose request frame has not fully arrived this long after its first byte")
-	fs.StringVar(&w.profilesFile, "profiles", "", "monty.v1 session profiles, a JSON `FILE`: {\"NAME\": {\"max_memory\": \"64MiB\", \"max_duration\": \"5s\", \"max_recursion\": 200, \"mounts\": [\"HOST:GUEST:ro\"], \"connect\": [\"NAME=COMMAND\"]}} (docs/protocol.md)")
+	fs.StringVar(&w.profilesFile, "profiles", "", "monty.v1 session profiles, a JSON `FILE`: {\"NAME\": {\"max_memory\": \"64MiB\", \"max_duration\": \"5s\", \"max_recursion\": 200, \"mounts\": [\"HOST:GUEST:ro\"], \"connect\": [\"NAME=COMMAND\"], \"park_only\": false}} (docs/protocol.md)")
+	fs.BoolVar(&w.parkOnly, "ws-park-only", false, "store monty.v1 sessions only when their connection ends, idles out or the server drains, not after every turn: a write less per turn, but a crash of this instance loses what its sessions did since they were last stored")
 	return w
 }
 
@@ -46,6 +48,7 @@ type profileSpec struct {
 	MaxRecursion int      `json:"max_recursion"`
 	Mounts       []string `json:"mounts"`
 	Connect      []string `json:"connect"`
+	ParkOnly     bool     `json:"park_only"`
 }
 
 // readProfiles parses the --profiles file (nil without one).
@@ -61,7 +64,7 @@ func readProfiles(file string) (map[string]profileSpec, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&specs); err != nil {
-		return nil, fmt.Errorf("--profiles %s: %w (want {\"NAME\": {\"max_memory\": ..., \"max_duration\": ..., \"max_recursion\": ..., \"mounts\": [...], \"connect\": [...]}})", file, err)
+		return nil, fmt.Errorf("--profiles %s: %w (want {\"NAME\": {\"max_memory\": ..., \"max_duration\": ..., \"max_recursion\": ..., \"mounts\": [...], \"connect\": [...], \"park_only\": ...}})", file, err)
 	}
 	for name := range specs {
 		if name == "" {
@@ -125,6 +128,7 @@ func buildProfile(ctx context.Context, name string, spec profileSpec, timeout ti
 		return fail(errors.New("max_recursion must not be negative"))
 	}
 	p.Limits.MaxRecursion = spec.MaxRecursion
+	p.ParkOnly = spec.ParkOnly
 	for _, m := range spec.Mounts {
 		ms, err := runtime.ParseMount(m)
 		if err != nil {
@@ -171,5 +175,6 @@ func (w *wsFlags) options() (server.Options, error) {
 	}
 	o.MaxConns, o.MaxConnsPerKey = w.maxConns, w.maxConnsPerKey
 	o.IdleTimeout, o.TurnTimeout, o.FrameTimeout, o.MaxFrame = w.idleTimeout, w.turnTimeout, w.frameTimeout, n
+	o.ParkOnly = w.parkOnly
 	return o, nil
 }

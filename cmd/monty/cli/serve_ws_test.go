@@ -23,7 +23,7 @@ func TestProfilesFile(t *testing.T) {
 		require.NoError(t, os.WriteFile(f, []byte(text), 0o644))
 		return f
 	}
-	specs, err := readProfiles(write(`{"small": {"max_memory": "64MiB", "max_duration": "5s", "max_recursion": 200, "mounts": ["` + dir + `:/data:ro"]}}`))
+	specs, err := readProfiles(write(`{"small": {"max_memory": "64MiB", "max_duration": "5s", "max_recursion": 200, "mounts": ["` + dir + `:/data:ro"], "park_only": true}}`))
 	require.NoError(t, err)
 	profiles, closeAll, err := wsProfiles(context.Background(), specs, server.Profile{}, time.Second, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
@@ -32,6 +32,8 @@ func TestProfilesFile(t *testing.T) {
 	assert.Equal(t, int64(64<<20), p.Limits.MaxMemory)
 	assert.Equal(t, 5*time.Second, p.Limits.MaxDuration)
 	assert.Equal(t, 200, p.Limits.MaxRecursion)
+	assert.True(t, p.ParkOnly)
+	assert.False(t, profiles[""].ParkOnly)
 	require.Len(t, p.Mounts, 1)
 	assert.Equal(t, "/data", p.Mounts[0].Guest)
 	assert.Contains(t, profiles, "", "the server's own flags make the default profile")

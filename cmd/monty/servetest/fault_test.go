@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -213,5 +214,75 @@ func TestRedisRestart(t *testing.T) {
 	t.Logf("ok before the outage %d, during %d, failed %d, ok in all %d", okBefore, okDuring, failMark-failBefore, count(true))
 	if okDuring > sessions {
 		t.Errorf("%d requests succeeded while Redis was down", okDuring)
+	}
+}
+
+// command sends one inline command and returns the first line of its
+// reply.
+func (r *redisServer) command(cmd string) string {
+	r.t.Helper()
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", r.port), time.Second)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte(cmd + "\r\n")); err != nil {
+		r.t.Fatal(err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return line
+}
+
+// TestReadOnlyExecWhileRedisRefusesWrites: while the Redis behind monty
+// serve refuses writes (min-replicas-to-write with no replica), a /exec
+// that changes nothing answers 200 with the stored state (with or without
+// an Idempotency-Key), one that changes something 503, and the refused
+// change is not in the session once Redis takes writes again.
+func TestReadOnlyExecWhileRedisRefusesWrites(t *testing.T) {
+	port := freePort(t)
+	redis := startRedis(t, port, t.TempDir())
+	srv := serve(t, "--store", fmt.Sprintf("redis://127.0.0.1:%d/0", port))
+	exec := func(code string, header ...string) (int, execResult, errorBody, http.Header) {
+		t.Helper()
+		status, h, data, err := srv.do("POST", "/exec", mustJSON(map[string]any{"session_id": "ro", "code": code}), header...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r execResult
+		var e errorBody
+		if status == 200 {
+			err = json.Unmarshal(data, &r)
+		} else {
+			err = json.Unmarshal(data, &e)
+		}
+		if err != nil {
+			t.Fatalf("%d %s: %v", status, data, err)
+		}
+		return status, r, e, h
+	}
+	if status, _, e, _ := exec("log = [1, 2]"); status != 200 {
+		t.Fatalf("first /exec: %d %+v", status, e)
+	}
+	if line := redis.command("CONFIG SET min-replicas-to-write 1"); line != "+OK\r\n" {
+		t.Fatalf("CONFIG SET: %q", line)
+	}
+	if status, _, e, _ := exec("log.append(3)"); status != 503 || e.Error != "store_unavailable" {
+		t.Fatalf("a change while Redis refuses writes: %d %+v, want 503 store_unavailable", status, e)
+	}
+	for _, hdr := range [][]string{nil, {"Idempotency-Key", "read-while-refused"}} {
+		status, r, e, _ := exec("log", hdr...)
+		if status != 200 || string(r.Result) != "[1,2]" {
+			t.Fatalf("a read (headers %v) while Redis refuses writes: %d %+v %+v", hdr, status, r, e)
+		}
+	}
+	if line := redis.command("CONFIG SET min-replicas-to-write 0"); line != "+OK\r\n" {
+		t.Fatalf("CONFIG SET: %q", line)
+	}
+	if status, r, e, _ := exec("log.append(3)\nlog"); status != 200 || string(r.Result) != "[1,2,3]" {
+		t.Fatalf("after the outage: %d %+v %+v (the refused change must not be in the session)", status, r, e)
 	}
 }
