@@ -98,6 +98,9 @@ type blob struct {
 	// version 8), oldest first; nil when none.
 	Keys       []keyRecord
 	compressed bool // Dump is zstd-compressed (parseBlob, or a copy of its blob)
+	// oldKey: it verified with another key than the signing key (a
+	// verify key, or a legacy one), so the next save signs it again.
+	oldKey bool
 }
 
 func corrupt(format string, args ...any) error {
@@ -249,9 +252,10 @@ func parseBlobKeys(data []byte, keys [][]byte) (*blob, error) {
 		return parseBlob(data, nil)
 	}
 	var first error
-	for _, key := range keys {
+	for i, key := range keys {
 		b, err := parseBlob(data, key)
 		if err == nil {
+			b.oldKey = i > 0
 			return b, nil
 		}
 		if first == nil {

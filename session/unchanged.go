@@ -116,7 +116,8 @@ func (p *dumpParts) sum() ([32]byte, bool) {
 }
 
 // unchanged reports whether the call just made changed nothing (see
-// above): its REPL is idle, the saved state holds no paused run and the
+// above): its REPL is idle, the saved state holds no paused run, is
+// signed with the signing key and stamped with this engine's module, the
 // call made no decisions and changed no files, and the REPL's state is
 // the saved one but for what every call moves. It is asked before the
 // JSON view is computed (which runs code in the REPL). A saved state whose
@@ -126,7 +127,10 @@ func (s *Session) unchanged(ctx context.Context) bool {
 	st := s.state
 	switch {
 	case s.opts.JSONOnly, st.saved == nil, st.lineage == nil, st.saved.Run != nil, s.runs.paused != nil, len(s.decided) > 0,
-		st.files != nil && st.files.Generation() != st.filesGen:
+		st.files != nil && st.files.Generation() != st.filesGen,
+		st.saved.oldKey, st.saved.MontyVersion != st.montyVersion, st.saved.ModuleSum != st.module:
+		// Something to store besides the state: a paused run, decisions,
+		// files, or a stored entry to sign again or stamp anew.
 		return false
 	}
 	if exp := st.info.Expires; !exp.IsZero() && time.Until(exp) < exp.Sub(st.info.Modified)/2 {

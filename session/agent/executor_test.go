@@ -403,3 +403,33 @@ func TestExecuteOutput(t *testing.T) {
 	require.ErrorAs(t, res.Err, &pyErr)
 	assert.Equal(t, 2, pyErr.Line())
 }
+
+// TestCallsQueueAcrossExecutors: two executors (two instances) on one
+// store claim a thread's session in the store: the second's call waits
+// for the first's to end, then runs on the state it left.
+func TestCallsQueueAcrossExecutors(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	gate := tools.MustFunc(tools.Schema{Name: "gate"}, func(ctx context.Context) error {
+		close(entered)
+		<-release
+		return nil
+	})
+	reg, err := tools.NewRegistry(gate)
+	require.NoError(t, err)
+	st := memstore.New(memstore.Options{})
+	a := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{Store: st}})
+	b := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{Store: st}})
+	first := make(chan *agent.Result, 1)
+	go func() { first <- agenttest.Execute(t, a, "t", "gate()\nn = 1\nn") }()
+	<-entered
+	second := make(chan *agent.Result, 1)
+	go func() { second <- agenttest.Execute(t, b, "t", "n + 1") }()
+	select {
+	case res := <-second:
+		t.Fatalf("ran beside the first call: %s", res.Text)
+	case <-time.After(300 * time.Millisecond): // it waits on the claim in the store
+	}
+	close(release)
+	assert.Equal(t, "1", (<-first).Text)
+	assert.Equal(t, "2", (<-second).Text, "ran after the first, on its state")
+}

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/mcpclient"
+	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
 	"github.com/monty-go/monty/session/tools"
 )
@@ -312,30 +314,59 @@ func TestStreamApprovals(t *testing.T) {
 	assert.Equal(t, map[string]any{"type": "success"}, evs[len(evs)-1]["outcome"])
 }
 
-// A resume of a run another instance claimed to make its approved call is
-// 409 run_not_paused with Retry-After: the time left on the claim's
-// lease, after which the call is done or the run listed again.
+// A resume of a run another instance is resuming (making its approved
+// call) waits for that one's claim on the session in the store, and is
+// answered with what it left: here the run listed again, the call marked
+// as may have run (its resume's time limit ended while it stalled); the
+// call is made once. Without claims in the store (LeaseTTL negative: one
+// instance per store), the run's own claim answers 409 run_not_paused with
+// Retry-After: the time left on that claim.
 func TestClaimedRunSaysWhenToRetry(t *testing.T) {
-	m := newMCPTools()
-	st := memstore.New(memstore.Options{})
-	opts := httpapi.Options{Session: session.Options{Store: st}, Functions: m.approvalRegistry(t), ClaimLease: 30 * time.Second}
-	a := newServer(t, opts).client("")
-	opts.Functions = m.approvalRegistry(t)
-	b := newServer(t, opts).client("")
-	body, _ := json.Marshal(map[string]any{"code": "await everything.stall()", "limits": map[string]any{"duration_ms": 2000}})
-	status, _, data := a.do("POST", "/exec", body)
-	p := pausedAnswer(t, status, data)
-	approve := resumeBody(map[string]any{"id": p.Calls[0].ID, "approve": true})
-	done := make(chan int)
-	go func() {
-		status, _, _ := a.do("POST", "/runs/"+p.RunID+"/resume", approve)
-		done <- status
-	}()
-	require.Eventually(t, func() bool { return m.stallCalls.Load() == 1 }, 10*time.Second, 5*time.Millisecond, "the approved call is being made")
-	status, header, data := b.do("POST", "/runs/"+p.RunID+"/resume", approve)
-	wantError(t, "claimed elsewhere", status, data, http.StatusConflict, "run_not_paused")
-	wait, err := strconv.Atoi(header.Get("Retry-After"))
-	require.NoError(t, err, "Retry-After: %q", header.Get("Retry-After"))
-	assert.True(t, wait >= 25 && wait <= 30, "the claim's lease is left: %d s", wait)
-	<-done
+	for _, leases := range []bool{true, false} {
+		t.Run(fmt.Sprintf("leases=%v", leases), func(t *testing.T) {
+			m := newMCPTools()
+			st := memstore.New(memstore.Options{})
+			opts := httpapi.Options{Session: session.Options{Store: st}, Functions: m.approvalRegistry(t), ClaimLease: 30 * time.Second}
+			if !leases {
+				opts.Keeper = newKeeperWithout(t, st)
+			}
+			a := newServer(t, opts).client("")
+			opts.Functions = m.approvalRegistry(t)
+			if !leases {
+				opts.Keeper = newKeeperWithout(t, st)
+			}
+			b := newServer(t, opts).client("")
+			body, _ := json.Marshal(map[string]any{"code": "await everything.stall()", "limits": map[string]any{"duration_ms": 2000}})
+			status, _, data := a.do("POST", "/exec", body)
+			p := pausedAnswer(t, status, data)
+			approve := resumeBody(map[string]any{"id": p.Calls[0].ID, "approve": true})
+			done := make(chan int)
+			go func() {
+				status, _, _ := a.do("POST", "/runs/"+p.RunID+"/resume", approve)
+				done <- status
+			}()
+			require.Eventually(t, func() bool { return m.stallCalls.Load() == 1 }, 10*time.Second, 5*time.Millisecond, "the approved call is being made")
+			status, header, data := b.do("POST", "/runs/"+p.RunID+"/resume", approve)
+			if leases {
+				again := pausedAnswer(t, status, data)
+				require.Len(t, again.Calls, 1)
+				assert.True(t, again.Calls[0].MayHaveRun, "%s", data)
+				assert.Equal(t, p.RunID, again.PreviousRunID)
+			} else {
+				wantError(t, "claimed elsewhere", status, data, http.StatusConflict, "run_not_paused")
+				wait, err := strconv.Atoi(header.Get("Retry-After"))
+				require.NoError(t, err, "Retry-After: %q", header.Get("Retry-After"))
+				assert.True(t, wait >= 25 && wait <= 30, "the claim's lease is left: %d s", wait)
+			}
+			<-done
+			assert.EqualValues(t, 1, m.stallCalls.Load(), "the approved call is made once")
+		})
+	}
+}
+
+// newKeeperWithout is a keeper whose claims are this process's only.
+func newKeeperWithout(t *testing.T, st store.Store) *session.Manager {
+	k := session.NewManager(session.Options{Store: st}, session.ManagerOptions{Warm: -1, LeaseTTL: -1})
+	t.Cleanup(k.Close)
+	return k
 }

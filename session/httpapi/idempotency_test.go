@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store/memstore"
 	"github.com/monty-go/monty/session/tools"
@@ -258,4 +262,53 @@ func TestIdempotentReplayEdges(t *testing.T) {
 	status, _, data = c.do("POST", "/exec", body, "Idempotency-Key", "huge")
 	wantError(t, "answer not kept", status, data, http.StatusConflict, "idempotency_answer_not_kept")
 	assert.JSONEq(t, "1", string(c.run("big", "n").Result), "not run again")
+}
+
+// TestIdempotencyKeyAcrossInstances: two instances (each its own keeper)
+// on one store get the same Idempotency-Key at the same moment: the code
+// runs once. The second waits on the first's claim in the store, then
+// answers with the first's answer, marked as a replay.
+func TestIdempotencyKeyAcrossInstances(t *testing.T) {
+	var calls atomic.Int32
+	entered, release := make(chan struct{}), make(chan struct{})
+	gate := tools.MustFunc(tools.Schema{Name: "gate"}, func(ctx context.Context) error {
+		if calls.Add(1) == 1 {
+			close(entered)
+		}
+		<-release
+		return nil
+	})
+	reg, err := tools.NewRegistry(gate)
+	require.NoError(t, err)
+	st := memstore.New(memstore.Options{})
+	keeperB := session.NewManager(session.Options{Store: st}, session.ManagerOptions{Warm: -1})
+	t.Cleanup(keeperB.Close)
+	a := newServer(t, httpapi.Options{Functions: reg, Session: session.Options{Store: st}})
+	b := newServer(t, httpapi.Options{Functions: reg, Session: session.Options{Store: st}, Keeper: keeperB})
+	body, _ := json.Marshal(map[string]any{"session_id": "g", "code": "gate()\n'done'"})
+	first := make(chan []byte)
+	go func() {
+		_, _, data := a.client("").do("POST", "/exec", body, "Idempotency-Key", "raced")
+		first <- data
+	}()
+	<-entered
+	second := make(chan *http.Response, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/exec", bytes.NewReader(body))
+		req.Header.Set("Idempotency-Key", "raced")
+		resp, err := http.DefaultClient.Do(req)
+		assert.NoError(t, err)
+		second <- resp
+	}()
+	// The second request waits for the first's claim in the store.
+	require.Eventually(t, func() bool { return keeperB.Claims(apikey.StoreID(apikey.Public, "g")) == 1 }, 10*time.Second, time.Millisecond)
+	close(release)
+	want := <-first
+	resp := <-second
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", got)
+	assert.Equal(t, "true", resp.Header.Get(httpapi.HeaderReplayed))
+	assert.JSONEq(t, string(want), string(got))
+	assert.EqualValues(t, 1, calls.Load(), "the code ran once")
 }

@@ -107,7 +107,10 @@ func TestApprovedCallAudit(t *testing.T) {
 
 // TestApprovedCallClaimed: while one executor (a process) makes an
 // approved call, another's resume of the run is refused as being resumed
-// elsewhere (ErrBadArgs matching session.ErrRunClaimed), nothing made. A
+// elsewhere (ErrBadArgs matching session.ErrRunClaimed), nothing made:
+// the run's own claim, which guards the call where claims on sessions are
+// each process's only (ManagerOptions.LeaseTTL negative; with claims in
+// the store, the second resume waits for the first instead). A
 // resume whose approved call is cut off (its context ends) lists the run
 // again: a resume of the old run id gets that pause, the call marked as
 // may have run, and the text says so; approving it anew makes the call
@@ -131,7 +134,8 @@ func TestApprovedCallClaimed(t *testing.T) {
 	st := memstore.New(memstore.Options{})
 	newExec := func() *agent.Executor {
 		reg, _ := demoNamespace(t, d, mcpclient.Server{Approve: []string{"hang"}})
-		return agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{Store: st, Limits: runtime.Limits{MaxDuration: time.Minute}}})
+		return agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{Store: st, Limits: runtime.Limits{MaxDuration: time.Minute}},
+			Manager: session.ManagerOptions{LeaseTTL: -1}})
 	}
 	a, b := newExec(), newExec()
 	res := agenttest.Execute(t, a, "t", "r = await demo.hang()\nr")
