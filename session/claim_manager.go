@@ -73,9 +73,9 @@ type Lease struct {
 	id    string
 	c     *claim
 	sl    *storeLease // the claim in the store (nil: this process's only)
-	s     *Session // the session acquired, nil until Session
-	done  func()   // releases it
-	fresh bool     // Session opened it from the store
+	s     *Session    // the session acquired, nil until Session
+	done  func()      // releases it
+	fresh bool        // Session opened it from the store
 	once  sync.Once
 }
 
