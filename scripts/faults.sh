@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The fault suite (docs/reliability.md): two `monty serve` instances sharing
-# a store, clients appending through both with Idempotency-Key retries,
+# a store, clients appending through both with Idempotency-Key retries (and
+# through monty.v1 sessions over WebSocket, loading them on the other
+# instance when a connection breaks),
 # faults injected one after another (toxiproxy on the Redis and S3 links,
 # SIGKILL of an instance, a Redis restart that loses its data, the S3
 # server stopped, a full disk under the directory store), then a checker

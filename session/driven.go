@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -46,6 +47,9 @@ type Driven struct {
 	bound *runtime.REPL
 	// decided are the decisions the next save adds (Record).
 	decided []Decision
+	// stable is DrivenREPL.Stable as last saved (nil: not saved since
+	// loaded), for telling a turn that changed nothing.
+	stable []byte
 }
 
 // DrivenREPL is the driver's REPL a Driven saves.
@@ -59,6 +63,12 @@ type DrivenREPL struct {
 	// computed the JSON view of REPL's globals (in REPL, under the default
 	// limits and a memory budget of its own).
 	Limits runtime.Limits
+	// Stable is the part of the driver's state (Driver.State) that a turn
+	// which changed nothing leaves as it is: all of it but what moves at
+	// every turn, such as clocks. When it, the REPL and everything else
+	// stored are as last saved, Save stores nothing (a read costs no
+	// write); nil always stores.
+	Stable []byte
 }
 
 // NewDriven is a new session id for a driver: nothing is read, and its
@@ -192,6 +202,12 @@ func (d *Driven) Bind(repl *runtime.REPL) {
 // files of the stored state are kept.
 func (d *Driven) Save(ctx context.Context, r DrivenREPL, drv Driver) error {
 	st := d.state
+	if r.Feed == nil && r.Stable != nil && bytes.Equal(r.Stable, d.stable) && r.REPL == d.bound && len(d.decided) == 0 &&
+		st.saved != nil && st.saved.Driver != nil && !st.saved.Driver.Feed && st.unchangedBy(ctx, r.REPL) {
+		// The turn changed nothing (its clocks moved: they are stored
+		// with the next turn that changes something).
+		return nil
+	}
 	b := &blob{MontyVersion: st.montyVersion, ModuleSum: st.module, Driver: &drv}
 	if saved := st.saved; saved != nil {
 		b.TypeCheck, b.Decisions = saved.TypeCheck, saved.Decisions
@@ -234,7 +250,7 @@ func (d *Driven) Save(ctx context.Context, r DrivenREPL, drv Driver) error {
 		}
 		return fmt.Errorf("session %s: %w", st.id, err)
 	}
-	d.decided = nil
+	d.decided, d.stable = nil, r.Stable
 	return nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -38,21 +37,18 @@ const DefaultLeaseTTL = 5 * time.Second
 // instance: its holder must stop using the session.
 var ErrLeaseLost = errors.New("session: the claim's lease in the store was lost")
 
-// leaseSuffix ends the store id of a session's lease.
-const leaseSuffix = ":lease"
-
 // LeaseID is the store id of the lease of the session stored under id:
 // id with ":lease" added, or, when that is too long for a store id, a
 // name made of its hash. Listings of sessions leave these out (IsLeaseID).
 func LeaseID(id string) string {
-	if len(id)+len(leaseSuffix) <= 200 {
-		return id + leaseSuffix
+	if len(id)+len(store.LeaseSuffix) <= 200 {
+		return id + store.LeaseSuffix
 	}
-	return fmt.Sprintf("lease.%x%s", sha256.Sum256([]byte(id)), leaseSuffix)
+	return fmt.Sprintf("lease.%x%s", sha256.Sum256([]byte(id)), store.LeaseSuffix)
 }
 
 // IsLeaseID reports whether a store id is that of a lease (LeaseID).
-func IsLeaseID(id string) bool { return strings.HasSuffix(id, leaseSuffix) }
+func IsLeaseID(id string) bool { return store.IsLease(id) }
 
 // leaseRecord is a lease as stored.
 type leaseRecord struct {

@@ -116,21 +116,24 @@ func (p *dumpParts) sum() ([32]byte, bool) {
 }
 
 // unchanged reports whether the call just made changed nothing (see
-// above): its REPL is idle, the saved state holds no paused run, is
-// signed with the signing key and stamped with this engine's module, the
-// call made no decisions and changed no files, and the REPL's state is
-// the saved one but for what every call moves. It is asked before the
-// JSON view is computed (which runs code in the REPL). A saved state whose
-// entry has lived more than half of its time in the store is stored
-// again, so that reads keep it alive.
+// above): no run is paused and the call made no decisions, and its REPL
+// is as stored (unchangedBy).
 func (s *Session) unchanged(ctx context.Context) bool {
-	st := s.state
+	return !s.opts.JSONOnly && s.runs.paused == nil && len(s.decided) == 0 && s.state.unchangedBy(ctx, s.repl)
+}
+
+// unchangedBy reports whether repl, idle, holds the saved state but for
+// what every call moves, and nothing else is to be stored: the saved
+// state holds no paused run, is signed with the signing key and stamped
+// with this engine's module, and /work's files are as saved. It is asked
+// before the JSON view is computed (which runs code in the REPL). A saved
+// state whose entry has lived more than half of its time in the store is
+// stored again, so that reads keep it alive.
+func (st *storedState) unchangedBy(ctx context.Context, repl *runtime.REPL) bool {
 	switch {
-	case s.opts.JSONOnly, st.saved == nil, st.lineage == nil, st.saved.Run != nil, s.runs.paused != nil, len(s.decided) > 0,
+	case st.saved == nil, st.lineage == nil, st.saved.Run != nil,
 		st.files != nil && st.files.Generation() != st.filesGen,
 		st.saved.oldKey, st.saved.MontyVersion != st.montyVersion, st.saved.ModuleSum != st.module:
-		// Something to store besides the state: a paused run, decisions,
-		// files, or a stored entry to sign again or stamp anew.
 		return false
 	}
 	if exp := st.info.Expires; !exp.IsZero() && time.Until(exp) < exp.Sub(st.info.Modified)/2 {
@@ -140,7 +143,7 @@ func (s *Session) unchanged(ctx context.Context) bool {
 	if !ok {
 		return false
 	}
-	d, err := s.repl.DumpDelta(ctx, st.lineage.marks)
+	d, err := repl.DumpDelta(ctx, st.lineage.marks)
 	if err != nil {
 		return false
 	}

@@ -13,8 +13,20 @@ require (
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
-	golang.org/x/oauth2 v0.35.0 // indirect
-	golang.org/x/sync v0.20.0 // indirect
-	golang.org/x/sys v0.41.0 // indirect
+	golang.org/x/oauth2 v0.37.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )
+
+require (
+	github.com/coder/websocket v1.8.14
+	github.com/monty-go/monty v0.0.0
+	google.golang.org/protobuf v1.36.12
+)
+
+require github.com/tetratelabs/wazero v1.12.0 // indirect
+
+// The monty.v1 workload speaks the protocol with the repository's own
+// schema and value arenas.
+replace github.com/monty-go/monty => ../..

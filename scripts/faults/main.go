@@ -2,7 +2,9 @@
 // clients saw. It starts Redis and an S3 server (versitygw) behind
 // toxiproxy, and per scenario two `monty serve` instances sharing a store;
 // clients append unique values to per-session lists through both
-// instances, retrying with the same Idempotency-Key, while faults are
+// instances, retrying with the same Idempotency-Key (or, in the montyv1
+// scenario, feeding monty.v1 sessions and loading them on the other
+// instance when a connection breaks), while faults are
 // injected one after another (each with a before, a during and an after
 // phase). Then it reads every session's list and checks the histories:
 // every acknowledged append present exactly once, no retry applied twice,
@@ -53,7 +55,7 @@ func main() {
 	flag.StringVar(&cfg.toxiproxy, "toxiproxy", "toxiproxy-server", "the toxiproxy server binary")
 	flag.StringVar(&cfg.work, "work", "", "a directory for logs and data (required)")
 	flag.StringVar(&cfg.figuresOut, "figures", "", "also write the figures as Markdown to this file")
-	flag.StringVar(&cfg.only, "only", "", "run only these scenarios (comma-separated: redis, redisloss, tiered, dirfull, approvals)")
+	flag.StringVar(&cfg.only, "only", "", "run only these scenarios (comma-separated: redis, redisloss, tiered, dirfull, montyv1, approvals)")
 	flag.BoolVar(&cfg.noKey, "no-idempotency-key", false, "retry without Idempotency-Key (the checker should then find duplicates)")
 	flag.Parse()
 	if cfg.work == "" {
@@ -99,6 +101,7 @@ func run(cfg config) int {
 		rss                  []string
 		whats                []string
 		approvalSummary      string
+		v1Summary            string
 	)
 	for _, sc := range scenarios() {
 		if cfg.only != "" && !slices.Contains(strings.Split(cfg.only, ","), sc.name) {
@@ -133,6 +136,11 @@ func run(cfg config) int {
 			violations = append(violations, av...)
 			approvalSummary = summary
 		}
+		if sc.montyV1 {
+			violations = append(violations, r.v1.reaskedAfterAck...)
+			v1Summary = fmt.Sprintf("%d sessions, %d asks of the client's function, %d of them asked again after a crash or an outage left the turn unstored, %d asked again after its feed's result was acknowledged",
+				res.Sessions, r.v1.asks, r.v1.reasks, len(r.v1.reaskedAfterAck))
+		}
 		pv, pf, rp := r.errorPolicy()
 		violations = append(violations, pv...)
 		for _, f := range pf {
@@ -162,6 +170,9 @@ func run(cfg config) int {
 	b.WriteString(figuresTable(figs))
 	if approvalSummary != "" {
 		fmt.Fprintf(&b, "\nApprovals: %s.\n", approvalSummary)
+	}
+	if v1Summary != "" {
+		fmt.Fprintf(&b, "\nmonty.v1: %s.\n", v1Summary)
 	}
 	b.WriteString("\n| process | peak RSS (VmHWM) MiB |\n| --- | --- |\n")
 	b.WriteString(strings.Join(rss, "\n") + "\n")

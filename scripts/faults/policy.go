@@ -84,6 +84,18 @@ func (r *scenarioRun) errorPolicy() (vs []Violation, findings []string, replays 
 					default:
 						bad = "not a retriable conflict"
 					}
+				case "ws":
+					// monty.v1: the server's clear refusals, and broken
+					// connections only from an instance that was killed.
+					switch code {
+					case "busy", "not_stored", "store_unavailable", "claim_lost", "shutdown", "not_found":
+					case "dial", "disconnect":
+						if !r.e.wasDown(r.client.urls[a.Instance], a.Start, a.End) {
+							bad = "from an instance that was not killed"
+						}
+					default:
+						bad = "not a clear retriable refusal"
+					}
 				case "timeout":
 					bad = fmt.Sprintf("no answer within the request's limit plus slack (%s)", r.client.http.Timeout)
 				case "connection", "transport":

@@ -39,6 +39,9 @@ type scenario struct {
 	teardown func(e *env)
 	// approvals runs approvals (driveApprovals) instead of list appends.
 	approvals bool
+	// montyV1 appends through monty.v1 sessions (driveMontyV1) instead of
+	// /exec.
+	montyV1 bool
 }
 
 // errSkip marks a scenario that cannot run here.
@@ -70,6 +73,9 @@ type scenarioRun struct {
 	approvals []*approvalRun
 	charge    *chargeServer
 	resuming  map[string]int
+
+	// v1 counts the function calls of a monty.v1 scenario.
+	v1 v1Figures
 }
 
 func (r *scenarioRun) logf(format string, args ...any) {
@@ -106,9 +112,12 @@ func runScenario(e *env, sc scenario) (*scenarioRun, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if sc.approvals {
+			switch {
+			case sc.approvals:
 				r.driveApprovals(ctx, slot)
-			} else {
+			case sc.montyV1:
+				r.driveMontyV1(ctx, slot)
+			default:
 				r.drive(ctx, slot)
 			}
 		}()
@@ -319,6 +328,29 @@ func scenarios() []scenario {
 				inject: func(r *scenarioRun) error { return fillDisk(filepath.Join(r.e.cfg.work, "dirstore", "filler")) },
 				heal:   func(r *scenarioRun) error { return os.Remove(filepath.Join(r.e.cfg.work, "dirstore", "filler")) },
 			}},
+		},
+		{
+			name:    "montyv1",
+			montyV1: true,
+			setup: func(e *env) (string, []string, error) {
+				return e.redisSpec(4), redisFlags, nil
+			},
+			faults: []fault{
+				{
+					name: "kill-holder", what: "SIGKILL of instance #0, holding monty.v1 sessions mid-feed; restarted when the fault heals",
+					inject: func(r *scenarioRun) error { r.e.killInstance(r.instances[0]); return nil },
+					heal:   func(r *scenarioRun) error { return r.e.restartInstance(r.instances[0]) },
+				},
+				partitionFault("v1-redis-partition", "Redis unreachable under monty.v1 sessions (turns not stored are not answered; claims lapse), then heals", redisLink),
+				toxicFault("v1-redis-latency", "200 ms ± 50 ms added to every Redis reply under monty.v1 sessions", redisLink, "latency", 1, toxiproxy.Attributes{"latency": 200, "jitter": 50}, "downstream"),
+				{
+					name: "v1-redis-restart-empty", what: "Redis SIGKILLed and started again with no persistence under monty.v1 sessions: their data is gone", destroysData: true,
+					inject: func(r *scenarioRun) error { r.e.redis.kill(); return nil },
+					heal: func(r *scenarioRun) error {
+						return startAndWait(r.e.redis, tcpReady(fmt.Sprintf("127.0.0.1:%d", r.e.redisPort)))
+					},
+				},
+			},
 		},
 		{
 			name:      "approvals",

@@ -72,6 +72,9 @@ func (w *Worker) Snapshot(ctx context.Context) ([]byte, error) {
 type Live struct {
 	// Header is the configuration and clocks, as a dump starts with them.
 	Header []byte
+	// Stable is Header without the clocks, which move at every turn: a
+	// turn that changed nothing leaves it as it was.
+	Stable []byte
 	// Interpreter runs REPL, the session's.
 	Interpreter *runtime.Interpreter
 	REPL        *runtime.REPL
@@ -94,29 +97,37 @@ func (w *Worker) Live(ctx context.Context) (*Live, error) {
 	if err := w.ensureREPL(ctx, ""); err != nil {
 		return nil, err
 	}
-	header, err := w.header()
+	header, err := w.header(true)
 	if err != nil {
 		return nil, err
 	}
-	return &Live{Header: header, Interpreter: w.it, REPL: w.repl, Feed: w.exec, Limits: w.limits()}, nil
+	stable, err := w.header(false)
+	if err != nil {
+		return nil, err
+	}
+	return &Live{Header: header, Stable: stable, Interpreter: w.it, REPL: w.repl, Feed: w.exec, Limits: w.limits()}, nil
 }
 
-// header is the session's configuration and clocks, as a dump starts.
-func (w *Worker) header() ([]byte, error) {
+// header is the session's configuration and clocks, as a dump starts;
+// without the clocks when not clocks.
+func (w *Worker) header(clocks bool) ([]byte, error) {
 	cfg, err := proto.Marshal(w.cfg)
 	if err != nil {
 		return nil, err
 	}
-	return object.Encode(object.Dict{
-		{Key: object.Str("configure"), Value: object.Bytes(cfg)},
-		{Key: object.Str("total_us"), Value: object.Int(w.totalExec.Microseconds())},
-		{Key: object.Str("feed_us"), Value: object.Int(w.feedExec.Microseconds())},
-		{Key: object.Str("checked"), Value: object.Str(w.checkCtx.Code)},
-		{Key: object.Str("pending"), Value: object.Str(w.pendingCode)},
-		{Key: object.Str("cwd"), Value: object.Str(w.cwd)},
-		{Key: object.Str("stubs"), Value: stringDict(w.stubs)},
-		{Key: object.Str("asked"), Value: stringDict(boolsToStrings(w.asked))},
-	})
+	fields := object.Dict{{Key: object.Str("configure"), Value: object.Bytes(cfg)}}
+	if clocks {
+		fields = append(fields,
+			object.Pair{Key: object.Str("total_us"), Value: object.Int(w.totalExec.Microseconds())},
+			object.Pair{Key: object.Str("feed_us"), Value: object.Int(w.feedExec.Microseconds())})
+	}
+	return object.Encode(append(fields,
+		object.Pair{Key: object.Str("checked"), Value: object.Str(w.checkCtx.Code)},
+		object.Pair{Key: object.Str("pending"), Value: object.Str(w.pendingCode)},
+		object.Pair{Key: object.Str("cwd"), Value: object.Str(w.cwd)},
+		object.Pair{Key: object.Str("stubs"), Value: stringDict(w.stubs)},
+		object.Pair{Key: object.Str("asked"), Value: stringDict(boolsToStrings(w.asked))},
+	))
 }
 
 // joinDump is a dump of header and the REPL's own dump.

@@ -134,6 +134,14 @@ type Salvager interface {
 	Salvage(ctx context.Context, id string, max int64) (data []byte, token string, err error)
 }
 
+// LeaseSuffix ends the id of a lease: a short-lived entry that claims
+// another one for a holder (the session package's claims, session.LeaseID).
+// A tiered store keeps leases in its hot tier only.
+const LeaseSuffix = ":lease"
+
+// IsLease reports whether id is a lease's (LeaseSuffix).
+func IsLease(id string) bool { return strings.HasSuffix(id, LeaseSuffix) }
+
 // CheckID returns ErrInvalidID (wrapped, naming the id) unless id is valid.
 func CheckID(id string) error {
 	if !validID(id) {

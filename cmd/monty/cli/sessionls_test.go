@@ -11,18 +11,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/cmd/monty/cli"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/dirstore"
 )
 
 // TestSessionLsSkipsUnreadable: one corrupt file in the store does not
-// hide the other sessions: ls lists them, warns about the corrupt one on
-// stderr and exits 0.
+// hide the other sessions: ls lists them (and not the claims of servers),
+// warns about the corrupt one on stderr and exits 0.
 func TestSessionLsSkipsUnreadable(t *testing.T) {
 	dir := t.TempDir()
 	st, err := dirstore.Open(dir, dirstore.Options{})
 	require.NoError(t, err)
-	for _, id := range []string{"alpha", "beta/2"} { // ls reads only the store's metadata
+	// ls reads only the store's metadata; a server's claim held in the
+	// store (a lease) is not a session.
+	for _, id := range []string{"alpha", "beta/2", session.LeaseID("alpha")} {
 		_, err := st.Put(context.Background(), id, []byte("state of "+id), store.Cond{})
 		require.NoError(t, err)
 	}

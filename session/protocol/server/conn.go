@@ -670,7 +670,7 @@ func (c *conn) saveInto(ctx context.Context, at place, held *session.Driven) (*s
 			return nil, err
 		}
 	}
-	r := session.DrivenREPL{Interpreter: live.Interpreter, REPL: live.REPL, Feed: live.Feed, Limits: live.Limits}
+	r := session.DrivenREPL{Interpreter: live.Interpreter, REPL: live.REPL, Feed: live.Feed, Limits: live.Limits, Stable: live.Stable}
 	return held, held.Save(ctx, r, session.Driver{Name: driverName, State: live.Header})
 }
 

@@ -698,8 +698,8 @@ func (s *Store) ArchiveOnce(ctx context.Context) (int, error) {
 		if ctx.Err() != nil {
 			return n, ctx.Err()
 		}
-		if tinfo.Modified.After(cutoff) {
-			continue
+		if tinfo.Modified.After(cutoff) || store.IsLease(tinfo.ID) {
+			continue // a lease lives and dies in the hot tier
 		}
 		copied, err := s.archive(ctx, tinfo.ID, tinfo.Version)
 		if err != nil && ctx.Err() != nil {

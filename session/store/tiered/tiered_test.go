@@ -280,9 +280,16 @@ func TestArchiveAndRestore(t *testing.T) {
 	if n, err := s.ArchiveOnce(ctx); n != 0 || err != nil {
 		t.Errorf("fresh blob archived: %d, %v", n, err)
 	}
+	// A lease (a claim held on another entry) stays in the hot tier.
+	if _, err := s.Put(ctx, "u/1"+store.LeaseSuffix, []byte("held"), store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(60 * time.Millisecond)
 	if n, err := s.ArchiveOnce(ctx); n != 1 || err != nil {
-		t.Fatalf("ArchiveOnce = %d, %v; want 1", n, err)
+		t.Fatalf("ArchiveOnce = %d, %v; want 1 (the lease left out)", n, err)
+	}
+	if _, err := cold.Stat(ctx, "u/1"+store.LeaseSuffix); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a lease was archived: %v", err)
 	}
 	if n, _ := s.ArchiveOnce(ctx); n != 0 {
 		t.Errorf("second pass copied %d again", n)
