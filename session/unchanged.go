@@ -44,6 +44,12 @@ var stateEncoding = func() cbor.EncMode {
 	return m
 }()
 
+// maxCompared bounds the REPL state a call is compared against to tell
+// whether it changed nothing: the comparison reads the state once more
+// (a delta dump, decoded), which for a larger one costs more than the
+// write it would save.
+const maxCompared = 4 << 20
+
 // stateHeaderLen is the length of the header of Monty's dump: its magic
 // and version.
 const stateHeaderLen = len(runtime.MontyDumpMagic) + 2
@@ -128,10 +134,11 @@ func (s *Session) unchanged(ctx context.Context) bool {
 // with this engine's module, and /work's files are as saved. It is asked
 // before the JSON view is computed (which runs code in the REPL). A saved
 // state whose entry has lived more than half of its time in the store is
-// stored again, so that reads keep it alive.
+// stored again, so that reads keep it alive. A state over maxCompared is
+// taken to have changed.
 func (st *storedState) unchangedBy(ctx context.Context, repl *runtime.REPL) bool {
 	switch {
-	case st.saved == nil, st.lineage == nil, st.saved.Run != nil,
+	case st.saved == nil, st.lineage == nil, st.lineage.state.raw > maxCompared, st.saved.Run != nil,
 		st.files != nil && st.files.Generation() != st.filesGen,
 		st.saved.oldKey, st.saved.MontyVersion != st.montyVersion, st.saved.ModuleSum != st.module:
 		return false

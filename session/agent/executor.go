@@ -436,11 +436,11 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 	if err != nil {
 		return nil, err
 	}
-	lease, err := e.take(ctx, id)
+	ctx, lease, release, err := e.take(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	defer lease.Release()
+	defer release()
 	var tc *session.TypeCheck
 	if a.TypeCheck != nil && *a.TypeCheck || a.TypeCheck == nil && e.check {
 		check := e.tc
@@ -642,11 +642,11 @@ func (e *Executor) Reset(ctx context.Context, threadKey, sessionID string) error
 	if err != nil {
 		return err
 	}
-	lease, err := e.take(ctx, id)
+	ctx, lease, release, err := e.take(ctx, id)
 	if err != nil {
 		return err
 	}
-	defer lease.Release()
+	defer release()
 	// Close the live session, if any, and delete the stored state without
 	// loading it: a reset must also work when the stored state cannot be
 	// loaded (its copy kept aside stays).
@@ -658,11 +658,15 @@ func (e *Executor) Reset(ctx context.Context, threadKey, sessionID string) error
 }
 
 // take waits for session id (the executor's calls of one session take
-// turns, in the Manager's bounded queue) and returns the claim.
-func (e *Executor) take(ctx context.Context, id string) (*session.Lease, error) {
+// turns, in the Manager's bounded queue, and with other instances on the
+// claim in the store) and returns the claim, ctx bound to it (cancelled
+// when the claim is lost: another instance may run the session then), and
+// the function that releases both.
+func (e *Executor) take(ctx context.Context, id string) (context.Context, *session.Lease, func(), error) {
 	lease, err := e.mgr.Claim(ctx, id, session.ClaimOptions{Who: "another call of this session", Wait: -1})
 	if err != nil {
-		return nil, fmt.Errorf("agent: waiting for session %s: %w", id, err)
+		return ctx, nil, nil, fmt.Errorf("agent: waiting for session %s: %w", id, err)
 	}
-	return lease, nil
+	bound, unbind := lease.Bind(ctx)
+	return bound, lease, func() { unbind(); lease.Release() }, nil
 }

@@ -17,11 +17,11 @@ func (e *Executor) Paused(ctx context.Context, threadKey, sessionID string) (*Pa
 	if err != nil {
 		return nil, err
 	}
-	lease, err := e.take(ctx, id)
+	ctx, lease, release, err := e.take(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	defer lease.Release()
+	defer release()
 	s, err := lease.Session(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("agent: session %s: %w", id, err)

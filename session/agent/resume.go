@@ -194,11 +194,11 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	lease, err := e.take(ctx, id)
+	ctx, lease, release, err := e.take(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	defer lease.Release()
+	defer release()
 	key, err := newCallKey(ResumeToolName, a.IdempotencyKey, args)
 	if err != nil {
 		return nil, err

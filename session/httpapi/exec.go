@@ -537,7 +537,7 @@ func (h *Handler) claim(ctx context.Context, ns, id string, limits runtime.Limit
 // it fails (what the code printed before a limit stopped it). The run's
 // events (run runID: print output, host calls) go to sink when it is not
 // nil; they are also where the answer's stdout and stderr come from.
-func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits runtime.Limits, start time.Time, runID string, sink func(agent.Event)) (outcome, error) {
+func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits runtime.Limits, start time.Time, runID string, sink func(agent.Event)) (_ outcome, err error) {
 	var printed sync.Mutex // guards stdout and stderr
 	var stdout, stderr strings.Builder
 	host, closeHost, err := h.requestHost()
@@ -550,6 +550,16 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 		return outcome{}, err
 	}
 	defer lease.Release()
+	// A claim lost (its lease lapsed while the store was out of reach)
+	// stops the call: another instance may run the session now.
+	bound, unbind := lease.Bind(ctx)
+	defer unbind()
+	defer func() {
+		if cause := context.Cause(bound); err != nil && errors.Is(cause, session.ErrLeaseLost) {
+			err = fmt.Errorf("%w: %w", store.ErrUnavailable, cause)
+		}
+	}()
+	ctx = bound
 	s, err := h.openSession(ctx, lease, ns, id, limits, host)
 	if err != nil {
 		return outcome{}, err
