@@ -55,7 +55,7 @@ func main() {
 	flag.StringVar(&cfg.toxiproxy, "toxiproxy", "toxiproxy-server", "the toxiproxy server binary")
 	flag.StringVar(&cfg.work, "work", "", "a directory for logs and data (required)")
 	flag.StringVar(&cfg.figuresOut, "figures", "", "also write the figures as Markdown to this file")
-	flag.StringVar(&cfg.only, "only", "", "run only these scenarios (comma-separated: redis, redisloss, tiered, dirfull, montyv1, approvals)")
+	flag.StringVar(&cfg.only, "only", "", "run only these scenarios (comma-separated: redis, redisloss, tiered, dirfull, montyv1, mcp, approvals)")
 	flag.BoolVar(&cfg.noKey, "no-idempotency-key", false, "retry without Idempotency-Key (the checker should then find duplicates)")
 	flag.Parse()
 	if cfg.work == "" {

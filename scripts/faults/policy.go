@@ -96,6 +96,18 @@ func (r *scenarioRun) errorPolicy() (vs []Violation, findings []string, replays 
 					default:
 						bad = "not a clear retriable refusal"
 					}
+				case "mcp":
+					// MCP: the tool's clear refusals, and broken sessions
+					// only from a process that was killed.
+					switch code {
+					case "busy", "store_unavailable":
+					case "transport":
+						if !r.e.wasDown(r.client.urls[a.Instance], a.Start, a.End) {
+							bad = "from a process that was not killed"
+						}
+					default:
+						bad = "not a clear retriable refusal"
+					}
 				case "timeout":
 					bad = fmt.Sprintf("no answer within the request's limit plus slack (%s)", r.client.http.Timeout)
 				case "connection", "transport":

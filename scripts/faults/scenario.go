@@ -42,6 +42,9 @@ type scenario struct {
 	// montyV1 appends through monty.v1 sessions (driveMontyV1) instead of
 	// /exec.
 	montyV1 bool
+	// mcp appends through execute_python on two `monty mcp` processes
+	// (driveMCP) instead of two `monty serve`.
+	mcp bool
 }
 
 // errSkip marks a scenario that cannot run here.
@@ -76,6 +79,8 @@ type scenarioRun struct {
 
 	// v1 counts the function calls of a monty.v1 scenario.
 	v1 v1Figures
+	// mcp are the `monty mcp` processes of an MCP scenario.
+	mcp []*mcpServer
 }
 
 func (r *scenarioRun) logf(format string, args ...any) {
@@ -94,19 +99,31 @@ func runScenario(e *env, sc scenario) (*scenarioRun, error) {
 	}
 	r := &scenarioRun{e: e, sc: sc, charge: e.charge, resuming: map[string]int{}}
 	r.logf("store %s", strings.ReplaceAll(spec, e.s3Secret, "***"))
-	if r.instances, err = e.startInstances(sc.name, spec, flags); err != nil {
-		return nil, err
-	}
-	defer func() {
-		for _, inst := range r.instances {
-			inst.close()
-		}
-	}()
+	ctx := context.Background()
 	cfg := e.cfg
-	r.client = newClient([]string{r.instances[0].front.url(), r.instances[1].front.url()}, apiKey, cfg.limitMS, cfg.slack, cfg.opTimeout)
+	if sc.mcp {
+		if r.mcp, err = e.startMCPServers(ctx, sc.name, spec); err != nil {
+			return nil, err
+		}
+		defer func() {
+			for _, m := range r.mcp {
+				m.close()
+			}
+		}()
+		r.client = newClient([]string{r.mcp[0].name, r.mcp[1].name}, apiKey, cfg.limitMS, cfg.slack, cfg.opTimeout)
+	} else {
+		if r.instances, err = e.startInstances(sc.name, spec, flags); err != nil {
+			return nil, err
+		}
+		defer func() {
+			for _, inst := range r.instances {
+				inst.close()
+			}
+		}()
+		r.client = newClient([]string{r.instances[0].front.url(), r.instances[1].front.url()}, apiKey, cfg.limitMS, cfg.slack, cfg.opTimeout)
+	}
 	r.client.noKey = cfg.noKey
 
-	ctx := context.Background()
 	var wg sync.WaitGroup
 	for slot := range cfg.slots {
 		wg.Add(1)
@@ -117,6 +134,8 @@ func runScenario(e *env, sc scenario) (*scenarioRun, error) {
 				r.driveApprovals(ctx, slot)
 			case sc.montyV1:
 				r.driveMontyV1(ctx, slot)
+			case sc.mcp:
+				r.driveMCP(ctx, slot)
 			default:
 				r.drive(ctx, slot)
 			}
@@ -147,7 +166,11 @@ func runScenario(e *env, sc scenario) (*scenarioRun, error) {
 	}
 	r.stop.Store(true)
 	wg.Wait()
-	if !sc.approvals {
+	switch {
+	case sc.mcp:
+		r.logf("load stopped; reading %d sessions' final lists", len(r.histories))
+		r.mcpFinalReads(ctx)
+	case !sc.approvals:
 		r.logf("load stopped; reading %d sessions' final lists", len(r.histories))
 		r.finalReads(ctx)
 	}
@@ -350,6 +373,29 @@ func scenarios() []scenario {
 						return startAndWait(r.e.redis, tcpReady(fmt.Sprintf("127.0.0.1:%d", r.e.redisPort)))
 					},
 				},
+			},
+		},
+		{
+			name: "mcp",
+			mcp:  true,
+			setup: func(e *env) (string, []string, error) {
+				return e.redisSpec(5), nil, nil
+			},
+			faults: []fault{
+				{
+					name: "kill-mcp", what: "SIGKILL of `monty mcp` #0 mid-call (its claims held in the store); started again when the fault heals",
+					inject: func(r *scenarioRun) error {
+						r.e.markDown(r.mcp[0].name, true)
+						r.mcp[0].kill()
+						return nil
+					},
+					heal: func(r *scenarioRun) error {
+						err := r.mcp[0].start(context.Background())
+						r.e.markDown(r.mcp[0].name, false)
+						return err
+					},
+				},
+				partitionFault("mcp-redis-partition", "Redis unreachable under the MCP servers, then heals", redisLink),
 			},
 		},
 		{
