@@ -3,8 +3,6 @@ package session_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/store/storetest"
 )
 
 // TestLeaseAcrossInstances: two Managers on one store are two instances:
@@ -139,13 +138,12 @@ func TestLeaseLost(t *testing.T) {
 // write).
 func TestLeaseLapsesInOutage(t *testing.T) {
 	ctx := context.Background()
-	var down atomic.Bool
-	st := outageStore{Store: memstore.New(memstore.Options{}), down: &down}
+	st := storetest.NewRefusing(memstore.New(memstore.Options{}))
 	m := session.NewManager(session.Options{Store: st}, session.ManagerOptions{LeaseTTL: 300 * time.Millisecond})
 	defer m.Close()
 	l, err := m.Claim(ctx, "s", session.ClaimOptions{})
 	require.NoError(t, err)
-	down.Store(true)
+	st.Refuse(true)
 	select {
 	case <-l.Lost():
 	case <-time.After(5 * time.Second):
@@ -159,27 +157,7 @@ func TestLeaseLapsesInOutage(t *testing.T) {
 	require.NoError(t, err, "the store refuses writes: the claim is this process's")
 	assert.Nil(t, l.Lost())
 	l.Release()
-	down.Store(false)
-}
-
-// outageStore refuses writes while down is set.
-type outageStore struct {
-	store.Store
-	down *atomic.Bool
-}
-
-func (o outageStore) Put(ctx context.Context, id string, data []byte, cond store.Cond) (store.Info, error) {
-	if o.down.Load() {
-		return store.Info{}, fmt.Errorf("%w: test outage: writes refused", store.ErrUnavailable)
-	}
-	return o.Store.Put(ctx, id, data, cond)
-}
-
-func (o outageStore) Delete(ctx context.Context, id string) error {
-	if o.down.Load() {
-		return fmt.Errorf("%w: test outage: writes refused", store.ErrUnavailable)
-	}
-	return o.Store.Delete(ctx, id)
+	st.Refuse(false)
 }
 
 // TestManagerExecClaims: Manager.Exec takes the claim every surface

@@ -2,7 +2,6 @@ package session_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +11,7 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/store/storetest"
 )
 
 // TestReadsStoreNothing: a call that changes nothing stores nothing (the
@@ -21,8 +21,7 @@ import (
 // generator, an element appended), is stored, and fails in that outage.
 func TestReadsStoreNothing(t *testing.T) {
 	ctx := context.Background()
-	var down atomic.Bool
-	st := outageStore{Store: memstore.New(memstore.Options{}), down: &down}
+	st := storetest.NewRefusing(memstore.New(memstore.Options{}))
 	s := open(t, "reads", session.Options{Store: st})
 	exec(t, s, `
 import random
@@ -47,7 +46,7 @@ def memo(k, cache={}):
 	before, err := st.Stat(ctx, "reads")
 	require.NoError(t, err)
 
-	down.Store(true)
+	st.Refuse(true)
 	for code, want := range map[string]object.Value{
 		"x":                       nil,
 		"x[0] + 1":                object.Int(2),
@@ -79,7 +78,7 @@ def memo(k, cache={}):
 		_, err := s.Exec(ctx, code)
 		require.ErrorIs(t, err, store.ErrUnavailable, "%q changes the session: it must be stored", code)
 	}
-	down.Store(false)
+	st.Refuse(false)
 	after, err := st.Stat(ctx, "reads")
 	require.NoError(t, err)
 	assert.Equal(t, before.Version, after.Version, "nothing was written")

@@ -270,6 +270,25 @@ func partitionFault(name, what string, link func(*env) *toxiproxy.Proxy) fault {
 	}
 }
 
+// killFault SIGKILLs instance #0 and starts it again at the heal.
+func killFault(name, what string) fault {
+	return fault{name: name, what: what,
+		inject: func(r *scenarioRun) error { r.e.killInstance(r.instances[0]); return nil },
+		heal:   func(r *scenarioRun) error { return r.e.restartInstance(r.instances[0]) },
+	}
+}
+
+// redisRestartFault SIGKILLs Redis and starts it again, without
+// persistence: what it held is gone.
+func redisRestartFault(name, what string) fault {
+	return fault{name: name, what: what, destroysData: true,
+		inject: func(r *scenarioRun) error { r.e.redis.kill(); return nil },
+		heal: func(r *scenarioRun) error {
+			return startAndWait(r.e.redis, tcpReady(fmt.Sprintf("127.0.0.1:%d", r.e.redisPort)))
+		},
+	}
+}
+
 // scenarios is the suite: a Redis store, a Redis store that loses its
 // data, a tiered Redis,S3 store, and a directory store on a small tmpfs.
 func scenarios() []scenario {
@@ -299,11 +318,7 @@ func scenarios() []scenario {
 				toxicFault("redis-reset", "half of the new Redis connections reset by peer", redisLink, "reset_peer", 0.5, toxiproxy.Attributes{"timeout": 0}, "downstream"),
 				toxicFault("redis-bandwidth", "Redis link limited to 16 KB/s each way", redisLink, "bandwidth", 1, toxiproxy.Attributes{"rate": 16}, "upstream", "downstream"),
 				partitionFault("redis-partition", "Redis unreachable: the link refuses and drops connections, then heals", redisLink),
-				{
-					name: "kill-instance", what: "SIGKILL of instance #0 mid-run; restarted when the fault heals",
-					inject: func(r *scenarioRun) error { r.e.killInstance(r.instances[0]); return nil },
-					heal:   func(r *scenarioRun) error { return r.e.restartInstance(r.instances[0]) },
-				},
+				killFault("kill-instance", "SIGKILL of instance #0 mid-run; restarted when the fault heals"),
 			},
 		},
 		{
@@ -311,13 +326,7 @@ func scenarios() []scenario {
 			setup: func(e *env) (string, []string, error) {
 				return e.redisSpec(1), redisFlags, nil
 			},
-			faults: []fault{{
-				name: "redis-restart-empty", what: "Redis SIGKILLed and started again with no persistence: every session's data is gone", destroysData: true,
-				inject: func(r *scenarioRun) error { r.e.redis.kill(); return nil },
-				heal: func(r *scenarioRun) error {
-					return startAndWait(r.e.redis, tcpReady(fmt.Sprintf("127.0.0.1:%d", r.e.redisPort)))
-				},
-			}},
+			faults: []fault{redisRestartFault("redis-restart-empty", "Redis SIGKILLed and started again with no persistence: every session's data is gone")},
 		},
 		{
 			name: "tiered",
@@ -359,20 +368,10 @@ func scenarios() []scenario {
 				return e.redisSpec(4), redisFlags, nil
 			},
 			faults: []fault{
-				{
-					name: "kill-holder", what: "SIGKILL of instance #0, holding monty.v1 sessions mid-feed; restarted when the fault heals",
-					inject: func(r *scenarioRun) error { r.e.killInstance(r.instances[0]); return nil },
-					heal:   func(r *scenarioRun) error { return r.e.restartInstance(r.instances[0]) },
-				},
+				killFault("kill-holder", "SIGKILL of instance #0, holding monty.v1 sessions mid-feed; restarted when the fault heals"),
 				partitionFault("v1-redis-partition", "Redis unreachable under monty.v1 sessions (turns not stored are not answered; claims lapse), then heals", redisLink),
 				toxicFault("v1-redis-latency", "200 ms ± 50 ms added to every Redis reply under monty.v1 sessions", redisLink, "latency", 1, toxiproxy.Attributes{"latency": 200, "jitter": 50}, "downstream"),
-				{
-					name: "v1-redis-restart-empty", what: "Redis SIGKILLed and started again with no persistence under monty.v1 sessions: their data is gone", destroysData: true,
-					inject: func(r *scenarioRun) error { r.e.redis.kill(); return nil },
-					heal: func(r *scenarioRun) error {
-						return startAndWait(r.e.redis, tcpReady(fmt.Sprintf("127.0.0.1:%d", r.e.redisPort)))
-					},
-				},
+				redisRestartFault("v1-redis-restart-empty", "Redis SIGKILLed and started again with no persistence under monty.v1 sessions: their data is gone"),
 			},
 		},
 		{

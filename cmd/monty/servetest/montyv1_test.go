@@ -144,23 +144,7 @@ func TestMontyV1DrainContinuesOnAnotherInstance(t *testing.T) {
 	b := serve(t, "--store", store, "--api-key", key)
 	lb := newBalancer(t, a, b)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, clienttest.Python(t), clienttest.Script("monty_v1_drain.py"), "ws://"+lb.ln.Addr().String()+"/", key)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
+	cmd, stdin, lines, stderr := startScript(t, "monty_v1_drain.py", "ws://"+lb.ln.Addr().String()+"/", key)
 	if !lines.Scan() || lines.Text() != "READY" {
 		_ = cmd.Wait()
 		t.Fatalf("the client did not get ready: %q\n%s\n%s", lines.Text(), stderr.String(), a.log())
@@ -241,23 +225,7 @@ func TestMontyV1SessionsSurviveACrash(t *testing.T) {
 			a := serve(t, "--store", spec, "--api-key", key)
 			b := serve(t, "--store", spec, "--api-key", key)
 			const feeds = 7
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, clienttest.Python(t), clienttest.Script("monty_v1_crash.py"), a.wsURL(), b.wsURL(), key, fmt.Sprint(feeds))
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			lines := bufio.NewScanner(stdout)
+			cmd, stdin, lines, stderr := startScript(t, "monty_v1_crash.py", a.wsURL(), b.wsURL(), key, fmt.Sprint(feeds))
 			var ids map[string]string
 			if !lines.Scan() || json.Unmarshal(lines.Bytes(), &ids) != nil {
 				_ = cmd.Wait()
@@ -296,4 +264,28 @@ func TestMontyV1SessionsSurviveACrash(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startScript starts a client script of testdata/clients with the client
+// environment's Python, for at most 3 minutes, and returns it with its
+// stdin, its stdout's lines and what it writes to stderr.
+func startScript(t *testing.T, script string, args ...string) (*exec.Cmd, io.Writer, *bufio.Scanner, *strings.Builder) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, clienttest.Python(t), append([]string{clienttest.Script(script)}, args...)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdin, bufio.NewScanner(stdout), stderr
 }

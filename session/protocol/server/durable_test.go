@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,6 +17,7 @@ import (
 	"github.com/monty-go/monty/session/protocol/server"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/store/storetest"
 )
 
 // storedView is the JSON view of session sid as the store holds it now,
@@ -100,49 +99,28 @@ func TestParkOnlyStoresAtTheEnd(t *testing.T) {
 // not answered with its result: the client is told, the connection
 // closes, and the session is continued as of the last turn answered.
 func TestTurnNotStoredIsNotAnswered(t *testing.T) {
-	var down atomic.Bool
-	st := refusingStore{Store: memstore.New(memstore.Options{}), down: &down}
+	st := storetest.NewRefusing(memstore.New(memstore.Options{}))
 	a := start(t, st, nil)
 	c := a.dial(t)
 	sid := string(c.session())
 	value(t, c.turn(feed("n = 1")))
-	down.Store(true)
+	st.Refuse(true)
 	ev := c.turn(feed("n = 2\nn"))
 	require.NotNil(t, ev.GetError(), "%v", ev)
 	msg := ev.GetError().GetException().GetMessage()
 	assert.Contains(t, msg, "could not be stored")
 	assert.Contains(t, msg, "load_session('"+sid+"')")
 	assert.Nil(t, c.next(), "the connection is closed")
-	down.Store(false)
+	st.Refuse(false)
 	d := a.dial(t)
 	require.NotNil(t, d.turn(load([]byte(sid))).GetOk())
 	assert.Equal(t, object.Int(1), value(t, d.turn(feed("n"))), "as of the last turn answered")
 
 	// A new session whose first turn cannot be stored is not started.
-	down.Store(true)
+	st.Refuse(true)
 	e := a.dial(t)
 	e.session()
 	ev = e.turn(feed("m = 1"))
 	require.NotNil(t, ev.GetError(), "%v", ev)
 	assert.Contains(t, ev.GetError().GetException().GetMessage(), "never stored")
-}
-
-// refusingStore refuses writes while down is set.
-type refusingStore struct {
-	store.Store
-	down *atomic.Bool
-}
-
-func (r refusingStore) Put(ctx context.Context, id string, data []byte, cond store.Cond) (store.Info, error) {
-	if r.down.Load() {
-		return store.Info{}, fmt.Errorf("%w: test outage: writes refused", store.ErrUnavailable)
-	}
-	return r.Store.Put(ctx, id, data, cond)
-}
-
-func (r refusingStore) Delete(ctx context.Context, id string) error {
-	if r.down.Load() {
-		return fmt.Errorf("%w: test outage: writes refused", store.ErrUnavailable)
-	}
-	return r.Store.Delete(ctx, id)
 }
