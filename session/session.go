@@ -1107,3 +1107,114 @@ func (s *Session) Decisions() []Decision {
 	}
 	return slices.Clone(s.state.saved.Decisions)
 }
+
+// checkState refuses a call expecting the stored state want
+// (ExecOptions.IfState; "" expects nothing) when the store holds another.
+func (s *Session) checkState(want string) error {
+	if want == "" {
+		return nil
+	}
+	switch got := s.state.info.SHA256; {
+	case s.state.saved == nil:
+		return fmt.Errorf("%w: session %s has no stored state (it was never stored, or the store lost or deleted it)", ErrStateChanged, s.id)
+	case want != "*" && got != want:
+		return fmt.Errorf("%w: session %s's stored state is %s, not %s", ErrStateChanged, s.id, got, want)
+	}
+	return nil
+}
+
+// replayed looks o's key up in the stored state: the Result replaying the
+// call that used it, nil when none did, or a *KeyReusedError.
+func (s *Session) replayed(o *Idempotency) (*Result, error) {
+	if o == nil || s.state.saved == nil {
+		return nil, nil
+	}
+	r := findKey(s.state.saved.Keys, o.Key, time.Now())
+	if r == nil {
+		return nil, nil
+	}
+	return replayOf(s.state, r, o)
+}
+
+// startKeyed begins a call with o (nil: none): it refuses a bad key, and
+// answers a call whose key was used (a Result with Replay set, or a
+// *KeyReusedError) before anything runs.
+func (s *Session) startKeyed(o *Idempotency) (*Result, error) {
+	if o == nil {
+		return nil, nil
+	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	if s.opts.Ephemeral {
+		return nil, fmt.Errorf("%w: an idempotency key needs stored state, and this session is ephemeral", runtime.ErrInvalidOption)
+	}
+	return s.replayed(o)
+}
+
+// keysFor are the idempotency records of the state a call saves: the
+// stored ones, and the call's own (s.keyed) with res's answer (saved:
+// the state saved is the call's own).
+func (s *Session) keysFor(res *Result, saved bool) []keyRecord {
+	var older []keyRecord
+	var replaced *keyState
+	if saved := s.state.saved; saved != nil {
+		older = saved.Keys
+		replaced = &keyState{Size: s.state.info.Size, SHA256: s.state.info.SHA256}
+	}
+	var add *keyRecord
+	if s.keyed != nil {
+		add = newKeyRecord(s.keyed, res, saved, time.Now())
+	}
+	if len(older) == 0 && add == nil {
+		return nil
+	}
+	return nextKeys(older, replaced, add, time.Now())
+}
+
+// keepKey stores the key of a call whose own state was not stored (its
+// code raised, or the state was too large): the stored state again, with
+// the key and answer added, so that a retry replays instead of running.
+// It is best effort: when it fails, the retry runs the call again, which
+// had no effect on the state.
+func (s *Session) keepKey(ctx context.Context, res *Result) {
+	if s.keyed == nil || s.opts.Ephemeral {
+		return
+	}
+	base := s.state.saved
+	if base == nil {
+		base = blank(s.state.montyVersion, s.state.module)
+	}
+	b := *base
+	b.Keys = s.keysFor(res, false)
+	mark := filesMark{gen: s.state.filesGen, cache: s.state.filesCache}
+	if _, err := s.state.put(ctx, &b, mark); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			_ = s.reload(ctx)
+		}
+		return
+	}
+	s.state.describe(res)
+}
+
+// Replayed returns the Result replaying the call of the session that used
+// o's key (Result.Replay set), nil when none did, or a *KeyReusedError
+// when one did for another request; the session is as the store held it
+// when it was opened or last synced (Sync). A caller that must answer a
+// retried request before it checks anything else (such as a resume of a
+// run that request completed) asks here first.
+func (s *Session) Replayed(o *Idempotency) (*Result, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.busy.Store(false)
+	defer s.mu.Unlock()
+	return s.startKeyed(o)
+}
+
+// unchanged reports whether the call just made changed nothing (see
+// above): no run is paused and the call made no decisions, and its REPL
+// is as stored (unchangedBy).
+func (s *Session) unchanged(ctx context.Context) bool {
+	return !s.opts.JSONOnly && s.runs.paused == nil && len(s.decided) == 0 && s.state.unchangedBy(ctx, s.repl)
+}

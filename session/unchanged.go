@@ -121,13 +121,6 @@ func (p *dumpParts) sum() ([32]byte, bool) {
 	return p.stateSum, p.sumOK
 }
 
-// unchanged reports whether the call just made changed nothing (see
-// above): no run is paused and the call made no decisions, and its REPL
-// is as stored (unchangedBy).
-func (s *Session) unchanged(ctx context.Context) bool {
-	return !s.opts.JSONOnly && s.runs.paused == nil && len(s.decided) == 0 && s.state.unchangedBy(ctx, s.repl)
-}
-
 // unchangedBy reports whether repl, idle, holds the saved state but for
 // what every call moves, and nothing else is to be stored: the saved
 // state holds no paused run, is signed with the signing key and stamped
