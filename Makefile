@@ -1,9 +1,16 @@
 # monty-go. `make test` is what CI runs (.ci/run). Building the module needs
 # the pinned Rust toolchain (`make toolchain`); Go users never do.
-.PHONY: test test-aot wasm wasm-check aot monty-aot toolchain bench conformance fmt lint
+.PHONY: test test-quick test-aot wasm wasm-check aot monty-aot toolchain bench conformance fmt lint
 
 test:
 	scripts/test.sh
+
+# The quick loop while changing code: the Go tests that need no service,
+# no third-party client and no translation (-short leaves the others out,
+# each saying what it needs); the full command above stays what CI runs.
+test-quick:
+	go vet ./...
+	go test -short -count=1 ./...
 
 toolchain:
 	scripts/install-toolchain.sh

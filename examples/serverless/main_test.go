@@ -21,6 +21,9 @@ import (
 func TestServerless(t *testing.T) {
 	for _, v := range []string{"MONTY_TEST_REDIS_URL", "MONTY_TEST_S3_ENDPOINT"} {
 		if os.Getenv(v) == "" {
+			if testing.Short() {
+				t.Skip("needs Redis and S3: -short (make test-quick) leaves it out; the full test command runs it")
+			}
 			t.Fatalf("%s is not set: run `scripts/services.sh start && eval \"$(scripts/services.sh env)\"`", v)
 		}
 	}

@@ -33,6 +33,9 @@ import (
 func TestConsoleInBrowser(t *testing.T) {
 	py, chromium := os.Getenv("MONTY_TEST_BROWSER_PYTHON"), os.Getenv("MONTY_TEST_CHROMIUM")
 	if py == "" || chromium == "" {
+		if testing.Short() {
+			t.Skip("needs Chromium and Playwright: -short (make test-quick) leaves it out; the full test command runs it")
+		}
 		t.Fatal("MONTY_TEST_BROWSER_PYTHON or MONTY_TEST_CHROMIUM is not set: this test drives the console in Chromium with Playwright; run " +
 			"`eval \"$(scripts/browser.sh env)\"` from the repository root (scripts/test.sh does this), then run the tests again")
 	}

@@ -21,6 +21,9 @@ func redisSpec(t *testing.T) string {
 	t.Helper()
 	u := os.Getenv("MONTY_TEST_REDIS_URL")
 	if u == "" {
+		if testing.Short() {
+			t.Skip("needs Redis: -short (make test-quick) leaves it out; the full test command runs it")
+		}
 		t.Fatal("MONTY_TEST_REDIS_URL is not set: run `scripts/services.sh start && eval \"$(scripts/services.sh env)\"` (scripts/test.sh does this)")
 	}
 	return u + "?prefix=" + url.QueryEscape(fmt.Sprintf("servetest/%s/%d/", t.Name(), time.Now().UnixNano()))

@@ -41,6 +41,9 @@ func TestMontyV1WebSocket(t *testing.T) {
 	}
 	timeServer := os.Getenv("MONTY_TEST_MCP_TIME")
 	if timeServer == "" {
+		if testing.Short() {
+			t.Skip("needs the MCP servers of scripts/mcpservers.sh: -short (make test-quick) leaves it out; the full test command runs it")
+		}
 		t.Fatal("MONTY_TEST_MCP_TIME is not set: run `eval \"$(scripts/mcpservers.sh env)\"` (scripts/test.sh does this)")
 	}
 	profiles := filepath.Join(dir, "profiles.json")

@@ -690,6 +690,9 @@ func Env(t testing.TB, name string) string {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
+		if testing.Short() {
+			t.Skip("needs Redis and S3: -short (make test-quick) leaves it out; the full test command runs it")
+		}
 		t.Fatalf("%s is not set: these tests need the real Redis and S3 servers; run `scripts/services.sh start && eval \"$(scripts/services.sh env)\"` from the repository root (scripts/test.sh does this), then run the tests again", name)
 	}
 	return v
