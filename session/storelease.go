@@ -19,13 +19,14 @@ import (
 // compare-and-set, so that of the instances sharing the store one at a
 // time runs the session. Its holder renews it every third of its time to
 // live; when the holder dies, the entry lapses and another instance takes
-// the session over, at most DefaultLeaseTTL later. A lease that could not
-// be renewed before it lapsed is lost: its holder is told (Lease.Lost)
-// and must stop, and the compare-and-set of the session's state refuses
+// the session over, at most DefaultLeaseTTL later. A lease that cannot be
+// renewed is given up a tenth of its time to live before it lapses: its
+// holder is told (Lease.Lost) and stops before another instance may take
+// the session, and the compare-and-set of the session's state refuses
 // whatever it still tries to store after a new holder stored.
 //
 // The lapse is judged by each instance's clock, so the instances' clocks
-// must agree to well within the time to live (NTP does).
+// must agree to within that tenth (half a second; NTP does).
 
 // DefaultLeaseTTL is how long a claim's lease in the store holds without
 // being renewed (ManagerOptions.LeaseTTL): the longest a session stays
@@ -210,24 +211,30 @@ func (l *storeLease) start() *storeLease {
 }
 
 // renew renews the lease every third of its time to live until it is
-// released, and marks it lost when it cannot.
+// released. When the store cannot be written, it tries again more often,
+// and gives the lease up a tenth of its time to live before it lapses
+// (so that its holder stops before another instance may take the session
+// over); a renewal that finds another's lease in its place loses it at
+// once.
 func (l *storeLease) renew() {
 	defer close(l.done)
-	tick := time.NewTicker(l.ttl / 3)
-	defer tick.Stop()
+	margin := l.ttl / 10
+	t := time.NewTimer(l.ttl / 3)
+	defer t.Stop()
 	for {
 		select {
 		case <-l.stop:
 			return
-		case <-tick.C:
+		case <-t.C:
 		}
 		l.mu.Lock()
 		rec, version := l.rec, l.version
 		l.mu.Unlock()
+		giveUp := rec.Until.Add(-margin)
 		next := rec
 		next.Until = time.Now().Add(l.ttl).UTC()
 		data, _ := json.Marshal(next)
-		ctx, cancel := context.WithDeadline(context.Background(), rec.Until)
+		ctx, cancel := context.WithDeadline(context.Background(), giveUp)
 		info, err := l.st.Put(ctx, l.key, data, store.Cond{IfVersion: version})
 		cancel()
 		switch {
@@ -235,12 +242,15 @@ func (l *storeLease) renew() {
 			l.mu.Lock()
 			l.rec, l.version = next, info.Version
 			l.mu.Unlock()
+			t.Reset(l.ttl / 3)
 		case isConflict(err):
 			l.lose(fmt.Errorf("%w: another instance took it over after it lapsed", ErrLeaseLost))
 			return
-		case !time.Now().Before(rec.Until):
+		case !time.Now().Before(giveUp):
 			l.lose(fmt.Errorf("%w: it lapsed while the store could not be written: %w", ErrLeaseLost, err))
 			return
+		default:
+			t.Reset(min(margin, time.Until(giveUp)))
 		}
 	}
 }
