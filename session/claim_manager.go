@@ -173,12 +173,12 @@ func (l *Lease) held(ctx context.Context, o ClaimOptions, wait time.Duration) (*
 
 // Lost is closed when the claim's lease in the store is lost (Err says
 // why): another instance may run the session now, so its holder stops
-// and releases the claim. It is never closed for a claim this process
-// holds alone (no store, ManagerOptions.LeaseTTL negative, or a store
-// that refused the lease's write: no other instance can store the
-// session then either).
+// and releases the claim. A claim made while the store refused writes
+// holds in this process until its lease can be written, and is lost if
+// another instance's is there first. Lost is nil for a claim this process
+// holds alone (no store, or ManagerOptions.LeaseTTL negative).
 func (l *Lease) Lost() <-chan struct{} {
-	if l.sl == nil || l.sl.unheld {
+	if l.sl == nil {
 		return nil
 	}
 	return l.sl.lost

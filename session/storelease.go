@@ -85,7 +85,7 @@ type storeLease struct {
 	version string
 	// unheld: the store refused the lease's write (it cannot be written,
 	// so no other instance can store the session either): the claim is
-	// this process's only, and nothing is renewed or removed.
+	// this process's only until the lease can be written (reacquire).
 	unheld bool
 
 	stop    chan struct{} // closed by release
@@ -199,15 +199,59 @@ func waitedIf(limit, waited time.Duration) time.Duration {
 	return waited
 }
 
-// start starts renewing l.
+// start starts renewing l (or, unheld, taking its place in the store).
 func (l *storeLease) start() *storeLease {
 	l.stop, l.done, l.lost = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	if l.unheld {
-		close(l.done)
+		go l.reacquire()
 		return l
 	}
 	go l.renew()
 	return l
+}
+
+// reacquire writes an unheld lease into the store as soon as the store
+// takes writes again, and goes on renewing it; the lease is lost when
+// another instance's lease is there first (it took the session while this
+// one could not reach the store).
+func (l *storeLease) reacquire() {
+	t := time.NewTicker(l.ttl / 10)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			close(l.done)
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		rec := l.rec
+		l.mu.Unlock()
+		rec.Until = time.Now().Add(l.ttl).UTC()
+		data, _ := json.Marshal(rec)
+		ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
+		info, err := l.st.Put(ctx, l.key, data, store.Cond{IfAbsent: true})
+		cancel()
+		switch {
+		case err == nil:
+			l.mu.Lock()
+			l.rec, l.version, l.unheld = rec, info.Version, false
+			l.mu.Unlock()
+			l.renew() // closes done
+			return
+		case isConflict(err):
+			l.lose(fmt.Errorf("%w: another instance claimed the session while this one could not write the store", ErrLeaseLost))
+			close(l.done)
+			return
+		}
+	}
+}
+
+// isUnheld reports whether l is not (yet) in the store.
+func (l *storeLease) isUnheld() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.unheld
 }
 
 // renew renews the lease every third of its time to live until it is
@@ -275,7 +319,7 @@ func (l *storeLease) err() error {
 func (l *storeLease) release() {
 	close(l.stop)
 	<-l.done
-	if l.unheld || l.err() != nil {
+	if l.isUnheld() || l.err() != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.ttl)

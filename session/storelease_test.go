@@ -133,9 +133,10 @@ func TestLeaseLost(t *testing.T) {
 }
 
 // TestLeaseLapsesInOutage: a holder that cannot write the store loses its
-// lease once it lapses; a claim made while the store refuses writes holds
-// in this process only, and the session's calls go on (reads need no
-// write).
+// lease before it lapses; a claim made while the store refuses writes
+// holds in this process (reads need no write), writes its lease once the
+// store takes writes, and is lost if another instance's lease got there
+// first.
 func TestLeaseLapsesInOutage(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.NewRefusing(memstore.New(memstore.Options{}))
@@ -155,9 +156,30 @@ func TestLeaseLapsesInOutage(t *testing.T) {
 
 	l, err = m.Claim(ctx, "s", session.ClaimOptions{})
 	require.NoError(t, err, "the store refuses writes: the claim is this process's")
-	assert.Nil(t, l.Lost())
-	l.Release()
 	st.Refuse(false)
+	require.Eventually(t, func() bool {
+		_, err := st.Stat(ctx, session.LeaseID("s"))
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond, "once the store takes writes, the claim's lease is written")
+	require.NoError(t, l.Err())
+	l.Release()
+
+	// Another instance claimed the session while this one could not
+	// write: this one's claim is lost.
+	st.Refuse(true)
+	l, err = m.Claim(ctx, "s", session.ClaimOptions{})
+	require.NoError(t, err)
+	other, _ := json.Marshal(map[string]any{"token": "u", "holder": "another instance", "host": "b:2", "until": time.Now().Add(time.Minute)})
+	_, err = st.Store.Put(ctx, session.LeaseID("s"), other, store.Cond{})
+	require.NoError(t, err)
+	st.Refuse(false)
+	select {
+	case <-l.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a claim whose place another instance took was not lost")
+	}
+	require.ErrorIs(t, l.Err(), session.ErrLeaseLost)
+	l.Release()
 }
 
 // TestManagerExecClaims: Manager.Exec takes the claim every surface
