@@ -98,12 +98,13 @@ type storeLease struct {
 // lease.
 const leaseWait = 250 * time.Millisecond
 
-// acquireLease takes the lease of session id in st for who, waiting up to
-// wait for another instance's lease to be released or to lapse (0: not at
-// all; negative: as long as ctx lets it; while the holder holds for long,
-// at most LongHoldWait, but until the lease first seen lapses, so that a
-// session whose holder died is taken over). A store that refuses the write (unavailable)
-// gives an unheld lease: see storeLease.unheld.
+// acquireLease takes the lease of session id in st for o.Who, waiting up
+// to o.Wait for another instance's lease to be released or to lapse (0:
+// not at all; negative: as long as ctx lets it; while the holder holds
+// for long, at most LongHoldWait, but until the lease first seen lapses,
+// so that a session whose holder died is taken over). A store that
+// refuses the write (unavailable) gives an unheld lease: see
+// storeLease.unheld.
 func acquireLease(ctx context.Context, st store.Store, id string, o ClaimOptions, ttl time.Duration) (*storeLease, error) {
 	l := &storeLease{st: st, key: LeaseID(id), ttl: ttl}
 	start := time.Now()
