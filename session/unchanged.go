@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"sync"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -25,30 +26,31 @@ import (
 // stored then; the next save that stores stores it with its own.
 
 // stateDecoding reads the rest of a REPL's state: Monty's dump, a CBOR
-// map behind its header. The heap may be large, and is flat.
-var stateDecoding = func() cbor.DecMode {
-	m, err := cbor.DecOptions{MaxNestedLevels: 256, MaxArrayElements: 1<<31 - 1, MaxMapPairs: 1<<31 - 1, DefaultMapType: nil}.DecMode()
+// map behind its header. The heap may be large, and is flat. Made on
+// first use, not at every process's start.
+var stateDecoding = sync.OnceValue(func() cbor.DecMode {
+	m, err := cbor.DecOptions{MaxNestedLevels: 256, MaxArrayElements: 1<<31 - 1, MaxMapPairs: 1<<31 - 1}.DecMode()
 	if err != nil {
 		panic(err) // constant options
 	}
 	return m
-}()
+})
 
 // stateEncoding writes a normalised state: canonical, so that equal
 // states are equal bytes.
-var stateEncoding = func() cbor.EncMode {
+var stateEncoding = sync.OnceValue(func() cbor.EncMode {
 	m, err := cbor.CanonicalEncOptions().EncMode()
 	if err != nil {
-		panic(err)
+		panic(err) // constant options
 	}
 	return m
-}()
+})
 
 // maxCompared bounds the REPL state a call is compared against to tell
-// whether it changed nothing: the comparison reads the state once more
-// (a delta dump, decoded), which for a larger one costs more than the
-// write it would save.
-const maxCompared = 4 << 20
+// whether it changed nothing: the comparison reads the state once more (a
+// delta dump, decoded into Go values several times its size), which for a
+// larger one costs more time and memory than the write it would save.
+const maxCompared = 1 << 20
 
 // stateHeaderLen is the length of the header of Monty's dump: its magic
 // and version.
@@ -62,7 +64,7 @@ func stateSum(state []byte) (sum [32]byte, ok bool) {
 		return sum, false
 	}
 	var v any
-	if err := stateDecoding.Unmarshal(state[stateHeaderLen:], &v); err != nil {
+	if err := stateDecoding().Unmarshal(state[stateHeaderLen:], &v); err != nil {
 		return sum, false
 	}
 	idle := field(field(v, "state"), "Idle")
@@ -89,7 +91,7 @@ func stateSum(state []byte) (sum [32]byte, ok bool) {
 		}
 		heap["entries"] = entries
 	}
-	out, err := stateEncoding.Marshal(v)
+	out, err := stateEncoding().Marshal(v)
 	if err != nil {
 		return sum, false
 	}
