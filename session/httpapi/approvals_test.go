@@ -340,9 +340,13 @@ func TestClaimedRunSaysWhenToRetry(t *testing.T) {
 			status, _, data := a.do("POST", "/exec", body)
 			p := pausedAnswer(t, status, data)
 			approve := resumeBody(map[string]any{"id": p.Calls[0].ID, "approve": true})
+			// The first resume holds the session up to its time limit (2 s:
+			// the approved call stalls), shorter than the second's (the
+			// server's 5 s), which, with claims in the store, waits for it.
+			quick, _ := json.Marshal(map[string]any{"results": []map[string]any{{"id": p.Calls[0].ID, "approve": true}}, "limits": map[string]any{"duration_ms": 2000}})
 			done := make(chan int)
 			go func() {
-				status, _, _ := a.do("POST", "/runs/"+p.RunID+"/resume", approve)
+				status, _, _ := a.do("POST", "/runs/"+p.RunID+"/resume", quick)
 				done <- status
 			}()
 			require.Eventually(t, func() bool { return m.stallCalls.Load() == 1 }, 10*time.Second, 5*time.Millisecond, "the approved call is being made")
