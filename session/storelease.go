@@ -94,9 +94,13 @@ type storeLease struct {
 	lostErr error
 }
 
-// leaseWait bounds one pause of a claim waiting for another instance's
-// lease.
-const leaseWait = 250 * time.Millisecond
+// A claim waiting for another instance's lease looks again after
+// firstLeaseWait, then after twice as long each time, up to leaseWait: a
+// request's claim is held for milliseconds, a connection's for long.
+const (
+	firstLeaseWait = 2 * time.Millisecond
+	leaseWait      = 50 * time.Millisecond
+)
 
 // acquireLease takes the lease of session id in st for o.Who, waiting up
 // to o.Wait for another instance's lease to be released or to lapse (0:
@@ -109,6 +113,7 @@ func acquireLease(ctx context.Context, st store.Store, id string, o ClaimOptions
 	l := &storeLease{st: st, key: LeaseID(id), ttl: ttl}
 	start := time.Now()
 	var lapse time.Time // when the first long holder's lease lapses
+	backoff := firstLeaseWait
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("session %s: claiming it in the store: %w", id, context.Cause(ctx))
@@ -171,13 +176,14 @@ func acquireLease(ctx context.Context, st store.Store, id string, o ClaimOptions
 			if limit < 0 || limit > LongHoldWait {
 				limit = LongHoldWait
 			}
-			limit = max(limit, lapse.Sub(start)+leaseWait/10)
+			limit = max(limit, lapse.Sub(start)+leaseWait/2)
 		}
 		waited := time.Since(start)
 		if limit >= 0 && waited >= limit {
 			return nil, &BusyError{ID: id, Holder: other.Holder + " on " + other.Host, Waited: waitedIf(limit, waited)}
 		}
-		pause := min(leaseWait, time.Until(other.Until)+time.Millisecond)
+		pause := min(backoff, time.Until(other.Until)+time.Millisecond)
+		backoff = min(2*backoff, leaseWait)
 		if limit >= 0 {
 			pause = min(pause, limit-waited)
 		}
@@ -343,7 +349,7 @@ func (l *storeLease) release() {
 // lapses.
 func (l *storeLease) retryDelete() {
 	for time.Now().Before(l.rec.Until) {
-		time.Sleep(leaseWait)
+		time.Sleep(l.ttl / 20)
 		ctx, cancel := context.WithDeadline(context.Background(), l.rec.Until)
 		err := l.st.Delete(ctx, l.key)
 		cancel()

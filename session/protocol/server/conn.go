@@ -116,16 +116,14 @@ func (c *conn) serve() {
 	}()
 	for {
 		rctx, rcancel := context.WithTimeout(ctx, s.opts.IdleTimeout)
-		rctx, unbind := c.bind(rctx)
+		lost := c.closeWhenLost()
 		typ, b, err := c.ws.Read(rctx)
 		idle := err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded)
-		lost := err != nil && errors.Is(context.Cause(rctx), session.ErrLeaseLost)
-		unbind()
 		rcancel()
 		switch {
-		case lost && ctx.Err() == nil:
-			s.log.Warn("monty.v1 session's claim in the store was lost; closing the connection", "session_id", c.sid, "error", context.Cause(rctx))
-			closeCode, reason = websocket.StatusTryAgainLater, "session claimed elsewhere"
+		case lost() && ctx.Err() == nil:
+			s.log.Warn("monty.v1 session's claim in the store was lost; closing the connection", "session_id", c.sid, "error", c.lease.Err())
+			closeCode, reason = websocket.StatusTryAgainLater, errClaimLost.Error()
 			return
 		case idle && ctx.Err() == nil:
 			s.log.Info("monty.v1 connection idle; closing it", "session_id", c.sid, "idle_timeout", s.opts.IdleTimeout)
@@ -681,6 +679,33 @@ func (c *conn) durable() bool {
 		return false
 	}
 	return !c.s.opts.Profiles[c.w.Config().GetProfile()].ParkOnly
+}
+
+// errClaimLost is the reason of a connection closed because its claim on
+// its session was lost.
+var errClaimLost = errors.New("session claimed elsewhere")
+
+// closeWhenLost closes the connection (1013, errClaimLost) if its claim on
+// its session is lost while it waits for the client's next request, and
+// returns the function that stops watching and reports whether it did.
+func (c *conn) closeWhenLost() func() bool {
+	if c.lease == nil {
+		return func() bool { return false }
+	}
+	stop, closed := make(chan struct{}), make(chan bool, 1)
+	go func() {
+		select {
+		case <-c.lease.Lost():
+			_ = c.ws.Close(websocket.StatusTryAgainLater, errClaimLost.Error())
+			closed <- true
+		case <-stop:
+			closed <- false
+		}
+	}()
+	return func() bool {
+		close(stop)
+		return <-closed
+	}
 }
 
 // bind returns ctx, ended with session.ErrLeaseLost as its cause when the

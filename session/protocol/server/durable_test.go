@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -123,4 +125,26 @@ func TestTurnNotStoredIsNotAnswered(t *testing.T) {
 	ev = e.turn(feed("m = 1"))
 	require.NotNil(t, ev.GetError(), "%v", ev)
 	assert.Contains(t, ev.GetError().GetException().GetMessage(), "never stored")
+}
+
+// TestLostClaimClosesTheConnection: a connection whose claim on its
+// session another instance took over (its lease overwritten, as after it
+// lapsed) is closed with 1013 and a reason, not dropped.
+func TestLostClaimClosesTheConnection(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	keeper := session.NewManager(session.Options{Store: st}, session.ManagerOptions{Warm: -1, LeaseTTL: 300 * time.Millisecond})
+	t.Cleanup(keeper.Close)
+	a := start(t, st, func(o *server.Options) { o.Keeper = keeper })
+	c := a.dial(t)
+	sid := string(c.session())
+	value(t, c.turn(feed("n = 1")))
+	other, _ := json.Marshal(map[string]any{"token": "u", "holder": "another instance", "host": "b:2", "until": time.Now().Add(time.Minute)})
+	_, err := st.Put(context.Background(), session.LeaseID(apikey.StoreID(apikey.NamespaceOf(key), sid)), other, store.Cond{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _, err = c.ws.Read(ctx)
+	require.Error(t, err)
+	assert.Equal(t, websocket.StatusTryAgainLater, websocket.CloseStatus(err), "%v", err)
+	assert.Contains(t, err.Error(), "session claimed elsewhere")
 }
