@@ -190,7 +190,7 @@ func (s *v1Session) attempt(ctx context.Context, code, v string, inDoubt bool) (
 	}
 	ev, err := s.turn(ctx, &pb.ParentRequest{Kind: &pb.ParentRequest_Feed{Feed: &pb.Feed{Code: code}}}, v)
 	if err != nil {
-		return nil, "ws disconnect", err.Error()
+		return nil, closeClass(err), err.Error()
 	}
 	if c := classOf(ev); c != "" {
 		return nil, c, eventText(ev)
