@@ -326,6 +326,9 @@ func TestDifferential(t *testing.T) {
 			}
 		})
 	}
+	if testing.Short() {
+		return // the transcripts were not taken: upstream's worker is left out
+	}
 	// Known difference "positions": upstream says where each suspending
 	// expression is (SourceRange); the runtime does not expose it, so ours
 	// leaves it out, which the protocol allows (the client reports an empty
