@@ -181,7 +181,7 @@ func (l *Lease) Lost() <-chan struct{} {
 	if l.sl == nil {
 		return nil
 	}
-	return l.sl.lost
+	return l.sl.lost.Done()
 }
 
 // Err is why the claim was lost (an error matching ErrLeaseLost), nil
@@ -193,22 +193,24 @@ func (l *Lease) Err() error {
 	return l.sl.err()
 }
 
+// AfterLost arranges for f to run in a goroutine of its own once the
+// claim is lost, and returns the function that stops that: it reports
+// false when f has started already. Nothing runs for a claim this
+// process holds alone.
+func (l *Lease) AfterLost(f func()) (stop func() bool) {
+	if l.sl == nil {
+		return func() bool { return true }
+	}
+	return context.AfterFunc(l.sl.lost, f)
+}
+
 // Bind returns ctx, cancelled with the cause Err once the claim is lost,
 // and the function that stops watching for it: a call run under it stops
 // when another instance may take the session over.
 func (l *Lease) Bind(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	if l.sl == nil {
-		return ctx, func() { cancel(nil) }
-	}
-	go func() {
-		select {
-		case <-l.sl.lost:
-			cancel(l.sl.err())
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, func() { cancel(nil) }
+	stop := l.AfterLost(func() { cancel(l.Err()) })
+	return ctx, func() { stop(); cancel(nil) }
 }
 
 // holder is who holds l's session now.

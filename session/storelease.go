@@ -40,16 +40,14 @@ var ErrLeaseLost = errors.New("session: the claim's lease in the store was lost"
 
 // LeaseID is the store id of the lease of the session stored under id:
 // id with ":lease" added, or, when that is too long for a store id, a
-// name made of its hash. Listings of sessions leave these out (IsLeaseID).
+// name made of its hash. Listings of sessions leave these out
+// (store.IsLease).
 func LeaseID(id string) string {
 	if len(id)+len(store.LeaseSuffix) <= 200 {
 		return id + store.LeaseSuffix
 	}
 	return fmt.Sprintf("lease.%x%s", sha256.Sum256([]byte(id)), store.LeaseSuffix)
 }
-
-// IsLeaseID reports whether a store id is that of a lease (LeaseID).
-func IsLeaseID(id string) bool { return store.IsLease(id) }
 
 // leaseRecord is a lease as stored.
 type leaseRecord struct {
@@ -88,10 +86,11 @@ type storeLease struct {
 	// this process's only until the lease can be written (reacquire).
 	unheld bool
 
-	stop    chan struct{} // closed by release
-	done    chan struct{} // closed when the renewal ends
-	lost    chan struct{} // closed when the lease is lost
-	lostErr error
+	stop chan struct{} // closed by release
+	done chan struct{} // closed when the renewal ends
+	// lost ends, with the reason as its cause, when the lease is lost.
+	lost context.Context
+	lose context.CancelCauseFunc
 }
 
 // A claim waiting for another instance's lease looks again after
@@ -208,7 +207,8 @@ func waitedIf(limit, waited time.Duration) time.Duration {
 
 // start starts renewing l (or, unheld, taking its place in the store).
 func (l *storeLease) start() *storeLease {
-	l.stop, l.done, l.lost = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	l.stop, l.done = make(chan struct{}), make(chan struct{})
+	l.lost, l.lose = context.WithCancelCause(context.Background())
 	if l.unheld {
 		go l.reacquire()
 		return l
@@ -306,19 +306,12 @@ func (l *storeLease) renew() {
 	}
 }
 
-// lose marks l lost with err.
-func (l *storeLease) lose(err error) {
-	l.mu.Lock()
-	l.lostErr = err
-	l.mu.Unlock()
-	close(l.lost)
-}
-
 // err is why l was lost (nil: it holds).
 func (l *storeLease) err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lostErr
+	if l.lost.Err() == nil {
+		return nil
+	}
+	return context.Cause(l.lost)
 }
 
 // release stops renewing l and removes it from the store, unless it was

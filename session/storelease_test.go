@@ -31,8 +31,8 @@ func TestLeaseAcrossInstances(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.Stat(ctx, session.LeaseID("ns/s"))
 	require.NoError(t, err, "the claim is in the store")
-	assert.True(t, session.IsLeaseID(session.LeaseID("ns/s")))
-	assert.False(t, session.IsLeaseID("ns/s"))
+	assert.True(t, store.IsLease(session.LeaseID("ns/s")))
+	assert.False(t, store.IsLease("ns/s"))
 
 	_, err = b.Claim(ctx, "ns/s", session.ClaimOptions{Who: "an HTTP request"})
 	require.ErrorIs(t, err, session.ErrBusy)

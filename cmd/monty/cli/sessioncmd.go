@@ -89,7 +89,7 @@ func runSessionCommand(ctx context.Context, st store.Store, args []string, stdou
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSIZE\tMODIFIED")
 		for _, in := range infos {
-			if session.IsLeaseID(in.ID) {
+			if store.IsLease(in.ID) {
 				continue // a server's claim on a session, not a session
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\n", in.ID, in.Size, in.Modified.Local().Format(time.DateTime))

@@ -692,20 +692,8 @@ func (c *conn) closeWhenLost() func() bool {
 	if c.lease == nil {
 		return func() bool { return false }
 	}
-	stop, closed := make(chan struct{}), make(chan bool, 1)
-	go func() {
-		select {
-		case <-c.lease.Lost():
-			_ = c.ws.Close(websocket.StatusTryAgainLater, errClaimLost.Error())
-			closed <- true
-		case <-stop:
-			closed <- false
-		}
-	}()
-	return func() bool {
-		close(stop)
-		return <-closed
-	}
+	stop := c.lease.AfterLost(func() { _ = c.ws.Close(websocket.StatusTryAgainLater, errClaimLost.Error()) })
+	return func() bool { return !stop() }
 }
 
 // bind returns ctx, ended with session.ErrLeaseLost as its cause when the
