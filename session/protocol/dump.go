@@ -97,37 +97,37 @@ func (w *Worker) Live(ctx context.Context) (*Live, error) {
 	if err := w.ensureREPL(ctx, ""); err != nil {
 		return nil, err
 	}
-	header, err := w.header(true)
-	if err != nil {
-		return nil, err
-	}
-	stable, err := w.header(false)
+	header, stable, err := w.headers()
 	if err != nil {
 		return nil, err
 	}
 	return &Live{Header: header, Stable: stable, Interpreter: w.it, REPL: w.repl, Feed: w.exec, Limits: w.limits()}, nil
 }
 
-// header is the session's configuration and clocks, as a dump starts;
-// without the clocks when not clocks.
-func (w *Worker) header(clocks bool) ([]byte, error) {
+// headers are the session's configuration and clocks, as a dump starts,
+// and the same without the clocks.
+func (w *Worker) headers() (header, stable []byte, err error) {
 	cfg, err := proto.Marshal(w.cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	fields := object.Dict{{Key: object.Str("configure"), Value: object.Bytes(cfg)}}
-	if clocks {
-		fields = append(fields,
-			object.Pair{Key: object.Str("total_us"), Value: object.Int(w.totalExec.Microseconds())},
-			object.Pair{Key: object.Str("feed_us"), Value: object.Int(w.feedExec.Microseconds())})
+	rest := object.Dict{
+		{Key: object.Str("checked"), Value: object.Str(w.checkCtx.Code)},
+		{Key: object.Str("pending"), Value: object.Str(w.pendingCode)},
+		{Key: object.Str("cwd"), Value: object.Str(w.cwd)},
+		{Key: object.Str("stubs"), Value: stringDict(w.stubs)},
+		{Key: object.Str("asked"), Value: stringDict(boolsToStrings(w.asked))},
 	}
-	return object.Encode(append(fields,
-		object.Pair{Key: object.Str("checked"), Value: object.Str(w.checkCtx.Code)},
-		object.Pair{Key: object.Str("pending"), Value: object.Str(w.pendingCode)},
-		object.Pair{Key: object.Str("cwd"), Value: object.Str(w.cwd)},
-		object.Pair{Key: object.Str("stubs"), Value: stringDict(w.stubs)},
-		object.Pair{Key: object.Str("asked"), Value: stringDict(boolsToStrings(w.asked))},
-	))
+	configure := object.Pair{Key: object.Str("configure"), Value: object.Bytes(cfg)}
+	clocks := object.Dict{
+		{Key: object.Str("total_us"), Value: object.Int(w.totalExec.Microseconds())},
+		{Key: object.Str("feed_us"), Value: object.Int(w.feedExec.Microseconds())},
+	}
+	if header, err = object.Encode(append(append(object.Dict{configure}, clocks...), rest...)); err != nil {
+		return nil, nil, err
+	}
+	stable, err = object.Encode(append(object.Dict{configure}, rest...))
+	return header, stable, err
 }
 
 // joinDump is a dump of header and the REPL's own dump.

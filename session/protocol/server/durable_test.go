@@ -55,6 +55,14 @@ func TestEveryTurnIsStoredBeforeItsAnswer(t *testing.T) {
 		assert.Equal(t, object.Int(i), value(t, c.turn(feed("n += 1\nn"))))
 		assert.EqualValues(t, i, storedView(t, st, sid)["n"], "turn %d is stored before it is answered", i)
 	}
+	// A turn that changes nothing writes nothing.
+	id := apikey.StoreID(apikey.NamespaceOf(key), sid)
+	before, err := st.Stat(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, object.Int(5), value(t, c.turn(feed("n"))))
+	after, err := st.Stat(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, before.Version, after.Version, "a read turn stored the session again")
 	ev := c.turn(feed("a = 5\nb = ask(a)\nn = a + b\nn"))
 	require.NotNil(t, ev.GetFunctionCall(), "%v", ev)
 
