@@ -17,6 +17,7 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/store/storetest"
 )
 
 func open(t *testing.T, id string, opts session.Options) *session.Session {
@@ -246,31 +247,17 @@ func TestCancelledLoadIsNotCorruption(t *testing.T) {
 	assert.Equal(t, object.Int(3), exec(t, again, "len(x)").Value)
 }
 
-// failingPuts is a store whose Puts fail while down is set.
-type failingPuts struct {
-	store.Store
-	down *bool
-}
-
-func (f failingPuts) Put(ctx context.Context, id string, data []byte, cond store.Cond) (store.Info, error) {
-	if *f.down {
-		return store.Info{}, fmt.Errorf("%w: test outage", store.ErrUnavailable)
-	}
-	return f.Store.Put(ctx, id, data, cond)
-}
-
 // TestUnsavedCallRollsBack checks that a call whose state could not be
 // stored (the store is down, or the state is over the size cap) leaves the
 // live session as stored, so a later call cannot persist its changes.
 func TestUnsavedCallRollsBack(t *testing.T) {
-	down := false
-	st := failingPuts{memstore.New(memstore.Options{}), &down}
+	st := storetest.NewRefusing(memstore.New(memstore.Options{}))
 	s := open(t, "outage", session.Options{Store: st, MaxStateSize: 64 << 10})
 	exec(t, s, "n = 0")
-	down = true
+	st.Refuse(true)
 	_, err := s.Exec(context.Background(), "n += 1")
 	require.ErrorIs(t, err, store.ErrUnavailable)
-	down = false
+	st.Refuse(false)
 	assert.Equal(t, object.Int(1), exec(t, s, "n += 1\nn").Value, "the failed call's increment must not survive")
 
 	// Random floats: the dump does not compress below the cap (and the
