@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -39,14 +37,10 @@ type mcpServer struct {
 
 // start starts the process (again) and connects to it.
 func (m *mcpServer) start(ctx context.Context) error {
-	f, err := os.OpenFile(m.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	cmd, f, err := command(m.args, m.env, m.log)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(m.args[0], m.args[1:]...)
-	cmd.Env = append(os.Environ(), m.env...)
-	cmd.Stderr = f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "monty-faults", Version: "1"}, nil).Connect(cctx, &mcp.CommandTransport{Command: cmd}, nil)

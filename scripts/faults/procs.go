@@ -33,16 +33,28 @@ type proc struct {
 	peakRSS  int64 // largest VmHWM seen, in KiB, over every run
 }
 
+// command is the command line args with env added, its stderr appended
+// to the file log (returned, to close once it exits), dying with the
+// driver (Pdeathsig).
+func command(args, env []string, log string) (*exec.Cmd, *os.File, error) {
+	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd, f, nil
+}
+
 // start runs the process (again).
 func (p *proc) start() error {
-	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	cmd, f, err := command(p.args, p.env, p.log)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(p.args[0], p.args[1:]...)
-	cmd.Env = append(os.Environ(), p.env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stdout = f
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
