@@ -427,7 +427,7 @@ func (e *Executor) Execute(ctx context.Context, threadKey string, args json.RawM
 // ExecuteEvents is Execute that also reports the run to sink as events,
 // in order, as it happens (see Run for how sink is called). A call that
 // cannot run reports no events.
-func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args json.RawMessage, sink func(Event)) (*Result, error) {
+func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args json.RawMessage, sink func(Event)) (_ *Result, err error) {
 	a, err := ParseArgs(args)
 	if err != nil {
 		return nil, err
@@ -436,11 +436,11 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 	if err != nil {
 		return nil, err
 	}
-	ctx, lease, release, err := e.take(ctx, id)
+	ctx, lease, done, err := e.take(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer func() { err = done(err) }()
 	var tc *session.TypeCheck
 	if a.TypeCheck != nil && *a.TypeCheck || a.TypeCheck == nil && e.check {
 		check := e.tc
@@ -637,16 +637,16 @@ func text(r *Result) string {
 // Reset clears a conversation's session (or its named session): the stored
 // state is deleted and the next call starts empty. It waits for a running
 // call on that session to finish.
-func (e *Executor) Reset(ctx context.Context, threadKey, sessionID string) error {
+func (e *Executor) Reset(ctx context.Context, threadKey, sessionID string) (err error) {
 	id, err := e.storeID("reset_session", threadKey, sessionID)
 	if err != nil {
 		return err
 	}
-	ctx, lease, release, err := e.take(ctx, id)
+	ctx, lease, done, err := e.take(ctx, id)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer func() { err = done(err) }()
 	// Close the live session, if any, and delete the stored state without
 	// loading it: a reset must also work when the stored state cannot be
 	// loaded (its copy kept aside stays).
@@ -661,12 +661,23 @@ func (e *Executor) Reset(ctx context.Context, threadKey, sessionID string) error
 // turns, in the Manager's bounded queue, and with other instances on the
 // claim in the store) and returns the claim, ctx bound to it (cancelled
 // when the claim is lost: another instance may run the session then), and
-// the function that releases both.
-func (e *Executor) take(ctx context.Context, id string) (context.Context, *session.Lease, func(), error) {
+// done, which releases both and returns the call's error, said as the lost
+// claim (matching session.ErrLeaseLost and store.ErrUnavailable: retry
+// later) when that is what stopped the call.
+func (e *Executor) take(ctx context.Context, id string) (context.Context, *session.Lease, func(error) error, error) {
 	lease, err := e.mgr.Claim(ctx, id, session.ClaimOptions{Who: "another call of this session", Wait: -1})
 	if err != nil {
 		return ctx, nil, nil, fmt.Errorf("agent: waiting for session %s: %w", id, err)
 	}
 	bound, unbind := lease.Bind(ctx)
-	return bound, lease, func() { unbind(); lease.Release() }, nil
+	done := func(err error) error {
+		cause := context.Cause(bound)
+		unbind()
+		lease.Release()
+		if err != nil && errors.Is(cause, session.ErrLeaseLost) && !errors.Is(err, session.ErrLeaseLost) {
+			return fmt.Errorf("agent: session %s: %w: %w", id, store.ErrUnavailable, cause)
+		}
+		return err
+	}
+	return bound, lease, done, nil
 }

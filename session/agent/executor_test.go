@@ -19,6 +19,7 @@ import (
 	"github.com/monty-go/monty/session/agent/agenttest"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
+	"github.com/monty-go/monty/session/store/storetest"
 	"github.com/monty-go/monty/session/tools"
 )
 
@@ -432,4 +433,30 @@ func TestCallsQueueAcrossExecutors(t *testing.T) {
 	close(release)
 	assert.Equal(t, "1", (<-first).Text)
 	assert.Equal(t, "2", (<-second).Text, "ran after the first, on its state")
+}
+
+// TestLostClaimStopsTheCall: a call whose claim in the store lapses (the
+// store refuses writes, so it cannot be renewed) stops, and its error says
+// the claim was lost and the store is unavailable (retry), not that a
+// context was cancelled.
+func TestLostClaimStopsTheCall(t *testing.T) {
+	entered := make(chan struct{})
+	var ended error
+	gate := tools.MustFunc(tools.Schema{Name: "gate"}, func(ctx context.Context) error {
+		close(entered)
+		<-ctx.Done()
+		ended = context.Cause(ctx)
+		return ctx.Err()
+	})
+	reg, err := tools.NewRegistry(gate)
+	require.NoError(t, err)
+	st := storetest.NewRefusing(memstore.New(memstore.Options{}))
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{Store: st}, Manager: session.ManagerOptions{LeaseTTL: 300 * time.Millisecond}})
+	go func() { <-entered; st.Refuse(true) }()
+	res, err := e.Execute(context.Background(), "t", json.RawMessage(agenttest.Args("gate()")))
+	require.Error(t, err, "a call whose claim was lost does not answer: %+v", res)
+	assert.ErrorIs(t, err, session.ErrLeaseLost)
+	assert.ErrorIs(t, err, store.ErrUnavailable)
+	assert.NotContains(t, err.Error(), "context canceled")
+	assert.ErrorIs(t, ended, session.ErrLeaseLost, "the host function saw why it was stopped")
 }

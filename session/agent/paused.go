@@ -12,16 +12,16 @@ import (
 // session to finish and, like a call, continues what is stored. A server
 // that asks a person about the calls that wait for approval uses it to
 // find them when the model asks it to ask again.
-func (e *Executor) Paused(ctx context.Context, threadKey, sessionID string) (*PausedRun, error) {
+func (e *Executor) Paused(ctx context.Context, threadKey, sessionID string) (_ *PausedRun, err error) {
 	id, err := e.storeID(ResumeToolName, threadKey, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	ctx, lease, release, err := e.take(ctx, id)
+	ctx, lease, done, err := e.take(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer func() { err = done(err) }()
 	s, err := lease.Session(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("agent: session %s: %w", id, err)

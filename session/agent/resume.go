@@ -166,7 +166,7 @@ func (e *Executor) ResumeTool() tools.Tool {
 // It answers like Execute: the run's outcome in the Result (completed, or
 // paused again), errors for calls that could not run (ErrBadArgs for
 // results that do not fit the run, which the model can correct).
-func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMessage) (*Result, error) {
+func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMessage) (_ *Result, err error) {
 	var a ResumeArgs
 	dec := json.NewDecoder(bytes.NewReader(args))
 	if err := dec.Decode(&a); err != nil || a.RunID == "" {
@@ -194,11 +194,11 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	ctx, lease, release, err := e.take(ctx, id)
+	ctx, lease, done, err := e.take(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer func() { err = done(err) }()
 	key, err := newCallKey(ResumeToolName, a.IdempotencyKey, args)
 	if err != nil {
 		return nil, err
