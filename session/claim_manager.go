@@ -76,6 +76,7 @@ type Lease struct {
 	s     *Session    // the session acquired, nil until Session
 	done  func()      // releases it
 	fresh bool        // Session opened it from the store
+	d     *Driven     // the session as its driver keeps it (Keep)
 	once  sync.Once
 }
 
@@ -256,6 +257,21 @@ func (l *Lease) Session(ctx context.Context, opts *Options) (*Session, error) {
 	return s, nil
 }
 
+// Keep gives the claim the claimed session as a driver keeps it (a
+// monty.v1 connection, whose worker runs the interpreter: OpenDriven,
+// NewDriven), in place of the one it kept: Driven returns it until the
+// claim is released, so that the driver stores the session through what
+// the claim holds, and nothing of it outlives the claim.
+func (l *Lease) Keep(d *Driven) { l.d = d }
+
+// Driven is the session Keep gave the claim (nil: none, or a nil Lease).
+func (l *Lease) Driven() *Driven {
+	if l == nil {
+		return nil
+	}
+	return l.d
+}
+
 // Fresh reports whether Session opened the session from the store, rather
 // than finding it live, kept since an earlier claim (which may have to
 // catch up with the store: Session.Sync).
@@ -275,6 +291,7 @@ func (l *Lease) Forget() {
 // Release ends the claim: the next claim of the session gets it.
 func (l *Lease) Release() {
 	l.once.Do(func() {
+		l.d = nil
 		if l.s != nil {
 			l.done()
 			l.s, l.done = nil, nil

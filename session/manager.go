@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session/store"
 )
 
 // Manager is the keeper of live sessions by id (for example one per
@@ -185,7 +186,13 @@ func (m *Manager) acquire(ctx context.Context, id string, opts *Options) (s *Ses
 
 		o := m.sessionOptions(ctx, id)
 		if opts != nil {
+			// The caller's options, with the Manager's warm interpreters
+			// when they are of the same engine and name no pool.
+			warm := o.Pool
 			o = *opts
+			if o.Pool == nil && o.Engine == m.opts.Engine {
+				o.Pool = warm
+			}
 		}
 		s, err = Open(ctx, id, o)
 
@@ -243,6 +250,10 @@ func (m *Manager) evict(el *list.Element) {
 	delete(m.live, e.s.ID())
 	_ = e.s.Close(context.Background())
 }
+
+// Store is the store the Manager's claims hold their leases in and its
+// sessions open from by default (Options.Store at NewManager; nil: none).
+func (m *Manager) Store() store.Store { return m.opts.Store }
 
 // Live returns the number of open sessions.
 func (m *Manager) Live() int {

@@ -212,3 +212,27 @@ func TestKeepNone(t *testing.T) {
 		assert.Zero(t, m.Live())
 	}
 }
+
+// TestLeaseKeepsTheDriven: a driver's session is kept by its claim, and
+// goes with it: the next claim of the session starts with none.
+func TestLeaseKeepsTheDriven(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	m := session.NewManager(session.Options{Store: st}, session.ManagerOptions{})
+	defer m.Close()
+	var none *session.Lease
+	assert.Nil(t, none.Driven())
+	l, err := m.Claim(ctx, "s", session.ClaimOptions{Long: true})
+	require.NoError(t, err)
+	assert.Nil(t, l.Driven())
+	d, err := session.NewDriven(ctx, "s", session.Options{Store: st})
+	require.NoError(t, err)
+	l.Keep(d)
+	assert.Same(t, d, l.Driven())
+	l.Release()
+	assert.Nil(t, l.Driven(), "released with the claim")
+	next, err := m.Claim(ctx, "s", session.ClaimOptions{})
+	require.NoError(t, err)
+	defer next.Release()
+	assert.Nil(t, next.Driven())
+}

@@ -110,14 +110,15 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
 	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session:   session.Options{Store: memstore.New(memstore.Options{})},
+		Keeper:    keeper,
 		Functions: fns,
 	})
 	if err != nil {
 		return err
 	}
-	defer exec.Close()
+	defer keeper.Close()
 
 	tool := exec.Tool() // offer this to the model
 	fmt.Fprintf(w, "tool: %s\n", tool.Name)

@@ -98,7 +98,13 @@ func run(ctx context.Context, log *slog.Logger) error {
 			keys = append(keys, k)
 		}
 	}
+	// The process's keeper of live sessions: a session continued request
+	// after request stays open here, and it is claimed in the store so
+	// that one instance at a time runs it.
+	keeper := session.NewManager(session.Options{Store: st, Engine: engine}, session.ManagerOptions{})
+	defer keeper.Close()
 	h, err := httpapi.New(httpapi.Options{
+		Keeper: keeper,
 		Session: session.Options{
 			Store:      st,
 			Engine:     engine,

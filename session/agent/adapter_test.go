@@ -12,6 +12,7 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/agent/agenttest"
+	"github.com/monty-go/monty/session/store/memstore"
 	"github.com/monty-go/monty/session/tools"
 )
 
@@ -19,7 +20,8 @@ import (
 // adapter's name and still match what they matched.
 func TestAdapterAnswer(t *testing.T) {
 	ctx := context.Background()
-	e := agenttest.NewExecutor(t, agent.ExecutorOptions{})
+	keeper := agenttest.Keeper(t, memstore.New(memstore.Options{}))
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Keeper: keeper})
 	a := agent.Adapter{Exec: e, Name: "montytest"}
 
 	text, failed, err := a.Answer(ctx, "conv", agent.ToolName, agenttest.CodeArgs("x = 6\nx * 7"))
@@ -48,7 +50,7 @@ func TestAdapterAnswer(t *testing.T) {
 	assert.Empty(t, text)
 	assert.False(t, failed)
 
-	e.Close()
+	keeper.Close()
 	_, _, err = a.Answer(ctx, "conv", agent.ResumeToolName, json.RawMessage(`{"run_id": "r", "results": []}`))
 	require.ErrorIs(t, err, session.ErrClosed)
 	assert.Regexp(t, `^montytest: agent: resume_python: `, err.Error())

@@ -12,13 +12,15 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/agent/agenttest"
+	"github.com/monty-go/monty/session/store/memstore"
 )
 
 // TestAnswer: what a model is told of each kind of call, and the few
 // failures that are the caller's to handle instead.
 func TestAnswer(t *testing.T) {
 	ctx := context.Background()
-	e := agenttest.NewExecutor(t, agent.ExecutorOptions{})
+	keeper := agenttest.Keeper(t, memstore.New(memstore.Options{}))
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Keeper: keeper})
 	answer := func(key, name string, args json.RawMessage) (string, bool) {
 		t.Helper()
 		text, failed, err := e.Answer(ctx, key, name, args)
@@ -61,7 +63,7 @@ func TestAnswer(t *testing.T) {
 	_, _, err := e.Answer(cctx, "conv", agent.ToolName, agenttest.CodeArgs("1"))
 	require.ErrorIs(t, err, cause)
 
-	e.Close()
+	keeper.Close()
 	_, _, err = e.Answer(ctx, "conv", agent.ToolName, agenttest.CodeArgs("1"))
 	require.ErrorIs(t, err, session.ErrClosed)
 }

@@ -26,9 +26,12 @@ func briefExecutor(t testing.TB, opts ExecutorOptions) *Executor {
 	if opts.Session.Store == nil {
 		opts.Session.Store = memstore.New(memstore.Options{})
 	}
+	if opts.Keeper == nil {
+		opts.Keeper = session.NewManager(session.Options{Store: opts.Session.Store}, session.ManagerOptions{})
+		t.Cleanup(opts.Keeper.Close)
+	}
 	e, err := NewExecutor(opts)
 	require.NoError(t, err)
-	t.Cleanup(e.Close)
 	return e
 }
 

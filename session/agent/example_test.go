@@ -23,14 +23,15 @@ func ExampleExecutor_Execute() {
 			return 2 * n, nil
 		})
 	fns, _ := tools.NewRegistry(double)
+	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
 	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session:   session.Options{Store: memstore.New(memstore.Options{})},
+		Keeper:    keeper,
 		Functions: fns,
 	})
 	if err != nil {
 		panic(err)
 	}
-	defer exec.Close()
+	defer keeper.Close()
 	ctx := context.Background()
 	for _, code := range []string{
 		"def quad(n):\n    return double(double(n))",
@@ -52,13 +53,12 @@ func ExampleExecutor_Execute() {
 
 // Stream a run's events while it happens.
 func ExampleExecutor_ExecuteEvents() {
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session: session.Options{Store: memstore.New(memstore.Options{})},
-	})
+	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{Keeper: keeper})
 	if err != nil {
 		panic(err)
 	}
-	defer exec.Close()
+	defer keeper.Close()
 	var kinds []string
 	_, err = exec.ExecuteEvents(context.Background(), "t", json.RawMessage(`{"code": "print('hi')\n1 + 1"}`),
 		func(e agent.Event) { kinds = append(kinds, string(e.Type)) })

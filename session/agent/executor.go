@@ -77,7 +77,15 @@ const TypeCheckErrorType = "TypeCheckError"
 
 // ExecutorOptions configure an Executor.
 type ExecutorOptions struct {
-	// Session configures the sessions (Store is required). Its Host is
+	// Keeper is the keeper of live sessions the executor claims its
+	// sessions from (required): the process's one keeper, shared with its
+	// other surfaces (an HTTP API, a monty.v1 server), so that a session
+	// runs one call at a time whichever surface the call came through. A
+	// session the keeper holds open keeps the options it was opened with,
+	// except its host and limits, which each call sets. The executor does
+	// not close it.
+	Keeper *session.Manager
+	// Session configures the sessions (Store defaults to the Keeper's). Its Host is
 	// replaced by the Functions' host; its Print is not used (the output
 	// is in the Result and the events). Its Limits are the calls' limits,
 	// each zero field its default (runtime.Limits) except two, whose
@@ -87,8 +95,11 @@ type ExecutorOptions struct {
 	// interpreter heap (0 means DefaultMaxMemory, runtime.Unlimited none).
 	// MaxHostCalls and MaxHostTime bound the host calls of a call.
 	Session session.Options
-	// Manager bounds the live sessions.
-	Manager session.ManagerOptions
+	// Keys, when set, gives the keys of each session by its store id: it
+	// opens with them as its Session.SigningKey and VerifyKeys (for
+	// example apikey.StoreKeys, which signs each session with a key of its
+	// own, as the HTTP API does). It may be called concurrently.
+	Keys func(id string) (signing []byte, verify [][]byte)
 	// Functions are the host functions the code can call; nil offers only
 	// the introspection built-ins.
 	Functions *tools.Registry
@@ -138,8 +149,7 @@ type ExecutorOptions struct {
 	// or an error saying what the caller must change (the call fails
 	// with an *ArgsError wrapping it). It must map different pairs to
 	// different ids, and may be called concurrently. For sessions signed
-	// with keys of their own, set Manager.Keys too (it is given the store
-	// id). monty mcp --api-key, for example, keeps its sessions as the
+	// with keys of their own, set Keys too (it is given the store id). monty mcp --api-key, for example, keeps its sessions as the
 	// HTTP API does, with apikey.StoreID of apikey.ThreadSessionID and
 	// apikey.StoreKeys.
 	StoreID func(threadKey, sessionID string) (string, error)
@@ -159,7 +169,9 @@ type ExecutorOptions struct {
 //
 // An Executor is safe for concurrent use.
 type Executor struct {
-	mgr     *session.Manager
+	keeper  *session.Manager
+	sopts   session.Options                    // what sessions open with (keys aside)
+	keys    func(id string) ([]byte, [][]byte) // ExecutorOptions.Keys
 	store   store.Store
 	fns     *tools.Registry
 	timeout time.Duration
@@ -173,10 +185,17 @@ type Executor struct {
 	mapID   func(threadKey, sessionID string) (string, error) // ExecutorOptions.StoreID
 }
 
-// NewExecutor returns an executor. Close it when done.
+// NewExecutor returns an executor claiming its sessions from
+// opts.Keeper.
 func NewExecutor(opts ExecutorOptions) (*Executor, error) {
+	if opts.Keeper == nil {
+		return nil, errors.New("agent: ExecutorOptions.Keeper is required: the process's keeper of live sessions (session.NewManager), shared by its surfaces")
+	}
 	if opts.Session.Store == nil {
-		return nil, errors.New("agent: ExecutorOptions.Session.Store is required")
+		opts.Session.Store = opts.Keeper.Store()
+	}
+	if opts.Session.Store == nil {
+		return nil, errors.New("agent: ExecutorOptions.Session.Store is required (the Keeper has none)")
 	}
 	fns := opts.Functions
 	if fns == nil {
@@ -197,7 +216,9 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		sopts.Limits.MaxMemory = DefaultMaxMemory
 	}
 	return &Executor{
-		mgr:     session.NewManager(sopts, opts.Manager),
+		keeper:  opts.Keeper,
+		sopts:   sopts,
+		keys:    opts.Keys,
 		store:   sopts.Store,
 		fns:     fns,
 		timeout: timeout,
@@ -222,9 +243,6 @@ func (e *Executor) checkStubs() string {
 	}
 	return stubs
 }
-
-// Close closes every live session (their state is already stored).
-func (e *Executor) Close() { e.mgr.Close() }
 
 // Telemetry is where the executor's spans and metrics go: its
 // Session.Telemetry, or telemetry.Default.
@@ -472,7 +490,7 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 // made retry-safe with key (nil: none).
 func (e *Executor) execute(ctx context.Context, lease *session.Lease, named string, tc *session.TypeCheck, key *callKey, op keyedOp, sink func(Event)) (*Result, error) {
 	id := lease.ID()
-	s, err := lease.Session(ctx, nil)
+	s, err := e.session(ctx, lease)
 	if err != nil && runtime.LimitOf(err) != runtime.NoLimit {
 		// The stored state does not fit the limits: the code's failure to
 		// report (the state stays stored as it is), not the executor's.
@@ -657,6 +675,22 @@ func (e *Executor) Reset(ctx context.Context, threadKey, sessionID string) (err 
 	return nil
 }
 
+// session returns the session lease claims, opened with the executor's
+// options, or kept open by the keeper since an earlier call (of this
+// executor or another surface) and given the executor's host and limits.
+func (e *Executor) session(ctx context.Context, lease *session.Lease) (*session.Session, error) {
+	opts := e.sopts
+	if e.keys != nil {
+		opts.SigningKey, opts.VerifyKeys = e.keys(lease.ID())
+	}
+	s, err := lease.Session(ctx, &opts)
+	if err == nil && !lease.Fresh() {
+		s.SetHost(opts.Host)
+		s.SetLimits(opts.Limits)
+	}
+	return s, err
+}
+
 // take waits for session id (the executor's calls of one session take
 // turns, in the Manager's bounded queue, and with other instances on the
 // claim in the store) and returns the claim, ctx bound to it (cancelled
@@ -665,7 +699,7 @@ func (e *Executor) Reset(ctx context.Context, threadKey, sessionID string) (err 
 // claim (matching session.ErrLeaseLost and store.ErrUnavailable: retry
 // later) when that is what stopped the call.
 func (e *Executor) take(ctx context.Context, id string) (context.Context, *session.Lease, func(error) error, error) {
-	lease, err := e.mgr.Claim(ctx, id, session.ClaimOptions{Who: "another call of this session", Wait: -1})
+	lease, err := e.keeper.Claim(ctx, id, session.ClaimOptions{Who: "another call of this session", Wait: -1})
 	if err != nil {
 		return ctx, nil, nil, fmt.Errorf("agent: waiting for session %s: %w", id, err)
 	}

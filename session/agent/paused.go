@@ -22,7 +22,7 @@ func (e *Executor) Paused(ctx context.Context, threadKey, sessionID string) (_ *
 		return nil, err
 	}
 	defer func() { err = done(err) }()
-	s, err := lease.Session(ctx, nil)
+	s, err := e.session(ctx, lease)
 	if err != nil {
 		return nil, fmt.Errorf("agent: session %s: %w", id, err)
 	}

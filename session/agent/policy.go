@@ -10,13 +10,15 @@ import (
 	"github.com/monty-go/monty/session/tools"
 )
 
-// Approvals is the one policy by which a resume answers the calls that
-// wait for a person's approval, whatever surface resumes (an Executor's
-// resume_python, the HTTP API's POST /runs/{run_id}/resume): every answer
-// is checked (CheckAnswer) before anything is done, the run is claimed
-// when a call is approved, then the approved calls are made (Approve), so
-// that no call is made for a resume that is refused, and of racing
-// resumes only one makes them. It is a plain value.
+// Approvals is the one policy by which the calls that wait for a person's
+// approval are answered, whatever surface resumes (an Executor's
+// resume_python, the HTTP API's POST /runs/{run_id}/resume) and whoever
+// makes them (the resume, or a monty.v1 connection whose feed waited on
+// the decision: Carry): every answer is checked (CheckAnswer) before
+// anything is done, the run is claimed when a call is approved, then the
+// approved calls are made (Approve), so that no call is made for a resume
+// that is refused, and of racing resumes only one makes them. It is a
+// plain value.
 type Approvals struct {
 	// Functions has the MCP servers that make the calls.
 	Functions *tools.Registry
@@ -100,24 +102,37 @@ func (a Approvals) make(ctx context.Context, p *session.Paused, results []sessio
 		if r.Approve == nil {
 			continue
 		}
-		c := calls[r.ID]
-		callCtx, cancel := ctx, context.CancelFunc(func() {})
-		if a.CallTimeout > 0 {
-			callCtx, cancel = context.WithTimeout(ctx, a.CallTimeout)
-		}
-		res, err := Approve(callCtx, a.Functions, c, *r.Approve, a.Logger)
-		timedOut := callCtx.Err() != nil && ctx.Err() == nil
-		cancel()
-		switch {
-		case err != nil && timedOut && a.TimedOut != nil:
-			name, _ := ApprovalName(a.Functions, c)
-			return nil, a.TimedOut(c, name)
-		case err != nil:
+		res, err := a.Carry(ctx, calls[r.ID], *r.Approve)
+		if err != nil {
 			return nil, err
 		}
 		results[i] = res
 	}
 	return results, nil
+}
+
+// Carry carries out the decision on call c, decided by Who (the one ctx
+// names when Who is empty): approved, the call is made (Approve; within
+// CallTimeout, TimedOut's error past it), else it raises PermissionError.
+// The result has the decision, for the session's record of decisions.
+// A resume carries its decisions itself (ResumeOptions); a driver whose
+// feed waited on a decision (session.Driven.AwaitApproval) calls Carry
+// with the verdict.
+func (a Approvals) Carry(ctx context.Context, c session.ToolCall, approve bool) (session.ToolResult, error) {
+	if a.Who != "" {
+		ctx = WithDecider(ctx, a.Who)
+	}
+	callCtx, cancel := ctx, context.CancelFunc(func() {})
+	if a.CallTimeout > 0 {
+		callCtx, cancel = context.WithTimeout(ctx, a.CallTimeout)
+	}
+	defer cancel()
+	res, err := Approve(callCtx, a.Functions, c, approve, a.Logger)
+	if err != nil && callCtx.Err() != nil && ctx.Err() == nil && a.TimedOut != nil {
+		name, _ := ApprovalName(a.Functions, c)
+		return session.ToolResult{}, a.TimedOut(c, name)
+	}
+	return res, err
 }
 
 // callsByID are the calls of p by id.

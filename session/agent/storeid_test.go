@@ -22,7 +22,7 @@ import (
 func namespaced(st store.Store, ns string, signing []byte) agent.ExecutorOptions {
 	return agent.ExecutorOptions{
 		Session: session.Options{Store: st},
-		Manager: session.ManagerOptions{Keys: func(id string) ([]byte, [][]byte) { return apikey.StoreKeys(signing, id) }},
+		Keys:    func(id string) ([]byte, [][]byte) { return apikey.StoreKeys(signing, id) },
 		StoreID: func(thread, sessionID string) (string, error) {
 			id, err := apikey.ThreadSessionID(thread, sessionID)
 			return apikey.StoreID(ns, id), err
@@ -30,7 +30,7 @@ func namespaced(st store.Store, ns string, signing []byte) agent.ExecutorOptions
 	}
 }
 
-// TestExecutorStoreID: with ExecutorOptions.StoreID (and Manager.Keys)
+// TestExecutorStoreID: with ExecutorOptions.StoreID (and Keys)
 // every tool keeps the sessions where the hook says, signed with their
 // keys; ids the hook refuses are the caller's to correct.
 func TestExecutorStoreID(t *testing.T) {

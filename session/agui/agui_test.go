@@ -158,9 +158,10 @@ func TestExecutorToSSE(t *testing.T) {
 	add := tools.MustFunc(tools.Schema{Name: "add", Params: []tools.Param{{Name: "a"}, {Name: "b"}}}, func(a, b int) int { return a + b })
 	reg, err := tools.NewRegistry(add)
 	require.NoError(t, err)
-	e, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: memstore.New(memstore.Options{})}, Functions: reg})
+	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
+	e, err := agent.NewExecutor(agent.ExecutorOptions{Keeper: keeper, Functions: reg})
 	require.NoError(t, err)
-	defer e.Close()
+	defer keeper.Close()
 
 	var buf bytes.Buffer
 	sink := agui.Adapter{ThreadID: "th", RunID: "ag-run"}.Sink(func(ev agui.Event) {
@@ -227,9 +228,10 @@ func TestRunsFitProtocol(t *testing.T) {
 	slow.Async = true
 	reg, err := tools.NewRegistry(slow)
 	require.NoError(t, err)
-	e, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: memstore.New(memstore.Options{})}, Functions: reg})
+	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
+	e, err := agent.NewExecutor(agent.ExecutorOptions{Keeper: keeper, Functions: reg})
 	require.NoError(t, err)
-	defer e.Close()
+	defer keeper.Close()
 	for _, code := range []string{
 		"import asyncio\nprint('a')\nawait asyncio.gather(slow(20), slow(10), slow(30))",
 		"x = slow(2000)\nprint('left behind')\n'done'",

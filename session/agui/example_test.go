@@ -13,13 +13,12 @@ import (
 
 // Stream an execute_python run to an AG-UI client as server-sent events.
 func ExampleAdapter_Sink() {
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session: session.Options{Store: memstore.New(memstore.Options{})},
-	})
+	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{Keeper: keeper})
 	if err != nil {
 		panic(err)
 	}
-	defer exec.Close()
+	defer keeper.Close()
 	// In an HTTP handler, w would be the response writer.
 	w := os.Stdout
 	sink := agui.Adapter{ThreadID: "thread-1", RunID: "run-1"}.Sink(func(e agui.Event) {

@@ -20,11 +20,13 @@ import (
 
 func TestNewRefusesBadOptions(t *testing.T) {
 	st := memstore.New(memstore.Options{})
+	keeper := newKeeper(t, st, session.ManagerOptions{})
 	for name, opts := range map[string]httpapi.Options{
-		"no store":       {Session: session.Options{SigningKey: testKey}},
-		"no signing key": {Session: session.Options{Store: st}},
-		"short key":      {Session: session.Options{Store: st, SigningKey: []byte("short")}},
-		"empty api key":  {Session: session.Options{Store: st, SigningKey: testKey}, APIKeys: []string{"a", ""}},
+		"no keeper":      {Session: session.Options{Store: st, SigningKey: testKey}},
+		"no store":       {Session: session.Options{SigningKey: testKey}, Keeper: newKeeper(t, nil, session.ManagerOptions{})},
+		"no signing key": {Session: session.Options{Store: st}, Keeper: keeper},
+		"short key":      {Session: session.Options{Store: st, SigningKey: []byte("short")}, Keeper: keeper},
+		"empty api key":  {Session: session.Options{Store: st, SigningKey: testKey}, APIKeys: []string{"a", ""}, Keeper: keeper},
 	} {
 		if _, err := httpapi.New(opts); !errors.Is(err, httpapi.ErrConfig) {
 			t.Errorf("%s: err %v, want ErrConfig", name, err)
@@ -153,6 +155,7 @@ func TestExecLimitsClamped(t *testing.T) {
 // DefaultLimits (a service must not run code without bounds).
 func TestDefaultLimits(t *testing.T) {
 	h, err := httpapi.New(httpapi.Options{
+		Keeper:  newKeeper(t, nil, session.ManagerOptions{}),
 		Session: session.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey},
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -180,7 +183,7 @@ func TestDefaultLimits(t *testing.T) {
 	}
 	// Limits without an output or result bound get the defaults: an answer
 	// is always bounded.
-	h, err = httpapi.New(httpapi.Options{Session: session.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey, Limits: runtime.Limits{MaxMemory: 4 << 20}}})
+	h, err = httpapi.New(httpapi.Options{Keeper: newKeeper(t, memstore.New(memstore.Options{}), session.ManagerOptions{}), Session: session.Options{SigningKey: testKey, Limits: runtime.Limits{MaxMemory: 4 << 20}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,10 +84,12 @@ func TestApprovalAudit(t *testing.T) {
 	assert.NotContains(t, page, named)
 
 	_, err := httpapi.New(httpapi.Options{
-		Session:  session.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey},
+		Keeper:   newKeeper(t, memstore.New(memstore.Options{}), session.ManagerOptions{}),
+		Session:  session.Options{SigningKey: testKey},
 		APIKeys:  []string{named},
 		KeyNames: map[string]string{"not-a-configured-key": "bob"},
 	})
 	require.ErrorIs(t, err, httpapi.ErrConfig)
+	assert.Contains(t, err.Error(), "KeyNames")
 	assert.False(t, strings.Contains(err.Error(), "not-a-configured-key"), "the error does not repeat a key")
 }

@@ -42,11 +42,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	m := newMCPTools()
 	reg := m.approvalRegistry(t)
 	st := memstore.New(memstore.Options{})
-	s := newServer(t, httpapi.Options{Session: session.Options{Store: st}, APIKeys: consoleKeys, Functions: reg})
+	keeper := newKeeper(t, st, session.ManagerOptions{})
+	s := newServer(t, httpapi.Options{Keeper: keeper, APIKeys: consoleKeys, Functions: reg})
 	c := s.client(consoleKeys[0])
 	// A monty.v1 client's feed waits on the same kind of call, in a
 	// session of the same key, served beside the API as monty serve does.
-	v1 := newMontyV1(t, wsserver.Options{Store: st, SigningKey: testKey, APIKeys: consoleKeys,
+	v1 := newMontyV1(t, wsserver.Options{Store: st, Keeper: keeper, SigningKey: testKey, APIKeys: consoleKeys,
 		Profiles: map[string]wsserver.Profile{"": {Host: reg.Host(), Tools: reg}}})
 	v1Session, v1Done := v1.feedWaiting(t, 2*time.Minute, `await everything.echo(message="from monty.v1")`)
 	for _, id := range []string{"approve-me", "deny-me", "forge-me"} {

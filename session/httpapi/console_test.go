@@ -194,6 +194,7 @@ func TestConsoleSignIn(t *testing.T) {
 // TestConsoleSecureCookie: over TLS the cookie is Secure.
 func TestConsoleSecureCookie(t *testing.T) {
 	h, err := httpapi.New(httpapi.Options{
+		Keeper:  newKeeper(t, nil, session.ManagerOptions{}),
 		Session: session.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey},
 		APIKeys: consoleKeys,
 		Logger:  slog.New(slog.DiscardHandler),

@@ -15,8 +15,12 @@ import (
 
 // Example serves the API and runs two calls in one session.
 func Example() {
+	// One keeper of live sessions per process, shared by its surfaces.
+	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
+	defer keeper.Close()
 	h, err := httpapi.New(httpapi.Options{
-		Session: session.Options{Store: memstore.New(memstore.Options{}), SigningKey: []byte("a secret of 16 bytes or more")},
+		Keeper:  keeper,
+		Session: session.Options{SigningKey: []byte("a secret of 16 bytes or more")},
 		APIKeys: []string{"my-api-key"},
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -550,6 +550,10 @@ func (h *Handler) run(ctx context.Context, ns, id string, op sessionOp, limits r
 		return outcome{}, err
 	}
 	defer lease.Release()
+	if h.opts.Session.Ephemeral {
+		// Every execution starts empty: the session is not kept open.
+		defer lease.Forget()
+	}
 	// A claim lost (its lease lapsed while the store was out of reach)
 	// stops the call: another instance may run the session now.
 	bound, unbind := lease.Bind(ctx)

@@ -55,6 +55,7 @@ func FuzzExecRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	h, err := httpapi.New(httpapi.Options{
+		Keeper:  newKeeper(f, nil, session.ManagerOptions{}),
 		Session: session.Options{Store: memstore.New(memstore.Options{}), SigningKey: testKey, Limits: runtime.Limits{MaxDuration: 300 * time.Millisecond, MaxMemory: 16 << 20, MaxOutput: 4 << 10, MaxResult: 64 << 10}},
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 		MaxBody: 64 << 10,

@@ -30,7 +30,9 @@ func (g *gatedStore) Put(ctx context.Context, id string, data []byte, cond store
 // share it; the store sees one probe.
 func TestStoreProbeIsShared(t *testing.T) {
 	st := &gatedStore{Store: memstore.New(memstore.Options{}), entered: make(chan struct{}, 8), release: make(chan struct{})}
-	h, err := New(Options{Session: session.Options{Store: st, SigningKey: []byte("0123456789abcdef-test")}})
+	keeper := session.NewManager(session.Options{Store: st}, session.ManagerOptions{})
+	defer keeper.Close()
+	h, err := New(Options{Keeper: keeper, Session: session.Options{SigningKey: []byte("0123456789abcdef-test")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
@@ -43,6 +44,9 @@ func newServer(t testing.TB, opts httpapi.Options) *server {
 	if opts.Session.Limits == (runtime.Limits{}) {
 		opts.Session.Limits = runtime.Limits{MaxDuration: 5 * time.Second, MaxMemory: 64 << 20, MaxOutput: 1 << 20}
 	}
+	if opts.Keeper == nil {
+		opts.Keeper = newKeeper(t, opts.Session.Store, session.ManagerOptions{})
+	}
 	h, err := httpapi.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +54,15 @@ func newServer(t testing.TB, opts httpapi.Options) *server {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &server{t: t, h: h, srv: srv, store: opts.Session.Store}
+}
+
+// newKeeper is a keeper of live sessions in st, as a process's, closed
+// when the test ends.
+func newKeeper(t testing.TB, st store.Store, mo session.ManagerOptions) *session.Manager {
+	t.Helper()
+	k := session.NewManager(session.Options{Store: st}, mo)
+	t.Cleanup(k.Close)
+	return k
 }
 
 // client talks to a server with one API key (empty: none).

@@ -71,11 +71,12 @@ func TestHotSessions(t *testing.T) {
 	assert.JSONEq(t, "false", string(a.run(id, "'n' in locals()").Result))
 }
 
-// Without hot sessions each request loads the state; with persistence
-// off, nothing is carried from one request to the next.
+// Without hot sessions (a keeper that keeps none) each request loads the
+// state; with persistence off, nothing is carried from one request to the
+// next, though the keeper keeps sessions open.
 func TestHotSessionsOff(t *testing.T) {
 	st := &countingStore{Store: memstore.New(memstore.Options{})}
-	c := newServer(t, httpapi.Options{Session: session.Options{Store: st}, HotSessions: -1}).client("")
+	c := newServer(t, httpapi.Options{Session: session.Options{Store: st}, Keeper: newKeeper(t, st, session.ManagerOptions{MaxLive: -1})}).client("")
 	id := c.run("", "n = 0").SessionID
 	st.gets.Store(0)
 	for range 3 {

@@ -157,20 +157,16 @@ type Options struct {
 	// Warm is how many interpreters are kept instantiated in the background,
 	// so a request does not wait for one: 0 means 2, negative none.
 	Warm int
-	// HotSessions is how many sessions stay open between requests, so
-	// that a session continued request after request keeps its
-	// interpreter live instead of loading its state each time (each
-	// request still checks the store's version, and loads only when
-	// another instance moved it): 0 means 64, negative none. Sessions
-	// unused for 5 minutes are closed. None are kept with
-	// Session.Ephemeral. Not used with Keeper.
-	HotSessions int
-	// Keeper, when set, is the keeper of live sessions the Handler shares
-	// with the process's other surfaces (monty serve's monty.v1 server):
-	// a session one of them holds is busy for the others. Its options are
-	// not used (each request opens its session with its own). Nil: the
-	// Handler keeps a keeper of its own (HotSessions). The Handler does
-	// not close it.
+	// Keeper is the keeper of live sessions the Handler claims its
+	// sessions from (required): the process's one keeper, shared with its
+	// other surfaces (a monty.v1 server, an MCP executor), so that a
+	// session one of them holds is busy for the others. How many sessions
+	// it keeps open between requests (ManagerOptions.MaxLive) is how many
+	// continue without loading their state again (each request still
+	// checks the store's version, and loads only when another instance
+	// moved it). Its session options are not used: each request opens
+	// its session with its own. With Session.Ephemeral, a request's
+	// session is closed at its end. The Handler does not close it.
 	Keeper *session.Manager
 	// APIKeys, when not empty, are the accepted x-api-key values; each key
 	// sees only the sessions created with it. Empty means no authentication
@@ -288,7 +284,6 @@ type Handler struct {
 	// keysInFlight are the idempotency keys of the requests running here
 	// (holdKey).
 	keysInFlight sync.Map
-	ownKeeper    bool // keeper is the Handler's: closed with it
 
 	probe probe // GET /health/store
 }
@@ -313,14 +308,7 @@ func New(opts Options) (*Handler, error) {
 	}
 	h := &Handler{opts: opts, log: opts.Logger, slots: make(chan struct{}, opts.MaxConcurrent)}
 	h.metrics = newMetrics(opts.Session.Telemetry.MeterProvider(), h)
-	if h.keeper = opts.Keeper; h.keeper == nil {
-		keep := cmp.Or(opts.HotSessions, defaultHotSessions)
-		if opts.HotSessions < 0 || opts.Session.Ephemeral {
-			keep = -1
-		}
-		h.keeper = session.NewManager(session.Options{Store: opts.Session.Store}, session.ManagerOptions{MaxLive: keep, IdleTimeout: hotIdle, Warm: -1})
-		h.ownKeeper = true
-	}
+	h.keeper = opts.Keeper
 	h.keys = apikey.New(opts.APIKeys)
 	if h.guard = opts.AuthGuard; h.guard == nil {
 		h.guard = apikey.NewGuard(apikey.GuardOptions{})
@@ -354,9 +342,15 @@ func New(opts Options) (*Handler, error) {
 // capacity, a Telemetry (with metrics of the Handler's own when neither it
 // nor Metrics is given), the logger.
 func (o *Options) withDefaults() error {
+	if o.Keeper == nil {
+		return fmt.Errorf("%w: Options.Keeper is required: the process's keeper of live sessions (session.NewManager), shared by its surfaces", ErrConfig)
+	}
+	if o.Session.Store == nil {
+		o.Session.Store = o.Keeper.Store()
+	}
 	switch {
 	case o.Session.Store == nil:
-		return fmt.Errorf("%w: Options.Session.Store is required", ErrConfig)
+		return fmt.Errorf("%w: Options.Session.Store is required (the Keeper has none)", ErrConfig)
 	case len(o.Session.SigningKey) < MinSigningKey:
 		return fmt.Errorf("%w: Options.Session.SigningKey must be at least %d bytes (uploaded state is trusted only when its signature verifies)", ErrConfig, MinSigningKey)
 	case o.ClaimLease < 0:
@@ -572,9 +566,6 @@ func (h *Handler) warmPool(ctx context.Context) *runtime.Pool {
 
 // closePool stops the warm pool; none starts afterwards.
 func (h *Handler) closePool() {
-	if h.ownKeeper {
-		h.keeper.Close() // their interpreters came from the pool
-	}
 	h.poolOnce.Do(func() {})
 	if h.pool != nil {
 		h.pool.Close(context.Background())

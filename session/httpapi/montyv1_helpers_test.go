@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/protocol"
 	pb "github.com/monty-go/monty/session/protocol/montypb"
 	wsserver "github.com/monty-go/monty/session/protocol/server"
@@ -29,6 +30,9 @@ func newMontyV1(t *testing.T, opts wsserver.Options) *montyV1 {
 	t.Helper()
 	opts.Logger = slog.New(slog.DiscardHandler)
 	opts.PoolSize = 1
+	if opts.Store != nil && opts.Keeper == nil {
+		opts.Keeper = newKeeper(t, opts.Store, session.ManagerOptions{})
+	}
 	s, err := wsserver.New(context.Background(), opts)
 	require.NoError(t, err)
 	hs := httptest.NewServer(s)

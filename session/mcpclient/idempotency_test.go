@@ -134,8 +134,9 @@ func TestApprovedCallClaimed(t *testing.T) {
 	st := memstore.New(memstore.Options{})
 	newExec := func() *agent.Executor {
 		reg, _ := demoNamespace(t, d, mcpclient.Server{Approve: []string{"hang"}})
-		return agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{Store: st, Limits: runtime.Limits{MaxDuration: time.Minute}},
-			Manager: session.ManagerOptions{LeaseTTL: -1}})
+		keeper := session.NewManager(session.Options{Store: st}, session.ManagerOptions{LeaseTTL: -1})
+		t.Cleanup(keeper.Close)
+		return agenttest.NewExecutor(t, agent.ExecutorOptions{Keeper: keeper, Functions: reg, Session: session.Options{Store: st, Limits: runtime.Limits{MaxDuration: time.Minute}}})
 	}
 	a, b := newExec(), newExec()
 	res := agenttest.Execute(t, a, "t", "r = await demo.hang()\nr")

@@ -69,10 +69,11 @@ func approvalExecutor(t *testing.T, m *repoTools, timeout time.Duration) *agent.
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ns.Close() })
 	m.store = memstore.New(memstore.Options{})
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: m.store, Limits: runtime.Limits{MaxDuration: timeout}},
+	keeper := session.NewManager(session.Options{Store: m.store}, session.ManagerOptions{})
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{Keeper: keeper, Session: session.Options{Store: m.store, Limits: runtime.Limits{MaxDuration: timeout}},
 		Functions: reg, Logger: m.log})
 	require.NoError(t, err)
-	t.Cleanup(exec.Close)
+	t.Cleanup(keeper.Close)
 	return exec
 }
 

@@ -66,10 +66,11 @@ func BenchmarkContinueSession(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: st, SigningKey: []byte("bench")}})
+	keeper := session.NewManager(session.Options{Store: st}, session.ManagerOptions{})
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{Keeper: keeper, Session: session.Options{Store: st, SigningKey: []byte("bench")}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer exec.Close()
+	defer keeper.Close()
 	sessionbench.Run(b, "mcp", &mcpSurface{ctx: context.Background(), cs: connect(b, exec), st: st})
 }

@@ -49,11 +49,12 @@ func TestCorruptStateOverMCP(t *testing.T) {
 	ctx := context.Background()
 	// A blob signed with another key, under the default session's id.
 	other := memstore.New(memstore.Options{})
-	theirs, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: other, SigningKey: []byte("another key")}})
+	theirsKeeper := session.NewManager(session.Options{Store: other}, session.ManagerOptions{})
+	theirs, err := agent.NewExecutor(agent.ExecutorOptions{Keeper: theirsKeeper, Session: session.Options{Store: other, SigningKey: []byte("another key")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer theirs.Close()
+	defer theirsKeeper.Close()
 	if _, err := theirs.Execute(ctx, mcpserver.DefaultThreadKey, []byte(`{"code": "secret = 1"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +68,12 @@ func TestCorruptStateOverMCP(t *testing.T) {
 			if _, err := st.Put(ctx, mcpserver.DefaultThreadKey, blob, store.Cond{}); err != nil {
 				t.Fatal(err)
 			}
-			exec, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: st, SigningKey: []byte("my key")}, FailOnCorruptState: fail})
+			keeper := session.NewManager(session.Options{Store: st}, session.ManagerOptions{})
+			exec, err := agent.NewExecutor(agent.ExecutorOptions{Keeper: keeper, Session: session.Options{Store: st, SigningKey: []byte("my key")}, FailOnCorruptState: fail})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer exec.Close()
+			defer keeper.Close()
 			cs := connect(t, exec)
 			text, isErr := call(t, cs, "execute_python", map[string]any{"code": "'secret' in locals()"})
 			if !fail {

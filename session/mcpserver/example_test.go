@@ -17,13 +17,12 @@ import (
 // execute_python call is used by the next.
 func Example() {
 	ctx := context.Background()
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session: session.Options{Store: memstore.New(memstore.Options{})},
-	})
+	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{Keeper: keeper})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer exec.Close()
+	defer keeper.Close()
 	srv, err := mcpserver.New(mcpserver.Options{Executor: exec})
 	if err != nil {
 		log.Fatal(err)

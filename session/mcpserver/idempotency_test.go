@@ -17,9 +17,10 @@ import (
 func TestIdempotencyKeyOverMCP(t *testing.T) {
 	st := memstore.New(memstore.Options{})
 	executor := func() *agent.Executor {
-		e, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: st}})
+		keeper := session.NewManager(session.Options{Store: st}, session.ManagerOptions{})
+		e, err := agent.NewExecutor(agent.ExecutorOptions{Keeper: keeper})
 		require.NoError(t, err)
-		t.Cleanup(e.Close)
+		t.Cleanup(keeper.Close)
 		return e
 	}
 	a, b := connect(t, executor()), connect(t, executor())

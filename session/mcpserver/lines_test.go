@@ -89,9 +89,8 @@ type pipeClient struct {
 
 func startPipeServer(t *testing.T) *pipeClient {
 	t.Helper()
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session: session.Options{Store: memstore.New(memstore.Options{})},
-	})
+	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{Keeper: keeper})
 	require.NoError(t, err)
 	srv, err := New(Options{Executor: exec})
 	require.NoError(t, err)
@@ -104,7 +103,7 @@ func startPipeServer(t *testing.T) *pipeClient {
 		outR.Close()
 		err := <-done
 		assert.True(t, err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed), "server: %v", err)
-		exec.Close()
+		keeper.Close()
 	})
 	return &pipeClient{t: t, in: inW, out: bufio.NewReader(outR)}
 }
@@ -436,11 +435,10 @@ func mustJSON(v any) []byte {
 // client used (an integer written as 3.0 is answered as 3), and the
 // server then ends cleanly.
 func TestStdioTransportAnswersAllAtEndOfInput(t *testing.T) {
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session: session.Options{Store: memstore.New(memstore.Options{})},
-	})
+	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
+	defer keeper.Close()
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{Keeper: keeper})
 	require.NoError(t, err)
-	defer exec.Close()
 	srv, err := New(Options{Executor: exec})
 	require.NoError(t, err)
 	input := strings.Join([]string{

@@ -15,9 +15,10 @@ import (
 // coroutine and gathered, as it may over monty.v1 (the sleep is the
 // server's own: nothing reaches the client).
 func TestAsyncSleepOverMCP(t *testing.T) {
-	e, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{Store: memstore.New(memstore.Options{})}})
+	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
+	t.Cleanup(keeper.Close)
+	e, err := agent.NewExecutor(agent.ExecutorOptions{Keeper: keeper})
 	require.NoError(t, err)
-	t.Cleanup(e.Close)
 	c := connect(t, e)
 	code := "import asyncio\nasync def f(i):\n    r = await asyncio.sleep(0.01 * i)\n    return (i, r)\n" +
 		"await asyncio.sleep(0.01)\nawait asyncio.gather(f(2), f(1), f(0))"

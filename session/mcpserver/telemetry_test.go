@@ -25,12 +25,15 @@ func tracedExecutor(t *testing.T) (*agent.Executor, *tracetest.InMemoryExporter)
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{Session: session.Options{
-		Store:     memstore.New(memstore.Options{}),
-		Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp}),
-	}})
+	st := memstore.New(memstore.Options{})
+	keeper := session.NewManager(session.Options{Store: st}, session.ManagerOptions{})
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{
+		Keeper: keeper, Session: session.Options{
+			Store:     st,
+			Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp}),
+		}})
 	require.NoError(t, err)
-	t.Cleanup(exec.Close)
+	t.Cleanup(keeper.Close)
 	return exec, exp
 }
 

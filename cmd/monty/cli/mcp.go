@@ -175,14 +175,13 @@ func (m *mcpService) build(ctx context.Context, stderr io.Writer) (int, error) {
 	execOpts.Session.Telemetry = tel.Telemetry
 	var consoleSession func(storeID string) string
 	if ns != "" {
-		execOpts.StoreID, execOpts.Manager.Keys = namespacedSessions(ns, key)
+		execOpts.StoreID, execOpts.Keys = namespacedSessions(ns, key)
 		consoleSession = func(storeID string) string { return strings.TrimPrefix(storeID, ns+"/") }
 	}
 	exec, err := agent.NewExecutor(execOpts)
 	if err != nil {
 		return ExitUsage, err
 	}
-	m.closers = append(m.closers, exec.Close)
 	m.srv, err = mcpserver.New(mcpserver.Options{Executor: exec, ThreadKey: f.thread, Version: about().Version, Logger: m.logger,
 		Approvals: f.approvals, ConsoleURL: f.consoleURL, ConsoleSession: consoleSession})
 	if err != nil {
@@ -220,9 +219,13 @@ func (m *mcpService) openBackends(ctx context.Context, sb *sandbox, key []byte) 
 		// background, rather than in the first call.
 		go func() { _ = checker.Load(context.Background()) }()
 	}
+	// The process's keeper of live sessions, closed before the engine and
+	// the store.
+	keeper := session.NewManager(session.Options{Store: st, Engine: engine}, session.ManagerOptions{MaxLive: m.f.maxLive})
+	m.closers = append(m.closers, keeper.Close)
 	return agent.ExecutorOptions{
+		Keeper:    keeper,
 		Session:   session.Options{Store: st, Engine: engine, SigningKey: key, Limits: sb.limits, Files: &session.Files{}},
-		Manager:   session.ManagerOptions{MaxLive: m.f.maxLive},
 		Functions: servers.reg,
 		// Compiled at the first checked call, so that a server whose
 		// calls are never checked does not load it.

@@ -252,7 +252,6 @@ func (c serveConfig) options() (httpapi.Options, error) {
 	if c.hotSessions < -1 {
 		return o, usageError{errors.New("--hot-sessions must be -1 (none), 0 (the default) or more")}
 	}
-	o.HotSessions = c.hotSessions
 	if c.onCorrupt != nil {
 		if o.FailOnCorruptState, err = c.onCorrupt(); err != nil {
 			return o, usageError{err}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
+	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
 	"github.com/monty-go/monty/session/tools"
 )
@@ -60,18 +61,45 @@ func Registry(t testing.TB) *tools.Registry {
 }
 
 // Executor returns an executor whose registry is Registry's and whose
-// sessions live in memory (a memstore), closed when the test ends.
+// sessions live in memory (a memstore), with a keeper of its own closed
+// when the test ends.
 func Executor(t testing.TB) *agent.Executor {
 	t.Helper()
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
+	exec, err := newExecutor(t, agent.ExecutorOptions{
 		Session:   session.Options{Store: memstore.New(memstore.Options{})},
 		Functions: Registry(t),
 	})
 	if err != nil {
 		t.Fatalf("agent.NewExecutor: %v", err)
 	}
-	t.Cleanup(exec.Close)
 	return exec
+}
+
+// keepers are the keepers of the executors this package made, by
+// executor: CallerErrors closes one to see calls fail.
+var keepers sync.Map // *agent.Executor → *session.Manager
+
+// Keeper returns a keeper of live sessions in st, closed when the test
+// ends.
+func Keeper(t testing.TB, st store.Store) *session.Manager {
+	t.Helper()
+	k := session.NewManager(session.Options{Store: st}, session.ManagerOptions{})
+	t.Cleanup(k.Close)
+	return k
+}
+
+// newExecutor is agent.NewExecutor(opts), with a keeper of its own when
+// opts has none, remembered for CallerErrors.
+func newExecutor(t testing.TB, opts agent.ExecutorOptions) (*agent.Executor, error) {
+	t.Helper()
+	if opts.Keeper == nil {
+		opts.Keeper = Keeper(t, opts.Session.Store)
+	}
+	e, err := agent.NewExecutor(opts)
+	if err == nil {
+		keepers.Store(e, opts.Keeper)
+	}
+	return e, err
 }
 
 // Adapter returns the adapter that newAdapter (an adapter package's New)
@@ -351,8 +379,9 @@ func RequireCause(t testing.TB, ctx context.Context, cause error, call func(cont
 // key; one that matches agent.ErrBadArgs for each of
 // BadConversationKeys; ctx's cause when ctx has ended (context.Canceled,
 // or the cause it was given, wherever the call meets the end; see
-// RequireCause); and, once exec (the adapter's executor) is closed, one
-// that matches session.ErrClosed. CallerErrors closes exec. Each error's
+// RequireCause); and, once the keeper of exec (the adapter's executor,
+// made by this package) is closed, one that matches session.ErrClosed:
+// CallerErrors closes it. Each error's
 // text has name, the adapter's package name, then ": " (after words of
 // the SDK's own, if it wraps the adapter's error), and no output comes
 // with it (out is nil, empty or a zero value).
@@ -389,7 +418,11 @@ func CallerErrors(t testing.TB, exec *agent.Executor, name string, calls ...func
 			return err
 		})
 	}
-	exec.Close()
+	keeper, ok := keepers.Load(exec)
+	if !ok {
+		t.Fatal("agenttest.CallerErrors: exec was not made by agenttest, so its keeper cannot be closed")
+	}
+	keeper.(*session.Manager).Close()
 	for i, call := range calls {
 		want(i, call, ctx, "closed", session.ErrClosed)
 	}

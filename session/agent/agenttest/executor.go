@@ -98,7 +98,8 @@ func NewExecutor(t testing.TB, opts agent.ExecutorOptions) *agent.Executor {
 }
 
 // NewExecutorWith makes an executor with opts, in a memory store and
-// with Functions unless opts say otherwise, closed when the test ends.
+// with Functions and a keeper of its own (closed when the test ends)
+// unless opts say otherwise.
 func NewExecutorWith(t testing.TB, opts agent.ExecutorOptions) *agent.Executor {
 	t.Helper()
 	if opts.Session.Store == nil {
@@ -107,9 +108,8 @@ func NewExecutorWith(t testing.TB, opts agent.ExecutorOptions) *agent.Executor {
 	if opts.Functions == nil {
 		opts.Functions = Functions(t)
 	}
-	e, err := agent.NewExecutor(opts)
+	e, err := newExecutor(t, opts)
 	require.NoError(t, err)
-	t.Cleanup(e.Close)
 	return e
 }
 

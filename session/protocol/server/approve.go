@@ -67,14 +67,14 @@ func (c *conn) approve(ctx context.Context, call *runtime.FunctionCall, async bo
 	if err != nil {
 		return nil, permission("%s waits for a person's approval, which could not be asked for (%v); it was not called", name, err)
 	}
-	held := c.held
+	held := c.lease.Driven()
 	if held == nil {
 		at := s.sessionPlace(c.ns, c.sid)
 		if held, err = session.NewDriven(ctx, at.storeID, at.opts); err != nil {
 			return nil, err
 		}
 	}
-	c.held = held
+	c.keep(held)
 	wait := c.approvalWait()
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -91,7 +91,7 @@ func (c *conn) approve(ctx context.Context, call *runtime.FunctionCall, async bo
 		log.WarnContext(ctx, "monty.v1 approval could not be waited for", "error", err)
 		return nil, permission("%s waits for a person's approval, which could not be waited for (the session was changed elsewhere, or the store failed); it was not called", name)
 	}
-	res, err := agent.Approve(agent.WithDecider(ctx, v.Who), c.tools, v.Call, v.Approved, s.log)
+	res, err := agent.Approvals{Functions: c.tools, Who: v.Who, Logger: s.log}.Carry(ctx, v.Call, v.Approved)
 	if res.Decision != nil {
 		held.Record(*res.Decision)
 	}

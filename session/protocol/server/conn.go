@@ -36,14 +36,13 @@ type conn struct {
 	writeMu sync.Mutex
 
 	sid string // the stored session's id; "" when not stored
-	// held is session sid as last loaded or parked (nil: not yet, and its
-	// first park stores it only if its id is free).
-	held *session.Driven
 	// legacy is the store id sid was loaded from in the legacy format,
 	// removed once the session is parked in the new one ("" if none).
 	legacy string
 	// lease is the keeper's claim on session sid, held while the
-	// connection holds the session (nil: none).
+	// connection holds the session (nil: none). It keeps the session as
+	// last loaded or stored (Lease.Driven; nil: not yet, and its first
+	// store stores it only if its id is free).
 	lease     *session.Lease
 	announce  bool // the next turn-ending event carries sid
 	ephemeral bool
@@ -403,7 +402,7 @@ func errEvent(excType, msg string) *pb.ChildEvent {
 
 // newSession gives the connection's session a new id, and claims it.
 func (c *conn) newSession() {
-	c.sid, c.held, c.legacy, c.dirty = newID("s-"), nil, "", true
+	c.sid, c.legacy, c.dirty = newID("s-"), "", true
 	_ = c.claim(context.Background(), c.sid, 0) // a new id is nobody else's
 }
 
@@ -427,10 +426,18 @@ func (c *conn) release() {
 	}
 }
 
+// keep gives the connection's claim its session as loaded or stored
+// (Lease.Keep); without a claim (no store) there is nothing to keep.
+func (c *conn) keep(d *session.Driven) {
+	if c.lease != nil {
+		c.lease.Keep(d)
+	}
+}
+
 // drop forgets the connection's session (parked, or not to be stored).
 func (c *conn) drop() {
 	c.release()
-	c.sid, c.held, c.legacy = "", nil, ""
+	c.sid, c.legacy = "", ""
 }
 
 // load starts the session from a stored session or record, by id.
@@ -448,12 +455,13 @@ func (c *conn) load(ctx context.Context, state []byte) *pb.ChildEvent {
 		return protocol.Violation("failed to load session: this server loads sessions by id (a session_id, or the id dump() returned), not dump bytes")
 	}
 	// A failed load leaves the session checkout configured as it was.
-	prevSID, prevHeld := c.sid, c.held
+	prevSID, prevHeld := c.sid, c.lease.Driven()
 	restore := func() {
 		c.drop()
 		if prevSID != "" {
 			_ = c.claim(context.WithoutCancel(ctx), prevSID, 0)
-			c.sid, c.held = prevSID, prevHeld
+			c.sid = prevSID
+			c.keep(prevHeld)
 		}
 	}
 	at := s.sessionPlace(c.ns, id)
@@ -494,7 +502,8 @@ func (c *conn) load(ctx context.Context, state []byte) *pb.ChildEvent {
 	case record:
 		c.newSession() // a record starts a new session
 	default:
-		c.sid, c.held, c.legacy, c.dirty = id, held, legacy, legacy != "" // continuing that session
+		c.sid, c.legacy, c.dirty = id, legacy, legacy != "" // continuing that session
+		c.keep(held)
 	}
 	if c.sid != "" {
 		ev.SessionId = []byte(c.sid)
@@ -547,7 +556,8 @@ func (c *conn) loadStored(ctx context.Context, id string, at place, record bool)
 	if !record {
 		// Already this connection's session while the load goes on: a
 		// feed loaded waiting for an approval waits for it again.
-		c.sid, c.held = id, held
+		c.sid = id
+		c.keep(held)
 	}
 	ev := c.w.LoadLive(ctx, header, dump)
 	if live, err := c.w.Live(ctx); err == nil && ev.GetError() == nil {
@@ -742,7 +752,7 @@ func (c *conn) notStored(err error) string {
 		why = "the session was taken over by another connection or instance (its claim lapsed while the store was out of reach)"
 	}
 	next := fmt.Sprintf("load_session('%s') on a new connection continues it as stored, as of the last turn answered", c.sid)
-	if c.held == nil {
+	if c.lease.Driven() == nil {
 		next = "it was never stored: start a new one"
 	}
 	return why + ", so this turn's changes were not kept and the connection closes; " + next
@@ -753,11 +763,12 @@ func (c *conn) notStored(err error) string {
 // since), and removes its legacy entry once it is stored in the format.
 func (c *conn) store(ctx context.Context) error {
 	s := c.s
-	held, err := c.saveInto(ctx, s.sessionPlace(c.ns, c.sid), c.held)
+	held, err := c.saveInto(ctx, s.sessionPlace(c.ns, c.sid), c.lease.Driven())
 	if err != nil {
 		return err
 	}
-	c.held, c.dirty = held, false
+	c.keep(held)
+	c.dirty = false
 	if c.legacy != "" {
 		// Stored in the new format: the legacy entry is not the session
 		// any more.

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monty-go/monty/object"
+	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/protocol"
 	pb "github.com/monty-go/monty/session/protocol/montypb"
 	"github.com/monty-go/monty/session/protocol/server"
@@ -22,8 +23,13 @@ import (
 // with its API key and gets a stored session.
 func ExampleNew() {
 	ctx := context.Background()
+	// One keeper of live sessions per process, shared by its surfaces.
+	st := memstore.New(memstore.Options{})
+	keeper := session.NewManager(session.Options{Store: st}, session.ManagerOptions{})
+	defer keeper.Close()
 	s, err := server.New(ctx, server.Options{
-		Store:      memstore.New(memstore.Options{}),
+		Store:      st,
+		Keeper:     keeper,
 		SigningKey: []byte("a signing key of 16+ bytes"),
 		APIKeys:    []string{"example-key-1"},
 	})

@@ -175,8 +175,8 @@ type Options struct {
 	// other surfaces (monty serve's HTTP API): a connection claims its
 	// session for as long as it holds it, so that no request runs it
 	// meanwhile (its claims fail as busy), and a load waits a moment for
-	// the session's holder to release it. Nil: a keeper of the server's
-	// own. The server does not close it.
+	// the session's holder to release it. Required with a Store; the
+	// server does not close it.
 	Keeper *session.Manager
 	// Telemetry reports spans and metrics (telemetry.Default when nil).
 	Telemetry *telemetry.Telemetry
@@ -192,11 +192,10 @@ type Server struct {
 	pool  *runtime.Pool
 	store store.Store
 	// keeper holds the claims of the stored sessions (nil without a
-	// store); ownKeeper when it is the server's, closed by Shutdown.
-	keeper    *session.Manager
-	ownKeeper bool
-	log       *slog.Logger
-	tel       *telemetry.Telemetry
+	// store).
+	keeper *session.Manager
+	log    *slog.Logger
+	tel    *telemetry.Telemetry
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -210,6 +209,9 @@ type Server struct {
 func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Store != nil && len(opts.SigningKey) < MinSigningKey {
 		return nil, fmt.Errorf("%w: a signing key of at least %d bytes is required to store sessions", ErrConfig, MinSigningKey)
+	}
+	if opts.Store != nil && opts.Keeper == nil {
+		return nil, fmt.Errorf("%w: a Keeper is required to store sessions: the process's keeper of live sessions (session.NewManager), shared by its surfaces", ErrConfig)
 	}
 	for _, k := range opts.APIKeys {
 		if k == "" {
@@ -258,9 +260,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Store != nil {
 		s.store = s.tel.Store(opts.Store)
 	}
-	if s.keeper = opts.Keeper; s.keeper == nil && opts.Store != nil {
-		s.keeper = session.NewManager(session.Options{Store: opts.Store}, session.ManagerOptions{MaxLive: -1, Warm: -1})
-		s.ownKeeper = true
+	if opts.Store != nil {
+		s.keeper = opts.Keeper
 	}
 	return s, nil
 }
@@ -367,7 +368,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		s.closeAll()
+		s.pool.Close(context.Background())
 		return nil
 	case <-ctx.Done():
 	}
@@ -377,17 +378,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	<-done
-	s.closeAll()
-	return ctx.Err()
-}
-
-// closeAll closes the pool and the server's own keeper, once every
-// connection has ended.
-func (s *Server) closeAll() {
 	s.pool.Close(context.Background())
-	if s.ownKeeper {
-		s.keeper.Close()
-	}
+	return ctx.Err()
 }
 
 // ---- stored sessions -------------------------------------------------------

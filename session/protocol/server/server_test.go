@@ -57,6 +57,9 @@ func start(t *testing.T, st store.Store, mod func(*server.Options)) *testServer 
 	if mod != nil {
 		mod(&opts)
 	}
+	if opts.Store != nil && opts.Keeper == nil {
+		opts.Keeper = newKeeper(t, opts.Store)
+	}
 	s, err := server.New(context.Background(), opts)
 	require.NoError(t, err)
 	hs := httptest.NewServer(s)

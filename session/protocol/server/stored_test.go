@@ -140,7 +140,12 @@ func TestDamagedParkedSessionIsKeptAside(t *testing.T) {
 // profile); the API names the decisions of the first key "ops".
 func sharedServers(t *testing.T, reg *tools.Registry) (*testServer, *httptest.Server) {
 	st := memstore.New(memstore.Options{})
-	keeper := newKeeper(t, st)
+	return sharedServersOf(t, reg, newKeeper(t, st))
+}
+
+// sharedServersOf are sharedServers of keeper, in its store.
+func sharedServersOf(t *testing.T, reg *tools.Registry, keeper *session.Manager) (*testServer, *httptest.Server) {
+	st := keeper.Store()
 	ws := start(t, st, func(o *server.Options) {
 		o.Keeper = keeper
 		if reg != nil {

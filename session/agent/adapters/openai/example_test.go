@@ -22,14 +22,15 @@ func Example() {
 		Params: []tools.Param{{Name: "item"}}},
 		func(item string) (float64, error) { return map[string]float64{"tea": 3.5}[item], nil })
 	fns, _ := tools.NewRegistry(price)
+	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
 	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session:   session.Options{Store: memstore.New(memstore.Options{})},
+		Keeper:    keeper,
 		Functions: fns,
 	})
 	if err != nil {
 		panic(err)
 	}
-	defer exec.Close()
+	defer keeper.Close()
 	adapter := montyopenai.New(exec)
 
 	ctx := context.Background()
@@ -61,13 +62,12 @@ func Example() {
 // The same loop over the Responses API, chained with
 // previous_response_id.
 func ExampleAdapter_HandleResponse() {
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Session: session.Options{Store: memstore.New(memstore.Options{})},
-	})
+	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
+	exec, err := agent.NewExecutor(agent.ExecutorOptions{Keeper: keeper})
 	if err != nil {
 		panic(err)
 	}
-	defer exec.Close()
+	defer keeper.Close()
 	adapter := montyopenai.New(exec)
 
 	ctx := context.Background()
