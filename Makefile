@@ -2,6 +2,11 @@
 # the pinned Rust toolchain (`make toolchain`); Go users never do.
 .PHONY: test test-quick test-aot wasm wasm-check aot monty-aot toolchain bench conformance fmt lint
 
+# The version of Monty the project builds: the one source is the pin of the
+# monty crate in wasm/Cargo.toml (scripts/lib.sh's monty_version reads it
+# the same way; wasm/version_test.go checks the other pins against it).
+MONTY_VERSION := $(shell sed -n 's/^monty = "=\([^"]*\)".*/\1/p' wasm/Cargo.toml)
+
 test:
 	scripts/test.sh
 
@@ -52,7 +57,7 @@ aot:
 # and without the wasm modules it never runs (MONTY_AOT_NOEMBED=1).
 # Compiling the translated packages takes a few minutes and about 1 GB on
 # 2 cores, once: Go's build cache keeps them as long as the flags stay
-# those of scripts/aotgo.sh. scripts/aot-build-cost.sh measures it.
+# those of scripts/aotgo.sh. scripts/bench/build-cost.sh measures it.
 AOT_BIN ?= wasm/aot/bin/monty
 monty-aot: aot
 	MONTY_AOT_NOEMBED=1 scripts/aotgo.sh build -o $(AOT_BIN) ./cmd/monty
@@ -81,21 +86,21 @@ test-aot: aot
 	scripts/aot-release.sh --check
 
 bench:
-	scripts/bench.sh
+	scripts/bench/bench.sh
 
 conformance:
 	scripts/conformance.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
-	scripts/patch-monty.sh
+	scripts/patch-crate.sh monty $(MONTY_VERSION) wasm/patches wasm/.patched
 	cd wasm && PATH=/usr/bin:$$PATH cargo fmt
-	scripts/patch-crate.sh monty-typeshed 1.4.0 wasm/checker/patches wasm/checker/.patched
+	scripts/patch-crate.sh monty-typeshed $(MONTY_VERSION) wasm/checker/patches wasm/checker/.patched
 	cd wasm/checker && PATH=/usr/bin:$$PATH cargo fmt
 
 lint:
 	go vet ./...
-	scripts/patch-monty.sh
+	scripts/patch-crate.sh monty $(MONTY_VERSION) wasm/patches wasm/.patched
 	cd wasm && PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc cargo clippy --workspace -- -D warnings && PATH=/usr/bin:$$PATH cargo fmt --check
-	scripts/patch-crate.sh monty-typeshed 1.4.0 wasm/checker/patches wasm/checker/.patched
+	scripts/patch-crate.sh monty-typeshed $(MONTY_VERSION) wasm/checker/patches wasm/checker/.patched
 	cd wasm/checker && PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc cargo clippy -- -D warnings && PATH=/usr/bin:$$PATH cargo fmt --check

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/runtime/runtimetest"
 )
 
 // TestIntArithmeticEdges runs testdata/arith/int_edges.py, the integer
@@ -15,7 +17,7 @@ func TestIntArithmeticEdges(t *testing.T) {
 	require.NoError(t, err)
 	want, err := os.ReadFile("../testdata/arith/int_edges.cpython.txt")
 	require.NoError(t, err)
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	_, err = run(t, it, string(code))
 	require.NoError(t, err)
 	require.Equal(t, string(want), it.Output())

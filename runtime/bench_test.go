@@ -12,10 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/runtimetest"
 )
 
 // benchSource reads a workload shared with the native and CPython
-// comparisons (scripts/bench.sh).
+// comparisons (scripts/bench/table.sh).
 func benchSource(b *testing.B, name string) string {
 	b.Helper()
 	src, err := os.ReadFile(filepath.Join("..", "testdata", "bench", name))
@@ -37,20 +38,24 @@ func benchRun(b *testing.B, it *runtime.Interpreter, ctx context.Context, file s
 }
 
 // BenchmarkTinyCall runs `1 + 1` on a warm interpreter.
-func BenchmarkTinyCall(b *testing.B) { benchRun(b, newInterp(b), context.Background(), "tiny.py") }
+func BenchmarkTinyCall(b *testing.B) {
+	benchRun(b, runtimetest.NewInterp(b), context.Background(), "tiny.py")
+}
 
 // BenchmarkFib25 runs a compute-bound recursive fib(25).
-func BenchmarkFib25(b *testing.B) { benchRun(b, newInterp(b), context.Background(), "fib25.py") }
+func BenchmarkFib25(b *testing.B) {
+	benchRun(b, runtimetest.NewInterp(b), context.Background(), "fib25.py")
+}
 
 // BenchmarkLoop is a tight bytecode loop of a million iterations: the cost
 // of the always-armed time check that makes cancellation work is measured
 // by the variants below.
 func BenchmarkLoop(b *testing.B) {
-	b.Run("background-ctx", func(b *testing.B) { benchRun(b, newInterp(b), context.Background(), "loop.py") })
+	b.Run("background-ctx", func(b *testing.B) { benchRun(b, runtimetest.NewInterp(b), context.Background(), "loop.py") })
 	b.Run("cancellable-ctx", func(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		it := newInterp(b)
+		it := runtimetest.NewInterp(b)
 		benchRun(b, it, ctx, "loop.py")
 		b.ReportMetric(float64(it.ClockReads())/float64(b.N), "clockreads/op")
 	})
@@ -69,7 +74,7 @@ func BenchmarkLoop(b *testing.B) {
 // BenchmarkClockRead measures one monotonic clock read as the guest sees it
 // (time.monotonic() minus an empty call), the unit cost of the time check.
 func BenchmarkClockRead(b *testing.B) {
-	it := newInterp(b)
+	it := runtimetest.NewInterp(b)
 	ctx := context.Background()
 	p, err := it.Compile(ctx, "import time\nfor i in range(10000):\n    time.monotonic()")
 	require.NoError(b, err)
@@ -125,7 +130,7 @@ func BenchmarkPoolGet(b *testing.B) {
 // loads it into another interpreter.
 func BenchmarkREPLDumpLoad1MB(b *testing.B) {
 	ctx := context.Background()
-	src, dst := newInterp(b), newInterp(b)
+	src, dst := runtimetest.NewInterp(b), runtimetest.NewInterp(b)
 	r, err := src.NewREPL(ctx)
 	require.NoError(b, err)
 	_, err = r.Run(ctx, benchSource(b, "data_1mb.py"))

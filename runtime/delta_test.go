@@ -11,6 +11,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/runtimetest"
 )
 
 // decodeDump decodes a REPL dump envelope's Monty payload into plain Go
@@ -100,7 +101,7 @@ func snippet(i int) string {
 // joined dump loads and continues.
 func TestDumpDeltaJoinsIntoTheWholeDump(t *testing.T) {
 	ctx := context.Background()
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	eng := defaultEngine(t)
 	repl, err := it.NewREPL(ctx)
 	require.NoError(t, err)
@@ -134,7 +135,7 @@ func TestDumpDeltaJoinsIntoTheWholeDump(t *testing.T) {
 
 	// The joined dump is a REPL: its functions and values are there, and a
 	// delta continued from the last marks extends it.
-	other := newInterp(t)
+	other := runtimetest.NewInterp(t)
 	loaded, paused, err := other.LoadREPL(ctx, a)
 	require.NoError(t, err)
 	require.Nil(t, paused)
@@ -155,7 +156,7 @@ func TestDumpDeltaJoinsIntoTheWholeDump(t *testing.T) {
 // Zero marks give everything: one delta is the whole dump.
 func TestDumpDeltaFromZeroIsWhole(t *testing.T) {
 	ctx := context.Background()
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	repl, err := it.NewREPL(ctx)
 	require.NoError(t, err)
 	for i := range 3 {
@@ -178,7 +179,7 @@ func TestDumpDeltaFromZeroIsWhole(t *testing.T) {
 
 func TestJoinDumpRefusesDamage(t *testing.T) {
 	ctx := context.Background()
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	eng := defaultEngine(t)
 	repl, err := it.NewREPL(ctx)
 	require.NoError(t, err)
@@ -204,7 +205,7 @@ func TestJoinDumpRefusesDamage(t *testing.T) {
 
 func TestDumpDeltaOfAPausedREPL(t *testing.T) {
 	ctx := context.Background()
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	repl, err := it.NewREPL(ctx)
 	require.NoError(t, err)
 	exec, err := repl.Feed(ctx, "x = ask()")
@@ -218,7 +219,7 @@ func TestDumpDeltaOfAPausedREPL(t *testing.T) {
 
 func TestGlobalMarks(t *testing.T) {
 	ctx := context.Background()
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	repl, err := it.NewREPL(ctx)
 	require.NoError(t, err)
 	marks := func(reset bool) map[string]runtime.GlobalMark {

@@ -23,13 +23,10 @@
 //     [OSHandler].
 //   - Programs, paused executions and REPLs dump to bytes and load into any
 //     interpreter of a compatible module, in this process or another.
-//   - [MemFS], [DirFS] (read-only or read-write) and [OverlayFS]
-//     (copy-on-write over a host directory that never changes) serve files
-//     under a virtual directory with the semantics of Monty's own mounts,
-//     with write limits and memory budgets; [ParseMount] reads
-//     HOST:GUEST[:ro|rw|overlay] and [OpenMounts] opens several into a
-//     [MountTable]. [WithCwd] starts the code in one, and [WithTimezone]
-//     sets the sandbox's local time zone (UTC by default).
+//   - The file systems an [OSHandler] serves the code are in package
+//     runtime/vfs (in memory, a host directory, copy-on-write over one,
+//     several mounted together). [WithCwd] starts the code in one, and
+//     [WithTimezone] sets the sandbox's local time zone (UTC by default).
 //
 // Python exceptions come back as *[Error] (type, message, traceback); the
 // limits in [Limits] raise errors that match [ErrTimeLimit],

@@ -13,11 +13,12 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/runtimetest"
 )
 
 func TestDumpLoadProgram(t *testing.T) {
 	ctx := context.Background()
-	a, b := newInterp(t), newInterp(t)
+	a, b := runtimetest.NewInterp(t), runtimetest.NewInterp(t)
 	p, err := a.Compile(ctx, "n * 2", runtime.WithInputs("n"))
 	require.NoError(t, err)
 	dump, err := p.Dump(ctx)
@@ -31,7 +32,7 @@ func TestDumpLoadProgram(t *testing.T) {
 
 func TestDumpLoadPausedRun(t *testing.T) {
 	ctx := context.Background()
-	a, b := newInterp(t), newInterp(t)
+	a, b := runtimetest.NewInterp(t), runtimetest.NewInterp(t)
 	p, err := a.Compile(ctx, "total = 0\nfor i in range(3):\n    total += ask(i)\ntotal")
 	require.NoError(t, err)
 	e, err := p.Start(ctx)
@@ -59,7 +60,7 @@ func TestDumpLoadPausedRun(t *testing.T) {
 
 func TestDumpLoadREPL(t *testing.T) {
 	ctx := context.Background()
-	a, b := newInterp(t), newInterp(t)
+	a, b := runtimetest.NewInterp(t), runtimetest.NewInterp(t)
 	r, err := a.NewREPL(ctx)
 	require.NoError(t, err)
 	_, err = r.Run(ctx, "import dataclasses\n@dataclasses.dataclass\nclass Pt:\n    x: int\n    y: int\n"+
@@ -97,7 +98,7 @@ func TestDumpLoadREPL(t *testing.T) {
 // a REPL; anything else is refused before it reaches Monty's deserialiser.
 func TestLoadMontyREPL(t *testing.T) {
 	ctx := context.Background()
-	a, b := newInterp(t), newInterp(t)
+	a, b := runtimetest.NewInterp(t), runtimetest.NewInterp(t)
 	r, err := a.NewREPL(ctx)
 	require.NoError(t, err)
 	_, err = r.Run(ctx, "k = 40")
@@ -124,7 +125,7 @@ func TestLoadMontyREPL(t *testing.T) {
 
 func TestLoadRejectsBadDumps(t *testing.T) {
 	ctx := context.Background()
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	r, err := it.NewREPL(ctx)
 	require.NoError(t, err)
 	_, err = r.Run(ctx, "x = list(range(1000))")
@@ -158,7 +159,7 @@ func TestLoadRejectsBadDumps(t *testing.T) {
 // process (this test binary re-executed).
 func TestDumpAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	r, err := it.NewREPL(ctx)
 	require.NoError(t, err)
 	_, err = r.Run(ctx, "prefix = 'hello '\ndef greet(n):\n    return prefix + n")
@@ -176,7 +177,7 @@ func TestDumpAcrossProcesses(t *testing.T) {
 
 func FuzzLoadREPL(f *testing.F) {
 	ctx := context.Background()
-	it := newInterp(f)
+	it := runtimetest.NewInterp(f)
 	r, err := it.NewREPL(ctx)
 	require.NoError(f, err)
 	_, err = r.Run(ctx, "a = {'k': [1, 2.5, 'x']}")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/runtimetest"
 	"github.com/monty-go/monty/wasm"
 )
 
@@ -100,7 +101,7 @@ func TestEngineRefusesOtherModules(t *testing.T) {
 }
 
 func TestRealClockAndRandomness(t *testing.T) {
-	a, b := newInterp(t), newInterp(t)
+	a, b := runtimetest.NewInterp(t), runtimetest.NewInterp(t)
 	code := "import random, time\n(random.random(), time.time())"
 	va, err := run(t, a, code)
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/runtimetest"
 )
 
 // TestExternalCalls: a run stops at calls its caller answers, is dumped,
@@ -24,7 +25,7 @@ func TestExternalCalls(t *testing.T) {
 			return args[0].(object.Int) * 2, nil
 		}},
 	}}
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	r, err := it.NewREPL(ctx)
 	require.NoError(t, err)
 	e, err := r.Feed(ctx, `
@@ -47,7 +48,7 @@ got = await main()
 	move := func(e *runtime.Execution, r *runtime.REPL) (*runtime.Execution, *runtime.REPL) {
 		dump, err := r.Dump(ctx)
 		require.NoError(t, err)
-		it2 := newInterp(t)
+		it2 := runtimetest.NewInterp(t)
 		r2, e2, err := it2.LoadREPL(ctx, dump)
 		require.NoError(t, err)
 		require.NotNil(t, e2, "the dump holds the paused feed")
@@ -113,7 +114,7 @@ got = await main()
 func TestDumpWithSpawnedTasks(t *testing.T) {
 	ctx := context.Background()
 	host := &runtime.Host{Functions: map[string]runtime.Function{"fetch": {External: true, Async: true}}}
-	r, err := newInterp(t).NewREPL(ctx)
+	r, err := runtimetest.NewInterp(t).NewREPL(ctx)
 	require.NoError(t, err)
 	e, err := r.Feed(ctx, `
 import asyncio
@@ -129,7 +130,7 @@ await asyncio.gather(work(1), work(2), work(3))`)
 
 	dump, err := r.Dump(ctx)
 	require.NoError(t, err)
-	_, e, err = newInterp(t).LoadREPL(ctx, dump)
+	_, e, err = runtimetest.NewInterp(t).LoadREPL(ctx, dump)
 	require.NoError(t, err)
 	require.NotNil(t, e)
 	var answers []runtime.FutureResult

@@ -14,6 +14,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/runtimetest"
 )
 
 // These tests are the attacks of issue 9: code written to get past a limit.
@@ -28,7 +29,7 @@ func hostFeed(t *testing.T, h *runtime.Host, r *runtime.REPL, code string) (obje
 }
 
 func TestSleepCountsTowardTimeLimit(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	const limit = 300 * time.Millisecond
 	it.SetLimits(runtime.Limits{MaxDuration: limit, MaxHostCalls: runtime.Unlimited})
 	r, err := it.NewREPL(context.Background())
@@ -70,7 +71,7 @@ func TestSleepCountsTowardTimeLimit(t *testing.T) {
 func TestSleepIsNotShortened(t *testing.T) {
 	// Monty caps each sleep at 10 s by default; the module asks the host to
 	// sleep the full time (and the time limit, if any, decides).
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	p, err := it.Compile(context.Background(), "import time\ntime.sleep(30)")
 	require.NoError(t, err)
 	e, err := p.Start(context.Background())
@@ -83,7 +84,7 @@ func TestSleepIsNotShortened(t *testing.T) {
 }
 
 func TestHostCallsCountTowardTimeLimit(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	const limit = 300 * time.Millisecond
 	it.SetLimits(runtime.Limits{MaxDuration: limit})
 	r, err := it.NewREPL(context.Background())
@@ -119,7 +120,7 @@ func TestHostCallsCountTowardTimeLimit(t *testing.T) {
 }
 
 func TestIntSizeLimit(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	it.SetLimits(runtime.Limits{MaxDuration: 2 * time.Second, MaxMemory: 64 << 20})
 	for _, code := range []string{
 		"x = 10**10**7",
@@ -158,7 +159,7 @@ func TestIntSizeLimit(t *testing.T) {
 // interpreter stays usable. Sizes beyond 64 bits stay OverflowError, and
 // sizes that need no memory get the 64-bit answer.
 func TestSizesBeyondWasm32(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	tooLarge := []string{
 		"[0] * 2**40",
 		"2**40 * [0]",
@@ -183,7 +184,7 @@ func TestSizesBeyondWasm32(t *testing.T) {
 		it.SetLimits(limits)
 		for _, code := range tooLarge {
 			_, err := run(t, it, code)
-			assert.Equal(t, "MemoryError", pyErrType(t, err), code)
+			assert.Equal(t, "MemoryError", runtimetest.PyErrType(t, err), code)
 			assert.ErrorIs(t, err, runtime.ErrMemoryLimit, code)
 			require.NoError(t, it.Dead(), code)
 		}
@@ -203,7 +204,7 @@ func TestSizesBeyondWasm32(t *testing.T) {
 		"import itertools\nitertools.tee([1], 2**62)": "MemoryError: ",
 	} {
 		_, err = run(t, it, code)
-		assert.Equal(t, want, pyErr(t, err), code)
+		assert.Equal(t, want, runtimetest.PyErr(t, err), code)
 	}
 	v, err := run(t, it, `import itertools
 (len(range(2**40)), len(range(-(2**62), 2**62 - 1)), list(itertools.batched('AB', 2**40)), len([0] * 3), f'{1:3}')`)
@@ -213,7 +214,7 @@ func TestSizesBeyondWasm32(t *testing.T) {
 }
 
 func TestResultLimit(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	it.SetLimits(runtime.Limits{MaxMemory: 64 << 20, MaxResult: 1 << 20})
 	for _, code := range []string{
 		"'a' * (2 << 20)",
@@ -263,7 +264,7 @@ func TestLoadedHeapCountsAgainstMemory(t *testing.T) {
 	const limit = 16 << 20
 	state := []byte(nil)
 	for i, v := range []string{"a", "b", "c"} {
-		it := newInterp(t)
+		it := runtimetest.NewInterp(t)
 		it.SetLimits(runtime.Limits{MaxMemory: limit})
 		var r *runtime.REPL
 		var err error
@@ -289,7 +290,7 @@ func TestLoadedHeapCountsAgainstMemory(t *testing.T) {
 
 func TestLoadRefusesStateOverMemoryLimit(t *testing.T) {
 	ctx := context.Background()
-	src := newInterp(t)
+	src := runtimetest.NewInterp(t)
 	r, err := src.NewREPL(ctx)
 	require.NoError(t, err)
 	// A heap much larger than its dump: a million small ints.
@@ -298,7 +299,7 @@ func TestLoadRefusesStateOverMemoryLimit(t *testing.T) {
 	dump, err := r.Dump(ctx)
 	require.NoError(t, err)
 
-	dst := newInterp(t)
+	dst := runtimetest.NewInterp(t)
 	limit := int64(len(dump)) + 1<<20 // the dump fits, the heap does not
 	dst.SetLimits(runtime.Limits{MaxMemory: limit})
 	_, _, err = dst.LoadREPL(ctx, dump)
@@ -345,7 +346,7 @@ func TestLimitOf(t *testing.T) {
 // TestHugeExceptionIsClipped: an exception's message and traceback leave
 // the sandbox cut to 64 KiB, whatever the code made them.
 func TestHugeExceptionIsClipped(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	_, err := run(t, it, "raise ValueError('é' * (20 << 20))")
 	var pyErr *runtime.Error
 	require.ErrorAs(t, err, &pyErr)
@@ -364,7 +365,7 @@ func TestHugeExceptionIsClipped(t *testing.T) {
 // TestHostFunctionPanic: a host function that panics on what the code
 // passed it raises RuntimeError in Python; the host process goes on.
 func TestHostFunctionPanic(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	it.SetLimits(runtime.Limits{MaxDuration: 5 * time.Second}) // sync calls in their own goroutine
 	r, err := it.NewREPL(context.Background())
 	require.NoError(t, err)
@@ -389,7 +390,7 @@ func TestHostFunctionPanic(t *testing.T) {
 // reads no clock; one that can be stopped arms the budget and is stopped,
 // by its time limit or by its context.
 func TestClockOnlyWhenStoppable(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	bg := context.Background()
 	tiny, err := it.Compile(bg, "1 + 1")
 	require.NoError(t, err)
@@ -451,7 +452,7 @@ func TestClockOnlyWhenStoppable(t *testing.T) {
 // next call, which would then stop at once as cancelled by a context that
 // is not done.
 func TestDeadlineDoesNotLeakIntoTheNextCall(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	bg := context.Background()
 	spin, err := it.Compile(bg, "while True:\n    pass")
 	require.NoError(t, err)

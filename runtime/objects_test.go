@@ -12,6 +12,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/runtimetest"
 )
 
 // counterObjects serves one host object (a counter) and its class.
@@ -78,7 +79,7 @@ func newCounterHost() (*counterObjects, *runtime.Host) {
 // it constructs through the host; reads are fresh every time.
 func TestHostObjects(t *testing.T) {
 	ctx := context.Background()
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	c, host := newCounterHost()
 	r, err := it.NewREPL(ctx)
 	require.NoError(t, err)
@@ -111,7 +112,7 @@ results = await main()
 // Python exception, never a host crash.
 func TestHostObjectFailures(t *testing.T) {
 	ctx := context.Background()
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	c, host := newCounterHost()
 	in := runtime.Input{Name: "counter", Value: c.instance()}
 	cases := []struct{ code, excType, contains string }{
@@ -127,7 +128,7 @@ func TestHostObjectFailures(t *testing.T) {
 		require.NoError(t, err)
 		_, err = host.Feed(ctx, r, tc.code, in)
 		require.Error(t, err, tc.code)
-		assert.Equal(t, tc.excType, pyErrType(t, err), tc.code)
+		assert.Equal(t, tc.excType, runtimetest.PyErrType(t, err), tc.code)
 		assert.Contains(t, err.Error(), tc.contains, tc.code)
 	}
 
@@ -135,7 +136,7 @@ func TestHostObjectFailures(t *testing.T) {
 	r, err := it.NewREPL(ctx)
 	require.NoError(t, err)
 	_, err = (&runtime.Host{}).Feed(ctx, r, "counter.add(1)", in)
-	assert.Equal(t, "AttributeError", pyErrType(t, err))
+	assert.Equal(t, "AttributeError", runtimetest.PyErrType(t, err))
 
 	// A method that blocks past the time limit ends the run with it.
 	limits := runtime.DefaultLimits()

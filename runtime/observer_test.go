@@ -12,6 +12,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/runtimetest"
 )
 
 // observedCall is what recordingObserver saw of one host call.
@@ -70,7 +71,7 @@ func (o *recordingObserver) sorted() []observedCall {
 // not its calls.
 func TestHostCallObserver(t *testing.T) {
 	ctx := context.Background()
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	c, host := newCounterHost()
 	obs := &recordingObserver{}
 	host.Observer = obs
@@ -137,7 +138,7 @@ func (e *endless) StartHostCall(ctx context.Context, _ *runtime.FunctionCall, _ 
 // runs as it would unobserved, a panicking one included.
 func TestHostCallObserverNilEnd(t *testing.T) {
 	ctx := context.Background()
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	obs := &endless{}
 	host := &runtime.Host{Observer: obs, Functions: map[string]runtime.Function{
 		"one": {Func: func(context.Context, []object.Value, []object.Pair) (object.Value, error) { return object.Int(1), nil }},
@@ -151,7 +152,7 @@ func TestHostCallObserverNilEnd(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, object.Int(2), v)
 	_, err = host.Feed(ctx, r, "boom()")
-	assert.Equal(t, "RuntimeError", pyErrType(t, err))
+	assert.Equal(t, "RuntimeError", runtimetest.PyErrType(t, err))
 	assert.Contains(t, err.Error(), "panicked")
 	assert.Equal(t, 3, obs.started)
 }

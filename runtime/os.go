@@ -63,7 +63,7 @@ func (c Chain) HandleOS(ctx context.Context, call *OSCall) (object.Value, error)
 func unserved(call *OSCall) *Exception {
 	if strings.HasPrefix(call.Name, "Path.") || call.Name == "open" {
 		p, _ := call.Str(0, "path")
-		return &Exception{Type: "PermissionError", Message: "Permission denied: " + quote(normalizeVirtual(p))}
+		return &Exception{Type: "PermissionError", Message: "Permission denied: " + object.Repr(object.Str(normalizeVirtual(p)))}
 	}
 	name := call.Name
 	switch name { // the interpreter asks every sleep as a system one

@@ -12,22 +12,9 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/runtimetest"
+	"github.com/monty-go/monty/runtime/vfs"
 )
-
-func hostRun(t *testing.T, it *runtime.Interpreter, h *runtime.Host, code string, opts ...runtime.CompileOption) (object.Value, error) {
-	t.Helper()
-	p, err := it.Compile(context.Background(), code, opts...)
-	require.NoError(t, err)
-	defer p.Close()
-	return h.Run(context.Background(), p)
-}
-
-func pyErrType(t *testing.T, err error) string {
-	t.Helper()
-	var pyErr *runtime.Error
-	require.ErrorAs(t, err, &pyErr)
-	return pyErr.Type
-}
 
 // TestOSUnservedLikeUpstream: an OS call no handler serves raises what
 // upstream Monty (pydantic-monty 1.4.0 without an OS handler) raises, type
@@ -37,7 +24,7 @@ func pyErrType(t *testing.T, err error) string {
 // environment, os.urandom and a host clock are RuntimeError; an import is
 // ModuleNotFoundError. The same holds behind a Chain whose handlers all pass.
 func TestOSUnservedLikeUpstream(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	cases := []struct{ code, want string }{
 		{"from pathlib import Path\nPath('/etc/passwd').read_text()", "PermissionError: Permission denied: '/etc/passwd'"},
 		{"from pathlib import Path\nPath('/etc').exists()", "PermissionError: Permission denied: '/etc'"},
@@ -55,18 +42,18 @@ func TestOSUnservedLikeUpstream(t *testing.T) {
 	pass := runtime.OSFunc(func(context.Context, *runtime.OSCall) (object.Value, error) { return nil, runtime.ErrNotHandled })
 	for name, h := range map[string]*runtime.Host{
 		"no handler": {},
-		"chain":      {OS: runtime.Chain{pass, runtime.NewMemFS("/work")}},
+		"chain":      {OS: runtime.Chain{pass, vfs.NewMemFS("/work")}},
 	} {
 		for _, c := range cases {
-			_, err := hostRun(t, it, h, c.code)
-			assert.Equal(t, c.want, pyErr(t, err), "%s: %s", name, c.code)
+			_, err := runtimetest.HostRun(t, it, h, c.code)
+			assert.Equal(t, c.want, runtimetest.PyErr(t, err), "%s: %s", name, c.code)
 		}
 	}
 	// The clock, when the program asks the host for it.
-	_, err := hostRun(t, it, &runtime.Host{}, "import time\ntime.time()", runtime.WithHostClock())
-	assert.Equal(t, "RuntimeError: 'time.time' is not supported in this environment", pyErr(t, err))
+	_, err := runtimetest.HostRun(t, it, &runtime.Host{}, "import time\ntime.time()", runtime.WithHostClock())
+	assert.Equal(t, "RuntimeError: 'time.time' is not supported in this environment", runtimetest.PyErr(t, err))
 	// The branches: a PermissionError is an OSError, the RuntimeError is not.
-	v, err := hostRun(t, it, &runtime.Host{}, `
+	v, err := runtimetest.HostRun(t, it, &runtime.Host{}, `
 import os
 caught = []
 for f in (lambda: open('/etc/passwd'), lambda: os.getenv('HOME')):
@@ -82,8 +69,8 @@ caught`)
 }
 
 func TestMemFS(t *testing.T) {
-	it := newInterp(t)
-	mem := runtime.NewMemFS("/work")
+	it := runtimetest.NewInterp(t)
+	mem := vfs.NewMemFS("/work")
 	require.NoError(t, mem.WriteFile("/work/in/data.txt", []byte("hello")))
 	h := &runtime.Host{OS: mem}
 	code := `
@@ -97,7 +84,7 @@ with open('/work/out/result.txt', 'a') as f:
 names = sorted(p.name for p in Path('/work/out').iterdir())
 (dst.read_text(), names, src.exists(), Path('/work/nope').exists(), dst.stat().st_size)
 `
-	v, err := hostRun(t, it, h, code)
+	v, err := runtimetest.HostRun(t, it, h, code)
 	require.NoError(t, err)
 	assert.Equal(t, object.Tuple{object.Str("HELLO!"), object.List{object.Str("result.txt")},
 		object.Bool(true), object.Bool(false), object.Int(6)}, v)
@@ -105,16 +92,16 @@ names = sorted(p.name for p in Path('/work/out').iterdir())
 	require.NoError(t, err)
 	assert.Equal(t, "HELLO!", string(b))
 
-	_, err = hostRun(t, it, h, "from pathlib import Path\nPath('/work/missing').read_text()")
-	assert.Equal(t, "FileNotFoundError", pyErrType(t, err))
-	_, err = hostRun(t, it, h, "from pathlib import Path\nPath('/elsewhere/x').read_text()")
-	assert.Equal(t, "PermissionError", pyErrType(t, err), "outside the mount is denied")
-	_, err = hostRun(t, it, h, "from pathlib import Path\nPath('/work/in').rmdir()")
-	assert.Equal(t, "OSError", pyErrType(t, err))
+	_, err = runtimetest.HostRun(t, it, h, "from pathlib import Path\nPath('/work/missing').read_text()")
+	assert.Equal(t, "FileNotFoundError", runtimetest.PyErrType(t, err))
+	_, err = runtimetest.HostRun(t, it, h, "from pathlib import Path\nPath('/elsewhere/x').read_text()")
+	assert.Equal(t, "PermissionError", runtimetest.PyErrType(t, err), "outside the mount is denied")
+	_, err = runtimetest.HostRun(t, it, h, "from pathlib import Path\nPath('/work/in').rmdir()")
+	assert.Equal(t, "OSError", runtimetest.PyErrType(t, err))
 }
 
 func TestDirFSConfinement(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	base := t.TempDir()
 	data := filepath.Join(base, "data")
 	require.NoError(t, os.Mkdir(data, 0o755))
@@ -123,51 +110,51 @@ func TestDirFSConfinement(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Join(base, "secret.txt"), filepath.Join(data, "link.txt")))
 	require.NoError(t, os.Symlink(base, filepath.Join(data, "up")))
 
-	ro, err := runtime.OpenDirFS(data, "/data", runtime.DirFSOptions{})
+	ro, err := vfs.OpenDirFS(data, "/data", vfs.DirFSOptions{})
 	require.NoError(t, err)
 	defer ro.Close()
 	h := &runtime.Host{OS: ro}
-	v, err := hostRun(t, it, h, "from pathlib import Path\nPath('/data/in.txt').read_text()")
+	v, err := runtimetest.HostRun(t, it, h, "from pathlib import Path\nPath('/data/in.txt').read_text()")
 	require.NoError(t, err)
 	assert.Equal(t, object.Str("inside"), v)
 
 	for _, p := range []string{"/data/../secret.txt", "/data/link.txt", "/data/up/secret.txt"} {
-		_, err := hostRun(t, it, h, "from pathlib import Path\nPath('"+p+"').read_text()")
-		typ := pyErrType(t, err)
+		_, err := runtimetest.HostRun(t, it, h, "from pathlib import Path\nPath('"+p+"').read_text()")
+		typ := runtimetest.PyErrType(t, err)
 		assert.Contains(t, []string{"PermissionError", "FileNotFoundError"}, typ, p)
 	}
-	_, err = hostRun(t, it, h, "from pathlib import Path\nPath('/data/new.txt').write_text('x')")
-	assert.Equal(t, "PermissionError", pyErrType(t, err), "read-only mount")
+	_, err = runtimetest.HostRun(t, it, h, "from pathlib import Path\nPath('/data/new.txt').write_text('x')")
+	assert.Equal(t, "PermissionError", runtimetest.PyErrType(t, err), "read-only mount")
 	_, err = os.Stat(filepath.Join(data, "new.txt"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 
-	rw, err := runtime.OpenDirFS(data, "/data", runtime.DirFSOptions{ReadWrite: true})
+	rw, err := vfs.OpenDirFS(data, "/data", vfs.DirFSOptions{ReadWrite: true})
 	require.NoError(t, err)
 	defer rw.Close()
-	_, err = hostRun(t, it, &runtime.Host{OS: rw}, "from pathlib import Path\nPath('/data/new.txt').write_text('written')")
+	_, err = runtimetest.HostRun(t, it, &runtime.Host{OS: rw}, "from pathlib import Path\nPath('/data/new.txt').write_text('written')")
 	require.NoError(t, err)
 	b, err := os.ReadFile(filepath.Join(data, "new.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "written", string(b))
-	_, err = hostRun(t, it, &runtime.Host{OS: rw}, "from pathlib import Path\nPath('/data/up/evil.txt').write_text('x')")
+	_, err = runtimetest.HostRun(t, it, &runtime.Host{OS: rw}, "from pathlib import Path\nPath('/data/up/evil.txt').write_text('x')")
 	require.Error(t, err)
 	_, err = os.Stat(filepath.Join(base, "evil.txt"))
 	require.ErrorIs(t, err, os.ErrNotExist, "a symlink cannot lead a write outside the mount")
 }
 
 func TestEnvAndClock(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	fixed := time.Date(2024, 2, 29, 13, 45, 0, 0, time.UTC)
 	h := &runtime.Host{OS: runtime.Chain{
 		runtime.Env{"APP": "demo"},
 		runtime.Clock{Now: func() time.Time { return fixed }},
 	}}
-	v, err := hostRun(t, it, h, "import os\n(os.getenv('APP'), os.getenv('NOPE'), os.getenv('NOPE', 'd'), dict(os.environ))")
+	v, err := runtimetest.HostRun(t, it, h, "import os\n(os.getenv('APP'), os.getenv('NOPE'), os.getenv('NOPE', 'd'), dict(os.environ))")
 	require.NoError(t, err)
 	assert.Equal(t, object.Tuple{object.Str("demo"), object.None{}, object.Str("d"),
 		object.Dict{{Key: object.Str("APP"), Value: object.Str("demo")}}}, v)
 
-	v, err = hostRun(t, it, h, "from datetime import date, datetime\nimport time\n(date.today().isoformat(), datetime.now().hour, int(time.time()))",
+	v, err = runtimetest.HostRun(t, it, h, "from datetime import date, datetime\nimport time\n(date.today().isoformat(), datetime.now().hour, int(time.time()))",
 		runtime.WithHostClock())
 	require.NoError(t, err)
 	assert.Equal(t, object.Tuple{object.Str("2024-02-29"), object.Int(13), object.Int(fixed.Unix())}, v)

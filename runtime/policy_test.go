@@ -11,6 +11,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/runtimetest"
 )
 
 // replRun runs code in a new REPL made with opts.
@@ -26,7 +27,7 @@ func replRun(t *testing.T, it *runtime.Interpreter, code string, opts ...runtime
 }
 
 func TestRandomSeeds(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	draw := "import random\n[random.random(), random.randint(1, 10**9)]"
 	huge := object.IntFromBig(new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 70)))
 	seen := map[string]bool{}
@@ -49,7 +50,7 @@ func TestRandomSeeds(t *testing.T) {
 
 func TestHostRandom(t *testing.T) {
 	ctx := context.Background()
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	r, err := it.NewREPL(ctx, runtime.WithHostRandom())
 	require.NoError(t, err)
 	ex, err := r.Feed(ctx, "import random\nrandom.randint(1, 10**9)")
@@ -63,7 +64,7 @@ func TestHostRandom(t *testing.T) {
 }
 
 func TestFixedClockAndZone(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	at := time.Date(2030, 1, 2, 3, 4, 5, 6000, time.UTC)
 	name := "NST"
 	v, err := replRun(t, it, "import datetime, time\n[str(datetime.datetime.now()), time.time(), str(datetime.date.today())]",
@@ -79,7 +80,7 @@ func TestFixedClockAndZone(t *testing.T) {
 }
 
 func TestAssertAnnotationsAndProcessTime(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	code := "a = 'abcdefgh'\nassert a == 'xyz'"
 	for n, want := range map[int]string{-1: "assert 'abcdefgh' == 'xyz'", 0: "", 3: "assert 'ab… == 'xy…"} {
 		var opts []runtime.CompileOption
@@ -103,7 +104,7 @@ func TestAssertAnnotationsAndProcessTime(t *testing.T) {
 
 func TestREPLSetCwd(t *testing.T) {
 	ctx := context.Background()
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	r, err := it.NewREPL(ctx)
 	require.NoError(t, err)
 	defer r.Close()

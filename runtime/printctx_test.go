@@ -11,13 +11,14 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/runtimetest"
 )
 
 // WithPrintFunc routes one run's output without changing the interpreter's
 // settings, streams it line by line, keeps MaxOutput, and leaves later runs
 // without it to the interpreter's own destination.
 func TestWithPrintFunc(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	var got []string
 	var streams []runtime.Stream
 	var firstAt time.Time

@@ -10,19 +10,8 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/runtimetest"
 )
-
-// newInterp returns a fresh interpreter from the shared default engine.
-func newInterp(t testing.TB) *runtime.Interpreter {
-	t.Helper()
-	ctx := context.Background()
-	e, err := runtime.Default(ctx)
-	require.NoError(t, err)
-	it, err := e.NewInterpreter(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = it.Close(ctx) })
-	return it
-}
 
 func run(t testing.TB, it *runtime.Interpreter, code string) (object.Value, error) {
 	t.Helper()
@@ -35,7 +24,7 @@ func run(t testing.TB, it *runtime.Interpreter, code string) (object.Value, erro
 }
 
 func TestRunValue(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	v, err := run(t, it, "1 + 1")
 	require.NoError(t, err)
 	assert.Equal(t, object.Int(2), v)
@@ -51,7 +40,7 @@ func TestRunValue(t *testing.T) {
 }
 
 func TestInputs(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	ctx := context.Background()
 	p, err := it.Compile(ctx, "a * b", runtime.WithInputs("a", "b"))
 	require.NoError(t, err)
@@ -73,7 +62,7 @@ func TestInputs(t *testing.T) {
 // starts from fresh globals, whatever ran before and however it ended, and
 // repeating runs does not grow the interpreter's memory.
 func TestRunsStartFresh(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	ctx := context.Background()
 	compile := func(code string, opts ...runtime.CompileOption) *runtime.Program {
 		t.Helper()
@@ -117,7 +106,7 @@ func TestRunsStartFresh(t *testing.T) {
 }
 
 func TestSyntaxError(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	_, err := it.Compile(context.Background(), "x = 1\ndef f(:\n  pass\n", runtime.WithScriptName("bad.py"))
 	var pyErr *runtime.Error
 	require.ErrorAs(t, err, &pyErr)
@@ -127,7 +116,7 @@ func TestSyntaxError(t *testing.T) {
 }
 
 func TestRuntimeException(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	code := "def inner(x):\n    return 1 / x\n\ndef outer():\n    return inner(0)\n\nouter()\n"
 	_, err := run(t, it, code)
 	var pyErr *runtime.Error
@@ -150,7 +139,7 @@ func TestRuntimeException(t *testing.T) {
 }
 
 func TestStartPausesOnFunctionCall(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	ctx := context.Background()
 	p, err := it.Compile(ctx, "r = fetch(1, key='a') + 1\nr * 2", runtime.WithInputs("fetch"))
 	require.NoError(t, err)
@@ -173,7 +162,7 @@ func TestStartPausesOnFunctionCall(t *testing.T) {
 }
 
 func TestNameLookupAndRaise(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	ctx := context.Background()
 	// A name used as a value (not called) is looked up; a called unknown
 	// name pauses directly as a function call.
@@ -201,7 +190,7 @@ func TestNameLookupAndRaise(t *testing.T) {
 }
 
 func TestHostFunctionsSyncAndAsync(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	ctx := context.Background()
 	slow := func(ctx context.Context, args []object.Value, _ []object.Pair) (object.Value, error) {
 		select {
@@ -244,7 +233,7 @@ r
 }
 
 func TestHostCallLimit(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	ctx := context.Background()
 	it.SetLimits(runtime.Limits{MaxHostCalls: 5})
 	host := &runtime.Host{Functions: map[string]runtime.Function{
@@ -257,7 +246,7 @@ func TestHostCallLimit(t *testing.T) {
 }
 
 func TestREPLKeepsState(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	ctx := context.Background()
 	r, err := it.NewREPL(ctx)
 	require.NoError(t, err)
@@ -281,7 +270,7 @@ func TestREPLKeepsState(t *testing.T) {
 }
 
 func TestContinuation(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	ctx := context.Background()
 	for code, want := range map[string]runtime.Continuation{
 		"x = 1":          runtime.Complete,
@@ -297,7 +286,7 @@ func TestContinuation(t *testing.T) {
 }
 
 func TestPrintCollectedAndStreamed(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	_, err := run(t, it, "print('a', 1)\nimport sys\nprint('err', file=sys.stderr)\nprint('b', end='')")
 	require.NoError(t, err)
 	assert.Equal(t, "a 1\nerr\nb", it.Output())
@@ -320,7 +309,7 @@ func TestPrintCollectedAndStreamed(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	it.SetLimits(runtime.Limits{MaxDuration: 50 * time.Millisecond})
 	_, err := run(t, it, "while True:\n    pass")
 	require.ErrorIs(t, err, runtime.ErrTimeLimit)
@@ -347,7 +336,7 @@ func TestLimits(t *testing.T) {
 }
 
 func TestCancellation(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	for _, code := range []string{"while True:\n    pass", "import time\ntime.sleep(30)"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		p, err := it.Compile(ctx, code)
@@ -409,7 +398,7 @@ func TestTrapKillsOnlyThatInterpreter(t *testing.T) {
 }
 
 func TestBadPython(t *testing.T) {
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	for code, typ := range map[string]string{
 		"undefined_name":       "NameError",
 		"[1][5]":               "IndexError",

@@ -9,6 +9,8 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/runtimetest"
+	"github.com/monty-go/monty/runtime/vfs"
 )
 
 const zoneCode = `
@@ -21,7 +23,7 @@ winter = datetime(2024, 1, 15, 12, 30, tzinfo=timezone.utc).astimezone()
 
 func TestWithTimezone(t *testing.T) {
 	ctx := context.Background()
-	it := newInterp(t)
+	it := runtimetest.NewInterp(t)
 	run := func(opts ...runtime.CompileOption) object.Value {
 		t.Helper()
 		p, err := it.Compile(ctx, zoneCode, opts...)
@@ -65,19 +67,19 @@ func TestWithTimezone(t *testing.T) {
 		require.ErrorIs(t, err, runtime.ErrInvalidOption, bad)
 	}
 	// The interpreter is still usable after a refused option.
-	v, err = hostRun(t, it, &runtime.Host{}, "1 + 1")
+	v, err = runtimetest.HostRun(t, it, &runtime.Host{}, "1 + 1")
 	require.NoError(t, err)
 	assert.Equal(t, object.Int(2), v)
 }
 
 func TestWithCwd(t *testing.T) {
 	ctx := context.Background()
-	it := newInterp(t)
-	mem := runtime.NewMemFS("/mnt")
+	it := runtimetest.NewInterp(t)
+	mem := vfs.NewMemFS("/mnt")
 	require.NoError(t, mem.WriteFile("/mnt/sub/hello.txt", []byte("hello")))
 	h := &runtime.Host{OS: mem}
 
-	v, err := hostRun(t, it, h, "import os\nos.getcwd()")
+	v, err := runtimetest.HostRun(t, it, h, "import os\nos.getcwd()")
 	require.NoError(t, err)
 	assert.Equal(t, object.Str("/"), v, "default")
 
@@ -90,7 +92,7 @@ func TestWithCwd(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, object.Tuple{object.Str("/mnt"), object.Str("hello"), object.Str("/mnt/x")}, v)
 	}
-	v, err = hostRun(t, it, h, "import os\nos.getcwd()", runtime.WithCwd("/mnt/sub/../sub/"))
+	v, err = runtimetest.HostRun(t, it, h, "import os\nos.getcwd()", runtime.WithCwd("/mnt/sub/../sub/"))
 	require.NoError(t, err)
 	assert.Equal(t, object.Str("/mnt/sub"), v, "normalised")
 
@@ -121,7 +123,7 @@ func TestWithCwd(t *testing.T) {
 	assert.Equal(t, object.Tuple{object.Str("/mnt/sub"), object.Str("BST")}, v)
 
 	// Both options together.
-	v, err = hostRun(t, it, h, "import os, time\n(os.getcwd(), time.tzname[0])",
+	v, err = runtimetest.HostRun(t, it, h, "import os, time\n(os.getcwd(), time.tzname[0])",
 		runtime.WithCwd("/mnt"), runtime.WithTimezone("Asia/Kathmandu"))
 	require.NoError(t, err)
 	assert.Equal(t, object.Tuple{object.Str("/mnt"), object.Str("+0545")}, v)

@@ -26,9 +26,7 @@
 # (the translated packages compile again: a few
 # minutes) and runs print(1) on it. `make test-aot` runs --check.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
-say() { echo "aot-release: $*" >&2; }
-die() { say "$*"; exit 1; }
+. "$(dirname "$0")/lib.sh"
 gens=(wasm/aot/internal/translated wasm/aot/internal/checker)
 
 # release REPO VERSION: tags VERSION at REPO's HEAD (when missing) and

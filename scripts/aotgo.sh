@@ -8,7 +8,7 @@
 #
 # It adds, through go's -overlay, the files of wasm/aot/testdata/overlay
 # that import github.com/monty-go/monty/wasm/aot (the interpreter) to the
-# packages that link it (cmd/monty, examples/serverless, scripts/benchcmp,
+# packages that link it (cmd/monty, examples/serverless, scripts/bench/benchcmp,
 # scripts/conformance, and the tests of runtime, session and
 # session/protocol) and github.com/monty-go/monty/wasm/aot/checker (the
 # type checker) to those that link that (cmd/monty, scripts/typecheckconf,
@@ -42,7 +42,7 @@ cat >"$overlay" <<JSON
 {"Replace": {
   "$repo/cmd/monty/aot.go": "$cmd_monty",
   "$repo/examples/serverless/aot.go": "$from/serverless_aot.go",
-  "$repo/scripts/benchcmp/aot.go": "$from/benchcmp_aot.go",
+  "$repo/scripts/bench/benchcmp/aot.go": "$from/benchcmp_aot.go",
   "$repo/scripts/conformance/aot.go": "$from/conformance_aot.go",
   "$repo/scripts/typecheckconf/aot.go": "$from/typecheckconf_aot.go",
   "$repo/runtime/typecheck/aot_test.go": "$from/typecheck_aot_test.go",

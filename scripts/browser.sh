@@ -17,18 +17,12 @@
 #                      default ${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/browser
 #   PYTHON             the interpreter to make it with (default python3, >= 3.10)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
+cd "$repo"
 
 REQUIREMENTS=testdata/console/requirements.txt
 ROOT=${MONTY_BROWSER_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/browser}
 PY=${PYTHON:-python3}
-
-log() { echo "browser: $*" >&2; }
-die() { log "$*"; exit 1; }
-
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
-}
 
 # chromium_path prints the system Chromium's executable, if there is one.
 chromium_path() {
@@ -37,12 +31,7 @@ chromium_path() {
 
 install_chromium() {
   [ -n "$(chromium_path)" ] && return 0
-  command -v apt-get >/dev/null || die "chromium is missing and apt-get is not available: install Chromium by hand"
-  log "installing chromium with apt-get (once)"
-  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2; then
-    as_root apt-get update -q >&2
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2
-  fi
+  apt_install chromium # once
   [ -n "$(chromium_path)" ] || die "chromium still missing after apt-get install"
 }
 

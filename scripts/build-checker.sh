@@ -18,8 +18,9 @@ out=${1:-$crate/checker.wasm}
 # (wasm/checker/patches/: typeshed's build script zipped it with the
 # build's time of day and in directory order; the checker clamped spans in
 # the prelude onto the snippet), which wasm/checker/Cargo.toml uses through
-# [patch.crates-io].
-"$repo/scripts/patch-crate.sh" monty-typeshed 1.4.0 "$crate/patches" "$crate/.patched"
-"$repo/scripts/patch-crate.sh" monty-type-checking 1.4.0 "$crate/patches" "$crate/.patched"
+# [patch.crates-io], at the version its pin of monty-type-checking names.
+version=$(sed -n 's/^monty-type-checking = "=\([^"]*\)".*/\1/p' "$crate/Cargo.toml")
+"$repo/scripts/patch-crate.sh" monty-typeshed "$version" "$crate/patches" "$crate/.patched"
+"$repo/scripts/patch-crate.sh" monty-type-checking "$version" "$crate/patches" "$crate/.patched"
 
 "$repo/scripts/cargo-wasm.sh" "$crate" monty_checker_wasm.wasm "$out"

@@ -4,7 +4,7 @@
 #
 #   scripts/build-wasm.sh [OUT]    (default OUT: wasm/monty.wasm)
 #
-# For experiments (scripts/module-ab.sh) only: MONTY_EXTRA_RUSTFLAGS is
+# For experiments (scripts/bench/module-ab.sh) only: MONTY_EXTRA_RUSTFLAGS is
 # appended to the rustflags, and cargo's CARGO_PROFILE_RELEASE_* variables
 # override wasm/Cargo.toml's release profile; with neither set the output is
 # the committed module.
@@ -13,7 +13,9 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$repo/wasm/monty.wasm}
 
-# monty with the carried patches (wasm/patches/), which wasm/Cargo.toml uses.
-"$repo/scripts/patch-monty.sh"
+# monty with the carried patches (wasm/patches/), which wasm/Cargo.toml
+# uses: the version its pin names.
+version=$(sed -n 's/^monty = "=\([^"]*\)".*/\1/p' "$repo/wasm/Cargo.toml")
+"$repo/scripts/patch-crate.sh" monty "$version" "$repo/wasm/patches" "$repo/wasm/.patched"
 
 "$repo/scripts/cargo-wasm.sh" "$repo/wasm" monty_wasm.wasm "$out" "${MONTY_EXTRA_RUSTFLAGS:-}"

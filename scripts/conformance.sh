@@ -11,40 +11,38 @@
 # does not pass through Go and is not in
 # testdata/conformance/known-differences.txt.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 cd "$repo"
 
-command -v go >/dev/null || { echo "conformance.sh: go not found" >&2; exit 1; }
+command -v go >/dev/null || die "go not found"
 
 # The test cases ship inside the monty crate: fetch it, then ask cargo where
 # it was unpacked.
 scripts/native/build.sh fetch
 if [ -x /usr/bin/cargo ]; then cargo=/usr/bin/cargo; else cargo=cargo; fi
 manifest=$(cd scripts/native && "$cargo" metadata --format-version 1 --locked --filter-platform "$(rustc -vV | sed -n 's/^host: //p')" |
-  grep -o '"manifest_path":"[^"]*/monty-1\.4\.0/Cargo\.toml"' | head -1 | sed 's/^"manifest_path":"//; s/"$//')
+  grep -o "\"manifest_path\":\"[^\"]*/monty-$(monty_version)/Cargo\.toml\"" | head -1 | sed 's/^"manifest_path":"//; s/"$//')
 if [ -z "$manifest" ]; then
-  echo "conformance.sh: cannot locate the monty 1.4.0 crate (cargo metadata in scripts/native)" >&2
-  exit 1
+  die "cannot locate the monty $(monty_version) crate (cargo metadata in scripts/native)"
 fi
 cases=$(dirname "$manifest")/test_cases
 if [ ! -d "$cases" ]; then
-  echo "conformance.sh: $cases does not exist" >&2
-  exit 1
+  die "$cases does not exist"
 fi
 
 native_bin=$(scripts/native/build.sh)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "conformance.sh: native run of $cases" >&2
+say "native run of $cases"
 "$native_bin" conformance "$cases" >"$tmp/native.jsonl"
 
 if [ "${MONTY_CONFORMANCE_AOT:-}" = 1 ]; then
   # The Go side on the module translated to Go (wasm/aot; make aot first
   # generates it; docs/building.md#the-ahead-of-time-engine).
-  echo "conformance.sh: Go run on the ahead-of-time engine" >&2
+  say "Go run on the ahead-of-time engine"
   make -s aot
   scripts/aotgo.sh run ./scripts/conformance -cases "$cases" -native "$tmp/native.jsonl" "$@"
   exit
 fi
-echo "conformance.sh: Go run" >&2
+say "Go run"
 go run ./scripts/conformance -cases "$cases" -native "$tmp/native.jsonl" "$@"

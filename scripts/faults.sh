@@ -24,8 +24,8 @@
 #   FAULTS_NO_KEY        retry without Idempotency-Key: a self-test, the checker
 #                        should then report retries applied twice
 set -euo pipefail
-cd "$(dirname "$0")/.."
-repo=$(pwd)
+. "$(dirname "$0")/lib.sh"
+cd "$repo"
 
 profile=${1:-short}
 case "$profile" in
@@ -42,38 +42,7 @@ BIN=${MONTY_SERVICES_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/bin}
 VERSITYGW=$BIN/versitygw-$VERSITYGW_VERSION
 TOXIPROXY=$BIN/toxiproxy-server-$TOXIPROXY_VERSION
 
-log() { echo "faults: $*" >&2; }
-die() { log "$*"; exit 1; }
-
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
-}
-
-# go_tool MODULE VERSION DEST: build a command from the Go module proxy once.
-go_tool() {
-  local module=$1 version=$2 dest=$3 tmp start
-  [ -x "$dest" ] && return 0
-  command -v go >/dev/null || die "go is needed to build $module"
-  log "building $module@$version from the Go module proxy (once)"
-  mkdir -p "$BIN"
-  tmp=$(mktemp -d)
-  start=$(date +%s)
-  # Outside the repository so that its go.mod plays no part.
-  (cd "$tmp" && GOBIN="$tmp" GOFLAGS=-mod=mod CGO_ENABLED=0 go install "$module@$version") >&2 ||
-    { rm -rf "$tmp"; die "building $module failed"; }
-  mv "$tmp/$(basename "$module")" "$dest"
-  rm -rf "$tmp"
-  log "built in $(($(date +%s) - start)) s: $dest"
-}
-
-if ! command -v redis-server >/dev/null; then
-  command -v apt-get >/dev/null || die "redis-server is missing and apt-get is not available: install Redis >= 6 by hand"
-  log "installing redis-server with apt-get"
-  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server >&2; then
-    as_root apt-get update -q >&2
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server >&2
-  fi
-fi
+command -v redis-server >/dev/null || apt_install redis-server
 go_tool "$VERSITYGW_MODULE" "$VERSITYGW_VERSION" "$VERSITYGW"
 go_tool "$TOXIPROXY_MODULE" "$TOXIPROXY_VERSION" "$TOXIPROXY"
 
@@ -92,7 +61,7 @@ cleanup() {
   fi
   if mountpoint -q "$work/dirstore" 2>/dev/null; then umount -l "$work/dirstore" || true; fi
   if [ -n "${FAULTS_KEEP:-}" ] || [ "$rc" -ne 0 ]; then
-    log "logs and data kept in $work"
+    say "logs and data kept in $work"
   else
     rm -rf "$work"
   fi
@@ -100,11 +69,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-log "building monty and the driver"
+say "building monty and the driver"
 go build -o "$work/monty" ./cmd/monty
 (cd scripts/faults && go build -o "$work/faults" .)
 
-log "profile $profile; work directory $work"
+say "profile $profile; work directory $work"
 "$work/faults" -profile "$profile" -work "$work" \
   -monty "$work/monty" -redis-server "$(command -v redis-server)" \
   -versitygw "$VERSITYGW" -toxiproxy "$TOXIPROXY" \

@@ -36,7 +36,8 @@
 #                         environment (default python3, >= 3.10)
 #   NODE, NPM             node (>= 20) and npm (default: the ones on PATH)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
+cd "$repo"
 
 EVERYTHING_PACKAGE=@modelcontextprotocol/server-everything
 EVERYTHING_VERSION=2026.8.31
@@ -82,9 +83,6 @@ PY=${PYTHON:-python3}
 NODE=${NODE:-node}
 NPM=${NPM:-npm}
 
-log() { echo "mcpservers: $*" >&2; }
-die() { log "$*"; exit 1; }
-
 [ "${1:-}" = env ] || die "usage: $0 env"
 command -v "$NODE" >/dev/null || die "$NODE is missing: install Node.js 20 or newer (with npm)"
 command -v "$NPM" >/dev/null || die "$NPM is missing: install npm (it comes with Node.js)"
@@ -110,7 +108,7 @@ everything=$dir/npm/node_modules/$EVERYTHING_PACKAGE/dist/index.js
 venv=$dir/venv
 
 if [ ! -f "$dir/.complete" ]; then
-  log "installing $EVERYTHING_PACKAGE@$EVERYTHING_VERSION (npm) and mcp-server-time==$TIME_VERSION (PyPI) into $dir (once; about 20 s)"
+  say "installing $EVERYTHING_PACKAGE@$EVERYTHING_VERSION (npm) and mcp-server-time==$TIME_VERSION (PyPI) into $dir (once; about 20 s)"
   rm -rf "$dir"
   mkdir -p "$dir/npm"
   "$NPM" install --prefix "$dir/npm" --no-audit --no-fund --no-update-notifier --loglevel=error \

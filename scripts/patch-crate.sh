@@ -6,9 +6,9 @@
 #
 #   scripts/patch-crate.sh NAME VERSION PATCHDIR DEST
 #
-# scripts/build-checker.sh uses it for the type checker's carried patches
-# (wasm/checker/patches/); the interpreter's are applied by
-# scripts/patch-monty.sh.
+# scripts/build-wasm.sh uses it for the interpreter's carried patches
+# (wasm/patches/), scripts/build-checker.sh for the type checker's
+# (wasm/checker/patches/), and `make fmt` and `make lint` before cargo.
 set -euo pipefail
 name=$1 version=$2 patches=$3 dest_root=$4
 dest=$dest_root/$name-$version

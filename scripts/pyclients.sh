@@ -27,14 +27,12 @@
 #                        python3.12 on PATH, else pyenv's newest 3.12; the
 #                        machine image has one, nothing is downloaded)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
+cd "$repo"
 
 REQUIREMENTS=testdata/clients/requirements.txt
 ROOT=${MONTY_PYCLIENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/pyclients}
 PY=${PYTHON:-python3}
-
-log() { echo "pyclients: $*" >&2; }
-die() { log "$*"; exit 1; }
 
 [ "${1:-}" = env ] || die "usage: $0 env"
 venv=$(PYTHON=$PY scripts/venv.sh "$ROOT" "$REQUIREMENTS" "the client packages")

@@ -41,10 +41,9 @@
 # modules compile at first use). The SBOM comes from cyclonedx-gomod (installed at a pinned
 # version into ~/.cache/monty-go/tools) and scripts/release/pack.py, which packs everything.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+tool=release
+. "$(dirname "$0")/lib.sh"
 cd "$repo"
-say() { echo "release.sh: $*" >&2; }
-die() { say "$*"; exit 1; }
 usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 cyclonedx=github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
@@ -217,7 +216,7 @@ case $cmd in
     image=localhost/monty-go:$version
     archive=$out/monty-go_${version}_${target/\//_}.oci.tar
     # chroot isolation: the Dockerfile runs nothing, and this machine's
-    # OCI runtimes cannot run a build step (scripts/bench_container.sh).
+    # OCI runtimes cannot run a build step (scripts/bench/container.sh).
     buildah build --quiet --isolation chroot --timestamp "$SOURCE_DATE_EPOCH" \
       --build-arg VERSION="$version" --build-arg COMMIT="$commit" -t "$image" -f "$ctx/Dockerfile" "$ctx" >/dev/null
     rm -f "$archive"
@@ -246,7 +245,7 @@ case $cmd in
     python3 scripts/release/pack.py verify-wheel "$out"/wheel/monty_go-0.0.1-*.whl >&2 || die "the wheel is not what it should be"
     venv=$out/venv
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check pydantic-monty-client==1.4.0 >&2
+    "$venv/bin/pip" install -q --disable-pip-version-check "pydantic-monty-client==$(monty_version)" >&2
     listing() { (cd "$venv" && find . -not -path '*/__pycache__*' | sort); }
     listing >"$out/before"
     "$venv/bin/pip" install -q --disable-pip-version-check "$out"/wheel/monty_go-0.0.1-*.whl >&2

@@ -18,6 +18,7 @@
 #   MONTY_SERVICES_BIN   where built server binaries are cached;
 #                        default ${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/bin
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 VERSITYGW_MODULE=github.com/versity/versitygw/cmd/versitygw
 VERSITYGW_VERSION=v1.8.0
@@ -28,13 +29,6 @@ STATE=${MONTY_SERVICES_DIR:-${TMPDIR:-/tmp}/monty-services-$(id -u)}
 BIN=${MONTY_SERVICES_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/bin}
 ENV_FILE=$STATE/env
 VERSITYGW=$BIN/versitygw-$VERSITYGW_VERSION
-
-log() { echo "services: $*" >&2; }
-die() { log "$*"; exit 1; }
-
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
-}
 
 # alive PIDFILE: the process named in PIDFILE runs.
 alive() {
@@ -69,36 +63,19 @@ wait_for() {
     alive "$pidfile" || return 1
     sleep 0.1
   done
-  log "$what did not become ready in 30 s"
+  say "$what did not become ready in 30 s"
   return 1
 }
 
 install_redis() {
   command -v redis-server >/dev/null && command -v redis-cli >/dev/null && return 0
-  command -v apt-get >/dev/null || die "redis-server is missing and apt-get is not available: install Redis >= 6 by hand"
-  log "installing redis-server with apt-get"
   # Debian's postinst may try to start the system-wide service; ours runs apart.
-  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server >&2; then
-    as_root apt-get update -q >&2
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server >&2
-  fi
-  command -v redis-server >/dev/null || die "redis-server still missing after apt-get install"
+  apt_install redis-server
 }
 
 install_versitygw() {
-  [ -x "$VERSITYGW" ] && return 0
-  command -v go >/dev/null || die "go is needed to build versitygw"
-  log "building versitygw $VERSITYGW_VERSION from the Go module proxy (about 2.5 min on 2 cores, once)"
-  mkdir -p "$BIN"
-  local tmp start
-  tmp=$(mktemp -d)
-  start=$(date +%s)
-  # Outside the repository so that its go.mod plays no part.
-  (cd "$tmp" && GOBIN="$tmp" GOFLAGS=-mod=mod CGO_ENABLED=0 go install "$VERSITYGW_MODULE@$VERSITYGW_VERSION") >&2 ||
-    { rm -rf "$tmp"; die "building versitygw failed"; }
-  mv "$tmp/versitygw" "$VERSITYGW"
-  rm -rf "$tmp"
-  log "versitygw built in $(( $(date +%s) - start )) s: $VERSITYGW"
+  # About 2.5 min on 2 cores, once.
+  go_tool "$VERSITYGW_MODULE" "$VERSITYGW_VERSION" "$VERSITYGW"
 }
 
 redis_ready() { redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null | grep -q PONG; }
@@ -120,10 +97,10 @@ start_redis() {
     for i in $(seq 1 50); do [ -s "$STATE/redis.pid" ] && break; sleep 0.1; done
     if wait_for redis "$STATE/redis.pid" redis_ready "$port"; then
       echo "$port" >"$STATE/redis.port"
-      log "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') on 127.0.0.1:$port"
+      say "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') on 127.0.0.1:$port"
       return 0
     fi
-    log "redis did not start on port $port (attempt $try); log: $STATE/redis.log"
+    say "redis did not start on port $port (attempt $try); log: $STATE/redis.log"
   done
   tail -n 20 "$STATE/redis.log" >&2 || true
   die "could not start redis-server"
@@ -151,10 +128,10 @@ start_s3() {
     echo $! >"$STATE/s3.pid"
     if wait_for versitygw "$STATE/s3.pid" port_open "$port"; then
       echo "$port" >"$STATE/s3.port"
-      log "versitygw $VERSITYGW_VERSION on 127.0.0.1:$port (data in $STATE/s3root)"
+      say "versitygw $VERSITYGW_VERSION on 127.0.0.1:$port (data in $STATE/s3root)"
       return 0
     fi
-    log "versitygw did not start on port $port (attempt $try); log: $STATE/s3.log"
+    say "versitygw did not start on port $port (attempt $try); log: $STATE/s3.log"
     stop_pid "$STATE/s3.pid"
   done
   tail -n 20 "$STATE/s3.log" >&2 || true
@@ -204,7 +181,7 @@ cmd_stop() {
   stop_pid "$STATE/redis.pid"
   stop_pid "$STATE/s3.pid"
   rm -rf "$STATE"
-  log "stopped"
+  say "stopped"
 }
 
 cmd_env() {

@@ -28,7 +28,7 @@ fi
   echo wasm/Cargo.toml
   echo wasm/Cargo.lock
   echo scripts/build-wasm.sh
-  echo scripts/patch-monty.sh
+  echo scripts/patch-crate.sh
   find wasm/patches -name '*.patch'
   find wasm/src -name '*.rs'
 } | LC_ALL=C sort

@@ -6,7 +6,8 @@
 # (runtime.DefaultCacheDir: $MONTY_CACHE_DIR, else ~/.cache/monty-go/compiled)
 # so the module is compiled once for all test packages.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
+cd "$repo"
 # --- session store services: real Redis and S3-compatible servers for the
 # tests of session/store/{redisstore,s3store,tiered} (see scripts/services.sh).
 # Servers that were already running (a developer's) are left running.
@@ -30,10 +31,7 @@ eval "$(scripts/browser.sh env)"
 
 echo "== gofmt" >&2
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './wasm/target/*'))
-if [ -n "$unformatted" ]; then
-  echo "gofmt needed on: $unformatted" >&2
-  exit 1
-fi
+[ -z "$unformatted" ] || die "gofmt needed on: $unformatted"
 echo "== go vet" >&2
 go vet ./...
 echo "== CGO_ENABLED=0 cross builds" >&2

@@ -16,17 +16,16 @@
 # The native build takes several minutes the first time (its target
 # directory is kept in ~/.cache/monty-go/typecheck-native).
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 cd "$repo"
 export PATH=/usr/bin:$PATH
 
 # The crate's sources: fetched through the checker's manifest.
 cargo fetch --manifest-path wasm/checker/Cargo.toml >&2
 registry=${CARGO_HOME:-$HOME/.cargo}/registry/src
-crate=$(ls -d "$registry"/*/monty-type-checking-1.4.0 2>/dev/null | head -n1 || true)
+crate=$(ls -d "$registry"/*/monty-type-checking-$(monty_version) 2>/dev/null | head -n1 || true)
 if [ -z "$crate" ]; then
-  echo "typecheck-conformance: monty-type-checking-1.4.0 is not in $registry" >&2
-  exit 1
+  die "monty-type-checking-$(monty_version) is not in $registry"
 fi
 
 native_args=()
@@ -36,17 +35,17 @@ if [ "${1:-}" != --go-only ]; then
   rm -rf "$work/crate"
   cp -R "$crate" "$work/crate"
   out=$work/native.txt
-  echo "typecheck-conformance: native run (cargo test --test main; first build takes several minutes)" >&2
+  say "native run (cargo test --test main; first build takes several minutes)"
   # The crate's tests fail or pass; either way the results are in $out.
   (cd "$work/crate" && cargo test --locked --test main --target-dir "$work/target" 2>&1 || true) | tee "$out" | grep -E '^test |test result' >&2
   native_args=(-native "$out")
 fi
 
 if [ "${MONTY_TYPECHECK_AOT:-}" = 1 ]; then
-  echo "typecheck-conformance: Go run on the ahead-of-time engine" >&2
+  say "Go run on the ahead-of-time engine"
   make -s aot
   scripts/aotgo.sh run ./scripts/typecheckconf -crate "$crate" "${native_args[@]}"
   exit
 fi
-echo "typecheck-conformance: Go run" >&2
+say "Go run"
 go run ./scripts/typecheckconf -crate "$crate" "${native_args[@]}"

@@ -11,17 +11,20 @@
 # interpreter to make it with (default python3, 3.10 or newer). Used by
 # scripts/pyclients.sh and scripts/browser.sh.
 set -euo pipefail
-[ $# -eq 3 ] || { echo "usage: $0 ROOT REQUIREMENTS WHAT" >&2; exit 2; }
+. "$(dirname "$0")/lib.sh"
+[ $# -eq 3 ] || {
+  say "usage: $0 ROOT REQUIREMENTS WHAT"
+  exit 2
+}
 root=$1 requirements=$2 what=$3
 py=${PYTHON:-python3}
-die() { echo "venv: $*" >&2; exit 1; }
 
 command -v "$py" >/dev/null || die "$py is missing: install Python 3.10 or newer"
 "$py" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || die "$py is older than 3.10"
 key=$( (cat "$requirements"; "$py" -V) | sha256sum | cut -c1-16)
 venv=$root/$key
 if [ ! -f "$venv/.complete" ]; then
-  echo "venv: installing $what from PyPI into $venv (once)" >&2
+  say "installing $what from PyPI into $venv (once)"
   rm -rf "$venv"
   mkdir -p "$root"
   "$py" -m venv "$venv" >&2

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session/store"
 )
 
@@ -27,7 +28,7 @@ const (
 
 // Errors of the file operations, for use with errors.Is. They also match
 // fs.ErrNotExist (a missing file), fs.ErrInvalid (a path that is not a
-// clean path inside /work) and runtime.ErrNoSpace (the files would pass
+// clean path inside /work) and vfs.ErrNoSpace (the files would pass
 // their limits) where that applies.
 var (
 	// ErrNoFiles: the session was opened without Options.Files, so it has
@@ -65,12 +66,12 @@ type Files struct {
 
 // fileLimits are the limits of the session's files: Options.Files' (the
 // defaults without it, for the file operations that need no /work).
-func (o *Options) fileLimits() runtime.MemFSLimits {
+func (o *Options) fileLimits() vfs.MemFSLimits {
 	var f Files
 	if o.Files != nil {
 		f = *o.Files
 	}
-	l := runtime.MemFSLimits{MaxBytes: f.MaxBytes, MaxEntries: f.MaxEntries}
+	l := vfs.MemFSLimits{MaxBytes: f.MaxBytes, MaxEntries: f.MaxEntries}
 	if l.MaxBytes <= 0 {
 		l.MaxBytes = DefaultMaxFileBytes
 	}
@@ -169,7 +170,7 @@ func storeFile(data []byte, compress bool) storedFile {
 // when there are no files. Files found in cache keep their stored form;
 // the others are compressed when asked (and when that makes them
 // smaller). It returns the cache of the new section.
-func encodeFiles(files []runtime.MemFile, compress bool, cache fileCache) ([]byte, fileCache) {
+func encodeFiles(files []vfs.MemFile, compress bool, cache fileCache) ([]byte, fileCache) {
 	if len(files) == 0 {
 		return nil, nil
 	}
@@ -212,10 +213,10 @@ func encodeFiles(files []runtime.MemFile, compress bool, cache fileCache) ([]byt
 // decodeFiles parses a files section, decompressing its files at most up
 // to what limits l allow, and returns them with the section's cache. A
 // section that does not parse is corrupt (ErrCorrupt); files past the
-// limits are refused with an error matching runtime.ErrNoSpace before
+// limits are refused with an error matching vfs.ErrNoSpace before
 // more than the limits' worth is decompressed. The paths are checked by
 // MemFS.Restore.
-func decodeFiles(section []byte, l runtime.MemFSLimits) ([]runtime.MemFile, fileCache, error) {
+func decodeFiles(section []byte, l vfs.MemFSLimits) ([]vfs.MemFile, fileCache, error) {
 	if len(section) == 0 {
 		return nil, nil, nil
 	}
@@ -230,7 +231,7 @@ func decodeFiles(section []byte, l runtime.MemFSLimits) ([]runtime.MemFile, file
 	if int64(n) > int64(l.MaxEntries) {
 		return nil, nil, filesTooLarge(fmt.Sprintf("%d entries", n), l)
 	}
-	files := make([]runtime.MemFile, n)
+	files := make([]vfs.MemFile, n)
 	cache := make(fileCache, n)
 	var used int64
 	for i := range files {
@@ -301,16 +302,16 @@ func decodeFiles(section []byte, l runtime.MemFSLimits) ([]runtime.MemFile, file
 // filesTooLarge is the error for stored files past the limits of the
 // session opening them: the state is fine, this session's limits are
 // smaller than those it was written with.
-func filesTooLarge(what string, l runtime.MemFSLimits) error {
+func filesTooLarge(what string, l vfs.MemFSLimits) error {
 	return fmt.Errorf("%w: the stored files do not fit this session's file limits (%d bytes, %d entries; Options.Files): %s; the state is kept unchanged, open it with larger limits",
-		runtime.ErrNoSpace, l.MaxBytes, l.MaxEntries, what)
+		vfs.ErrNoSpace, l.MaxBytes, l.MaxEntries, what)
 }
 
 // restoreInto puts the files of blob b into mem, or refuses them: a
 // malformed section or tree is ErrCorrupt, files past mem's limits match
-// runtime.ErrNoSpace. It returns the section's cache.
-func restoreInto(mem *runtime.MemFS, b *blob) (fileCache, error) {
-	var files []runtime.MemFile
+// vfs.ErrNoSpace. It returns the section's cache.
+func restoreInto(mem *vfs.MemFS, b *blob) (fileCache, error) {
+	var files []vfs.MemFile
 	var cache fileCache
 	if b != nil {
 		var err error
@@ -320,7 +321,7 @@ func restoreInto(mem *runtime.MemFS, b *blob) (fileCache, error) {
 	}
 	err := mem.Restore(files)
 	switch {
-	case errors.Is(err, runtime.ErrNoSpace):
+	case errors.Is(err, vfs.ErrNoSpace):
 		return nil, filesTooLarge(err.Error(), mem.Limits())
 	case err != nil:
 		return nil, corrupt("files section: %v", err)
@@ -329,14 +330,14 @@ func restoreInto(mem *runtime.MemFS, b *blob) (fileCache, error) {
 }
 
 // newFilesMem is an empty /work with limits l.
-func newFilesMem(l runtime.MemFSLimits) *runtime.MemFS {
-	m := runtime.NewMemFS(FilesMount)
+func newFilesMem(l vfs.MemFSLimits) *vfs.MemFS {
+	m := vfs.NewMemFS(FilesMount)
 	m.SetLimits(l)
 	return m
 }
 
 // pathChecker checks paths given to the file operations.
-var pathChecker = runtime.NewMemFS(FilesMount)
+var pathChecker = vfs.NewMemFS(FilesMount)
 
 // filePath turns a path given to a file operation ("out/data.csv" or
 // "/work/out/data.csv") into the path under /work, or explains why it is
@@ -356,7 +357,7 @@ func filePath(name string) (string, error) {
 }
 
 // listFiles describes the files (not the directories) of mem.
-func listFiles(mem *runtime.MemFS) []FileInfo {
+func listFiles(mem *vfs.MemFS) []FileInfo {
 	out := []FileInfo{}
 	for _, f := range mem.Snapshot() {
 		if !f.Dir {
@@ -367,7 +368,7 @@ func listFiles(mem *runtime.MemFS) []FileInfo {
 }
 
 // readFrom reads file rel of session id from mem.
-func readFrom(mem *runtime.MemFS, id, rel string) ([]byte, error) {
+func readFrom(mem *vfs.MemFS, id, rel string) ([]byte, error) {
 	data, err := mem.ReadFile(FilesMount + "/" + rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -381,21 +382,21 @@ func readFrom(mem *runtime.MemFS, id, rel string) ([]byte, error) {
 
 // writeTo creates or replaces file rel in mem (and its parent
 // directories), reporting whether it is new.
-func writeTo(mem *runtime.MemFS, id, rel string, data []byte) (created bool, err error) {
+func writeTo(mem *vfs.MemFS, id, rel string, data []byte) (created bool, err error) {
 	_, err = mem.ReadFile(FilesMount + "/" + rel)
 	created = errors.Is(err, fs.ErrNotExist)
 	err = mem.WriteFile(FilesMount+"/"+rel, data)
 	switch {
 	case err == nil:
 		return created, nil
-	case errors.Is(err, runtime.ErrNoSpace):
+	case errors.Is(err, vfs.ErrNoSpace):
 		return false, fmt.Errorf("session %s: writing %q: %w", id, rel, err)
 	}
 	return false, fmt.Errorf("%w: session %s: cannot write %q: %v (a directory is in its place, or a file in the place of one of its directories)", fs.ErrInvalid, id, rel, err)
 }
 
 // removeFrom removes file rel from mem.
-func removeFrom(mem *runtime.MemFS, id, rel string) error {
+func removeFrom(mem *vfs.MemFS, id, rel string) error {
 	if _, err := readFrom(mem, id, rel); err != nil {
 		return err
 	}
@@ -404,7 +405,7 @@ func removeFrom(mem *runtime.MemFS, id, rel string) error {
 
 // withFiles is a copy of b whose files section holds mem's files (cache:
 // the stored forms of b's files); it returns the new section's cache.
-func withFiles(b *blob, mem *runtime.MemFS, cache fileCache, compress bool) (*blob, fileCache) {
+func withFiles(b *blob, mem *vfs.MemFS, cache fileCache, compress bool) (*blob, fileCache) {
 	nb := *b
 	var next fileCache
 	nb.Files, next = encodeFiles(mem.Snapshot(), compress, cache)
@@ -449,7 +450,7 @@ func ReadFile(ctx context.Context, id, name string, opts Options) ([]byte, error
 // file), with its parent directories, under compare-and-set: when another
 // writer (a running call, another upload) stores the session in between,
 // it fails with an error matching store.ErrConflict and stores nothing.
-// Errors match runtime.ErrNoSpace when the files would pass their limits,
+// Errors match vfs.ErrNoSpace when the files would pass their limits,
 // ErrStateTooLarge when the state would pass MaxStateSize, fs.ErrInvalid
 // for a bad path.
 func WriteFile(ctx context.Context, id, name string, data []byte, opts Options) (*FileUpdate, error) {
@@ -457,7 +458,7 @@ func WriteFile(ctx context.Context, id, name string, data []byte, opts Options) 
 	if err != nil {
 		return nil, err
 	}
-	return changeStored(ctx, id, &opts, true, func(mem *runtime.MemFS) (bool, error) { return writeTo(mem, id, rel, data) })
+	return changeStored(ctx, id, &opts, true, func(mem *vfs.MemFS) (bool, error) { return writeTo(mem, id, rel, data) })
 }
 
 // RemoveFile removes file name of the session stored under id, under
@@ -468,7 +469,7 @@ func RemoveFile(ctx context.Context, id, name string, opts Options) (*FileUpdate
 	if err != nil {
 		return nil, err
 	}
-	return changeStored(ctx, id, &opts, false, func(mem *runtime.MemFS) (bool, error) { return false, removeFrom(mem, id, rel) })
+	return changeStored(ctx, id, &opts, false, func(mem *vfs.MemFS) (bool, error) { return false, removeFrom(mem, id, rel) })
 }
 
 // stored is a verified state blob as stored, its dump left compressed.
@@ -479,7 +480,7 @@ type stored struct {
 }
 
 // storedFiles reads the state stored under id and its files.
-func storedFiles(ctx context.Context, id string, opts *Options) (*runtime.MemFS, *stored, error) {
+func storedFiles(ctx context.Context, id string, opts *Options) (*vfs.MemFS, *stored, error) {
 	if opts.Store == nil {
 		return nil, nil, errors.New("session: Options.Store is required")
 	}
@@ -508,7 +509,7 @@ func storedFiles(ctx context.Context, id string, opts *Options) (*runtime.MemFS,
 // changeStored applies change to the files of the session stored under id
 // (an empty one when create and there is none) and stores the result
 // under compare-and-set.
-func changeStored(ctx context.Context, id string, opts *Options, create bool, change func(mem *runtime.MemFS) (bool, error)) (*FileUpdate, error) {
+func changeStored(ctx context.Context, id string, opts *Options, create bool, change func(mem *vfs.MemFS) (bool, error)) (*FileUpdate, error) {
 	mem, st, err := storedFiles(ctx, id, opts)
 	var cond store.Cond
 	switch {

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
 )
@@ -133,12 +133,12 @@ func TestCompressedFilesBomb(t *testing.T) {
 	z := string(compressDump(make([]byte, 8<<20)))
 	require.Less(t, len(z), 4096)
 	sec := section(-1, entry{kind: kindFile, path: "zeros", enc: encZstd, size: -1, data: z})
-	_, _, err := decodeFiles(sec, runtime.MemFSLimits{MaxBytes: 1 << 20, MaxEntries: 10})
-	require.ErrorIs(t, err, runtime.ErrNoSpace)
+	_, _, err := decodeFiles(sec, vfs.MemFSLimits{MaxBytes: 1 << 20, MaxEntries: 10})
+	require.ErrorIs(t, err, vfs.ErrNoSpace)
 	two := section(-1, entry{kind: kindFile, path: "a", enc: encZstd, size: -1, data: z}, entry{kind: kindFile, path: "b", enc: encZstd, size: -1, data: z})
-	_, _, err = decodeFiles(two, runtime.MemFSLimits{MaxBytes: 12 << 20, MaxEntries: 10})
-	require.ErrorIs(t, err, runtime.ErrNoSpace, "the limit is on all files together")
-	files, _, err := decodeFiles(sec, runtime.MemFSLimits{MaxBytes: 16 << 20, MaxEntries: 10})
+	_, _, err = decodeFiles(two, vfs.MemFSLimits{MaxBytes: 12 << 20, MaxEntries: 10})
+	require.ErrorIs(t, err, vfs.ErrNoSpace, "the limit is on all files together")
+	files, _, err := decodeFiles(sec, vfs.MemFSLimits{MaxBytes: 16 << 20, MaxEntries: 10})
 	require.NoError(t, err)
 	require.Len(t, files, 1)
 	assert.Len(t, files[0].Data, 8<<20)
@@ -148,7 +148,7 @@ func TestCompressedFilesBomb(t *testing.T) {
 // reads back as written; one with files and no context too; the sections
 // are where docs/state-format.md puts them.
 func TestBlobVersion3RoundTrip(t *testing.T) {
-	files := []runtime.MemFile{
+	files := []vfs.MemFile{
 		{Path: "d", Dir: true, ModTime: time.Unix(0, 1)},
 		{Path: "d/f.txt", Data: []byte(strings.Repeat("abc", 200)), ModTime: time.Unix(0, 2)},
 		{Path: "empty", ModTime: time.Unix(0, 3)},
@@ -169,7 +169,7 @@ func TestBlobVersion3RoundTrip(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, tc, got.TypeCheck)
 		assert.Equal(t, []byte(strings.Repeat("dump", 100)), got.Dump)
-		decoded, cache, err := decodeFiles(got.Files, runtime.MemFSLimits{MaxBytes: 1 << 20, MaxEntries: 10})
+		decoded, cache, err := decodeFiles(got.Files, vfs.MemFSLimits{MaxBytes: 1 << 20, MaxEntries: 10})
 		require.NoError(t, err)
 		assert.Equal(t, files, decoded)
 
@@ -199,7 +199,7 @@ func FuzzFilesSection(f *testing.F) {
 	f.Add(section(-1, dir("a"), file("a/b", "x")))
 	f.Add(section(-1, file("../x", "x")))
 	f.Add(section(-1, entry{kind: kindFile, path: "z", enc: encZstd, size: -1, data: string(compressDump([]byte("yyyy")))}))
-	lim := runtime.MemFSLimits{MaxBytes: 1 << 16, MaxEntries: 64}
+	lim := vfs.MemFSLimits{MaxBytes: 1 << 16, MaxEntries: 64}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		mem := newFilesMem(lim)
 		_, err := restoreInto(mem, &blob{Files: data})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/dirstore"
@@ -168,7 +169,7 @@ n`)
 	require.NoError(t, err)
 	assert.Len(t, files, 10)
 	_, err = s.WriteFile(context.Background(), "one-more", nil)
-	require.ErrorIs(t, err, runtime.ErrNoSpace)
+	require.ErrorIs(t, err, vfs.ErrNoSpace)
 
 	small := open(t, "cap2", session.Options{Store: st, Files: &session.Files{MaxBytes: 1 << 30}, MaxStateSize: 20000})
 	res = exec(t, small, "open('big', 'wb').write(b'x' * 30000)")
@@ -226,7 +227,7 @@ func TestFilesKeptWithoutOption(t *testing.T) {
 // which still answers everything else.
 func TestFilesBehindHost(t *testing.T) {
 	st := memstore.New(memstore.Options{})
-	hostDir := runtime.NewMemFS("/data")
+	hostDir := vfs.NewMemFS("/data")
 	require.NoError(t, hostDir.WriteFile("/data/in.txt", []byte("input")))
 	host := &runtime.Host{OS: runtime.Chain{hostDir, runtime.Env{"MODE": "test"}}}
 	s := open(t, "host", session.Options{Store: st, Host: host, Files: &session.Files{}})
@@ -291,7 +292,7 @@ func TestFileOperations(t *testing.T) {
 	_, err = session.ReadFile(ctx, "ops", "out.txt", session.Options{Store: st, SigningKey: []byte("other key")})
 	require.ErrorIs(t, err, session.ErrCorrupt, "the blob must verify")
 	_, err = session.WriteFile(ctx, "ops", "big", make([]byte, 17<<20), opts)
-	require.ErrorIs(t, err, runtime.ErrNoSpace)
+	require.ErrorIs(t, err, vfs.ErrNoSpace)
 
 	// Another writer since the session's last call: the call continues
 	// what is stored, files included.
@@ -350,7 +351,7 @@ func TestStoredFilesOverLimits(t *testing.T) {
 	before, err := st.Get(ctx, "big")
 	require.NoError(t, err)
 	_, err = session.Open(ctx, "big", session.Options{Store: st, Files: &session.Files{MaxBytes: 1000}})
-	require.ErrorIs(t, err, runtime.ErrNoSpace)
+	require.ErrorIs(t, err, vfs.ErrNoSpace)
 	assert.NotErrorIs(t, err, session.ErrCorrupt)
 	assert.Contains(t, err.Error(), "kept unchanged")
 	assert.Equal(t, 0, corruptCopies(t, st, "big"))
@@ -358,6 +359,6 @@ func TestStoredFilesOverLimits(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, before.Data, after.Data)
 	_, err = session.ListFiles(ctx, "big", session.Options{Store: st, Files: &session.Files{MaxEntries: 1, MaxBytes: 1000}})
-	require.ErrorIs(t, err, runtime.ErrNoSpace)
+	require.ErrorIs(t, err, vfs.ErrNoSpace)
 	assert.True(t, strings.Contains(err.Error(), "open it with larger limits"), err)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session/store"
 )
 
@@ -45,7 +46,7 @@ func (s *Session) load(ctx context.Context) error {
 		// stays stored as it is, for a caller with a larger limit.
 		return fmt.Errorf("session %s: the stored state does not fit the memory limit, and is kept unchanged: %w", s.id, err)
 	}
-	if errors.Is(err, runtime.ErrNoSpace) {
+	if errors.Is(err, vfs.ErrNoSpace) {
 		// Files written under larger limits: kept for a caller with those.
 		return fmt.Errorf("session %s: %w", s.id, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/telemetry"
 )
@@ -390,7 +391,7 @@ func (s *Session) ReadFile(name string) ([]byte, error) {
 }
 
 // storedFiles is /work as stored, for the readers, which hold s.mu.
-func (s *Session) storedFiles() (*runtime.MemFS, error) {
+func (s *Session) storedFiles() (*vfs.MemFS, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
@@ -980,7 +981,7 @@ func (s *Session) Check(ctx context.Context, code string, tc TypeCheck) (*typech
 // once under the same compare-and-set as a call: it fails with ErrBusy
 // while a call runs, and with an error matching store.ErrConflict when
 // another process changed the session since it was loaded (the session
-// then holds that process's state). Errors match runtime.ErrNoSpace when
+// then holds that process's state). Errors match vfs.ErrNoSpace when
 // the files would pass their limits, ErrStateTooLarge when the state would
 // pass Options.MaxStateSize, fs.ErrInvalid for a bad path; the files are
 // then unchanged. It needs Options.Files (ErrNoFiles).
@@ -989,7 +990,7 @@ func (s *Session) WriteFile(ctx context.Context, name string, data []byte) (*Fil
 	if err != nil {
 		return nil, err
 	}
-	return s.changeFiles(ctx, func(mem *runtime.MemFS) (bool, error) { return writeTo(mem, s.id, rel, data) })
+	return s.changeFiles(ctx, func(mem *vfs.MemFS) (bool, error) { return writeTo(mem, s.id, rel, data) })
 }
 
 // RemoveFile removes the session's file name and stores the state at once,
@@ -1000,12 +1001,12 @@ func (s *Session) RemoveFile(ctx context.Context, name string) (*FileUpdate, err
 	if err != nil {
 		return nil, err
 	}
-	return s.changeFiles(ctx, func(mem *runtime.MemFS) (bool, error) { return false, removeFrom(mem, s.id, rel) })
+	return s.changeFiles(ctx, func(mem *vfs.MemFS) (bool, error) { return false, removeFrom(mem, s.id, rel) })
 }
 
 // changeFiles applies change to /work between calls and stores the
 // result, or puts /work back as stored.
-func (s *Session) changeFiles(ctx context.Context, change func(mem *runtime.MemFS) (created bool, err error)) (*FileUpdate, error) {
+func (s *Session) changeFiles(ctx context.Context, change func(mem *vfs.MemFS) (created bool, err error)) (*FileUpdate, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/wasm"
 )
@@ -36,7 +37,7 @@ type storedState struct {
 	// files is /work (nil without Options.Files). Between calls it holds
 	// the files of saved; it held those of filesOf (nil: none) when its
 	// generation was filesGen.
-	files    *runtime.MemFS
+	files    *vfs.MemFS
 	filesOf  *blob
 	filesGen uint64
 	// filesCache holds the stored forms of /work's files as last saved or
@@ -267,7 +268,7 @@ func (st *storedState) filesSection(b *blob) filesMark {
 // storedFiles returns the files of the saved state: the live /work, which
 // equals them between calls, or (without Options.Files) the saved state's
 // files read afresh.
-func (st *storedState) storedFiles() (*runtime.MemFS, error) {
+func (st *storedState) storedFiles() (*vfs.MemFS, error) {
 	if st.files != nil {
 		return st.files, nil
 	}

@@ -36,14 +36,6 @@ func TestAOTStamp(t *testing.T) {
 		"wasm/aot/translated.sha256 names another monty.wasm: run scripts/aot.sh --stamp (make wasm does)")
 }
 
-// TestMontyVersion fails when MontyVersion is not the version
-// wasm/Cargo.toml pins the monty crate to.
-func TestMontyVersion(t *testing.T) {
-	cargo, err := os.ReadFile("Cargo.toml")
-	require.NoError(t, err)
-	assert.Contains(t, string(cargo), "\nmonty = \"="+MontyVersion+"\"\n", "wasm.MontyVersion is not the monty version wasm/Cargo.toml pins")
-}
-
 // TestAOTGenerator fails when scripts/aot.sh or scripts/aotsplit, which
 // generate the translation, changed after wasm/aot/translated.sha256 was
 // written: the committed checksums would no longer be what they make

@@ -1,7 +1,8 @@
-// Package runtimetest helps test code built on package runtime: it prepares
-// compilation caches in which an engine's compilation is quick, or, for a
-// fast start (runtime.WithFastStart), finishes exactly when the test says
-// so. The machine code comes from runtime.Default's cache (a wazero
+// Package runtimetest helps test code built on package runtime: it gives
+// interpreters of the default engine, runs code under a Host and names the
+// Python exception a run raised; and it prepares compilation caches in
+// which an engine's compilation is quick, or, for a fast start
+// (runtime.WithFastStart), finishes exactly when the test says so. The machine code comes from runtime.Default's cache (a wazero
 // engine's on the same cache when the module translated to Go is linked),
 // which must be on.
 package runtimetest
@@ -12,8 +13,49 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 )
+
+// NewInterp returns a fresh interpreter from the shared default engine,
+// closed when the test ends.
+func NewInterp(t testing.TB) *runtime.Interpreter {
+	t.Helper()
+	ctx := context.Background()
+	e, err := runtime.Default(ctx)
+	require.NoError(t, err)
+	it, err := e.NewInterpreter(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = it.Close(ctx) })
+	return it
+}
+
+// HostRun compiles code in it and runs it under h.
+func HostRun(t testing.TB, it *runtime.Interpreter, h *runtime.Host, code string, opts ...runtime.CompileOption) (object.Value, error) {
+	t.Helper()
+	p, err := it.Compile(context.Background(), code, opts...)
+	require.NoError(t, err)
+	defer p.Close()
+	return h.Run(context.Background(), p)
+}
+
+// PyErr is the Python exception a run raised, as "Type: message".
+func PyErr(t testing.TB, err error) string {
+	t.Helper()
+	var pe *runtime.Error
+	require.ErrorAs(t, err, &pe)
+	return pe.Type + ": " + pe.Message
+}
+
+// PyErrType is the type of the Python exception a run raised.
+func PyErrType(t testing.TB, err error) string {
+	t.Helper()
+	var pe *runtime.Error
+	require.ErrorAs(t, err, &pe)
+	return pe.Type
+}
 
 // GatedCache returns a cache directory (for runtime.WithCacheDir) in which
 // the embedded module's machine code is not yet complete: an engine made

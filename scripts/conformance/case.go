@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/vfs"
 )
 
 // Reading monty's test_cases/*.py files, exactly as the native harness
@@ -47,7 +47,7 @@ type testCase struct {
 	Config   caseConfig
 	// Mount is how a mount-fs case mounts the fixture at /mnt: an overlay,
 	// as natively and in monty's own harness, or a variant (see -mounts).
-	Mount runtime.MountMode
+	Mount vfs.MountMode
 	// Native names the native result the case is compared with: the
 	// case's own for the overlay run, the overlay run's for a variant.
 	Native string
@@ -61,7 +61,7 @@ func parseCase(fileName, content string) *testCase {
 		Name:     strings.TrimSuffix(fileName, ".py"),
 		FileName: fileName,
 		Config:   parseHeader(content),
-		Mount:    runtime.MountOverlay,
+		Mount:    vfs.MountOverlay,
 	}
 	c.Native = c.Name
 	c.Code, c.Kind, c.Want = parseExpectation(content)

@@ -32,6 +32,7 @@ import (
 	"sync"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/vfs"
 )
 
 func main() {
@@ -62,7 +63,7 @@ func run() error {
 	flag.StringVar(&o.only, "run", "", "only cases whose name contains this text")
 	flag.IntVar(&o.jobs, "jobs", goruntime.GOMAXPROCS(0), "cases run in parallel")
 	flag.BoolVar(&o.quiet, "quiet", false, "print only cases whose native and Go results differ")
-	flag.StringVar(&o.mounts, "mounts", "rw", "mount-fs cases run with the fixture on a copy-on-write overlay (runtime.OverlayFS), as natively; also run them once per mode listed here (comma-separated: rw, ro; empty: none), as `NAME [MODE]`, against the same native result")
+	flag.StringVar(&o.mounts, "mounts", "rw", "mount-fs cases run with the fixture on a copy-on-write overlay (vfs.OverlayFS), as natively; also run them once per mode listed here (comma-separated: rw, ro; empty: none), as `NAME [MODE]`, against the same native result")
 	flag.Parse()
 	if o.cases == "" {
 		flag.Usage()
@@ -153,14 +154,14 @@ func loadCases(dir, only string) ([]*testCase, error) {
 // mountVariants adds, after each mount-fs case, a copy that mounts the
 // fixture in each of the modes listed (comma-separated).
 func mountVariants(cases []*testCase, modes string) ([]*testCase, error) {
-	var extra []runtime.MountMode
+	var extra []vfs.MountMode
 	for _, m := range strings.Split(modes, ",") {
 		switch strings.TrimSpace(m) {
 		case "":
 		case "rw":
-			extra = append(extra, runtime.MountReadWrite)
+			extra = append(extra, vfs.MountReadWrite)
 		case "ro":
-			extra = append(extra, runtime.MountReadOnly)
+			extra = append(extra, vfs.MountReadOnly)
 		default:
 			return nil, fmt.Errorf("-mounts: unknown mode %q (use rw, ro or both)", m)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/vfs"
 )
 
 const (
@@ -208,17 +209,17 @@ func execute(ctx context.Context, eng *runtime.Engine, c *testCase) (v object.Va
 		}
 		// As natively, and as monty's own harness does: an overlay over the
 		// fixture (MountMode::OverlayMemory); the variants mount it directly.
-		var fs runtime.MountHandler
-		if c.Mount == runtime.MountOverlay {
-			fs, err = runtime.OpenOverlayFS(dir, "/mnt", runtime.OverlayOptions{})
+		var fs vfs.MountHandler
+		if c.Mount == vfs.MountOverlay {
+			fs, err = vfs.OpenOverlayFS(dir, "/mnt", vfs.OverlayOptions{})
 		} else {
-			fs, err = runtime.OpenDirFS(dir, "/mnt", runtime.DirFSOptions{ReadWrite: c.Mount == runtime.MountReadWrite})
+			fs, err = vfs.OpenDirFS(dir, "/mnt", vfs.DirFSOptions{ReadWrite: c.Mount == vfs.MountReadWrite})
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("mounting the fixture: %w", err)
 		}
 		defer fs.Close()
-		if c.Mount != runtime.MountReadWrite {
+		if c.Mount != vfs.MountReadWrite {
 			// Neither an overlay nor a read-only mount may change the host.
 			defer func() {
 				if infra != nil {

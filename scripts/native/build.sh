@@ -6,24 +6,24 @@
 # With `fetch` it only downloads the locked dependencies (monty 1.4.0 and
 # friends, whose test_cases/ the conformance run reads) and prints nothing.
 # With `check` it only says (exit status 0 or 1) whether a Rust toolchain
-# that can build it is there (scripts/bench.sh installs one when not).
+# that can build it is there (scripts/bench/table.sh installs one when not).
 #
 # monty 1.4.0 needs Rust 1.96: Debian's toolchain in /usr/bin is used when
 # present (rustup's default may be older).
 set -euo pipefail
+tool=native/build
+. "$(dirname "$0")/../lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -x /usr/bin/rustc ] && [ -x /usr/bin/cargo ]; then
   export PATH=/usr/bin:$PATH
   export RUSTC=/usr/bin/rustc
 fi
 if ! command -v cargo >/dev/null; then
-  echo "native/build.sh: cargo not found; install Rust 1.96 (scripts/install-toolchain.sh)" >&2
-  exit 1
+  die "cargo not found; install Rust 1.96 (scripts/install-toolchain.sh)"
 fi
 have=$(rustc --version | awk '{print $2}')
 if [ "$(printf '%s\n1.96.0\n' "$have" | sort -V | head -1)" != "1.96.0" ]; then
-  echo "native/build.sh: monty 1.4.0 needs rustc >= 1.96.0, found $have (scripts/install-toolchain.sh installs it)" >&2
-  exit 1
+  die "monty $(monty_version) needs rustc >= 1.96.0, found $have (scripts/install-toolchain.sh installs it)"
 fi
 if [ "${1:-}" = check ]; then
   exit 0
@@ -33,6 +33,6 @@ if [ "${1:-}" = fetch ]; then
   cargo fetch --locked --target "$(rustc -vV | sed -n 's/^host: //p')"
   exit 0
 fi
-echo "native/build.sh: cargo build --release --locked (first build takes a few minutes)" >&2
+say "cargo build --release --locked (first build takes a few minutes)"
 cargo build --release --locked --quiet
 echo "${CARGO_TARGET_DIR:-$here/target}/release/monty-native"

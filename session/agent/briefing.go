@@ -11,6 +11,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/tools"
 )
@@ -258,7 +259,7 @@ type briefing struct {
 	// mounts are the directories the OS handler serves, sorted by guest
 	// path; denyFS: no other path can be opened (no OS handler, or the
 	// mounts describe it).
-	mounts []runtime.MountSpec
+	mounts []vfs.MountSpec
 	denyFS bool
 	// budget is the description's size past which the functions are
 	// listed by name (estimated tokens; 0: no limit).
@@ -281,7 +282,7 @@ func newBriefing(opts ExecutorOptions, limits runtime.Limits, timeout time.Durat
 		denyFS:         opts.OS == nil || len(opts.Mounts) > 0,
 		budget:         cmp.Or(opts.BriefingBudget, DefaultBriefingBudget),
 	}
-	slices.SortStableFunc(b.mounts, func(x, y runtime.MountSpec) int { return strings.Compare(x.Guest, y.Guest) })
+	slices.SortStableFunc(b.mounts, func(x, y vfs.MountSpec) int { return strings.Compare(x.Guest, y.Guest) })
 	if timeout > 0 {
 		b.timeout = timeout
 	}
@@ -427,14 +428,14 @@ func (b briefing) filesText() string {
 }
 
 // mountModeText says what the code can do with a mount.
-func mountModeText(s runtime.MountSpec) string {
+func mountModeText(s vfs.MountSpec) string {
 	var t string
 	switch s.Mode {
-	case runtime.MountReadOnly:
+	case vfs.MountReadOnly:
 		return "read-only"
-	case runtime.MountReadWrite:
+	case vfs.MountReadWrite:
 		t = "read-write"
-	case runtime.MountOverlay:
+	case vfs.MountOverlay:
 		t = "writable; changes are not saved"
 	default:
 		t = s.Mode.String()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store/memstore"
 	"github.com/monty-go/monty/session/tools"
@@ -202,9 +203,9 @@ func TestBriefingFiles(t *testing.T) {
 	t.Run("mounts", func(t *testing.T) {
 		data, scratch := t.TempDir(), t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(data, "a.txt"), []byte("data"), 0o644))
-		table, err := runtime.OpenMounts(
-			runtime.MountSpec{Host: scratch, Guest: "/scratch", Mode: runtime.MountOverlay, WriteLimit: 1 << 10},
-			runtime.MountSpec{Host: data, Guest: "/data"})
+		table, err := vfs.OpenMounts(
+			vfs.MountSpec{Host: scratch, Guest: "/scratch", Mode: vfs.MountOverlay, WriteLimit: 1 << 10},
+			vfs.MountSpec{Host: data, Guest: "/data"})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = table.Close() })
 		e := briefExecutor(t, ExecutorOptions{OS: table, Mounts: table.Specs(), Session: session.Options{Files: &session.Files{}}})
@@ -222,7 +223,7 @@ func TestBriefingFiles(t *testing.T) {
 	})
 	t.Run("unknown handler", func(t *testing.T) {
 		// An OS handler without Mounts: nothing is said beyond /work.
-		e := briefExecutor(t, ExecutorOptions{OS: runtime.NewMemFS("/tmp")})
+		e := briefExecutor(t, ExecutorOptions{OS: vfs.NewMemFS("/tmp")})
 		assert.NotContains(t, e.Tool().Description, "Files:")
 	})
 }
@@ -342,9 +343,9 @@ func TestBriefingDeterministic(t *testing.T) {
 	require.NoError(t, err)
 	b, err := tools.NewRegistry(reversed...)
 	require.NoError(t, err)
-	mounts := []runtime.MountSpec{{Host: "/h/a", Guest: "/a"}, {Host: "/h/b", Guest: "/b", Mode: runtime.MountReadWrite}}
-	ea := briefExecutor(t, ExecutorOptions{Functions: a, Mounts: mounts, OS: runtime.NewMemFS("/a")})
-	eb := briefExecutor(t, ExecutorOptions{Functions: b, Mounts: []runtime.MountSpec{mounts[1], mounts[0]}, OS: runtime.NewMemFS("/a")})
+	mounts := []vfs.MountSpec{{Host: "/h/a", Guest: "/a"}, {Host: "/h/b", Guest: "/b", Mode: vfs.MountReadWrite}}
+	ea := briefExecutor(t, ExecutorOptions{Functions: a, Mounts: mounts, OS: vfs.NewMemFS("/a")})
+	eb := briefExecutor(t, ExecutorOptions{Functions: b, Mounts: []vfs.MountSpec{mounts[1], mounts[0]}, OS: vfs.NewMemFS("/a")})
 	assert.Equal(t, ea.Tool().Description, eb.Tool().Description)
 	assert.Equal(t, ea.Tool().Description, ea.Tool().Description)
 	assert.Contains(t, ea.Tool().Description, "Mounted directories: /a (read-only), /b (read-write).")

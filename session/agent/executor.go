@@ -15,6 +15,7 @@ import (
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/telemetry"
@@ -122,7 +123,7 @@ type ExecutorOptions struct {
 	// host path). The executor does not open them. With Mounts, the
 	// description says that other paths (beyond /work) cannot be opened;
 	// with an OS but no Mounts, it says nothing about files beyond /work.
-	Mounts []runtime.MountSpec
+	Mounts []vfs.MountSpec
 	// BriefingBudget is the size of the tool's description, in estimated
 	// tokens, past which the host functions are listed by name rather
 	// than as stubs (and, past it again, counted by category): 0 means

@@ -444,12 +444,11 @@ func TestCallsQueueAcrossExecutors(t *testing.T) {
 // the claim was lost and the store is unavailable (retry), not that a
 // context was cancelled.
 func TestLostClaimStopsTheCall(t *testing.T) {
-	entered := make(chan struct{})
-	var ended error
+	entered, ended := make(chan struct{}), make(chan error, 1)
 	gate := tools.MustFunc(tools.Schema{Name: "gate"}, func(ctx context.Context) error {
 		close(entered)
 		<-ctx.Done()
-		ended = context.Cause(ctx)
+		ended <- context.Cause(ctx)
 		return ctx.Err()
 	})
 	reg, err := tools.NewRegistry(gate)
@@ -464,5 +463,10 @@ func TestLostClaimStopsTheCall(t *testing.T) {
 	assert.ErrorIs(t, err, session.ErrLeaseLost)
 	assert.ErrorIs(t, err, store.ErrUnavailable)
 	assert.NotContains(t, err.Error(), "context canceled")
-	assert.ErrorIs(t, ended, session.ErrLeaseLost, "the host function saw why it was stopped")
+	select {
+	case cause := <-ended:
+		assert.ErrorIs(t, cause, session.ErrLeaseLost, "the host function saw why it was stopped")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the host function was not stopped")
+	}
 }

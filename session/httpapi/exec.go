@@ -18,6 +18,7 @@ import (
 	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/apikey"
@@ -741,7 +742,7 @@ func (h *Handler) requestHost() (*runtime.Host, func(), error) {
 	var chain runtime.Chain
 	done := func() {}
 	if len(h.opts.Mounts) > 0 {
-		t, err := runtime.OpenMounts(h.opts.Mounts...)
+		t, err := vfs.OpenMounts(h.opts.Mounts...)
 		if err != nil {
 			// The detail names host directories: for the operator's log
 			// only, never for the client.

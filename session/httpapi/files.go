@@ -12,7 +12,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session"
 )
 
@@ -91,7 +91,7 @@ func fileError(err error, ns, id string) *apiError {
 		aerr = &apiError{status: http.StatusBadRequest, code: codeInvalidPath, msg: msg}
 	case errors.Is(err, fs.ErrNotExist):
 		aerr = &apiError{status: http.StatusNotFound, code: "file_not_found", msg: msg + "; GET /state/{id}/files lists the session's files"}
-	case errors.Is(err, runtime.ErrNoSpace):
+	case errors.Is(err, vfs.ErrNoSpace):
 		aerr = &apiError{status: statusTooLarge, code: "files_too_large", msg: msg}
 	case errors.Is(err, session.ErrStateTooLarge):
 		aerr = &apiError{status: statusTooLarge, code: codeStateTooLarge, msg: msg}

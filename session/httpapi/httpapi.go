@@ -76,6 +76,7 @@ import (
 
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/store"
@@ -222,7 +223,7 @@ type Options struct {
 	// belongs to that request alone and is gone when it ends, and its
 	// write limit and memory budget are per request; a read-write mount
 	// writes to the host directory, which every request shares.
-	Mounts []runtime.MountSpec
+	Mounts []vfs.MountSpec
 	// RunTTL is how long a run paused at client tool calls waits for its
 	// resume; 0 means session.DefaultRunTTL.
 	RunTTL time.Duration

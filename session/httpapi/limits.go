@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/vfs"
 )
 
 // Status codes of failures the code or the request caused (docs/http.md,
@@ -62,7 +63,7 @@ func execLimitError(err error, pyErr *runtime.Error, opened bool, lim, srv runti
 			"the session's stored state needs %s this call's memory limit of %s, so nothing ran and the stored state is kept unchanged. Delete the state (DELETE /state/{id}) to start afresh%s.",
 			need, byteSize(lim.MaxMemory), askFor("ask for more memory", "limits.memory_bytes", byteSize(lim.MaxMemory), byteSize(srv.MaxMemory), lim.MaxMemory < srv.MaxMemory || srv.MaxMemory == 0))}
 	}
-	if !opened && errors.Is(err, runtime.ErrNoSpace) {
+	if !opened && errors.Is(err, vfs.ErrNoSpace) {
 		return &apiError{status: statusLimit, code: codeStateTooLarge, msg: fmt.Sprintf(
 			"the session's stored files are larger than this server's limit on a session's files, so nothing ran and the stored state is kept unchanged (%s). Delete the state (DELETE /state/{id}) to start afresh.", errText(err))}
 	}

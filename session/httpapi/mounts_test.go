@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session/httpapi"
 )
 
@@ -23,9 +23,9 @@ func TestMountsPerRequest(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	require.NoError(t, os.Mkdir(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "in.txt"), []byte("host"), 0o644))
-	spec, err := runtime.ParseMount(dir + ":/data:overlay")
+	spec, err := vfs.ParseMount(dir + ":/data:overlay")
 	require.NoError(t, err)
-	s := newServer(t, httpapi.Options{Mounts: []runtime.MountSpec{spec}})
+	s := newServer(t, httpapi.Options{Mounts: []vfs.MountSpec{spec}})
 	c := s.client("")
 
 	res := c.run("", "open('/data/in.txt', 'w').write('mine')\nopen('/data/in.txt').read()")

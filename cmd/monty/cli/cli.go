@@ -16,6 +16,7 @@ import (
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
 	_ "github.com/monty-go/monty/runtime/typecheck/embedded" // checker.wasm, for type checks on wazero
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
 )
@@ -171,7 +172,7 @@ func addMountFlags(fs *flag.FlagSet) *mountFlags {
 
 // open opens the mounts; without --mount it returns a nil table, which
 // serves nothing. Every error is the operator's to fix (a usage error).
-func (m *mountFlags) open() (*runtime.MountTable, error) {
+func (m *mountFlags) open() (*vfs.MountTable, error) {
 	if m == nil {
 		return nil, nil
 	}
@@ -189,9 +190,9 @@ func (m *mountFlags) open() (*runtime.MountTable, error) {
 		}
 		limits[i] = n
 	}
-	specs := make([]runtime.MountSpec, len(m.specs))
+	specs := make([]vfs.MountSpec, len(m.specs))
 	for i, s := range m.specs {
-		spec, err := runtime.ParseMount(s)
+		spec, err := vfs.ParseMount(s)
 		if err != nil {
 			return nil, fmt.Errorf("--mount: %s", strings.TrimPrefix(err.Error(), runtime.ErrInvalidOption.Error()+": "))
 		}
@@ -201,7 +202,7 @@ func (m *mountFlags) open() (*runtime.MountTable, error) {
 		spec.MemoryLimit = limits[1]
 		specs[i] = spec
 	}
-	t, err := runtime.OpenMounts(specs...)
+	t, err := vfs.OpenMounts(specs...)
 	if err != nil {
 		return nil, fmt.Errorf("--mount: %s", strings.TrimPrefix(err.Error(), runtime.ErrInvalidOption.Error()+": "))
 	}
@@ -209,7 +210,7 @@ func (m *mountFlags) open() (*runtime.MountTable, error) {
 }
 
 // osHandler is the table as a Host's OS handler: nil without mounts.
-func osHandler(t *runtime.MountTable) runtime.OSHandler {
+func osHandler(t *vfs.MountTable) runtime.OSHandler {
 	if t == nil {
 		return nil
 	}

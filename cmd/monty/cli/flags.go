@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session"
 )
 
@@ -88,7 +89,7 @@ type sandbox struct {
 	conns []*mcpConnection
 	// mounts are the --mount directories, opened (nil: none); the
 	// caller closes them.
-	mounts *runtime.MountTable
+	mounts *vfs.MountTable
 }
 
 // setup checks the sandbox flags, reads --stubs and opens the mounts,
@@ -127,7 +128,7 @@ type usageError struct{ error }
 
 // refuseFilesMount refuses a mount at or below /work, where each session
 // sees its own files: the mount would never be reached.
-func refuseFilesMount(t *runtime.MountTable) error {
+func refuseFilesMount(t *vfs.MountTable) error {
 	for _, s := range t.Specs() {
 		if s.Guest == session.FilesMount || strings.HasPrefix(s.Guest, session.FilesMount+"/") {
 			return fmt.Errorf("--mount %s: %s is where each session's own files appear, in front of any mount; choose another guest path", s, session.FilesMount)

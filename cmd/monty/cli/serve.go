@@ -26,6 +26,7 @@ import (
 
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/httpapi"
@@ -379,7 +380,7 @@ func describeStore(st store.Store, o storeurl.Options) string {
 }
 
 // mountList describes the mounts for a log record.
-func mountList(specs []runtime.MountSpec) []string {
+func mountList(specs []vfs.MountSpec) []string {
 	var out []string
 	for _, s := range specs {
 		out = append(out, s.String())

@@ -14,7 +14,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session/protocol/server"
 )
 
@@ -130,14 +130,14 @@ func buildProfile(ctx context.Context, name string, spec profileSpec, timeout ti
 	p.Limits.MaxRecursion = spec.MaxRecursion
 	p.ParkOnly = spec.ParkOnly
 	for _, m := range spec.Mounts {
-		ms, err := runtime.ParseMount(m)
+		ms, err := vfs.ParseMount(m)
 		if err != nil {
 			return fail(err)
 		}
 		p.Mounts = append(p.Mounts, ms)
 	}
 	if len(p.Mounts) > 0 {
-		t, err := runtime.OpenMounts(p.Mounts...)
+		t, err := vfs.OpenMounts(p.Mounts...)
 		if err != nil {
 			return fail(err)
 		}

@@ -1,8 +1,8 @@
 //! `monty-native bench` and `monty-native serve`: the workloads the Go
-//! benchmarks and `scripts/bench.sh` compare against, run in-process.
+//! benchmarks and `scripts/bench/table.sh` compare against, run in-process.
 //!
 //! The Python sources are read from `testdata/bench/` (the Go driver,
-//! `scripts/benchcmp`, reads the same files). A workload is named
+//! `scripts/bench/benchcmp`, reads the same files). A workload is named
 //!
 //! * after a program of that directory (`fib25` is `fib25.py`): compiled
 //!   once into a `MontyRun`, one `run` per operation, with
@@ -14,7 +14,7 @@
 //!
 //! `bench` measures [`BENCH_WORKLOADS`] one after another, each warmed up
 //! and then run in growing batches until at least `min_time` has passed,
-//! and prints one JSON object. `serve` is `scripts/benchcmp`'s worker: it
+//! and prints one JSON object. `serve` is `scripts/bench/benchcmp`'s worker: it
 //! times what it is asked for on stdin, so that the driver can interleave
 //! this column with the others.
 
@@ -174,7 +174,7 @@ pub fn run(dir: &Path, min_time: Duration, only: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `scripts/benchcmp`'s worker. Each line of stdin is a request "NAME N":
+/// `scripts/bench/benchcmp`'s worker. Each line of stdin is a request "NAME N":
 /// run workload NAME (prepared at its first request, untimed) N times. The
 /// answer, one line on stdout, is "NS REPR": the mean ns of one run and the
 /// repr of the last run's value (for a program; nothing after NS for the

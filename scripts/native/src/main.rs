@@ -26,7 +26,7 @@ const USAGE: &str = "usage:
   monty-native bench [--dir DIR] [--min-time-ms MS] [--only NAME]
       time the testdata/bench workloads; one JSON object
   monty-native serve [--dir DIR]
-      time what stdin asks for, a line \"NAME N\" at a time (scripts/benchcmp's worker)";
+      time what stdin asks for, a line \"NAME N\" at a time (scripts/bench/benchcmp's worker)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

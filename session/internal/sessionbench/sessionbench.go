@@ -10,7 +10,7 @@
 // Surface, from the public API of what it measures only. The session is
 // built up to each size once: what the store holds at each size is kept in
 // this process and, when MONTY_BENCH_CACHE names a directory, in a file
-// there for the next process of the same run (scripts/bench.sh runs the
+// there for the next process of the same run (scripts/bench/table.sh runs the
 // sizes in rounds, a process per round, and gives every run a new
 // directory: the cache is only ever read by the build that wrote it).
 package sessionbench

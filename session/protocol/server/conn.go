@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monty-go/monty/runtime"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/protocol"
@@ -54,8 +55,8 @@ type conn struct {
 	// of the last turn answered).
 	unstored bool
 
-	mounts *runtime.MountTable // the profile's mounts, opened for this session
-	tools  *tools.Registry     // the profile's, for the calls that wait for approval
+	mounts *vfs.MountTable // the profile's mounts, opened for this session
+	tools  *tools.Registry // the profile's, for the calls that wait for approval
 
 	cancelMu sync.Mutex
 	cancel   context.CancelFunc
@@ -331,7 +332,7 @@ func (c *conn) useProfile(cfg *pb.Configure) error {
 		host = *p.Host
 	}
 	if len(p.Mounts) > 0 {
-		t, err := runtime.OpenMounts(p.Mounts...)
+		t, err := vfs.OpenMounts(p.Mounts...)
 		if err != nil {
 			c.s.log.Error("monty.v1 profile mounts cannot be opened", "profile", cfg.GetProfile(), "error", err)
 			return fmt.Errorf("the server's mounts for this profile cannot be opened; the server's log has the detail")

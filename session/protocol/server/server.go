@@ -53,6 +53,7 @@ import (
 
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/runtime/typecheck"
+	"github.com/monty-go/monty/runtime/vfs"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/store"
@@ -89,7 +90,7 @@ type Profile struct {
 	// sandbox, opened for each session (an overlay's writes are that
 	// session's alone). Their OS calls are served here; every other OS call
 	// goes to the client.
-	Mounts []runtime.MountSpec
+	Mounts []vfs.MountSpec
 	// Host answers the code's name lookups and calls in the server before
 	// they reach the client: host functions (an MCP server's tools, through
 	// tools.Registry.Host), values and host objects, and OS calls its OS

@@ -1,6 +1,6 @@
 package main
 
-// scripts/aotgo.sh adds this file to scripts/benchcmp (scripts/bench_aot.sh):
+// scripts/aotgo.sh adds this file to scripts/bench/benchcmp (scripts/bench/aot.sh):
 // benchcmp then links the module translated to Go and measures it in an
 // aot column beside the go column on wazero.
 import _ "github.com/monty-go/monty/wasm/aot"
