@@ -119,31 +119,26 @@ import (
 	_ "github.com/monty-go/monty/wasm/aot/checker"
 )
 
+// must stops the program at the first error.
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
 func main() {
 	ctx := context.Background()
 	engine, err := runtime.NewEngine(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	must(err)
 	it, err := engine.NewInterpreter(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	must(err)
 	prog, err := it.Compile(ctx, "print(1)")
-	if err == nil {
-		_, err = prog.Run(ctx)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	must(err)
+	_, err = prog.Run(ctx)
+	must(err)
 	checker, err := typecheck.New(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	must(err)
 	fmt.Print(it.Output(), engine.CompileInfo().AOT, " ", checker.CompileInfo().AOT)
 }
 GO

@@ -30,12 +30,9 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$repo"
 
-REQUIREMENTS=testdata/clients/requirements.txt
-ROOT=${MONTY_PYCLIENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/pyclients}
-PY=${PYTHON:-python3}
-
 [ "${1:-}" = env ] || die "usage: $0 env"
-venv=$(PYTHON=$PY scripts/venv.sh "$ROOT" "$REQUIREMENTS" "the client packages")
+root=${MONTY_PYCLIENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/monty-go/pyclients}
+venv=$(PYTHON=${PYTHON:-python3} scripts/venv.sh "$root" testdata/clients/requirements.txt "the client packages")
 echo "export MONTY_TEST_PYTHON=$venv/bin/python"
 
 # The first candidate that runs as 3.12 (pyenv's shim on PATH does not
@@ -50,5 +47,5 @@ for c in ${PYTHON312:-} $(command -v python3.12 || true) \
 done
 [ -n "$py312" ] ||
   die "no Python 3.12 for the integrations (langchain-monty needs >= 3.12): install python3.12 or set PYTHON312"
-ivenv=$(PYTHON=$py312 scripts/venv.sh "$ROOT" testdata/clients/integrations/requirements.txt "the Monty integrations")
+ivenv=$(PYTHON=$py312 scripts/venv.sh "$root" testdata/clients/integrations/requirements.txt "the Monty integrations")
 echo "export MONTY_TEST_INTEGRATIONS_PYTHON=$ivenv/bin/python"

@@ -118,12 +118,7 @@ func TestLeaseLost(t *testing.T) {
 	other, _ := json.Marshal(map[string]any{"token": "u", "holder": "another instance", "host": "b:2", "until": time.Now().Add(time.Minute)})
 	_, err = st.Put(ctx, session.LeaseID("s"), other, store.Cond{})
 	require.NoError(t, err)
-	select {
-	case <-l.Lost():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the lease's loss was not noticed")
-	}
-	require.ErrorIs(t, l.Err(), session.ErrLeaseLost)
+	requireLost(t, l, "the lease's loss was not noticed")
 	<-bound.Done()
 	require.ErrorIs(t, context.Cause(bound), session.ErrLeaseLost)
 	l.Release()
@@ -145,12 +140,7 @@ func TestLeaseLapsesInOutage(t *testing.T) {
 	l, err := m.Claim(ctx, "s", session.ClaimOptions{})
 	require.NoError(t, err)
 	st.Refuse(true)
-	select {
-	case <-l.Lost():
-	case <-time.After(5 * time.Second):
-		t.Fatal("a lease that could not be renewed did not lapse")
-	}
-	require.ErrorIs(t, l.Err(), session.ErrLeaseLost)
+	requireLost(t, l, "a lease that could not be renewed did not lapse")
 	assert.Contains(t, l.Err().Error(), "lapsed while the store could not be written")
 	l.Release()
 
@@ -173,12 +163,7 @@ func TestLeaseLapsesInOutage(t *testing.T) {
 	_, err = st.Store.Put(ctx, session.LeaseID("s"), other, store.Cond{})
 	require.NoError(t, err)
 	st.Refuse(false)
-	select {
-	case <-l.Lost():
-	case <-time.After(5 * time.Second):
-		t.Fatal("a claim whose place another instance took was not lost")
-	}
-	require.ErrorIs(t, l.Err(), session.ErrLeaseLost)
+	requireLost(t, l, "a claim whose place another instance took was not lost")
 	l.Release()
 }
 
@@ -197,4 +182,16 @@ func TestManagerExecClaims(t *testing.T) {
 	require.ErrorIs(t, err, session.ErrBusy)
 	assert.Contains(t, err.Error(), "held by a test")
 	l.Release()
+}
+
+// requireLost waits up to 5 s for l's claim to be lost, and fails t with
+// msg when it is not.
+func requireLost(t *testing.T, l *session.Lease, msg string) {
+	t.Helper()
+	select {
+	case <-l.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal(msg)
+	}
+	require.ErrorIs(t, l.Err(), session.ErrLeaseLost)
 }

@@ -15,15 +15,7 @@ import (
 // the one the module's imports give (an import added, a package added or
 // moved, without the doc): `go run ./scripts/archmap` writes it.
 func TestMapIsCurrent(t *testing.T) {
-	root := filepath.Join("..", "..")
-	want, err := importTable(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, err := os.ReadFile(filepath.Join(root, doc))
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, text := mapAndDoc(t)
 	_, got, _, err := split(text)
 	if err != nil {
 		t.Fatal(err)
@@ -33,18 +25,26 @@ func TestMapIsCurrent(t *testing.T) {
 	}
 }
 
-// TestEveryPackageIsDescribed fails when a package of the module has no
-// row in the doc's table of what each package does.
-func TestEveryPackageIsDescribed(t *testing.T) {
+// mapAndDoc are the import table the module's imports give and the text
+// of the doc it belongs in.
+func mapAndDoc(t *testing.T) (table string, text []byte) {
+	t.Helper()
 	root := filepath.Join("..", "..")
 	table, err := importTable(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := os.ReadFile(filepath.Join(root, doc))
+	text, err = os.ReadFile(filepath.Join(root, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return table, text
+}
+
+// TestEveryPackageIsDescribed fails when a package of the module has no
+// row in the doc's table of what each package does.
+func TestEveryPackageIsDescribed(t *testing.T) {
+	table, text := mapAndDoc(t)
 	_, described, ok := strings.Cut(string(text), "### What each package does")
 	if !ok {
 		t.Fatalf("%s has no section \"What each package does\"", doc)

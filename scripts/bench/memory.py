@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import glob
 import json
 import os
 import subprocess
@@ -35,6 +34,8 @@ import tempfile
 import time
 
 import pydantic_monty as pm
+
+from procs import children
 
 
 def snippet(i: int) -> str:
@@ -55,18 +56,6 @@ def rss_bytes(pid: int) -> int:
             if line.startswith('VmRSS:'):
                 return int(line.split()[1]) * 1024
     raise SystemExit(f'bench_memory: no VmRSS for process {pid}')
-
-
-def children(pid: int) -> list[int]:
-    """The child processes of pid, whichever of its threads started them."""
-    out = []
-    for path in glob.glob(f'/proc/{pid}/task/*/children'):
-        try:
-            with open(path) as f:
-                out += [int(p) for p in f.read().split()]
-        except OSError:
-            pass
-    return out
 
 
 async def fill(sessions: list, snippets: int, label: str, parallel: int = 4) -> None:

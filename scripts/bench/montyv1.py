@@ -26,6 +26,8 @@ import time
 
 import pydantic_monty as pm
 
+from procs import children
+
 SESSIONS = 20
 
 
@@ -35,20 +37,6 @@ def rss_kib(pid: int) -> int:
             if line.startswith('VmRSS:'):
                 return int(line.split()[1])
     return 0
-
-
-def children(pid: int) -> list[int]:
-    """The child processes of pid, whichever of its threads started them."""
-    import glob
-
-    out = []
-    for path in glob.glob(f'/proc/{pid}/task/*/children'):
-        try:
-            with open(path) as f:
-                out += [int(p) for p in f.read().split()]
-        except OSError:
-            pass
-    return out
 
 
 def ext(i):

@@ -35,6 +35,8 @@ import tempfile
 import time
 import urllib.request
 
+from procs import stop
+
 
 def free_port():
     with socket.socket() as s:
@@ -98,12 +100,7 @@ def first_exec(argv, env, pid_of=None):
                     rss[line[:5]] = int(line.split()[1]) * 1024
         return took, rss["VmHWM"], rss["VmRSS"]
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 class Process:

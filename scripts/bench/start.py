@@ -76,6 +76,8 @@ import time
 import urllib.error
 import urllib.request
 
+from procs import stop
+
 API_KEY = "bench-key"
 # Straight to 127.0.0.1, whatever *_proxy variables say.
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -190,17 +192,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def stop(proc):
-    """Ends a server this script started (SIGTERM, then SIGKILL)."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def serve_cold(monty, cache_dir):

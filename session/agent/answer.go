@@ -27,7 +27,7 @@ const NoOutput = "(no output)"
 // client tools did not fail.
 //
 // The error is non-nil only when the caller's loop cannot go on: ctx ended
-// (the error matches its cause), the executor is closed (it matches
+// (the error matches its cause), the executor's keeper is closed (it matches
 // session.ErrClosed), or threadKey is not a valid thread key (it matches
 // ErrBadArgs). Safe for concurrent use, as the executor is.
 func (e *Executor) Answer(ctx context.Context, threadKey, name string, args json.RawMessage) (text string, failed bool, err error) {

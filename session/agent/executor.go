@@ -438,7 +438,7 @@ type Result struct {
 // The code's own failures (exceptions, limits, the timeout) are in
 // Result.Err and Result.Text with a nil error; the error is for calls that
 // could not run: ErrBadArgs, a store failure, the caller's context ending,
-// a closed executor (session.ErrClosed), or session.ErrTooManySessions.
+// a closed keeper (session.ErrClosed), or session.ErrTooManySessions.
 func (e *Executor) Execute(ctx context.Context, threadKey string, args json.RawMessage) (*Result, error) {
 	return e.ExecuteEvents(ctx, threadKey, args, nil)
 }
@@ -451,11 +451,7 @@ func (e *Executor) ExecuteEvents(ctx context.Context, threadKey string, args jso
 	if err != nil {
 		return nil, err
 	}
-	id, err := e.storeID(ToolName, threadKey, a.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	ctx, lease, done, err := e.take(ctx, id)
+	ctx, lease, done, err := e.take(ctx, ToolName, threadKey, a.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -657,15 +653,12 @@ func text(r *Result) string {
 // state is deleted and the next call starts empty. It waits for a running
 // call on that session to finish.
 func (e *Executor) Reset(ctx context.Context, threadKey, sessionID string) (err error) {
-	id, err := e.storeID("reset_session", threadKey, sessionID)
-	if err != nil {
-		return err
-	}
-	ctx, lease, done, err := e.take(ctx, id)
+	ctx, lease, done, err := e.take(ctx, "reset_session", threadKey, sessionID)
 	if err != nil {
 		return err
 	}
 	defer func() { err = done(err) }()
+	id := lease.ID()
 	// Close the live session, if any, and delete the stored state without
 	// loading it: a reset must also work when the stored state cannot be
 	// loaded (its copy kept aside stays).
@@ -692,14 +685,19 @@ func (e *Executor) session(ctx context.Context, lease *session.Lease) (*session.
 	return s, err
 }
 
-// take waits for session id (the executor's calls of one session take
-// turns, in the Manager's bounded queue, and with other instances on the
-// claim in the store) and returns the claim, ctx bound to it (cancelled
+// take waits for the session of a call of tool (the one of threadKey and
+// sessionID: storeID; the executor's calls of one session take turns, in
+// the keeper's bounded queue, and with other instances on the claim in
+// the store) and returns the claim, ctx bound to it (cancelled
 // when the claim is lost: another instance may run the session then), and
 // done, which releases both and returns the call's error, said as the lost
 // claim (matching session.ErrLeaseLost and store.ErrUnavailable: retry
 // later) when that is what stopped the call.
-func (e *Executor) take(ctx context.Context, id string) (context.Context, *session.Lease, func(error) error, error) {
+func (e *Executor) take(ctx context.Context, tool, threadKey, sessionID string) (context.Context, *session.Lease, func(error) error, error) {
+	id, err := e.storeID(tool, threadKey, sessionID)
+	if err != nil {
+		return ctx, nil, nil, err
+	}
 	lease, err := e.keeper.Claim(ctx, id, session.ClaimOptions{Who: "another call of this session", Wait: -1})
 	if err != nil {
 		return ctx, nil, nil, fmt.Errorf("agent: waiting for session %s: %w", id, err)

@@ -413,20 +413,13 @@ func TestExecuteOutput(t *testing.T) {
 // store claim a thread's session in the store: the second's call waits
 // for the first's to end, then runs on the state it left.
 func TestCallsQueueAcrossExecutors(t *testing.T) {
-	entered, release := make(chan struct{}), make(chan struct{})
-	gate := tools.MustFunc(tools.Schema{Name: "gate"}, func(ctx context.Context) error {
-		close(entered)
-		<-release
-		return nil
-	})
-	reg, err := tools.NewRegistry(gate)
-	require.NoError(t, err)
+	gate := agenttest.NewGate(t)
 	st := memstore.New(memstore.Options{})
-	a := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{Store: st}})
-	b := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: reg, Session: session.Options{Store: st}})
+	a := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: gate.Registry, Session: session.Options{Store: st}})
+	b := agenttest.NewExecutor(t, agent.ExecutorOptions{Functions: gate.Registry, Session: session.Options{Store: st}})
 	first := make(chan *agent.Result, 1)
 	go func() { first <- agenttest.Execute(t, a, "t", "gate()\nn = 1\nn") }()
-	<-entered
+	<-gate.Entered
 	second := make(chan *agent.Result, 1)
 	go func() { second <- agenttest.Execute(t, b, "t", "n + 1") }()
 	select {
@@ -434,7 +427,7 @@ func TestCallsQueueAcrossExecutors(t *testing.T) {
 		t.Fatalf("ran beside the first call: %s", res.Text)
 	case <-time.After(300 * time.Millisecond): // it waits on the claim in the store
 	}
-	close(release)
+	gate.Release()
 	assert.Equal(t, "1", (<-first).Text)
 	assert.Equal(t, "2", (<-second).Text, "ran after the first, on its state")
 }
@@ -444,27 +437,19 @@ func TestCallsQueueAcrossExecutors(t *testing.T) {
 // the claim was lost and the store is unavailable (retry), not that a
 // context was cancelled.
 func TestLostClaimStopsTheCall(t *testing.T) {
-	entered, ended := make(chan struct{}), make(chan error, 1)
-	gate := tools.MustFunc(tools.Schema{Name: "gate"}, func(ctx context.Context) error {
-		close(entered)
-		<-ctx.Done()
-		ended <- context.Cause(ctx)
-		return ctx.Err()
-	})
-	reg, err := tools.NewRegistry(gate)
-	require.NoError(t, err)
+	gate := agenttest.NewGate(t)
 	st := storetest.NewRefusing(memstore.New(memstore.Options{}))
 	keeper := session.NewManager(session.Options{Store: st}, session.ManagerOptions{LeaseTTL: 300 * time.Millisecond})
 	defer keeper.Close()
-	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Keeper: keeper, Functions: reg})
-	go func() { <-entered; st.Refuse(true) }()
+	e := agenttest.NewExecutor(t, agent.ExecutorOptions{Keeper: keeper, Functions: gate.Registry})
+	go func() { <-gate.Entered; st.Refuse(true) }()
 	res, err := e.Execute(context.Background(), "t", json.RawMessage(agenttest.Args("gate()")))
 	require.Error(t, err, "a call whose claim was lost does not answer: %+v", res)
 	assert.ErrorIs(t, err, session.ErrLeaseLost)
 	assert.ErrorIs(t, err, store.ErrUnavailable)
 	assert.NotContains(t, err.Error(), "context canceled")
 	select {
-	case cause := <-ended:
+	case cause := <-gate.Stopped:
 		assert.ErrorIs(t, cause, session.ErrLeaseLost, "the host function saw why it was stopped")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the host function was not stopped")

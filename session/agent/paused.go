@@ -13,15 +13,12 @@ import (
 // that asks a person about the calls that wait for approval uses it to
 // find them when the model asks it to ask again.
 func (e *Executor) Paused(ctx context.Context, threadKey, sessionID string) (_ *PausedRun, err error) {
-	id, err := e.storeID(ResumeToolName, threadKey, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	ctx, lease, done, err := e.take(ctx, id)
+	ctx, lease, done, err := e.take(ctx, ResumeToolName, threadKey, sessionID)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = done(err) }()
+	id := lease.ID()
 	s, err := e.session(ctx, lease)
 	if err != nil {
 		return nil, fmt.Errorf("agent: session %s: %w", id, err)

@@ -190,11 +190,7 @@ func (e *Executor) Resume(ctx context.Context, threadKey string, args json.RawMe
 		}
 		results[i] = res
 	}
-	id, err := e.storeID(ResumeToolName, threadKey, a.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	ctx, lease, done, err := e.take(ctx, id)
+	ctx, lease, done, err := e.take(ctx, ResumeToolName, threadKey, a.SessionID)
 	if err != nil {
 		return nil, err
 	}

@@ -305,19 +305,12 @@ func TestConflict(t *testing.T) {
 	c := newServer(t, httpapi.Options{}).client("")
 	s := c.run("", "v = 1")
 	_, _, blob := c.do("GET", "/state/"+s.SessionID, nil)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var status int
-	var e apiErr
-	go func() {
-		defer wg.Done()
-		status, _, e = c.exec(map[string]any{"session_id": s.SessionID, "code": "import time\ntime.sleep(0.5)\nv = 2"})
-	}()
+	wait := c.execInBackground(map[string]any{"session_id": s.SessionID, "code": "import time\ntime.sleep(0.5)\nv = 2"})
 	time.Sleep(200 * time.Millisecond)
 	if st, _, body := c.do("POST", "/state/"+s.SessionID, blob); st != 201 {
 		t.Fatalf("upload: %d %s", st, body)
 	}
-	wg.Wait()
+	status, e := wait()
 	if status != http.StatusConflict || e.Error != "conflict" {
 		t.Fatalf("concurrent exec: %d %+v, want 409 conflict", status, e)
 	}

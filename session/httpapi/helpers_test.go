@@ -32,6 +32,9 @@ type server struct {
 // newServer starts a Handler; a nil opts.Session.Store means a fresh memory store.
 func newServer(t testing.TB, opts httpapi.Options) *server {
 	t.Helper()
+	if opts.Session.Store == nil && opts.Keeper != nil {
+		opts.Session.Store = opts.Keeper.Store()
+	}
 	if opts.Session.Store == nil {
 		opts.Session.Store = memstore.New(memstore.Options{})
 	}
@@ -106,6 +109,24 @@ func (c *client) exec(req map[string]any) (int, *httpapi.ExecResponse, apiErr) {
 	body, _ := json.Marshal(req)
 	status, _, data := c.do("POST", "/exec", body)
 	return decode(c.s.t, status, data)
+}
+
+// execInBackground starts exec(req) and returns the function that waits
+// for its status and error.
+func (c *client) execInBackground(req map[string]any) (wait func() (int, apiErr)) {
+	type answer struct {
+		status int
+		e      apiErr
+	}
+	done := make(chan answer, 1)
+	go func() {
+		status, _, e := c.exec(req)
+		done <- answer{status, e}
+	}()
+	return func() (int, apiErr) {
+		a := <-done
+		return a.status, a.e
+	}
 }
 
 // run execs code in session id (empty: new) and fails unless it succeeds.

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,10 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/monty-go/monty/session"
+	"github.com/monty-go/monty/session/agent/agenttest"
 	"github.com/monty-go/monty/session/apikey"
 	"github.com/monty-go/monty/session/httpapi"
 	"github.com/monty-go/monty/session/store/memstore"
-	"github.com/monty-go/monty/session/tools"
 )
 
 // dropAnswers serves h but drops every answer: the request is done in
@@ -144,15 +143,8 @@ func TestIdempotencyKeyAnswers(t *testing.T) {
 // A retry while the first request runs is answered 409 with
 // Retry-After; once it is done, the retry gets its answer.
 func TestIdempotencyKeyInFlight(t *testing.T) {
-	entered, release := make(chan struct{}), make(chan struct{})
-	gate := tools.MustFunc(tools.Schema{Name: "gate"}, func(ctx context.Context) error {
-		close(entered)
-		<-release
-		return nil
-	})
-	reg, err := tools.NewRegistry(gate)
-	require.NoError(t, err)
-	s := newServer(t, httpapi.Options{Functions: reg})
+	gate := agenttest.NewGate(t)
+	s := newServer(t, httpapi.Options{Functions: gate.Registry})
 	c := s.client("")
 	body, _ := json.Marshal(map[string]any{"session_id": "g", "code": "gate()\n'done'"})
 	done := make(chan []byte)
@@ -160,11 +152,11 @@ func TestIdempotencyKeyInFlight(t *testing.T) {
 		_, _, data := c.do("POST", "/exec", body, "Idempotency-Key", "slow")
 		done <- data
 	}()
-	<-entered
+	<-gate.Entered
 	status, header, data := c.do("POST", "/exec", body, "Idempotency-Key", "slow")
 	wantError(t, "in flight", status, data, http.StatusConflict, "idempotency_key_in_flight")
 	assert.Equal(t, "1", header.Get("Retry-After"))
-	close(release)
+	gate.Release()
 	first := <-done
 	status, header, data = c.do("POST", "/exec", body, "Idempotency-Key", "slow")
 	require.Equal(t, http.StatusOK, status)
@@ -269,17 +261,8 @@ func TestIdempotentReplayEdges(t *testing.T) {
 // runs once. The second waits on the first's claim in the store, then
 // answers with the first's answer, marked as a replay.
 func TestIdempotencyKeyAcrossInstances(t *testing.T) {
-	var calls atomic.Int32
-	entered, release := make(chan struct{}), make(chan struct{})
-	gate := tools.MustFunc(tools.Schema{Name: "gate"}, func(ctx context.Context) error {
-		if calls.Add(1) == 1 {
-			close(entered)
-		}
-		<-release
-		return nil
-	})
-	reg, err := tools.NewRegistry(gate)
-	require.NoError(t, err)
+	gate := agenttest.NewGate(t)
+	reg := gate.Registry
 	st := memstore.New(memstore.Options{})
 	keeperB := session.NewManager(session.Options{Store: st}, session.ManagerOptions{Warm: -1})
 	t.Cleanup(keeperB.Close)
@@ -291,7 +274,7 @@ func TestIdempotencyKeyAcrossInstances(t *testing.T) {
 		_, _, data := a.client("").do("POST", "/exec", body, "Idempotency-Key", "raced")
 		first <- data
 	}()
-	<-entered
+	<-gate.Entered
 	second := make(chan *http.Response, 1)
 	go func() {
 		req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/exec", bytes.NewReader(body))
@@ -302,7 +285,7 @@ func TestIdempotencyKeyAcrossInstances(t *testing.T) {
 	}()
 	// The second request waits for the first's claim in the store.
 	require.Eventually(t, func() bool { return keeperB.Claims(apikey.StoreID(apikey.Public, "g")) == 1 }, 10*time.Second, time.Millisecond)
-	close(release)
+	gate.Release()
 	want := <-first
 	resp := <-second
 	defer resp.Body.Close()
@@ -310,5 +293,5 @@ func TestIdempotencyKeyAcrossInstances(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", got)
 	assert.Equal(t, "true", resp.Header.Get(httpapi.HeaderReplayed))
 	assert.JSONEq(t, string(want), string(got))
-	assert.EqualValues(t, 1, calls.Load(), "the code ran once")
+	assert.Equal(t, 1, gate.Calls(), "the code ran once")
 }

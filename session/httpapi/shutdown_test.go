@@ -57,14 +57,7 @@ func TestShutdownCancels(t *testing.T) {
 	srv := newServer(t, httpapi.Options{Session: session.Options{Store: st}})
 	c := srv.client("")
 	s := c.run("", "x = 1")
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var status int
-	var e apiErr
-	go func() {
-		defer wg.Done()
-		status, _, e = c.exec(map[string]any{"session_id": s.SessionID, "code": "x = 2\nwhile True:\n    pass"})
-	}()
+	wait := c.execInBackground(map[string]any{"session_id": s.SessionID, "code": "x = 2\nwhile True:\n    pass"})
 	time.Sleep(200 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -73,7 +66,7 @@ func TestShutdownCancels(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 3*time.Second {
 		t.Fatalf("Shutdown: %v after %v", err, time.Since(start))
 	}
-	wg.Wait()
+	status, e := wait()
 	if status != http.StatusServiceUnavailable || e.Error != "cancelled" {
 		t.Fatalf("cancelled exec: %d %+v", status, e)
 	}

@@ -13,8 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/monty-go/monty/runtime"
 	"github.com/monty-go/monty/session"
@@ -31,9 +29,7 @@ import (
 // (monty.approval, its attributes), a log record, and the session's
 // stored decisions.
 func TestApprovedCallAudit(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	exp, tp := newTracer(t)
 	d := newDemoServer(t)
 	var rec metaRecorder
 	rec.add(d)

@@ -24,6 +24,7 @@ import (
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/agent/agenttest"
 	"github.com/monty-go/monty/session/mcpclient"
+	"github.com/monty-go/monty/session/mcpclient/mcptest"
 	"github.com/monty-go/monty/session/telemetry"
 	"github.com/monty-go/monty/session/tools"
 )
@@ -73,15 +74,22 @@ func spanNames(exp *tracetest.InMemoryExporter) []string {
 	return out
 }
 
+// newTracer is a tracer provider whose spans go to the exporter, shut
+// down when the test ends.
+func newTracer(t *testing.T) (*tracetest.InMemoryExporter, *sdktrace.TracerProvider) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return exp, tp
+}
+
 // TestMCPTraceContext: each MCP call of a traced run is a client span
 // "tools/call <tool>" under the host call's span, in the execution's
 // trace, and the request's _meta carries its traceparent beside the keys
 // the call sets itself (progress token, log level); a tool error ends
 // the span failed; an untraced run sends no trace context.
 func TestMCPTraceContext(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	exp, tp := newTracer(t)
 	d := newDemoServer(t)
 	var rec metaRecorder
 	rec.add(d)
@@ -197,14 +205,7 @@ server.run()
 // span: it sees the execution's trace and the client span. Needs
 // MONTY_TEST_PYTHON (scripts/pyclients.sh).
 func TestMCPTraceContextToPythonServer(t *testing.T) {
-	py := os.Getenv("MONTY_TEST_PYTHON")
-	if py == "" {
-		if testing.Short() {
-			t.Skip("needs the client environment's Python: -short (make test-quick) leaves it out; the full test command runs it")
-		}
-		t.Fatal(`MONTY_TEST_PYTHON is not set: this test runs an MCP server of the official MCP Python SDK; run ` +
-			"`eval \"$(scripts/pyclients.sh env)\"` from the repository root (scripts/test.sh does this), then run the tests again")
-	}
+	py := mcptest.Python(t, "a server")
 	script := filepath.Join(t.TempDir(), "trace_server.py")
 	require.NoError(t, os.WriteFile(script, []byte(pyTraceServer), 0o644))
 	exp := tracetest.NewInMemoryExporter()

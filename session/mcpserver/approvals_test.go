@@ -24,6 +24,7 @@ import (
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	"github.com/monty-go/monty/session/mcpclient"
+	"github.com/monty-go/monty/session/mcpclient/mcptest"
 	"github.com/monty-go/monty/session/mcpserver"
 	"github.com/monty-go/monty/session/store/memstore"
 	"github.com/monty-go/monty/session/tools"
@@ -472,14 +473,7 @@ anyio.run(main)
 // its approval makes the call, its refusal raises PermissionError. Needs
 // MONTY_TEST_PYTHON (scripts/pyclients.sh).
 func TestApprovalFromPythonClient(t *testing.T) {
-	py := os.Getenv("MONTY_TEST_PYTHON")
-	if py == "" {
-		if testing.Short() {
-			t.Skip("needs the official MCP Python SDK: -short (make test-quick) leaves it out; the full test command runs it")
-		}
-		t.Fatal(`MONTY_TEST_PYTHON is not set: this test drives the MCP server through the official MCP Python SDK; run ` +
-			"`eval \"$(scripts/pyclients.sh env)\"` from the repository root (scripts/test.sh does this), then run the tests again")
-	}
+	py := mcptest.Python(t, "a client")
 	m := newRepoTools()
 	srv, err := mcpserver.New(mcpserver.Options{Executor: approvalExecutor(t, m, 0)})
 	require.NoError(t, err)

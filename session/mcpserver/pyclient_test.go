@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/monty-go/monty/session/mcpclient/mcptest"
 	"github.com/monty-go/monty/session/mcpserver"
 )
 
@@ -64,14 +65,7 @@ anyio.run(main)
 // the server's span joins that trace; its calls outside a trace start new
 // ones. Needs MONTY_TEST_PYTHON (scripts/pyclients.sh).
 func TestTraceContextFromPythonClient(t *testing.T) {
-	py := os.Getenv("MONTY_TEST_PYTHON")
-	if py == "" {
-		if testing.Short() {
-			t.Skip("needs the official MCP Python SDK: -short (make test-quick) leaves it out; the full test command runs it")
-		}
-		t.Fatal(`MONTY_TEST_PYTHON is not set: this test drives the MCP server through the official MCP Python SDK; run ` +
-			"`eval \"$(scripts/pyclients.sh env)\"` from the repository root (scripts/test.sh does this), then run the tests again")
-	}
+	py := mcptest.Python(t, "a client")
 	exec0, exp := tracedExecutor(t)
 	srv, err := mcpserver.New(mcpserver.Options{Executor: exec0})
 	require.NoError(t, err)

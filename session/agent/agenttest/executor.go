@@ -102,6 +102,9 @@ func NewExecutor(t testing.TB, opts agent.ExecutorOptions) *agent.Executor {
 // unless opts say otherwise.
 func NewExecutorWith(t testing.TB, opts agent.ExecutorOptions) *agent.Executor {
 	t.Helper()
+	if opts.Session.Store == nil && opts.Keeper != nil {
+		opts.Session.Store = opts.Keeper.Store()
+	}
 	if opts.Session.Store == nil {
 		opts.Session.Store = memstore.New(memstore.Options{})
 	}

@@ -57,6 +57,23 @@ func Env(t testing.TB, name string) []string {
 	return argv
 }
 
+// Python returns the Python of scripts/pyclients.sh's environment
+// (MONTY_TEST_PYTHON), which has the official MCP Python SDK, for a test
+// that runs what (a client or a server of the SDK); t is skipped under
+// -short, and fails when it is unset.
+func Python(t testing.TB, what string) string {
+	t.Helper()
+	py := os.Getenv("MONTY_TEST_PYTHON")
+	if py == "" {
+		if testing.Short() {
+			t.Skip("needs the official MCP Python SDK: -short (make test-quick) leaves it out; the full test command runs it")
+		}
+		t.Fatal("MONTY_TEST_PYTHON is not set: this test runs " + what + " of the official MCP Python SDK; run " +
+			"`eval \"$(scripts/pyclients.sh env)\"` from the repository root (scripts/test.sh does this), then run the tests again")
+	}
+	return py
+}
+
 // Everything returns the argv that starts the reference "everything" server
 // on stdio (MONTY_TEST_MCP_EVERYTHING: node, its entry point, "stdio"), for
 // mcp.CommandTransport. Its tools include echo, get-sum, get-structured-content

@@ -22,8 +22,7 @@ type Adapter struct {
 	base agent.Adapter
 }
 
-// New returns an adapter for exec. The executor stays the caller's to
-// close.
+// New returns an adapter for exec.
 func New(exec *agent.Executor) *Adapter {
 	return &Adapter{base: agent.Adapter{Exec: exec, Name: "montyanthropic"}}
 }
@@ -117,7 +116,7 @@ func (a *Adapter) Handle(ctx context.Context, conversation string, msg *anthropi
 // first call.
 //
 // The error is non-nil only when the loop cannot go on: ctx ended (the
-// error matches its cause), the executor is closed (it matches
+// error matches its cause), the executor's keeper is closed (it matches
 // session.ErrClosed), or conversation is not a valid thread key.
 func (a *Adapter) Call(ctx context.Context, conversation, name string, input json.RawMessage) (text string, isError bool, err error) {
 	return a.base.Answer(ctx, conversation, name, input)

@@ -401,7 +401,7 @@ func TestCallerErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, none)
 
-	// A bad conversation key, a context that ended, a closed executor: no
+	// A bad conversation key, a context that ended, a closed keeper: no
 	// blocks come with the error.
 	agenttest.CallerErrors(t, exec, "montyanthropic", func(ctx context.Context, conversation string) (any, error) {
 		return ad.Handle(ctx, conversation, &msg)

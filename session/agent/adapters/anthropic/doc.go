@@ -21,7 +21,7 @@
 // the tool's result (with is_error), not a Go error: a Python exception
 // (the traceback), a limit hit, input that is not what the tool takes, a
 // tool name the adapter does not know. The Go error is for what the caller
-// must handle: its context ended, the executor is closed, or the
+// must handle: its context ended, the executor's keeper is closed, or the
 // conversation key is not a valid thread key.
 //
 // This package is a module of its own, so that depending on

@@ -6,30 +6,14 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
-	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	montyanthropic "github.com/monty-go/monty/session/agent/adapters/anthropic"
-	"github.com/monty-go/monty/session/store/memstore"
-	"github.com/monty-go/monty/session/tools"
 )
 
 // An agent loop over the Messages API: the model runs Python that calls a
 // Go function, in the conversation's own session. (It needs an API key in
 // ANTHROPIC_API_KEY, so it is compiled but not run by go test.)
 func Example() {
-	price := tools.MustFunc(tools.Schema{Name: "price", Description: "Price of an item, in euros.",
-		Params: []tools.Param{{Name: "item"}}},
-		func(item string) (float64, error) { return map[string]float64{"tea": 3.5}[item], nil })
-	fns, _ := tools.NewRegistry(price)
-	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Keeper:    keeper,
-		Functions: fns,
-	})
-	if err != nil {
-		panic(err)
-	}
-	defer keeper.Close()
 	adapter := montyanthropic.New(exec)
 
 	ctx := context.Background()
@@ -47,7 +31,7 @@ func Example() {
 		}
 		results, err := adapter.Handle(ctx, "conversation-1", msg) // Python errors are results too
 		if err != nil {
-			panic(err) // ctx ended or the executor is closed
+			panic(err) // ctx ended or the keeper is closed
 		}
 		if len(results) == 0 {
 			for _, block := range msg.Content {
@@ -59,3 +43,9 @@ func Example() {
 		params.Messages = append(params.Messages, msg.ToParam(), anthropic.NewUserMessage(results...))
 	}
 }
+
+// exec is the executor of your tools, made once for the process: its
+// registry has a Go function price (the price of an item, in euros), and
+// it claims sessions from the process's keeper (package agent's examples
+// make both).
+var exec *agent.Executor

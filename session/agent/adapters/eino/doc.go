@@ -22,7 +22,8 @@
 // Python exception (the traceback), a limit hit, arguments that are not
 // what the tool takes, a tool name the adapter does not know. The Go
 // error is for what the caller must handle: its context ended, the
-// executor is closed, or the conversation key is not a valid thread key.
+// executor's keeper is closed, or the conversation key is not a valid
+// thread key.
 //
 // This package is a module of its own, so that depending on
 // github.com/monty-go/monty does not pull in Eino.

@@ -24,8 +24,7 @@ type Adapter struct {
 	base agent.Adapter
 }
 
-// New returns an adapter for exec. The executor stays the caller's to
-// close.
+// New returns an adapter for exec.
 func New(exec *agent.Executor) *Adapter {
 	return &Adapter{base: agent.Adapter{Exec: exec, Name: "montyeino"}}
 }
@@ -74,7 +73,7 @@ func (a *Adapter) Tools(conversation string) []tool.BaseTool {
 // first call.
 //
 // The error is non-nil only when the loop cannot go on: ctx ended (the
-// error matches its cause), the executor is closed (it matches
+// error matches its cause), the executor's keeper is closed (it matches
 // session.ErrClosed), or conversation is not a valid thread key (it
 // matches agent.ErrBadArgs). Eino ends its graph run with it.
 func (a *Adapter) Call(ctx context.Context, conversation, name, arguments string) (string, error) {

@@ -323,7 +323,7 @@ func TestCallerErrors(t *testing.T) {
 	assert.Equal(t, 1, m.Count())
 
 	// The tools and Call, on their own: a bad conversation key, a context
-	// that ended, a closed executor (CallerErrors closes it). No output
+	// that ended, a closed keeper (CallerErrors closes it). No output
 	// comes with the error.
 	m = &scriptedModel{}
 	m.Reply(toolCalls(call{"call_1", agent.ToolName, agenttest.Args("1 + 1")}), final("unreachable"))
@@ -334,7 +334,7 @@ func TestCallerErrors(t *testing.T) {
 		return ad.Call(ctx, conversation, agent.ResumeToolName, agenttest.ResumeNothing)
 	})
 
-	// The executor is closed: the run ends with the error.
+	// The executor's keeper is closed: the run ends with the error.
 	_, err = closedAgent.Generate(ctx, []*schema.Message{schema.UserMessage("Go.")})
 	assert.True(t, errors.Is(err, session.ErrClosed), "%v", err)
 	assert.Equal(t, 1, m.Count())

@@ -9,11 +9,8 @@ import (
 	"github.com/cloudwego/eino/flow/agent/react"
 	"github.com/cloudwego/eino/schema"
 
-	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	montyeino "github.com/monty-go/monty/session/agent/adapters/eino"
-	"github.com/monty-go/monty/session/store/memstore"
-	"github.com/monty-go/monty/session/tools"
 )
 
 // chatModel is the tool-calling chat model of your choice, from one of
@@ -24,20 +21,6 @@ var chatModel model.ToolCallingChatModel
 // conversation's own session. (It needs a real chat model, so it is
 // compiled but not run by go test.)
 func Example() {
-	price := tools.MustFunc(tools.Schema{Name: "price", Description: "Price of an item, in euros.",
-		Params: []tools.Param{{Name: "item"}}},
-		func(item string) (float64, error) { return map[string]float64{"tea": 3.5}[item], nil })
-	fns, _ := tools.NewRegistry(price)
-	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Keeper:    keeper,
-		Functions: fns,
-	})
-	if err != nil {
-		panic(err)
-	}
-	defer keeper.Close()
-
 	ctx := context.Background()
 	bot, err := react.NewAgent(ctx, &react.AgentConfig{
 		ToolCallingModel: chatModel,
@@ -50,10 +33,16 @@ func Example() {
 		panic(err)
 	}
 	// Python errors go back to the model as tool output; an error here is
-	// the model's, or ctx ended, or the executor is closed.
+	// the model's, or ctx ended, or the keeper is closed.
 	answer, err := bot.Generate(ctx, []*schema.Message{schema.UserMessage("What do 12 teas cost?")})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(answer.Content)
 }
+
+// exec is the executor of your tools, made once for the process: its
+// registry has a Go function price (the price of an item, in euros), and
+// it claims sessions from the process's keeper (package agent's examples
+// make both).
+var exec *agent.Executor

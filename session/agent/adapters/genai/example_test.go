@@ -6,11 +6,8 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	montygenai "github.com/monty-go/monty/session/agent/adapters/genai"
-	"github.com/monty-go/monty/session/store/memstore"
-	"github.com/monty-go/monty/session/tools"
 )
 
 // An agent loop over generateContent: the model runs Python that calls a
@@ -18,19 +15,6 @@ import (
 // GEMINI_API_KEY or GOOGLE_API_KEY, so it is compiled but not run by go
 // test.)
 func Example() {
-	price := tools.MustFunc(tools.Schema{Name: "price", Description: "Price of an item, in euros.",
-		Params: []tools.Param{{Name: "item"}}},
-		func(item string) (float64, error) { return map[string]float64{"tea": 3.5}[item], nil })
-	fns, _ := tools.NewRegistry(price)
-	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Keeper:    keeper,
-		Functions: fns,
-	})
-	if err != nil {
-		panic(err)
-	}
-	defer keeper.Close()
 	adapter := montygenai.New(exec)
 
 	ctx := context.Background()
@@ -47,7 +31,7 @@ func Example() {
 		}
 		answers, err := adapter.Handle(ctx, "conversation-1", resp) // Python errors are answers too
 		if err != nil {
-			panic(err) // ctx ended or the executor is closed
+			panic(err) // ctx ended or the keeper is closed
 		}
 		if len(answers) == 0 {
 			fmt.Println(resp.Text())
@@ -56,3 +40,9 @@ func Example() {
 		contents = append(contents, resp.Candidates[0].Content, genai.NewContentFromParts(answers, genai.RoleUser))
 	}
 }
+
+// exec is the executor of your tools, made once for the process: its
+// registry has a Go function price (the price of an item, in euros), and
+// it claims sessions from the process's keeper (package agent's examples
+// make both).
+var exec *agent.Executor

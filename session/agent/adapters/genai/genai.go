@@ -29,8 +29,7 @@ type Adapter struct {
 	base agent.Adapter
 }
 
-// New returns an adapter for exec. The executor stays the caller's to
-// close.
+// New returns an adapter for exec.
 func New(exec *agent.Executor) *Adapter {
 	return &Adapter{base: agent.Adapter{Exec: exec, Name: "montygenai"}}
 }
@@ -105,7 +104,7 @@ func (a *Adapter) Handle(ctx context.Context, conversation string, resp *genai.G
 // first call.
 //
 // The error is non-nil only when the loop cannot go on: ctx ended (the
-// error matches its cause), the executor is closed (it matches
+// error matches its cause), the executor's keeper is closed (it matches
 // session.ErrClosed), or conversation is not a valid thread key.
 func (a *Adapter) Call(ctx context.Context, conversation, name string, args map[string]any) (map[string]any, error) {
 	if err := a.base.CheckConversation(conversation); err != nil {

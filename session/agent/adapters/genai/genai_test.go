@@ -443,7 +443,7 @@ func TestCallerErrors(t *testing.T) {
 		assert.Empty(t, none)
 	}
 
-	// A bad conversation key, a context that ended, a closed executor: no
+	// A bad conversation key, a context that ended, a closed keeper: no
 	// parts or response come with the error.
 	agenttest.CallerErrors(t, exec, "montygenai", func(ctx context.Context, conversation string) (any, error) {
 		return ad.Handle(ctx, conversation, &resp)

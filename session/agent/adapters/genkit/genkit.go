@@ -21,8 +21,7 @@ type Adapter struct {
 	base agent.Adapter
 }
 
-// New returns an adapter for exec. The executor stays the caller's to
-// close.
+// New returns an adapter for exec.
 func New(exec *agent.Executor) *Adapter {
 	return &Adapter{base: agent.Adapter{Exec: exec, Name: "montygenkit"}}
 }
@@ -81,7 +80,7 @@ func (a *Adapter) tool(conversation string, def tools.Tool) ai.Tool {
 // first call.
 //
 // The error is non-nil only when the loop cannot go on: ctx ended (the
-// error matches its cause), the executor is closed (it matches
+// error matches its cause), the executor's keeper is closed (it matches
 // session.ErrClosed), or conversation is not a valid thread key (it
 // matches agent.ErrBadArgs). Genkit ends its generate loop with it.
 func (a *Adapter) Call(ctx context.Context, conversation, name, arguments string) (string, error) {

@@ -310,7 +310,7 @@ func TestCallerErrors(t *testing.T) {
 	assert.Equal(t, 1, m.Count())
 
 	// The tools' functions and Call, on their own: a bad conversation
-	// key, a context that ended, a closed executor (CallerErrors closes
+	// key, a context that ended, a closed keeper (CallerErrors closes
 	// it). No output comes with the error.
 	agenttest.CallerErrors(t, exec, "montygenkit", func(ctx context.Context, conversation string) (any, error) {
 		return ad.Tools(conversation)[0].(ai.Tool).RunRaw(ctx, agenttest.Input("1 + 1"))
@@ -318,7 +318,7 @@ func TestCallerErrors(t *testing.T) {
 		return ad.Call(ctx, conversation, agent.ToolName, agenttest.Args("1 + 1"))
 	})
 
-	// The executor is closed: the loop ends with the error.
+	// The executor's keeper is closed: the loop ends with the error.
 	g, m = newModel(t)
 	m.Reply(toolCalls(call{"call_1", agent.ToolName, agenttest.Input("1 + 1")}), final("unreachable"))
 	_, err = generate(ctx, g, m, ad, "closed", ai.NewUserTextMessage("Go."))

@@ -43,7 +43,7 @@
 // the tool's output, not a Go error (a Go error from a tool ends
 // LangChainGo's agent loop): a Python exception (the traceback), a limit
 // hit, input that is not what the tool takes. The Go error is for what
-// the caller must handle: its context ended, the executor is closed, or
+// the caller must handle: its context ended, the executor's keeper is closed, or
 // the conversation key is not a valid thread key.
 //
 // This package is a module of its own, so that depending on

@@ -41,7 +41,7 @@ func Example() {
 	pythonTools := montylangchaingo.New(exec).Tools("conversation-1") // execute_python, resume_python
 	executor := agents.NewExecutor(agents.NewOneShotAgent(llm, pythonTools))
 	// Python errors are tool outputs the model reads; err is for a context
-	// that ended or a closed executor.
+	// that ended or a closed keeper.
 	answer, err := chains.Run(context.Background(), executor, "What do 12 teas cost?")
 	if err != nil {
 		panic(err)

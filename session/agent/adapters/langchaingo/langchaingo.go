@@ -21,8 +21,7 @@ type Adapter struct {
 	base agent.Adapter
 }
 
-// New returns an adapter for exec. The executor stays the caller's to
-// close.
+// New returns an adapter for exec.
 func New(exec *agent.Executor) *Adapter {
 	return &Adapter{base: agent.Adapter{Exec: exec, Name: "montylangchaingo"}}
 }
@@ -65,7 +64,7 @@ func (a *Adapter) Tools(conversation string) []tools.Tool {
 // a store failure).
 //
 // The error is non-nil only when the agent loop cannot go on: ctx ended
-// (the error matches its cause), the executor is closed (it matches
+// (the error matches its cause), the executor's keeper is closed (it matches
 // session.ErrClosed), or conversation is not a valid thread key.
 func (a *Adapter) Call(ctx context.Context, conversation, name, input string) (string, error) {
 	args := json.RawMessage(strings.TrimSpace(input))

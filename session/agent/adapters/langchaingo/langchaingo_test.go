@@ -281,7 +281,7 @@ func TestCallerErrors(t *testing.T) {
 	assert.ErrorIs(t, err, cause)
 
 	// The tools and Call, on their own: a bad conversation key, a context
-	// that ended, a closed executor (CallerErrors closes it). No output
+	// that ended, a closed keeper (CallerErrors closes it). No output
 	// comes with the error.
 	agenttest.CallerErrors(t, exec, "montylangchaingo", func(ctx context.Context, conversation string) (any, error) {
 		return ad.Tool(conversation).Call(ctx, "1 + 1")
@@ -291,7 +291,7 @@ func TestCallerErrors(t *testing.T) {
 		return ad.Call(ctx, conversation, agent.ToolName, "1")
 	})
 
-	// The executor is closed: the loop ends with the error.
+	// The executor's keeper is closed: the loop ends with the error.
 	_, _, err = run(context.Background(), script(), ad.Tools("closed"), "Add.")
 	assert.ErrorIs(t, err, session.ErrClosed)
 }

@@ -7,30 +7,14 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/agent"
 	montyopenai "github.com/monty-go/monty/session/agent/adapters/openai"
-	"github.com/monty-go/monty/session/store/memstore"
-	"github.com/monty-go/monty/session/tools"
 )
 
 // An agent loop over Chat Completions: the model runs Python that calls a
 // Go function, in the conversation's own session. (It needs an API key in
 // OPENAI_API_KEY, so it is compiled but not run by go test.)
 func Example() {
-	price := tools.MustFunc(tools.Schema{Name: "price", Description: "Price of an item, in euros.",
-		Params: []tools.Param{{Name: "item"}}},
-		func(item string) (float64, error) { return map[string]float64{"tea": 3.5}[item], nil })
-	fns, _ := tools.NewRegistry(price)
-	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{
-		Keeper:    keeper,
-		Functions: fns,
-	})
-	if err != nil {
-		panic(err)
-	}
-	defer keeper.Close()
 	adapter := montyopenai.New(exec)
 
 	ctx := context.Background()
@@ -52,7 +36,7 @@ func Example() {
 		}
 		answers, err := adapter.HandleChat(ctx, "conversation-1", msg) // Python errors are answers too
 		if err != nil {
-			panic(err) // ctx ended or the executor is closed
+			panic(err) // ctx ended or the keeper is closed
 		}
 		params.Messages = append(params.Messages, msg.ToParam())
 		params.Messages = append(params.Messages, answers...)
@@ -62,12 +46,6 @@ func Example() {
 // The same loop over the Responses API, chained with
 // previous_response_id.
 func ExampleAdapter_HandleResponse() {
-	keeper := session.NewManager(session.Options{Store: memstore.New(memstore.Options{})}, session.ManagerOptions{})
-	exec, err := agent.NewExecutor(agent.ExecutorOptions{Keeper: keeper})
-	if err != nil {
-		panic(err)
-	}
-	defer keeper.Close()
 	adapter := montyopenai.New(exec)
 
 	ctx := context.Background()
@@ -94,3 +72,9 @@ func ExampleAdapter_HandleResponse() {
 		params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: outputs}
 	}
 }
+
+// exec is the executor of your tools, made once for the process: its
+// registry has a Go function price (the price of an item, in euros), and
+// it claims sessions from the process's keeper (package agent's examples
+// make both).
+var exec *agent.Executor

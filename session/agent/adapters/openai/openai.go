@@ -21,8 +21,7 @@ type Adapter struct {
 	base agent.Adapter
 }
 
-// New returns an adapter for exec. The executor stays the caller's to
-// close.
+// New returns an adapter for exec.
 func New(exec *agent.Executor) *Adapter {
 	return &Adapter{base: agent.Adapter{Exec: exec, Name: "montyopenai"}}
 }
@@ -123,7 +122,7 @@ func (a *Adapter) HandleResponse(ctx context.Context, conversation string, resp 
 // first call.
 //
 // The error is non-nil only when the loop cannot go on: ctx ended (the
-// error matches its cause), the executor is closed (it matches
+// error matches its cause), the executor's keeper is closed (it matches
 // session.ErrClosed), or conversation is not a valid thread key.
 func (a *Adapter) Call(ctx context.Context, conversation, name, arguments string) (string, error) {
 	text, _, err := a.base.Answer(ctx, conversation, name, json.RawMessage(arguments))

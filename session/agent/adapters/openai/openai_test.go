@@ -409,7 +409,7 @@ func TestCallerErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, items, 1)
 
-	// A bad conversation key, a context that ended, a closed executor: no
+	// A bad conversation key, a context that ended, a closed keeper: no
 	// messages or items come with the error.
 	agenttest.CallerErrors(t, exec, "montyopenai", func(ctx context.Context, conversation string) (any, error) {
 		return ad.HandleChat(ctx, conversation, msg)
