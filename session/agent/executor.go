@@ -86,9 +86,9 @@ type ExecutorOptions struct {
 	// except its host and limits, which each call sets. The executor does
 	// not close it.
 	Keeper *session.Manager
-	// Session configures the sessions (Store defaults to the Keeper's). Its Host is
-	// replaced by the Functions' host; its Print is not used (the output
-	// is in the Result and the events). Its Limits are the calls' limits,
+	// Session configures the sessions (Store defaults to the Keeper's).
+	// Its Host is replaced by the Functions' host; its Print is not used
+	// (the output is in the Result and the events). Its Limits are the calls' limits,
 	// each zero field its default (runtime.Limits) except two, whose
 	// defaults are the executor's: MaxDuration bounds each call's wall
 	// time, host calls included, as the executor's timeout (ErrTimeout;
@@ -150,8 +150,9 @@ type ExecutorOptions struct {
 	// or an error saying what the caller must change (the call fails
 	// with an *ArgsError wrapping it). It must map different pairs to
 	// different ids, and may be called concurrently. For sessions signed
-	// with keys of their own, set Keys too (it is given the store id). monty mcp --api-key, for example, keeps its sessions as the
-	// HTTP API does, with apikey.StoreID of apikey.ThreadSessionID and
+	// with keys of their own, set Keys too (it is given the store id).
+	// monty mcp --api-key, for example, keeps its sessions as the HTTP API
+	// does, with apikey.StoreID of apikey.ThreadSessionID and
 	// apikey.StoreKeys.
 	StoreID func(threadKey, sessionID string) (string, error)
 	// Logger gets a record of each decision on a call that waited for
