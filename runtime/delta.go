@@ -142,6 +142,17 @@ const (
 	GlobalHeap = 255
 )
 
+// Some tags of inline values, whose Value is the value itself: None (0),
+// a bool (0 or 1), an int that fits in 64 bits (its two's complement).
+// The other inline kinds (a float, an interned str, bytes or long int,
+// Ellipsis, NotImplemented) have tags 4 to 9, and a Value that only tells
+// equal values apart.
+const (
+	GlobalNone = 1
+	GlobalBool = 2
+	GlobalInt  = 3
+)
+
 // GlobalMarks lists, in slot order, the public globals of an idle REPL
 // whose marks differ from what the previous call reported for this REPL,
 // and every one on the heap. With reset (and on a REPL's first call) it

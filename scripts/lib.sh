@@ -59,6 +59,19 @@ go_tool() {
   say "built in $(($(date +%s) - start)) s: $dest"
 }
 
+# listening_port PID: wait (up to 10 s) until process PID listens on a TCP
+# port, and print the port (what `monty serve --addr 127.0.0.1:0` picked:
+# it logs its address only at info).
+listening_port() {
+  local port
+  for _ in $(seq 100); do
+    port=$(ss -ltnp 2>/dev/null | awk -v pid="pid=$1," '$0 ~ pid {split($4, a, ":"); print a[length(a)]; exit}')
+    [ -n "$port" ] && echo "$port" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 # monty_version prints the version of Monty the project builds, from its
 # one source: the pin of the monty crate in wasm/Cargo.toml. The pins
 # that must be literal (the other Cargo manifests, the Python

@@ -202,7 +202,18 @@ func (d *Driven) Bind(repl *runtime.REPL) {
 // files of the stored state are kept.
 func (d *Driven) Save(ctx context.Context, r DrivenREPL, drv Driver) error {
 	st := d.state
-	if r.Feed == nil && r.Stable != nil && bytes.Equal(r.Stable, d.stable) && r.REPL == d.bound && len(d.decided) == 0 &&
+	if r.REPL != d.bound {
+		st.lineage, d.view, d.bound = nil, viewer{}, r.REPL
+	}
+	var marks []runtime.GlobalMark
+	rebound := false
+	if r.Feed == nil {
+		var err error
+		if marks, rebound, err = d.view.changes(ctx, r.REPL); err != nil {
+			return fmt.Errorf("session %s: %w", st.id, err)
+		}
+	}
+	if r.Feed == nil && !rebound && r.Stable != nil && bytes.Equal(r.Stable, d.stable) && len(d.decided) == 0 &&
 		st.saved != nil && st.saved.Driver != nil && !st.saved.Driver.Feed && st.unchangedBy(ctx, r.REPL) {
 		// The turn changed nothing (its clocks moved: they are stored
 		// with the next turn that changes something).
@@ -216,16 +227,13 @@ func (d *Driven) Save(ctx context.Context, r DrivenREPL, drv Driver) error {
 		b.Names, b.JSON = []string{}, []byte("{}")
 	}
 	b.Decisions = withDecisions(b.Decisions, d.decided)
-	if r.REPL != d.bound {
-		st.lineage, d.view, d.bound = nil, viewer{}, r.REPL
-	}
 	var err error
 	if r.Feed != nil {
 		drv.Feed = true
 		b.Dump, err = r.Feed.Dump(ctx)
 	} else {
 		var g *globalsView
-		g, err = d.view.snapshot(ctx, viewTarget{r.Interpreter, r.REPL, runtime.DefaultLimits()}, d.opts.maxViewSize())
+		g, err = d.view.snapshot(ctx, viewTarget{r.Interpreter, r.REPL, runtime.DefaultLimits()}, d.opts.maxViewSize(), marks)
 		r.Interpreter.SetLimits(r.Limits)
 		if err != nil {
 			return fmt.Errorf("session %s: %w", st.id, err)

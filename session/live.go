@@ -325,9 +325,9 @@ func (s *Session) shutdown() {
 // snapshotUnlessPaused is snapshot, except that a paused run cannot run
 // the view's code: the stored view and names stay those of the last
 // completed call.
-func (s *Session) snapshotUnlessPaused(ctx context.Context) (*globalsView, error) {
+func (s *Session) snapshotUnlessPaused(ctx context.Context, marks []runtime.GlobalMark) (*globalsView, error) {
 	if s.runs.paused == nil {
-		return s.snapshot(ctx)
+		return s.snapshot(ctx, marks)
 	}
 	if saved := s.state.saved; saved != nil {
 		return &globalsView{names: saved.Names, json: saved.JSON}, nil
@@ -435,7 +435,7 @@ func (s *Session) checkClaim(ctx context.Context, run *activeRun) (*Paused, erro
 }
 
 // snapshot computes the names and JSON view of the public globals of the
-// session's REPL.
-func (s *Session) snapshot(ctx context.Context) (*globalsView, error) {
-	return s.view.snapshot(ctx, viewTarget{s.it, s.repl, s.opts.Limits}, s.opts.maxViewSize())
+// session's REPL (marks: what viewer.changes read, nil to read them).
+func (s *Session) snapshot(ctx context.Context, marks []runtime.GlobalMark) (*globalsView, error) {
+	return s.view.snapshot(ctx, viewTarget{s.it, s.repl, s.opts.Limits}, s.opts.maxViewSize(), marks)
 }

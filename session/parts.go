@@ -26,6 +26,15 @@ type dumpParts struct {
 	// sumOK when it has one.
 	summed, sumOK bool
 	stateSum      [32]byte
+
+	// comparedTo is how far the last comparison with a live REPL of this
+	// lineage reached, when there was one: the next asks only for what
+	// was added since, which it does not read (a delta's state is the
+	// same whatever its marks). Calls that store nothing (reads) add
+	// their snippets all the same, so a comparison from marks would read
+	// every snippet since the last save, each time.
+	compared   bool
+	comparedTo runtime.DumpMarks
 }
 
 // segment is one stored part: its bytes as stored (zstd-compressed when
@@ -41,8 +50,14 @@ const partsFormat = 1
 // marksLen is the size of the marks in a parts section: seven u64.
 const marksLen = 7 * 8
 
+// minCompressed is the smallest segment compressed: compressing costs a
+// fixed 40 µs or so whatever the size (the encoder resets its tables),
+// more than a turn's whole save of a small session, to keep a few hundred
+// bytes out of the store.
+const minCompressed = 4 << 10
+
 func newSegment(raw []byte, compress bool) segment {
-	if !compress {
+	if !compress || len(raw) < minCompressed {
 		return segment{raw: len(raw), stored: raw}
 	}
 	return segment{raw: len(raw), stored: compressDump(raw), compressed: true}

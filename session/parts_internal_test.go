@@ -50,6 +50,7 @@ func TestStateInParts(t *testing.T) {
 			require.NoError(t, err)
 			defer s.Close(ctx)
 			const n = 40
+			compressed := false
 			for i := range n {
 				res, err := s.Exec(ctx, partsSnippet(i))
 				require.NoError(t, err)
@@ -59,9 +60,11 @@ func TestStateInParts(t *testing.T) {
 				require.NotNil(t, b.Parts, "save %d", i)
 				assert.LessOrEqual(t, len(b.Parts.segments), bits.Len(uint(i+1))+1, "segments after %d saves", i+1)
 				for _, seg := range b.Parts.segments {
-					assert.Equal(t, !opts.NoCompression, seg.compressed)
+					assert.Equal(t, !opts.NoCompression && seg.raw >= minCompressed, seg.compressed, "segment of %d bytes", seg.raw)
+					compressed = compressed || seg.compressed
 				}
 			}
+			assert.Equal(t, !opts.NoCompression, compressed, "the merged segments grow past the smallest compressed")
 			obj, err := st.Get(ctx, "p")
 			require.NoError(t, err)
 			assert.Equal(t, byte(blobVersionParts), obj.Data[4])

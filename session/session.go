@@ -664,12 +664,20 @@ func (s *Session) save(ctx context.Context, res *Result, tc *typecheck.Context) 
 		s.state.describe(res)
 		return nil
 	}
-	same := s.unchanged(ctx)
+	var marks []runtime.GlobalMark
+	rebound := false
+	if s.runs.paused == nil {
+		var err error
+		if marks, rebound, err = s.view.changes(ctx, s.repl); err != nil {
+			return err
+		}
+	}
+	same := !rebound && s.unchanged(ctx)
 	if same && s.keyed == nil {
 		// Nothing to store: the call changed nothing.
 		return s.savedAsIs(res, tc)
 	}
-	g, err := s.snapshotUnlessPaused(ctx)
+	g, err := s.snapshotUnlessPaused(ctx, marks)
 	if err != nil {
 		return err
 	}

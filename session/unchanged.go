@@ -145,10 +145,15 @@ func (st *storedState) unchangedBy(ctx context.Context, repl *runtime.REPL) bool
 	if !ok {
 		return false
 	}
-	d, err := repl.DumpDelta(ctx, st.lineage.marks)
+	since := st.lineage.marks
+	if st.lineage.compared {
+		since = st.lineage.comparedTo
+	}
+	d, err := repl.DumpDelta(ctx, since)
 	if err != nil {
 		return false
 	}
+	st.lineage.compared, st.lineage.comparedTo = true, d.Marks
 	got, ok := stateSum(d.State)
 	return ok && got == want
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -17,7 +19,9 @@ import (
 // calls: a save computes again only the globals that were rebound since the
 // last view of the live REPL, and those on the heap (whose contents can
 // change without a rebinding). Functions, classes and modules are never
-// JSON. The members are computed by Monty's own json module (no user code
+// JSON. None, bools and ints held inline are written by the host from the
+// global's mark, as json.dumps writes them, without running code; the
+// other members are computed by Monty's own json module (no user code
 // runs, NaN and infinities are refused, non-string keys become strings as
 // in CPython); only strings cross the boundary, so values that cannot
 // cross it faithfully never do.
@@ -56,18 +60,40 @@ type viewTarget struct {
 	limits runtime.Limits
 }
 
+// changes reads which public globals of repl were bound, rebound or
+// unbound since the view was last taken, for the next snapshot, and
+// reports whether any was: then the call changed something, and there is
+// no need to compare its state with the stored one. Globals on the heap
+// are always listed (their contents can change in place), so they prove
+// nothing. The marks are nil when the view starts over (snapshot then
+// reads every global).
+func (vw *viewer) changes(ctx context.Context, repl *runtime.REPL) (marks []runtime.GlobalMark, rebound bool, err error) {
+	if vw.slots == nil {
+		return nil, false, nil
+	}
+	if marks, err = repl.GlobalMarks(context.WithoutCancel(ctx), false); err != nil {
+		*vw = viewer{}
+		return nil, false, fmt.Errorf("session: reading globals: %w", err)
+	}
+	rebound = slices.ContainsFunc(marks, func(m runtime.GlobalMark) bool { return m.Tag != runtime.GlobalHeap })
+	return marks, rebound, nil
+}
+
 // snapshot computes the names and JSON view of the public globals of t,
 // in slot order (the order locals() has), within budget bytes of JSON.
 // Globals whose JSON does not fit what is left of the budget are left out
-// (omitted), and computed again next time. It runs to completion even
-// when ctx is cancelled (the call it follows has already succeeded).
-func (vw *viewer) snapshot(ctx context.Context, t viewTarget, budget int64) (*globalsView, error) {
+// (omitted), and computed again next time. marks are what changes read
+// just before, nil to read them here. It runs to completion even when ctx
+// is cancelled (the call it follows has already succeeded).
+func (vw *viewer) snapshot(ctx context.Context, t viewTarget, budget int64, marks []runtime.GlobalMark) (*globalsView, error) {
 	ctx = context.WithoutCancel(ctx)
 	slots, known, namesJSON := vw.slots, len(vw.slots), vw.names
 	*vw = viewer{} // until this view is complete
-	marks, err := t.repl.GlobalMarks(ctx, slots == nil)
-	if err != nil {
-		return nil, fmt.Errorf("session: reading globals: %w", err)
+	if marks == nil {
+		var err error
+		if marks, err = t.repl.GlobalMarks(ctx, slots == nil); err != nil {
+			return nil, fmt.Errorf("session: reading globals: %w", err)
+		}
 	}
 	for _, m := range marks {
 		if m.Slot >= len(slots) {
@@ -81,6 +107,9 @@ func (vw *viewer) snapshot(ctx context.Context, t viewTarget, budget int64) (*gl
 		v.name, v.bound, v.text = m.Name, bound, nil
 		v.json = v.bound && m.Tag != runtime.GlobalCode
 		v.stale = v.json
+		if text := inlineJSON(m); text != nil {
+			v.text, v.stale = member(m.Name, text), false
+		}
 	}
 	var todo []int
 	for i, v := range slots {
@@ -130,6 +159,27 @@ func (vw *viewer) snapshot(ctx context.Context, t viewTarget, budget int64) (*gl
 	g.namesJSON, g.json = namesJSON, b.Bytes()
 	*vw = viewer{slots: slots, names: namesJSON}
 	return g, nil
+}
+
+// inlineJSON is the JSON of a global held inline that needs no code to
+// write (None, a bool, an int: what Monty's json.dumps writes of them),
+// nil for any other.
+func inlineJSON(m runtime.GlobalMark) []byte {
+	switch m.Tag {
+	case runtime.GlobalNone:
+		return []byte("null")
+	case runtime.GlobalBool:
+		return strconv.AppendBool(nil, m.Value != 0)
+	case runtime.GlobalInt:
+		return strconv.AppendInt(nil, int64(m.Value), 10)
+	}
+	return nil
+}
+
+// member is the JSON member "name": text.
+func member(name string, text []byte) []byte {
+	key, _ := json.Marshal(name) // a string always marshals
+	return append(append(key, ": "...), text...)
 }
 
 // appendName adds name to a JSON array of strings.
@@ -240,11 +290,7 @@ __monty_view_out`)
 		if !json.Valid([]byte(text)) {
 			return nil, errors.New("session: reading globals: json.dumps gave text that is not JSON")
 		}
-		key, err := json.Marshal(names[i])
-		if err != nil {
-			return nil, err
-		}
-		out[i].text = append(append(key, ": "...), text...)
+		out[i].text = member(names[i], []byte(text))
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/monty-go/monty/object"
 	"github.com/monty-go/monty/session"
 	"github.com/monty-go/monty/session/store"
 	"github.com/monty-go/monty/session/store/memstore"
@@ -67,4 +68,26 @@ func storedNames(t *testing.T, st store.Store, id string) []string {
 	info, err := session.Inspect(obj.Data, nil)
 	require.NoError(t, err)
 	return info.Globals
+}
+
+// None, bools and ints held inline are written into the view by the host
+// from their marks, without running code: the text Monty's json.dumps
+// writes, to the last digit of the extreme ints, on the first view and
+// after rebinding.
+func TestViewOfInlineScalars(t *testing.T) {
+	s := open(t, "scalars", session.Options{Store: memstore.New(memstore.Options{})})
+	res := exec(t, s, "a = 0\nb = -1\nc = 9223372036854775807\nd = -9223372036854775807 - 1\ne = True\nf = False\ng = None\nh = c + 1")
+	require.Nil(t, res.Err)
+	assert.Equal(t, map[string]any{
+		"a": json.Number("0"), "b": json.Number("-1"), "c": json.Number("9223372036854775807"),
+		"d": json.Number("-9223372036854775808"), "e": true, "f": false, "g": nil, "h": json.Number("9223372036854775808"),
+	}, s.State())
+	res = exec(t, s, "import json\njson.dumps([a, b, c, d, e, f, g])")
+	require.Nil(t, res.Err)
+	assert.Equal(t, object.Str("[0, -1, 9223372036854775807, -9223372036854775808, true, false, null]"), res.Value)
+
+	res = exec(t, s, "b = b - 1\ne = not e\ng = 7\na = None")
+	require.Nil(t, res.Err)
+	got := s.State()
+	assert.Equal(t, []any{nil, json.Number("-2"), false, json.Number("7")}, []any{got["a"], got["b"], got["e"], got["g"]})
 }

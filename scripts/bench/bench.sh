@@ -18,6 +18,8 @@
 #               (build-cost.sh, buildcost.py)
 #   montyv1     monty.v1 through pydantic-monty against upstream's worker
 #               (montyv1.sh, montyv1.py)
+#   turns       what a stored turn costs: monty.v1 and /exec writes and
+#               reads per store, two builds interleaved (turns.sh, turns.py)
 #   load        POST /exec of monty serve under load (load.sh, load/)
 #   container   the serverless images' cold start, as root (container.sh,
 #               serverless.py)
@@ -30,11 +32,11 @@ here=$(dirname "$0")
 what=${1:-table}
 [ $# -gt 0 ] && shift
 case $what in
-  table | aot | module-ab | build-cost | montyv1 | load | container) exec "$here/$what.sh" "$@" ;;
+  table | aot | module-ab | build-cost | montyv1 | turns | load | container) exec "$here/$what.sh" "$@" ;;
   aot-ab) exec python3 "$here/aot_ab.py" "$@" ;;
   -h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
   *)
-    echo "bench: no benchmark $what; one of: table aot aot-ab module-ab build-cost montyv1 load container" >&2
+    echo "bench: no benchmark $what; one of: table aot aot-ab module-ab build-cost montyv1 turns load container" >&2
     exit 2
     ;;
 esac

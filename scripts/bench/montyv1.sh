@@ -19,11 +19,8 @@ upstream=$(dirname "$MONTY_TEST_PYTHON")/monty
 MONTY_SIGNING_KEY=benchmark-signing-key-0123 "$tmp/monty" serve --addr 127.0.0.1:0 --store "$tmp/store" \
   --log-format json --log-level warn 2>"$tmp/serve.log" &
 serve_pid=$!
-# The listening address is logged at info; ask the kernel instead.
-for _ in $(seq 100); do
-  port=$(ss -ltnp 2>/dev/null | awk -v pid="pid=$serve_pid," '$0 ~ pid {split($4, a, ":"); print a[length(a)]; exit}')
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "${port:-}" ] || { cat "$tmp/serve.log" >&2; die "monty serve did not start"; }
+port=$(listening_port "$serve_pid") || {
+  cat "$tmp/serve.log" >&2
+  die "monty serve did not start"
+}
 "$MONTY_TEST_PYTHON" scripts/bench/montyv1.py "$upstream" "$tmp/monty" "ws://127.0.0.1:$port/" "$serve_pid" "${1:-9}"
