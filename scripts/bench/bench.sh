@@ -10,6 +10,8 @@
 #               testdata/bench; start times, memory, continuing sessions,
 #               the targets (table.sh; the tables of docs/performance.md)
 #   aot         the ahead-of-time engine against wazero, interleaved (aot.sh)
+#   profile     one kernel on the ahead-of-time engine under pprof, with
+#               the interpreter's Rust functions named (profile.sh)
 #   aot-ab      two builds of benchcmp on the ahead-of-time engine, A B A B
 #               (aot_ab.py)
 #   module-ab   release profiles and codegen features of the module, built
@@ -32,11 +34,11 @@ here=$(dirname "$0")
 what=${1:-table}
 [ $# -gt 0 ] && shift
 case $what in
-  table | aot | module-ab | build-cost | montyv1 | turns | load | container) exec "$here/$what.sh" "$@" ;;
+  table | aot | profile | module-ab | build-cost | montyv1 | turns | load | container) exec "$here/$what.sh" "$@" ;;
   aot-ab) exec python3 "$here/aot_ab.py" "$@" ;;
   -h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
   *)
-    echo "bench: no benchmark $what; one of: table aot aot-ab module-ab build-cost montyv1 turns load container" >&2
+    echo "bench: no benchmark $what; one of: table aot profile aot-ab module-ab build-cost montyv1 turns load container" >&2
     exit 2
     ;;
 esac
