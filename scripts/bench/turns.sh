@@ -6,7 +6,8 @@
 # release before turns were stored.
 #
 #   scripts/bench/turns.sh [BASE] [ROUNDS] [CALLS]    (HEAD, 6, 200)
-#   STORES="mem dir redis" (default; redis starts scripts/services.sh)
+#   STORES="mem dir redis" (default; redis starts scripts/services.sh, and
+#   stops it again unless it was running)
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 cd "$repo"
@@ -17,9 +18,11 @@ stores=${STORES:-mem dir redis}
 eval "$(scripts/pyclients.sh env)"
 tmp=$(mktemp -d)
 pids=()
+started_services=
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  [ -z "$started_services" ] || scripts/services.sh stop >&2
   git worktree remove --force "$tmp/base" 2>/dev/null || true
   rm -rf "$tmp"
 }
@@ -37,6 +40,9 @@ for st in $stores; do
       mem) url=mem: ;;
       dir) url=$tmp/store-$side ;;
       redis)
+        if [ -z "$started_services" ] && ! scripts/services.sh status >/dev/null 2>&1; then
+          started_services=1 # and stopped at the end
+        fi
         scripts/services.sh start >&2
         eval "$(scripts/services.sh env)"
         # Each side its own database: their sessions never meet.
