@@ -59,14 +59,16 @@ go_tool() {
   say "built in $(($(date +%s) - start)) s: $dest"
 }
 
-# listening_port PID: wait (up to 10 s) until process PID listens on a TCP
-# port, and print the port (what `monty serve --addr 127.0.0.1:0` picked:
-# it logs its address only at info).
+# listening_port PID: wait (up to 60 s: a first start may compile the
+# module) until process PID listens on a TCP port, and print the port
+# (what `monty serve --addr 127.0.0.1:0` picked, whatever its log level);
+# fails at once when PID has exited.
 listening_port() {
   local port
-  for _ in $(seq 100); do
+  for _ in $(seq 600); do
     port=$(ss -ltnp 2>/dev/null | awk -v pid="pid=$1," '$0 ~ pid {split($4, a, ":"); print a[length(a)]; exit}')
     [ -n "$port" ] && echo "$port" && return 0
+    kill -0 "$1" 2>/dev/null || return 1
     sleep 0.1
   done
   return 1

@@ -24,13 +24,10 @@ go build -o "$tmp/load" ./scripts/bench/load
 MONTY_SIGNING_KEY=load-test-signing-key-0123456789 "$tmp/monty" serve \
   --addr 127.0.0.1:0 --store "${STORE:-mem:}" --log-format json 2>"$tmp/serve.log" &
 pid=$!
-url=
-for _ in $(seq 1 300); do
-  url=$(sed -n 's/.*"msg":"listening".*"url":"\([^"]*\)".*/\1/p' "$tmp/serve.log" | head -1)
-  [ -n "$url" ] && break
-  kill -0 "$pid" 2>/dev/null || { cat "$tmp/serve.log" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "load.sh: monty serve did not listen" >&2; exit 1; }
-echo "load.sh: monty serve at $url, store ${STORE:-mem:}, $(nproc) CPUs, ${CLIENTS:-4} clients, ${DURATION:-10s} per scenario" >&2
+port=$(listening_port "$pid") || {
+  cat "$tmp/serve.log" >&2
+  die "monty serve did not listen"
+}
+url=http://127.0.0.1:$port
+say "monty serve at $url, store ${STORE:-mem:}, $(nproc) CPUs, ${CLIENTS:-4} clients, ${DURATION:-10s} per scenario"
 "$tmp/load" -url "$url" -c "${CLIENTS:-4}" -d "${DURATION:-10s}"
