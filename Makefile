@@ -94,6 +94,7 @@ conformance:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 	scripts/patch-crate.sh monty $(MONTY_VERSION) wasm/patches wasm/.patched
+	scripts/patch-crate.sh monty-types $(MONTY_VERSION) wasm/patches wasm/.patched
 	cd wasm && PATH=/usr/bin:$$PATH cargo fmt
 	scripts/patch-crate.sh monty-typeshed $(MONTY_VERSION) wasm/checker/patches wasm/checker/.patched
 	cd wasm/checker && PATH=/usr/bin:$$PATH cargo fmt
@@ -101,6 +102,7 @@ fmt:
 lint:
 	go vet ./...
 	scripts/patch-crate.sh monty $(MONTY_VERSION) wasm/patches wasm/.patched
+	scripts/patch-crate.sh monty-types $(MONTY_VERSION) wasm/patches wasm/.patched
 	cd wasm && PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc cargo clippy --workspace -- -D warnings && PATH=/usr/bin:$$PATH cargo fmt --check
 	scripts/patch-crate.sh monty-typeshed $(MONTY_VERSION) wasm/checker/patches wasm/checker/.patched
 	cd wasm/checker && PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc cargo clippy -- -D warnings && PATH=/usr/bin:$$PATH cargo fmt --check

@@ -13,9 +13,12 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$repo/wasm/monty.wasm}
 
-# monty with the carried patches (wasm/patches/), which wasm/Cargo.toml
-# uses: the version its pin names.
+# monty and monty-types with the carried patches (wasm/patches/), which
+# wasm/Cargo.toml uses: the version monty's pin names (monty-types is
+# released with it).
 version=$(sed -n 's/^monty = "=\([^"]*\)".*/\1/p' "$repo/wasm/Cargo.toml")
-"$repo/scripts/patch-crate.sh" monty "$version" "$repo/wasm/patches" "$repo/wasm/.patched"
+for crate in monty monty-types; do
+  "$repo/scripts/patch-crate.sh" "$crate" "$version" "$repo/wasm/patches" "$repo/wasm/.patched"
+done
 
 "$repo/scripts/cargo-wasm.sh" "$repo/wasm" monty_wasm.wasm "$out" "${MONTY_EXTRA_RUSTFLAGS:-}"

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Two builds of scripts/bench/benchcmp on the ahead-of-time engine, A and B,
 measured interleaved (A B A B ...), each round a fresh process of each
-running every kernel of testdata/bench in its aot column; prints per
-kernel the median of A, of B and B/A, and the geometric mean of B/A.
+running every kernel of testdata/bench in its aot column (or, with
+--column go, on wazero); prints per kernel the median of A, of B and B/A,
+and the geometric mean of B/A.
 
-    scripts/bench/aot_ab.py [--rounds N] [--benchtime D] [--only K,K] A_BENCHCMP B_BENCHCMP
+    scripts/bench/aot_ab.py [--rounds N] [--benchtime D] [--only K,K] [--column aot|go] A_BENCHCMP B_BENCHCMP
 
 Build each with `scripts/aotgo.sh build -o FILE ./scripts/bench/benchcmp` in the
-checkout to compare (docs/building.md#what-the-ahead-of-time-engine-costs
+checkout to compare (for --column go, `go build -o FILE ./scripts/bench/benchcmp`
+is enough: the go column runs the module the checkout embeds) (docs/building.md#what-the-ahead-of-time-engine-costs
 compares the translation split into packages with the one package before).
 Run it from the repository's root (benchcmp reads testdata/bench).
 """
@@ -19,15 +21,15 @@ import subprocess
 import sys
 
 
-def run(binary, benchtime, only):
-    cmd = [binary, "-columns", "aot", "-benchtime", benchtime, "-rounds", "3"]
+def run(binary, column, benchtime, only):
+    cmd = [binary, "-columns", column, "-benchtime", benchtime, "-rounds", "3"]
     if only:
         cmd += ["-only", only]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     got = {}
     for line in out.splitlines():
         parts = line.split()
-        if len(parts) == 3 and parts[0] == "aot":
+        if len(parts) == 3 and parts[0] == column:
             got[parts[1]] = float(parts[2])
     return got
 
@@ -37,15 +39,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--benchtime", default="1s")
     ap.add_argument("--only", default="")
+    ap.add_argument("--column", choices=("aot", "go"), default="aot")
     ap.add_argument("a")
     ap.add_argument("b")
     args = ap.parse_args()
     samples = {"a": {}, "b": {}}
     for r in range(args.rounds):
         for name in ("a", "b"):
-            for kernel, ns in run(getattr(args, name), args.benchtime, args.only).items():
+            for kernel, ns in run(getattr(args, name), args.column, args.benchtime, args.only).items():
                 samples[name].setdefault(kernel, []).append(ns)
-        print(f"aot_ab: round {r + 1} of {args.rounds} done", file=sys.stderr)
+        print(f"aot_ab: {args.column} round {r + 1} of {args.rounds} done", file=sys.stderr)
     ratios = []
     print(f"{'kernel':<18} {'A ms':>10} {'B ms':>10} {'B/A':>6}")
     for kernel in sorted(samples["a"]):
