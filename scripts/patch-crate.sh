@@ -34,7 +34,6 @@ mkdir -p "$dest"
 cp -R "$src"/. "$dest"/
 n=0
 for p in "$patches"/"$name-$version"-*.patch; do
-  [ -e "$p" ] || continue
   patch --quiet --forward -p1 -d "$dest" < "$p"
   n=$((n + 1))
 done
