@@ -1,0 +1,42 @@
+package runtime_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/monty-go/monty/runtime/runtimetest"
+)
+
+// TestFloatReprAsCPython runs testdata/cpython/float_repr.py: floats through
+// repr, str, f-strings, containers and json.dumps, with the ties between two
+// shortest candidates that Rust's own formatting breaks the other way, and
+// json.dumps(sort_keys=True) over str keys, other keys and keys that cannot
+// be compared.
+func TestFloatReprAsCPython(t *testing.T) {
+	requirePrintsAsCPython(t, "cpython/float_repr")
+}
+
+// TestJSONStringsAsCPython runs testdata/cpython/json_strings.py: strings
+// with an escape at every place of an 8-byte word through json.dumps (with
+// and without ensure_ascii) and back, and json.loads of objects whose keys
+// repeat across documents and calls, at the string cache's length bounds,
+// escaped, non-ASCII, duplicated, and cut off mid-object.
+func TestJSONStringsAsCPython(t *testing.T) {
+	requirePrintsAsCPython(t, "cpython/json_strings")
+}
+
+// requirePrintsAsCPython runs testdata/NAME.py and requires its output to be
+// testdata/NAME.cpython.txt, written by CPython from the same file.
+func requirePrintsAsCPython(t *testing.T, name string) {
+	t.Helper()
+	code, err := os.ReadFile("../testdata/" + name + ".py")
+	require.NoError(t, err)
+	want, err := os.ReadFile("../testdata/" + name + ".cpython.txt")
+	require.NoError(t, err)
+	it := runtimetest.NewInterp(t)
+	_, err = run(t, it, string(code))
+	require.NoError(t, err)
+	require.Equal(t, string(want), it.Output())
+}
