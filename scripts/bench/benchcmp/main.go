@@ -95,6 +95,13 @@ type workload struct {
 	columns []string
 }
 
+// The Python workers of the wasmtime and cpython columns, relative to the
+// repository's root, where benchcmp runs.
+var (
+	wasmtimeScript = filepath.Join("scripts", "bench", "wasmtime", "bench.py")
+	cpythonScript  = filepath.Join("scripts", "bench", "benchcmp", "cpython.py")
+)
+
 // The columns of the programs, and of tiny and the operations of a runtime:
 // upstream's process per run can neither resolve tiny.py's microsecond nor
 // run an operation.
@@ -210,7 +217,7 @@ func main() {
 			add(newGoColumn(*dir, "go"))
 		}
 		if *wasmtimePython != "" {
-			argv := []string{*wasmtimePython, filepath.Join("scripts", "wasmtime", "bench.py"), "--serve", "--dir", *dir}
+			argv := []string{*wasmtimePython, wasmtimeScript, "--serve", "--dir", *dir}
 			if *wasmtimeCache != "" {
 				argv = append(argv, "--cache-dir", *wasmtimeCache)
 			}
@@ -230,7 +237,7 @@ func main() {
 			add(newUpstream(*upstream, *dir))
 		}
 		if *python != "" {
-			add(newWorker("cpython", []string{*python, filepath.Join("scripts", "benchcmp", "cpython.py"), *dir}, noBaseline))
+			add(newWorker("cpython", []string{*python, cpythonScript, *dir}, noBaseline))
 		}
 		defer func() {
 			for _, c := range columns {
