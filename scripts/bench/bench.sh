@@ -14,6 +14,9 @@
 #               the interpreter's Rust functions named (profile.sh)
 #   aot-ab      two builds of benchcmp on the ahead-of-time engine, A B A B
 #               (aot_ab.py)
+#   processes   the kernels as whole processes: the CLI on the ahead-of-time
+#               engine against upstream's binary, each less an empty file's
+#               run, interleaved (processes.py)
 #   module-ab   release profiles and codegen features of the module, built
 #               and scored in one run (module-ab.sh, moduleab/)
 #   build-cost  what the ahead-of-time CLI costs to build and to carry
@@ -36,9 +39,10 @@ what=${1:-table}
 case $what in
   table | aot | profile | module-ab | build-cost | montyv1 | turns | load | container) exec "$here/$what.sh" "$@" ;;
   aot-ab) exec python3 "$here/aot_ab.py" "$@" ;;
+  processes) exec python3 "$here/processes.py" "$@" ;;
   -h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
   *)
-    echo "bench: no benchmark $what; one of: table aot profile aot-ab module-ab build-cost montyv1 turns load container" >&2
+    echo "bench: no benchmark $what; one of: table aot profile aot-ab processes module-ab build-cost montyv1 turns load container" >&2
     exit 2
     ;;
 esac
