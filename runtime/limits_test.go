@@ -446,6 +446,49 @@ func TestClockOnlyWhenStoppable(t *testing.T) {
 	assert.Zero(t, reads(bg))
 }
 
+// Small formatted fields read no clock each (on wasm32 a read is a host
+// call, and one per padded field was a tenth of an f-string report), yet a
+// stream of them still stops: from bytecode at the dispatch checkpoint, and
+// from native loops that call format with no bytecode between, by those
+// loops' own polls.
+func TestSmallFormatsReadNoClockEach(t *testing.T) {
+	it := runtimetest.NewInterp(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	report, err := it.Compile(ctx, "n = 0\nfor i in range(3000):\n"+
+		"    n += len(f'{i:>8}{i * 0.5:>12,.2f}{i:08,}{\"x\":<6}{-i:=+9}{i:^7x}')\nn")
+	require.NoError(t, err)
+	before := it.ClockReads()
+	v, err := report.Run(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, object.Int(3000*(8+12+9+6+9+7)), v)
+	reads := it.ClockReads() - before
+	assert.Positive(t, reads, "a cancellable run reads the clock at its checkpoints")
+	assert.Less(t, reads, int64(1000), "18,000 fields formatted with a clock read each")
+
+	for _, code := range []string{
+		"import itertools\nsum(map(len, itertools.starmap(format, itertools.repeat((1, '>8')))))",
+		"import itertools\nmax(itertools.starmap(format, itertools.repeat((2.5, '>12,.2f'))))",
+		"import itertools\nsorted(itertools.islice(itertools.starmap(format, itertools.repeat(('x', '^9'))), 10**9))",
+	} {
+		it.SetLimits(runtime.Limits{MaxDuration: 100 * time.Millisecond})
+		start := time.Now()
+		_, err := run(t, it, code)
+		require.ErrorIs(t, err, runtime.ErrTimeLimit, code)
+		assert.Less(t, time.Since(start), 2*time.Second, code)
+
+		it.SetLimits(runtime.DefaultLimits())
+		p, err := it.Compile(ctx, code)
+		require.NoError(t, err)
+		stop, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(50*time.Millisecond, cancel)
+		start = time.Now()
+		_, err = p.Run(stop)
+		require.ErrorIs(t, err, runtime.ErrCancelled, code)
+		assert.Less(t, time.Since(start), 2*time.Second, code)
+	}
+}
+
 // TestDeadlineDoesNotLeakIntoTheNextCall: a call whose context ends as it
 // returns (here its time limit, which the module's own budget and the
 // context's deadline reach together) must not leave its interrupt for the
