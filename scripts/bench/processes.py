@@ -11,7 +11,11 @@ both times and AOT/upstream, then the geometric mean and the worst row.
 
 This is how issue 55 states its targets (every row <= 1.0x, geomean <=
 0.80x); scripts/bench/table.sh's AOT column is the same kernels in a warm
-interpreter. Run it from the repository's root.
+interpreter. Most kernels run for 5-8 ms, so one process's noise is a
+large share of a row: at 11 rounds two runs differed by up to 40% on a
+row, hence 101 by default (about 3 minutes). Two builds of the CLI can be
+compared the same way, the second in upstream's place. Run it from the
+repository's root.
 """
 
 import argparse
@@ -39,7 +43,7 @@ def elapsed(binary, path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--rounds", type=int, default=101)
     ap.add_argument("--only", default="")
     ap.add_argument("aot")
     ap.add_argument("upstream")
