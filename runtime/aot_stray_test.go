@@ -35,6 +35,7 @@ const (
 	strayLoad8MaxOffset
 	strayPrint
 	strayPrintThenLoad8
+	strayFill
 )
 
 // newStray instantiates the stray module as the engine instantiates the
@@ -296,5 +297,58 @@ func TestStrayGuardPlatforms(t *testing.T) {
 			}
 		}
 		assert.Equal(t, []string{c.file}, matched, "%s %s", c.target, c.tag)
+	}
+}
+
+// TestStrayMemoryFill: memory.fill, which scripts/aot.sh rewrites to store
+// words when it is small, writes exactly its bytes at every size around
+// the byte, word and copy paths and at unaligned addresses, up to the
+// memory's end; one reaching past the end traps and writes nothing.
+func TestStrayMemoryFill(t *testing.T) {
+	const length = 1 << 16
+	a := newStray(t, 1)
+	mem := func() []byte { return *a.Mem }
+	fill := func(addr uint32, b byte, n int) error {
+		_, err := strayCall(a, strayFill, addr, int32(n<<8|int(b)))
+		return err
+	}
+	pattern := func() {
+		for i := range mem() {
+			mem()[i] = byte(i*7 + 3)
+		}
+	}
+	sizes := []int{0, 1, 7, 8, 9, 15, 16, 17, 100, 127, 128, 129, 200, 4096, 8193, 20000}
+	for n := 2; n < 140; n += 3 {
+		sizes = append(sizes, n)
+	}
+	for _, n := range sizes {
+		for _, addr := range []uint32{0, 1, 5, 13, 64, uint32(length - n)} {
+			for _, b := range []byte{0, 0xab} {
+				pattern()
+				require.NoError(t, fill(addr, b, n), "fill %d at %d", n, addr)
+				for i, got := range mem() {
+					want := byte(i*7 + 3)
+					if i >= int(addr) && i < int(addr)+n {
+						want = b
+					}
+					if got != want {
+						t.Fatalf("fill of %d bytes of %#x at %d: byte %d is %#x, want %#x", n, b, addr, i, got, want)
+					}
+				}
+			}
+		}
+	}
+	pattern()
+	before := append([]byte(nil), mem()...)
+	require.NoError(t, fill(length, 0xab, 0), "an empty fill at the end")
+	for _, c := range []struct {
+		addr uint32
+		n    int
+	}{{length - 10, 20}, {length - 100, 101}, {length, 1}, {length + 1, 0}, {length - 4, 1 << 20}} {
+		require.Error(t, fill(c.addr, 0xab, c.n), "fill of %d bytes at %d", c.n, c.addr)
+		require.Equal(t, before, mem(), "a trapped fill of %d bytes at %d wrote", c.n, c.addr)
+		a = newStray(t, 1) // a trap ends the instance
+		pattern()
+		before = append(before[:0], mem()...)
 	}
 }

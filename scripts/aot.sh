@@ -9,8 +9,9 @@
 #     runtime/internal/stray, with the interpreter's edits; small, and
 #     committed, so that the tests of package runtime run it, with -race.
 # Each translation is wasm2go's output with the checked edits below (linear
-# memory from the host, guard pages), split by scripts/aotsplit into a
-# package of its API (module.go; source.go naming the module's SHA-256),
+# memory from the host, guard pages, small fills as word stores), split by
+# scripts/aotsplit into a package of its API (module.go; source.go naming
+# the module's SHA-256),
 # state/ (the instance's fields) and part00/ ... (the functions, about 2 MB
 # of source each), which the go command compiles in parallel, each in a
 # fraction of the memory one package of the whole needed
@@ -70,6 +71,46 @@ translate() {
   # checks go where there are guard pages (guard, below).
   GOFLAGS= GOWORK=off go run "$WASM2GO" -unsafe -pkg "$pkg" -o "$tmp/$pkg/module.go" <"$wasm"
   edit "$tmp/$pkg/module.go" '^[[:blank:]]m\.memory = make\(\[\]byte, (0x[0-9a-f]+|[0-9]+)\)$' '\tm.memory = newMemory(v0, \1)'
+  fill "$tmp/$pkg/module.go"
+}
+
+# fill FILE: memory.fill as wasm2go writes it stores the byte and then
+# doubles what is written with copy, a call to memmove per doubling (seven
+# for a 112-byte fill); most fills are small (a struct's slots set before
+# a native call binds its arguments), so those of up to 128 bytes store
+# words instead, 2-4x faster (docs/performance.md). The bounds are checked
+# by the same slicing as before, ahead of any store.
+fill() {
+  local f=$1
+  LC_ALL=C perl -0777 -i -pe '
+    BEGIN { $body = join "", <STDIN> }
+    $n = s/^func memory_fill\[T uint32 \| uint64\]\(mem \[\]byte, dest T, val int32, n T\) \{\n.*?^\}\n/$body/ms;
+    END { exit($n == 1 ? 0 : 3) }' "$f" <<'GO' || { echo "aot: $WASM2GO's output has no memory_fill as scripts/aot.sh knows it: update fill" >&2; exit 1; }
+func memory_fill[T uint32 | uint64](mem []byte, dest T, val int32, n T) {
+	x := uint64(dest)
+	y := x + uint64(n)
+	buf := mem[x:y:len(mem)]
+	switch {
+	case len(buf) < 8:
+		for i := range buf {
+			buf[i] = byte(val)
+		}
+	case len(buf) <= 128:
+		// Words, the last one overlapping the one before it.
+		p := uint64(uint8(val)) * 0x0101010101010101
+		for i := 0; i+8 <= len(buf); i += 8 {
+			binary.LittleEndian.PutUint64(buf[i:], p)
+		}
+		binary.LittleEndian.PutUint64(buf[len(buf)-8:], p)
+	default:
+		buf[0] = byte(val)
+		for i := 1; i < len(buf); {
+			chunk := min(i, 8192)
+			i += copy(buf[i:], buf[:chunk])
+		}
+	}
+}
+GO
 }
 
 # source PKG WASM: $tmp/PKG/source.go, naming WASM's SHA-256.

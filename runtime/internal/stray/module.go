@@ -94,10 +94,13 @@ func (m *Module) Xmonty_call(v0, v1, v2 int32) int64 {
 	case 10:
 		t7 := m.fn0(i32(1), v1, v2)
 		return int64(uint32(t7))
-	default:
+	case 11:
 		_ = m.fn0(i32(1), v1, v2)
 		t9 := int32(*byteAt(m.memory, uint64(uint32(v1+v2))))
 		return int64(uint32(t9))
+	default:
+		memory_fill(m.memory, uint32(v1), v2, uint32(int32(uint32(v2)>>8)))
+		return i64(0)
 	}
 }
 func (m *Module) Xmemory() Memory {
@@ -241,4 +244,29 @@ func memory_grow(mem *[]byte, delta, max int64) int64 {
 	}
 	*mem = grown
 	return int64(old)
+}
+
+func memory_fill[T uint32 | uint64](mem []byte, dest T, val int32, n T) {
+	x := uint64(dest)
+	y := x + uint64(n)
+	buf := mem[x:y:len(mem)]
+	switch {
+	case len(buf) < 8:
+		for i := range buf {
+			buf[i] = byte(val)
+		}
+	case len(buf) <= 128:
+		// Words, the last one overlapping the one before it.
+		p := uint64(uint8(val)) * 0x0101010101010101
+		for i := 0; i+8 <= len(buf); i += 8 {
+			binary.LittleEndian.PutUint64(buf[i:], p)
+		}
+		binary.LittleEndian.PutUint64(buf[len(buf)-8:], p)
+	default:
+		buf[0] = byte(val)
+		for i := 1; i < len(buf); {
+			chunk := min(i, 8192)
+			i += copy(buf[i:], buf[:chunk])
+		}
+	}
 }

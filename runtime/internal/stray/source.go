@@ -3,4 +3,4 @@
 package stray
 
 // WasmSHA256 is the SHA-256 of the stray.wasm this package was translated from.
-const WasmSHA256 = "8393d93866107fc23cb66dfc3e7993f3cfecc024c30273ec9dc1e672abaf344d"
+const WasmSHA256 = "d83db5de82d404465af739d0d3af57c3e61babf2c05800a31bd73fa56b2ebb3b"

@@ -10,7 +10,8 @@
 ;;   8 memory.size   9 i32.load8_u with the largest offset
 ;;  10 monty.print of value bytes at addr, its result
 ;;  11 monty.print of value bytes at addr, then i32.load8_u at addr + value
-;; and returns what it loaded (or 0 after a store).
+;;  12 memory.fill at addr of value >> 8 bytes (unsigned) with the byte value & 0xff
+;; and returns what it loaded (or 0 after a store or a fill).
 (module
   (import "monty" "print" (func $print (param i32 i32 i32) (result i32)))
   (memory (export "memory") 1 65536)
@@ -19,6 +20,7 @@
   (func (export "monty_reserve") (param i32) (result i32) (i32.const 0))
   (func (export "monty_release"))
   (func (export "monty_call") (param $op i32) (param $addr i32) (param $value i32) (result i64)
+    (block $fill
     (block $print_load
     (block $print
     (block $load8_max
@@ -31,7 +33,7 @@
     (block $load32
     (block $store8
     (block $load8
-      (br_table $load8 $store8 $load32 $store32 $load64_max $store64_max $load16 $grow $size $load8_max $print $print_load
+      (br_table $load8 $store8 $load32 $store32 $load64_max $store64_max $load16 $grow $size $load8_max $print $print_load $fill
         (local.get $op))
       (unreachable))
       (return (i64.extend_i32_u (i32.load8_u (local.get $addr)))))
@@ -49,4 +51,6 @@
       (return (i64.extend_i32_u (i32.load8_u offset=4294967295 (local.get $addr)))))
       (return (i64.extend_i32_u (call $print (i32.const 1) (local.get $addr) (local.get $value)))))
     (drop (call $print (i32.const 1) (local.get $addr) (local.get $value)))
-    (i64.extend_i32_u (i32.load8_u (i32.add (local.get $addr) (local.get $value))))))
+    (return (i64.extend_i32_u (i32.load8_u (i32.add (local.get $addr) (local.get $value))))))
+    (memory.fill (local.get $addr) (local.get $value) (i32.shr_u (local.get $value) (i32.const 8)))
+    (i64.const 0)))
