@@ -76,9 +76,8 @@ translate() {
 
 # fill FILE: memory.fill as wasm2go writes it stores the byte and then
 # doubles what is written with copy, a call to memmove per doubling (seven
-# for a 112-byte fill); most fills are small (a struct's slots set before
-# a native call binds its arguments), so those of up to 128 bytes store
-# words instead, 2-4x faster (docs/performance.md). The bounds are checked
+# for a 112-byte fill); up to 128 bytes, words are stored instead, 2-4x
+# faster from 8 to 112 bytes (docs/performance.md). The bounds are checked
 # by the same slicing as before, ahead of any store.
 fill() {
   local f=$1
