@@ -7,7 +7,7 @@ between rounds); a kernel's time is the median of its runs less the median
 of the empty file's, so each side's start-up falls out. Prints per kernel
 both times and AOT/upstream, then the geometric mean and the worst row.
 
-    scripts/bench/processes.py [--rounds N] [--only K,K] MONTY_AOT UPSTREAM_MONTY
+    scripts/bench/processes.py [--rounds N] [--only K,K] [--twice] MONTY_AOT UPSTREAM_MONTY
 
 This is how issue 55 states its targets (every row <= 1.0x, geomean <=
 0.80x); scripts/bench/table.sh's AOT column is the same kernels in a warm
@@ -69,10 +69,11 @@ def main():
         for kernel in kernels:
             path = os.path.join("testdata/bench", kernel + ".py")
             twice = os.path.join(tmp, kernel + "_twice.py")
-            with open(path) as f:
-                src = f.read()
-            with open(twice, "w") as f:
-                f.write(src + "\n" + src)
+            if args.twice:
+                with open(path) as f:
+                    src = f.read()
+                with open(twice, "w") as f:
+                    f.write(src + "\n" + src)
             runs = {name: [] for name in binaries}
             empties = {name: [] for name in binaries}
             twices = {name: [] for name in binaries}
@@ -102,6 +103,7 @@ def report(what, ratios):
     geomean = math.exp(sum(math.log(r) for r, _ in ratios) / len(ratios))
     worst = max(ratios)
     print(f"geomean {what} {geomean:.3f} over {len(ratios)} kernels; worst {worst[1]} {worst[0]:.2f}")
+
 
 if __name__ == "__main__":
     main()
