@@ -37,8 +37,11 @@
 #       native    scripts/native's `monty-native serve` (monty 1.4.0
 #                 compiled for the host, in-process)
 #       upstream  upstream Monty's release binary (`monty FILE.py`, from
-#                 the pydantic-monty-runtime wheel), a process per run less
-#                 the run of an empty file, sampled in the same rounds
+#                 the pydantic-monty-runtime wheel), measured warm like the
+#                 columns above: the program's second copy in one process
+#                 (a file holding it twice less one holding it once after
+#                 a copy compiled but not run), sampled in the same rounds;
+#                 first runs, as whole processes: bench.sh processes
 #       CPython   scripts/bench/benchcmp/cpython.py: python3 running the same
 #                 files in-process
 #   * the CLI releases ship, on the ahead-of-time engine (make monty-aot;
@@ -473,9 +476,6 @@ END {
   if (val["wasmtime/call_floor"] != "")
     printf "wasmtime: the tiny call less %s, what a call costs from Python before the module runs (call_floor).\n",
       fmt(val["wasmtime/call_floor"])
-  if (val["upstream/empty"] != "")
-    printf "upstream: a process per run (`monty FILE.py`) less %s, the median run of an empty file.\n",
-      fmt(val["upstream/empty"])
 }' "$tmp/rows"
 
 wasmtime_version=$(grep -o '^wasmtime==[^ ]*' "$requirements" | cut -d= -f3)
@@ -485,7 +485,7 @@ echo "Markdown (for docs/performance.md):"
 echo
 cat "$tmp/table.md"
 echo
-echo "Interleaved (scripts/bench/benchcmp: each workload for >= $benchtime, medians) on $(go env GOOS 2>/dev/null)/$(go env GOARCH 2>/dev/null), $(nproc 2>/dev/null || echo '?') CPUs. Go: this runtime in-process, on wazero; AOT: the same on the ahead-of-time engine; wasmtime: $wasmtime_version (Cranelift) through its Python wheel, the tiny call less the Python host's per-call cost; native: monty $native_version built for the host; upstream: ${upstream_version:-missing}, a process per run less an empty file's; CPython: $([ -n "$python" ] && "$python" --version 2>&1); start times and memory: medians of fresh processes; continuing sessions: medians of $session_rounds rounds (Go: the mean of ${SESSION_BENCHTIME:-20x} snippets a round; upstream: pydantic-monty's client and worker, the round trip included); memory: scripts/bench/memory.py."
+echo "Interleaved (scripts/bench/benchcmp: each workload for >= $benchtime, medians) on $(go env GOOS 2>/dev/null)/$(go env GOARCH 2>/dev/null), $(nproc 2>/dev/null || echo '?') CPUs. Go: this runtime in-process, on wazero; AOT: the same on the ahead-of-time engine; wasmtime: $wasmtime_version (Cranelift) through its Python wheel, the tiny call less the Python host's per-call cost; native: monty $native_version built for the host; upstream: ${upstream_version:-missing}, the second copy of a program in one process (a file holding it twice less one holding it once, a process each); CPython: $([ -n "$python" ] && "$python" --version 2>&1); start times and memory: medians of fresh processes; continuing sessions: medians of $session_rounds rounds (Go: the mean of ${SESSION_BENCHTIME:-20x} snippets a round; upstream: pydantic-monty's client and worker, the round trip included); memory: scripts/bench/memory.py."
 if [ "${MONTY_BENCH_AOT:-}" = 1 ]; then
   echo
   echo "The ahead-of-time engine (scripts/bench/aot.sh):"

@@ -30,10 +30,10 @@
 //   - native: `monty-native serve` (scripts/native: monty compiled for the
 //     host, in-process);
 //   - upstream: upstream Monty's release binary (`monty FILE.py`, from
-//     pydantic-monty-runtime), a process per run: its figure is the median
-//     run of the program less the median run of an empty file, sampled in
-//     the same rounds; the difference includes parsing the program, which
-//     the other columns do once;
+//     pydantic-monty-runtime), a process per run: its figure is the second
+//     copy of the program in one process, the median run of a file holding
+//     it twice less the median run of a file holding it once after a copy
+//     compiled but not run, sampled in the same rounds (newUpstream);
 //   - cpython: scripts/bench/benchcmp/cpython.py run by the given python3, the
 //     program compiled once and executed in fresh globals per run.
 //
@@ -56,8 +56,8 @@
 // to stderr, and the exit status is 1.
 //
 // Results go to stdout as "<column> <workload> <ns>", and the baselines
-// subtracted as "wasmtime call_floor <ns>" and "upstream empty <ns>" (the
-// medians over all workloads). Progress goes to stderr.
+// subtracted as "wasmtime call_floor <ns>" and "upstream NAME.first <ns>"
+// (the medians of their samples). Progress goes to stderr.
 package main
 
 import (
@@ -294,7 +294,7 @@ type measurer struct {
 	benchtime time.Duration
 	rounds    int
 	sample    time.Duration
-	// baselines holds the samples of every baseline ("upstream empty").
+	// baselines holds the samples of every baseline ("upstream fib25.first").
 	baselines map[string][]float64
 }
 
@@ -739,10 +739,18 @@ func parseAnswer(line string) (float64, string, error) {
 
 // --- upstream -------------------------------------------------------------------
 
-// newUpstream is upstream's monty binary, a process per run. `monty FILE`
-// prints the program's output to stdout and "TIME ❯ REPR" to stderr.
+// newUpstream is upstream's monty binary, a process per run, measured warm
+// like the columns that run in one process: its figure for a program is the
+// second copy of it in one process, the median run of a file holding the
+// program twice less the median run of one holding it once after a copy
+// that is compiled but not run (upstreamFiles). A process's first run of a
+// program is slower than its second on upstream's side too, so the run of
+// the program less an empty file's would set a cold first run beside warm
+// ones (docs/performance.md, "Whole processes"; scripts/bench/processes.py
+// measures first runs, as whole processes). `monty FILE` prints the
+// program's output to stdout and "TIME ❯ REPR" to stderr.
 func newUpstream(bin, dir string) (*column, error) {
-	c := &column{name: "upstream", baseline: func(string) string { return "empty" }}
+	c := &column{name: "upstream", baseline: func(op string) string { return op + firstCopy }}
 	out, err := exec.Command(bin, "--version").CombinedOutput()
 	if err != nil {
 		return c, fmt.Errorf("%s --version: %v: %s", bin, err, out)
@@ -752,16 +760,27 @@ func newUpstream(bin, dir string) (*column, error) {
 	if err != nil {
 		return c, err
 	}
-	empty := filepath.Join(tmp, "empty.py")
-	if err := os.WriteFile(empty, nil, 0o644); err != nil {
-		_ = os.RemoveAll(tmp)
-		return c, err
-	}
 	c.close = func() { _ = os.RemoveAll(tmp) }
 	c.run = func(op string, _ int) (float64, string, error) {
-		file := filepath.Join(dir, op+".py")
-		if op == "empty" {
-			file = empty
+		name, first := strings.CutSuffix(op, firstCopy)
+		twice := filepath.Join(tmp, name+".twice.py")
+		once := filepath.Join(tmp, name+".once.py")
+		if _, err := os.Stat(twice); err != nil {
+			program, err := os.ReadFile(filepath.Join(dir, name+".py"))
+			if err != nil {
+				return 0, "", err
+			}
+			t, o := upstreamFiles(string(program))
+			if err := os.WriteFile(once, []byte(o), 0o644); err != nil {
+				return 0, "", err
+			}
+			if err := os.WriteFile(twice, []byte(t), 0o644); err != nil {
+				return 0, "", err
+			}
+		}
+		file := twice
+		if first {
+			file = once
 		}
 		cmd := exec.Command(bin, file)
 		var stderr bytes.Buffer
@@ -776,10 +795,32 @@ func newUpstream(bin, dir string) (*column, error) {
 		if !found {
 			return 0, "", fmt.Errorf("%s %s: no value in %q", bin, file, stderr.Bytes())
 		}
-		if op == "empty" {
-			return ns, "", nil // its value (None) is nobody's reference
-		}
 		return ns, repr, nil
 	}
 	return c, nil
+}
+
+// firstCopy names the baseline of an upstream workload: op+firstCopy runs
+// the file holding the program once.
+const firstCopy = ".first"
+
+// upstreamFiles returns the two files the upstream column runs for a
+// program: twice holds the program and then the program again; once holds
+// the program indented under an `if` whose test is false at run time
+// (upstream compiles it; a constant test might let a compiler drop it),
+// then the program. Both parse and compile two copies and end on the
+// program's value, so twice less once is one run of the program in a
+// process that has run it before.
+func upstreamFiles(program string) (twice, once string) {
+	program = strings.TrimRight(program, "\n") + "\n"
+	var dead strings.Builder
+	dead.WriteString("_benchcmp_never = len('') > 0\nif _benchcmp_never:\n    pass\n")
+	for line := range strings.Lines(program) {
+		if strings.TrimSpace(line) == "" {
+			dead.WriteString(line)
+			continue
+		}
+		dead.WriteString("    " + line)
+	}
+	return program + program, dead.String() + program
 }
