@@ -27,6 +27,25 @@ func TestJSONStringsAsCPython(t *testing.T) {
 	requirePrintsAsCPython(t, "cpython/json_strings")
 }
 
+// TestJSONShapesAsCPython runs testdata/cpython/json_shapes.py: json.loads
+// of objects whose sizes change at the same depth and deeper than the
+// decoder remembers sizes for (each dict starts with the capacity of the
+// last object at its depth), with duplicate keys, grown and shrunk after;
+// and json.dumps(sort_keys=True) over many str keys, in code point order
+// across the planes, and over keys of other types.
+func TestJSONShapesAsCPython(t *testing.T) {
+	requirePrintsAsCPython(t, "cpython/json_shapes")
+}
+
+// TestStrSeparatorsAsCPython runs testdata/cpython/str_separators.py:
+// str.partition and rpartition with separators of one byte and longer, in
+// ASCII and non-ASCII text, and their errors; isspace, split and strip over
+// every ASCII character and Unicode's spaces (the paths parse_strings times,
+// and a fast path for them was measured: docs/performance.md).
+func TestStrSeparatorsAsCPython(t *testing.T) {
+	requirePrintsAsCPython(t, "cpython/str_separators")
+}
+
 // requirePrintsAsCPython runs testdata/NAME.py and requires its output to be
 // testdata/NAME.cpython.txt, written by CPython from the same file.
 func requirePrintsAsCPython(t *testing.T, name string) {

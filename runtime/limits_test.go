@@ -529,3 +529,26 @@ func TestDeadlineDoesNotLeakIntoTheNextCall(t *testing.T) {
 		require.Equal(t, object.Int(2), v)
 	}
 }
+
+// TestJSONObjectsSizedAheadUnderMemoryLimit attacks json.loads' habit of
+// starting a dict at the size of the last object at its depth: a document
+// whose one-key objects each follow a 32-key one, so that every small dict
+// is given room for 32, held past MaxMemory, is stopped with MemoryError
+// and leaves the interpreter usable; the same shape under the limit
+// decodes to what CPython gives.
+func TestJSONObjectsSizedAheadUnderMemoryLimit(t *testing.T) {
+	it := runtimetest.NewInterp(t)
+	it.SetLimits(runtime.Limits{MaxMemory: 16 << 20})
+	const doc = `import json
+big = '{' + ','.join('"k%d": %d' % (i, i) for i in range(32)) + '}'
+doc = '[' + ','.join([big + ', {"a": 1}'] * N) + ']'
+items = json.loads(doc)
+len(items), len(items[-1]), len(items[-2]), items[-1]['a'], items[-2]['k31']`
+	_, err := run(t, it, strings.Replace(doc, "N", "20000", 1))
+	require.ErrorIs(t, err, runtime.ErrMemoryLimit)
+	assert.Equal(t, "MemoryError", runtimetest.PyErrType(t, err))
+	require.NoError(t, it.Dead())
+	v, err := run(t, it, strings.Replace(doc, "N", "500", 1))
+	require.NoError(t, err)
+	assert.Equal(t, object.Tuple{object.Int(1000), object.Int(1), object.Int(32), object.Int(1), object.Int(31)}, v)
+}
