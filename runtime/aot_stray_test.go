@@ -36,6 +36,7 @@ const (
 	strayPrint
 	strayPrintThenLoad8
 	strayFill
+	strayGrowThenAccess
 )
 
 // newStray instantiates the stray module as the engine instantiates the
@@ -179,6 +180,33 @@ func TestStrayGrowth(t *testing.T) {
 	// A cap below the memory the module starts with.
 	_, err = instantiateStray(0)
 	require.ErrorIs(t, err, ErrMemoryLimit)
+}
+
+// TestStrayGrowThenAccess: a function that grows memory and then stores
+// and loads in the new pages, in the same call, reaches them: the view of
+// linear memory each translated function takes at its start
+// (scripts/aot.sh, view) follows a memory.grow. A failed grow leaves the
+// pages past the end out of reach (guard pages), or the call traps with
+// ErrMemoryLimit (checked bounds, where the memory moved past its cap).
+func TestStrayGrowThenAccess(t *testing.T) {
+	const page = 1 << 16
+	a := newStray(t, 4)
+	v, err := strayCall(a, strayGrowThenAccess, 2*page+100, 2)
+	require.NoError(t, err)
+	assert.EqualValues(t, 0x5a, v, "the byte stored in a page grown by the same call")
+	size, err := strayCall(a, straySize, 0, 0)
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, size)
+	v, err = strayCall(a, strayLoad8, 2*page+100, 0)
+	require.NoError(t, err)
+	assert.EqualValues(t, 0x5a, v)
+
+	_, err = strayCall(a, strayGrowThenAccess, 3*page+100, 2) // to 5 pages, past the cap of 4
+	if strayGuarded {
+		requireOutOfBounds(t, err)
+	} else {
+		require.ErrorIs(t, err, ErrMemoryLimit)
+	}
 }
 
 // TestStrayPrint: the host reads what the module prints within its

@@ -15,6 +15,18 @@ func byteAt[T uint32 | uint64](mem []byte, addr T) *byte {
 	return &mem[addr]
 }
 
+// viewOf returns the view of linear memory a translated function takes at
+// its start for its loads and stores: a reference to the instance's slice,
+// since a memory.grow during the function may lengthen it or move it.
+//
+//go:nosplit
+func viewOf(mem *[]byte) *[]byte { return mem }
+
+// bytesOf returns the linear memory view shows now.
+//
+//go:nosplit
+func bytesOf(view *[]byte) []byte { return *view }
+
 // newMemory returns a new instance's linear memory, size bytes of zeros:
 // the host's (package runtime reserves an address range for it to grow
 // into) when it offers one, else from the Go heap.

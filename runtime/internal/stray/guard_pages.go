@@ -21,6 +21,19 @@ func byteAt[T uint32 | uint64](mem []byte, addr T) *byte {
 	return (*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(mem)), addr))
 }
 
+// viewOf returns the view of linear memory a translated function takes at
+// its start for its loads and stores: the slice itself, since its base
+// never moves and its length bounds no access, so a memory.grow during
+// the function leaves the view valid.
+//
+//go:nosplit
+func viewOf(mem *[]byte) []byte { return *mem }
+
+// bytesOf returns the linear memory view shows.
+//
+//go:nosplit
+func bytesOf(view []byte) []byte { return view }
+
 // newMemory returns a new instance's linear memory, size bytes of zeros in
 // the host's reservation of all a wasm32 access can reach, accessible up
 // to size, with capacity up to the host's cap. Without one, the instance

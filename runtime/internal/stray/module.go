@@ -60,27 +60,32 @@ func (m *Module) Xmonty_reserve(v0 int32) int32 {
 func (m *Module) Xmonty_release() {
 }
 func (m *Module) Xmonty_call(v0, v1, v2 int32) int64 {
+	t0 := m.fn6(v0, v1, v2)
+	return t0
+}
+func (m *Module) fn6(v0, v1, v2 int32) int64 {
+	mem := viewOf(&m.memory)
 	switch v0 {
 	case 0:
-		t0 := int32(*byteAt(m.memory, uint64(uint32(v1))))
+		t0 := int32(*byteAt(bytesOf(mem), uint64(uint32(v1))))
 		return int64(uint32(t0))
 	case 1:
-		*byteAt(m.memory, uint64(uint32(v1))) = byte(v2)
+		*byteAt(bytesOf(mem), uint64(uint32(v1))) = byte(v2)
 		return i64(0)
 	case 2:
-		t1 := int32(load32(m.memory, uint64(uint32(v1))))
+		t1 := int32(load32(bytesOf(mem), uint64(uint32(v1))))
 		return int64(uint32(t1))
 	case 3:
-		store32(m.memory, uint64(uint32(v1)), uint32(v2))
+		store32(bytesOf(mem), uint64(uint32(v1)), uint32(v2))
 		return i64(0)
 	case 4:
-		t2 := int64(load64(m.memory, uint64(uint32(v1))+0xffffffff))
+		t2 := int64(load64(bytesOf(mem), uint64(uint32(v1))+0xffffffff))
 		return t2
 	case 5:
-		store64(m.memory, uint64(uint32(v1))+0xffffffff, uint64(uint32(v2)))
+		store64(bytesOf(mem), uint64(uint32(v1))+0xffffffff, uint64(uint32(v2)))
 		return i64(0)
 	case 6:
-		t3 := int32(load16(m.memory, uint64(uint32(v1))))
+		t3 := int32(load16(bytesOf(mem), uint64(uint32(v1))))
 		return int64(uint32(t3))
 	case 7:
 		t4 := int32(memory_grow(&m.memory, int64(v2), maxMem))
@@ -89,18 +94,23 @@ func (m *Module) Xmonty_call(v0, v1, v2 int32) int64 {
 		t5 := int32(len(m.memory) >> 16)
 		return int64(uint32(t5))
 	case 9:
-		t6 := int32(*byteAt(m.memory, uint64(uint32(v1))+0xffffffff))
+		t6 := int32(*byteAt(bytesOf(mem), uint64(uint32(v1))+0xffffffff))
 		return int64(uint32(t6))
 	case 10:
 		t7 := m.fn0(i32(1), v1, v2)
 		return int64(uint32(t7))
 	case 11:
 		_ = m.fn0(i32(1), v1, v2)
-		t9 := int32(*byteAt(m.memory, uint64(uint32(v1+v2))))
+		t9 := int32(*byteAt(bytesOf(mem), uint64(uint32(v1+v2))))
 		return int64(uint32(t9))
-	default:
+	case 12:
 		memory_fill(m.memory, uint32(v1), v2, uint32(int32(uint32(v2)>>8)))
 		return i64(0)
+	default:
+		_ = int32(memory_grow(&m.memory, int64(v2), maxMem))
+		*byteAt(bytesOf(mem), uint64(uint32(v1))) = byte(i32(90))
+		t11 := int32(*byteAt(bytesOf(mem), uint64(uint32(v1))))
+		return int64(uint32(t11))
 	}
 }
 func (m *Module) Xmemory() Memory {

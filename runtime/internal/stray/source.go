@@ -3,4 +3,4 @@
 package stray
 
 // WasmSHA256 is the SHA-256 of the stray.wasm this package was translated from.
-const WasmSHA256 = "d83db5de82d404465af739d0d3af57c3e61babf2c05800a31bd73fa56b2ebb3b"
+const WasmSHA256 = "aa9aa6c35a8771b21c43f1514f29ddde8b3c9b6c2b08f33ba1afc8310f17972e"
